@@ -1,0 +1,159 @@
+// The C API over engine::Engine: status codes, a thread-local last error, opaque handles.
+#include "engine/c_api.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/engine_version.h"
+#include "engine/token_batches.h"
+#include "ir/serialize.h"
+#include "ir/status.h"
+
+struct pdist_engine {
+  std::unique_ptr<pdist::engine::Engine> engine;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+pdist_status ToCode(const absl::Status& status) {
+  last_error = status.ok() ? "" : std::string(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kOk: return PDIST_OK;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange: return PDIST_INVALID_ARGUMENT;
+    case absl::StatusCode::kNotFound: return PDIST_NOT_FOUND;
+    case absl::StatusCode::kFailedPrecondition: return PDIST_FAILED_PRECONDITION;
+    case absl::StatusCode::kUnimplemented: return PDIST_UNIMPLEMENTED;
+    default: return PDIST_INTERNAL;
+  }
+}
+
+pdist_status Fail(const char* message) { return ToCode(absl::InvalidArgumentError(message)); }
+
+absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config* config) {
+  pdist_engine_config defaults;
+  pdist_engine_config_init(&defaults);
+  const pdist_engine_config& c = config ? *config : defaults;
+  pdist::engine::EngineOptions o;
+  PDIST_ASSIGN_OR_RETURN(o.optimizer.type, pdist::passes::ParseOptimizerType(c.optimizer ? c.optimizer : "adamw"));
+  if (!(c.learning_rate > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("learning_rate must be positive, got ", c.learning_rate));
+  }
+  o.lr.base = c.learning_rate;
+  o.lr.warmup_steps = c.warmup_steps;
+  o.lr.decay_steps = c.decay_steps;
+  o.optimizer.weight_decay = c.weight_decay;
+  o.optimizer.beta1 = c.beta1;
+  o.optimizer.beta2 = c.beta2;
+  o.optimizer.epsilon = c.epsilon;
+  o.seed = c.seed;
+  if (c.strategy_json) o.strategy_json = c.strategy_json;
+  return o;
+}
+
+pdist_status Create(absl::StatusOr<pdist::ir::Program> program, const pdist_engine_config* config,
+                    pdist_engine** engine) {
+  if (engine == nullptr) return Fail("engine output pointer is NULL");
+  *engine = nullptr;
+  if (!program.ok()) return ToCode(program.status());
+  absl::StatusOr<pdist::engine::EngineOptions> options = ToOptions(config);
+  if (!options.ok()) return ToCode(options.status());
+  auto created = pdist::engine::Engine::Create(std::move(*program), *std::move(options));
+  if (!created.ok()) return ToCode(created.status());
+  *engine = new pdist_engine{std::move(*created)};
+  return ToCode(absl::OkStatus());
+}
+
+absl::StatusOr<pdist::engine::TokenDataset> OpenDataset(const pdist::engine::Engine& engine, const pdist_dataset* data,
+                                                        bool shuffle) {
+  if (data == nullptr || data->path == nullptr) return absl::InvalidArgumentError("dataset or its path is NULL");
+  pdist::engine::TokenDatasetOptions o;
+  o.path = data->path;
+  switch (data->format) {
+    case PDIST_DATA_TEXT_BYTES: o.format = pdist::engine::TokenFormat::kText; break;
+    case PDIST_DATA_UINT16: o.format = pdist::engine::TokenFormat::kUint16; break;
+    case PDIST_DATA_UINT32: o.format = pdist::engine::TokenFormat::kUint32; break;
+    default: return absl::InvalidArgumentError(absl::StrCat("unknown dataset format ", static_cast<int>(data->format)));
+  }
+  o.seed = data->seed;
+  o.shuffle = shuffle;
+  PDIST_ASSIGN_OR_RETURN(o, pdist::engine::DatasetOptionsForModel(engine.forward_program(), o));
+  return pdist::engine::TokenDataset::Open(o);
+}
+
+}  // namespace
+
+extern "C" {
+
+void pdist_engine_config_init(pdist_engine_config* config) {
+  if (config == nullptr) return;
+  *config = pdist_engine_config{};
+  config->optimizer = "adamw";
+  config->learning_rate = 1e-3;
+  config->weight_decay = 0.01;
+  config->beta1 = 0.9;
+  config->beta2 = 0.999;
+  config->epsilon = 1e-8;
+  config->seed = 1;
+}
+
+pdist_status pdist_engine_create_from_file(const char* model_path, const pdist_engine_config* config,
+                                           pdist_engine** engine) {
+  if (model_path == nullptr) return Fail("model path is NULL");
+  return Create(pdist::ir::LoadProgramAuto(model_path), config, engine);
+}
+
+pdist_status pdist_engine_create_from_bytes(const void* model_bytes, size_t size, const pdist_engine_config* config,
+                                            pdist_engine** engine) {
+  if (model_bytes == nullptr) return Fail("model bytes are NULL");
+  return Create(pdist::ir::DeserializeProgram(std::string_view(static_cast<const char*>(model_bytes), size)), config,
+                engine);
+}
+
+void pdist_engine_destroy(pdist_engine* engine) { delete engine; }
+
+pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
+                              pdist_step_callback callback, void* user_data) {
+  if (engine == nullptr) return Fail("engine is NULL");
+  if (steps < 0) return ToCode(absl::InvalidArgumentError(absl::StrCat("steps must be >= 0, got ", steps)));
+  absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/true);
+  if (!dataset.ok()) return ToCode(dataset.status());
+  dataset->Seek(engine->engine->step());  // resuming after load continues the data order
+  auto result = engine->engine->Fit(pdist::engine::BatchesFrom(*dataset), steps,
+                                    [&](const pdist::engine::StepResult& r) {
+                                      return callback == nullptr || callback(r.step, r.loss, r.seconds, user_data) == 0;
+                                    });
+  return ToCode(result.status());
+}
+
+pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* data, int64_t steps, double* mean_loss) {
+  if (engine == nullptr || mean_loss == nullptr) return Fail("engine or mean_loss is NULL");
+  absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/false);
+  if (!dataset.ok()) return ToCode(dataset.status());
+  absl::StatusOr<double> loss = engine->engine->Evaluate(pdist::engine::BatchesFrom(*dataset), steps);
+  if (!loss.ok()) return ToCode(loss.status());
+  *mean_loss = *loss;
+  return ToCode(absl::OkStatus());
+}
+
+pdist_status pdist_engine_save(const pdist_engine* engine, const char* path) {
+  if (engine == nullptr || path == nullptr) return Fail("engine or path is NULL");
+  return ToCode(engine->engine->Save(path));
+}
+
+pdist_status pdist_engine_load(pdist_engine* engine, const char* path) {
+  if (engine == nullptr || path == nullptr) return Fail("engine or path is NULL");
+  return ToCode(engine->engine->Load(path));
+}
+
+int64_t pdist_engine_step(const pdist_engine* engine) { return engine ? engine->engine->step() : -1; }
+
+const char* pdist_last_error(void) { return last_error.c_str(); }
+
+const char* pdist_version(void) { return pdist::EngineVersion(); }
+
+}  // extern "C"

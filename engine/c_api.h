@@ -1,0 +1,89 @@
+/* pdist C API: create an engine from a model, train it, evaluate it, checkpoint it.
+ *
+ * The only header a C (or Python, through ctypes) user includes. Every call returns a
+ * pdist_status; on failure pdist_last_error() gives the message (per thread, valid until the
+ * next call on that thread).
+ *
+ *   pdist_engine_config cfg;
+ *   pdist_engine_config_init(&cfg);
+ *   cfg.learning_rate = 1e-3;
+ *   pdist_engine* engine = NULL;
+ *   if (pdist_engine_create_from_file("model.pb", &cfg, &engine) != PDIST_OK)
+ *     fprintf(stderr, "%s\n", pdist_last_error());
+ *   pdist_dataset ds = {"data/tiny.txt", PDIST_DATA_TEXT_BYTES, 0};
+ *   pdist_engine_fit(engine, &ds, 100, on_step, NULL);
+ *   pdist_engine_destroy(engine);
+ */
+#ifndef PDIST_ENGINE_C_API_H_
+#define PDIST_ENGINE_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  PDIST_OK = 0,
+  PDIST_INVALID_ARGUMENT = 1,  /* bad model, bad config, bad data */
+  PDIST_NOT_FOUND = 2,         /* a file that does not exist */
+  PDIST_FAILED_PRECONDITION = 3,
+  PDIST_UNIMPLEMENTED = 4,     /* a feature this build does not have */
+  PDIST_INTERNAL = 5,
+} pdist_status;
+
+typedef enum {
+  PDIST_DATA_TEXT_BYTES = 0, /* any file, read at byte level: tokens 0..255 */
+  PDIST_DATA_UINT16 = 1,     /* little-endian uint16 tokens */
+  PDIST_DATA_UINT32 = 2,     /* little-endian uint32 tokens */
+} pdist_data_format;
+
+typedef struct {
+  const char* path;
+  pdist_data_format format;
+  uint64_t seed; /* order of the training windows */
+} pdist_dataset;
+
+typedef struct {
+  const char* optimizer;  /* "adamw" (default), "momentum" or "sgd" */
+  double learning_rate;   /* 1e-3 */
+  int64_t warmup_steps;   /* 0 */
+  int64_t decay_steps;    /* 0: constant after warm-up; else cosine decay to 10% */
+  double weight_decay;    /* 0.01 */
+  double beta1, beta2, epsilon; /* 0.9, 0.999, 1e-8 */
+  uint64_t seed;          /* parameter initialisation, 1 */
+  const char* strategy_json; /* NULL or a Strategy JSON document (docs/strategy.md) */
+} pdist_engine_config;
+
+typedef struct pdist_engine pdist_engine;
+
+/* Called after each training step; return non-zero to stop fit early. */
+typedef int (*pdist_step_callback)(int64_t step, double loss, double seconds, void* user_data);
+
+void pdist_engine_config_init(pdist_engine_config* config);
+
+/* model.pb or the textual IR, holding a forward program with a loss. */
+pdist_status pdist_engine_create_from_file(const char* model_path, const pdist_engine_config* config,
+                                           pdist_engine** engine);
+pdist_status pdist_engine_create_from_bytes(const void* model_bytes, size_t size, const pdist_engine_config* config,
+                                            pdist_engine** engine);
+void pdist_engine_destroy(pdist_engine* engine);
+
+pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
+                              pdist_step_callback callback, void* user_data);
+/* Mean loss over `steps` batches, parameters unchanged. */
+pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* data, int64_t steps, double* mean_loss);
+pdist_status pdist_engine_save(const pdist_engine* engine, const char* path);
+pdist_status pdist_engine_load(pdist_engine* engine, const char* path);
+/* Steps trained so far (restored by load). */
+int64_t pdist_engine_step(const pdist_engine* engine);
+
+const char* pdist_last_error(void);
+const char* pdist_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PDIST_ENGINE_C_API_H_ */

@@ -1,0 +1,213 @@
+// TokenDataset: file decoding, validation, seeded window order, batch assembly.
+#include "engine/dataset.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+
+namespace pdist::engine {
+namespace {
+
+constexpr char kPdtokMagic[8] = {'P', 'D', 'T', 'O', 'K', 0, 0, 0};
+constexpr size_t kPdtokHeaderBytes = 16;
+constexpr uint32_t kPdtokVersion = 1;
+
+// SplitMix64 (Steele et al.): a tiny generator with a fixed definition, unlike std::shuffle
+// and the std distributions, whose results differ between standard libraries.
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint32_t LoadLittleEndian(const unsigned char* p, int width) {
+  uint32_t v = 0;
+  for (int i = width - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("token file '", path, "' cannot be opened (missing or unreadable)"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading token file '", path, "'"));
+  return bytes;
+}
+
+absl::StatusOr<std::vector<uint32_t>> DecodeFixedWidth(std::string_view bytes, int width, const std::string& path) {
+  if (bytes.size() % static_cast<size_t>(width) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has ", bytes.size(),
+                                                   " bytes of tokens, not a multiple of the token width ", width,
+                                                   " (wrong --format?)"));
+  }
+  std::vector<uint32_t> tokens(bytes.size() / static_cast<size_t>(width));
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = LoadLittleEndian(p + i * width, width);
+  return tokens;
+}
+
+absl::StatusOr<std::vector<uint32_t>> DecodePdtok(std::string_view bytes, const std::string& path) {
+  if (bytes.size() < kPdtokHeaderBytes || std::memcmp(bytes.data(), kPdtokMagic, sizeof(kPdtokMagic)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token file '", path, "' does not start with the PDTOK header (a header-less file? use u16 or u32)"));
+  }
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const uint32_t version = LoadLittleEndian(p + 8, 4);
+  const uint32_t width = LoadLittleEndian(p + 12, 4);
+  if (version != kPdtokVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has PDTOK version ", version,
+                                                   "; this build reads version ", kPdtokVersion));
+  }
+  if (width != 2 && width != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' declares token width ", width,
+                                                   " bytes; expected 2 or 4"));
+  }
+  return DecodeFixedWidth(bytes.substr(kPdtokHeaderBytes), static_cast<int>(width), path);
+}
+
+absl::StatusOr<std::vector<uint32_t>> Decode(std::string_view bytes, TokenFormat format, const std::string& path) {
+  switch (format) {
+    case TokenFormat::kUint16: return DecodeFixedWidth(bytes, 2, path);
+    case TokenFormat::kUint32: return DecodeFixedWidth(bytes, 4, path);
+    case TokenFormat::kPdtok: return DecodePdtok(bytes, path);
+    case TokenFormat::kText: {
+      // Through unsigned char: a plain char is signed here, and byte 0xFF must be token 255.
+      const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+      return std::vector<uint32_t>(p, p + bytes.size());
+    }
+  }
+  return absl::InternalError("unknown TokenFormat");
+}
+
+absl::Status Validate(const std::vector<uint32_t>& tokens, const TokenDatasetOptions& o, const std::string& name) {
+  for (const auto& [field, value] : {std::pair<const char*, int64_t>{"batch", o.batch},
+                                     {"seq_len", o.seq_len},
+                                     {"vocab", o.vocab}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("TokenDatasetOptions.", field, " must be positive, got ", value));
+    }
+  }
+  const int64_t needed = o.batch * o.seq_len + 1;
+  if (static_cast<int64_t>(tokens.size()) < needed) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset '", name, "' has ", tokens.size(), " tokens; one batch of ",
+                                                   o.batch, " x ", o.seq_len, " needs at least ", needed,
+                                                   " (batch * seq_len + 1)"));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] >= static_cast<uint64_t>(o.vocab)) {
+      return absl::InvalidArgumentError(absl::StrCat("dataset '", name, "': token id ", tokens[i], " at position ", i,
+                                                     " is out of range for vocab ", o.vocab,
+                                                     " (ids must be < vocab)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view TokenFormatName(TokenFormat format) {
+  switch (format) {
+    case TokenFormat::kUint16: return "u16";
+    case TokenFormat::kUint32: return "u32";
+    case TokenFormat::kPdtok: return "pdtok";
+    case TokenFormat::kText: return "text";
+  }
+  return "?";
+}
+
+absl::StatusOr<TokenFormat> ParseTokenFormat(std::string_view name) {
+  for (TokenFormat f : {TokenFormat::kUint16, TokenFormat::kUint32, TokenFormat::kPdtok, TokenFormat::kText}) {
+    if (name == TokenFormatName(f)) return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown token format '", std::string(name), "'; expected u16, u32, pdtok or text"));
+}
+
+TokenDataset::TokenDataset(std::vector<uint32_t> tokens, TokenDatasetOptions options)
+    : tokens_(std::move(tokens)),
+      options_(std::move(options)),
+      num_windows_((static_cast<int64_t>(tokens_.size()) - 1) / options_.seq_len) {}
+
+absl::StatusOr<TokenDataset> TokenDataset::Open(const TokenDatasetOptions& options) {
+  PDIST_ASSIGN_OR_RETURN(std::string bytes, ReadFile(options.path));
+  PDIST_ASSIGN_OR_RETURN(std::vector<uint32_t> tokens, Decode(bytes, options.format, options.path));
+  return FromTokens(std::move(tokens), options, options.path);
+}
+
+absl::StatusOr<TokenDataset> TokenDataset::FromTokens(std::vector<uint32_t> tokens, const TokenDatasetOptions& options,
+                                                      std::string name) {
+  PDIST_RETURN_IF_ERROR(Validate(tokens, options, name));
+  return TokenDataset(std::move(tokens), options);
+}
+
+int64_t TokenDataset::WindowAt(int64_t i) const {
+  const int64_t epoch = i / num_windows_;
+  const int64_t pos = i % num_windows_;
+  if (!options_.shuffle) return pos;
+  if (epoch != cached_epoch_) {
+    cached_order_.resize(static_cast<size_t>(num_windows_));
+    std::iota(cached_order_.begin(), cached_order_.end(), int64_t{0});
+    uint64_t state = options_.seed ^ (static_cast<uint64_t>(epoch) * 0xD1B54A32D192ED03ull);
+    // Fisher–Yates; the modulo bias is below 2^-40 for any realistic window count.
+    for (int64_t j = num_windows_ - 1; j > 0; --j) {
+      const auto r = static_cast<int64_t>(SplitMix64(state) % static_cast<uint64_t>(j + 1));
+      std::swap(cached_order_[static_cast<size_t>(j)], cached_order_[static_cast<size_t>(r)]);
+    }
+    cached_epoch_ = epoch;
+  }
+  return cached_order_[static_cast<size_t>(pos)];
+}
+
+absl::StatusOr<Batch> TokenDataset::BatchAt(int64_t step) const {
+  if (step < 0) return absl::InvalidArgumentError(absl::StrCat("dataset step must be >= 0, got ", step));
+  const int64_t b = options_.batch, s = options_.seq_len;
+  const exec::TensorType type{{b, s}, ir::DataType::kInt64};
+  Batch batch{exec::Tensor::Empty(type), exec::Tensor::Empty(type)};
+  int64_t* tokens = batch.tokens.data<int64_t>();
+  int64_t* labels = batch.labels.data<int64_t>();
+  for (int64_t row = 0; row < b; ++row) {
+    const uint32_t* window = tokens_.data() + WindowAt(step * b + row) * s;
+    for (int64_t j = 0; j < s; ++j) {
+      tokens[row * s + j] = window[j];
+      labels[row * s + j] = window[j + 1];
+    }
+  }
+  return batch;
+}
+
+absl::StatusOr<Batch> TokenDataset::Next() {
+  PDIST_ASSIGN_OR_RETURN(Batch batch, BatchAt(step_));
+  ++step_;
+  return batch;
+}
+
+absl::Status WriteTokenFile(const std::string& path, const std::vector<uint32_t>& tokens, int width) {
+  if (width != 2 && width != 4) {
+    return absl::InvalidArgumentError(absl::StrCat("token width must be 2 or 4 bytes, got ", width));
+  }
+  std::string bytes(kPdtokMagic, sizeof(kPdtokMagic));
+  auto append = [&bytes](uint32_t v, int w) {
+    for (int i = 0; i < w; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  append(kPdtokVersion, 4);
+  append(static_cast<uint32_t>(width), 4);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (width == 2 && tokens[i] > 0xFFFF) {
+      return absl::InvalidArgumentError(absl::StrCat("token ", tokens[i], " at position ", i,
+                                                     " does not fit in 2 bytes; write '", path, "' with width 4"));
+    }
+    append(tokens[i], width);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write token file '", path, "'"));
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::engine

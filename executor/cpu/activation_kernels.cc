@@ -1,0 +1,251 @@
+// CPU kernels of the unary family: scale, the activations and their gradients (Eigen array
+// expressions, vectorised), cast, and dropout with its counter-based mask.
+#include <cmath>
+#include <string>
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "executor/cpu/cpu_common.h"
+#include "executor/cpu/cpu_kernels.h"
+#include "executor/dtype_dispatch.h"
+#include "executor/kernel.h"
+#include "executor/random.h"
+#include "ir/status.h"
+
+namespace pdist::exec::cpu {
+namespace {
+
+constexpr int64_t kGrain = 32768;  // elements per thread before a loop is split
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;  // splitmix64's state increment
+
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename A>
+using Scalar = typename A::Scalar;
+
+// out = f(in...) over same-shape tensors: f maps Eigen array segments to an array expression,
+// evaluated chunk by chunk across threads.
+template <typename T, typename F, typename... In>
+void MapArrays(Tensor& out, const F& f, const In&... in) {
+  ParallelFor(out.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    ArrayMap<T>(out.data<T>() + begin, n) = f(ConstArrayMap<T>(in.template data<T>() + begin, n)...);
+  });
+}
+
+// Each activation: Forward(x) and Backward(saved, g), where saved is what the gradient op reads
+// (out for relu, tanh and exp; x for gelu and silu, as declared in ir/ops/activation.cc) and g is
+// out_grad. Arguments are Eigen array maps; results are expressions.
+struct Relu {
+  template <typename A>
+  static auto Forward(const A& x) { return x.max(Scalar<A>(0)); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return (out > Scalar<A>(0)).select(g, Scalar<A>(0)); }
+};
+
+// gelu(x) = x Φ(x) = 0.5 x (1 + erf(x / √2)).
+struct GeluErf {
+  template <typename A>
+  static auto Forward(const A& x) {
+    using T = Scalar<A>;
+    return T(0.5) * x * (T(1) + (x * T(M_SQRT1_2)).erf());
+  }
+  // Φ(x) + x φ(x), φ the standard normal density.
+  template <typename A>
+  static auto Backward(const A& x, const A& g) {
+    using T = Scalar<A>;
+    const T inv_sqrt_2pi = T(0.3989422804014327);
+    return g * (T(0.5) * (T(1) + (x * T(M_SQRT1_2)).erf()) + inv_sqrt_2pi * x * (T(-0.5) * x.square()).exp());
+  }
+};
+
+// gelu(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+struct GeluTanh {
+  static constexpr double kSqrt2OverPi = 0.7978845608028654;
+  static constexpr double kCubic = 0.044715;
+  template <typename A>
+  static auto Inner(const A& x) {
+    using T = Scalar<A>;
+    return T(kSqrt2OverPi) * (x + T(kCubic) * x.cube());
+  }
+  template <typename A>
+  static auto Forward(const A& x) {
+    using T = Scalar<A>;
+    return T(0.5) * x * (T(1) + Inner(x).tanh());
+  }
+  template <typename A>
+  static auto Backward(const A& x, const A& g) {
+    using T = Scalar<A>;
+    const auto t = Inner(x).tanh();
+    const auto dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x.square());
+    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t.square()) * dinner);
+  }
+};
+
+// silu(x) = x σ(x); silu'(x) = σ(x) (1 + x (1 − σ(x))).
+struct Silu {
+  template <typename A>
+  static auto Sigmoid(const A& x) { return (Scalar<A>(1) + (-x).exp()).inverse(); }
+  template <typename A>
+  static auto Forward(const A& x) { return x * Sigmoid(x); }
+  template <typename A>
+  static auto Backward(const A& x, const A& g) {
+    using T = Scalar<A>;
+    const auto s = Sigmoid(x);
+    return g * s * (T(1) + x * (T(1) - s));
+  }
+};
+
+struct Tanh {
+  template <typename A>
+  static auto Forward(const A& x) { return x.tanh(); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return g * (Scalar<A>(1) - out.square()); }
+};
+
+struct Exp {
+  template <typename A>
+  static auto Forward(const A& x) { return x.exp(); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return g * out; }
+};
+
+template <typename Act>
+absl::Status Forward(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_DISPATCH_FLOAT(x.dtype(), T, { MapArrays<T>(out, [](const auto& a) { return Act::Forward(a); }, x); });
+  return absl::OkStatus();
+}
+
+template <typename Act>
+absl::Status Backward(KernelContext& ctx) {
+  const Tensor& saved = *ctx.input(0);
+  const Tensor& out_grad = *ctx.input(1);
+  Tensor& x_grad = ctx.AllocateOutput(0);
+  PDIST_DISPATCH_FLOAT(saved.dtype(), T, {
+    MapArrays<T>(x_grad, [](const auto& s, const auto& g) { return Act::Backward(s, g); }, saved, out_grad);
+  });
+  return absl::OkStatus();
+}
+
+// gelu and gelu_grad pick the erf or the tanh form from the `approximate` attribute.
+absl::Status Gelu(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(bool approximate, ir::GetBool(ctx.attrs(), "approximate"));
+  return approximate ? Forward<GeluTanh>(ctx) : Forward<GeluErf>(ctx);
+}
+absl::Status GeluGrad(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(bool approximate, ir::GetBool(ctx.attrs(), "approximate"));
+  return approximate ? Backward<GeluTanh>(ctx) : Backward<GeluErf>(ctx);
+}
+
+absl::Status Scale(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(double scale, ir::GetDouble(ctx.attrs(), "scale"));
+  PDIST_ASSIGN_OR_RETURN(double bias, ir::GetDouble(ctx.attrs(), "bias"));
+  PDIST_ASSIGN_OR_RETURN(bool bias_after_scale, ir::GetBool(ctx.attrs(), "bias_after_scale"));
+  const Tensor& x = *ctx.input(0);
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_DISPATCH_FLOAT(x.dtype(), T, {
+    const T s = static_cast<T>(scale);
+    const T b = static_cast<T>(bias);
+    if (bias_after_scale) {
+      MapArrays<T>(out, [s, b](const auto& a) { return a * s + b; }, x);
+    } else {
+      MapArrays<T>(out, [s, b](const auto& a) { return (a + b) * s; }, x);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status Cast(KernelContext& ctx) {
+  ctx.SetOutput(0, CastTensor(*ctx.input(0), ctx.output_type(0).dtype));
+  return absl::OkStatus();
+}
+
+// What a kept element is multiplied by, in dropout and in dropout_grad alike: 1/(1-p) when
+// training in upscale_in_train mode (0 when p = 1: every element is dropped), 1-p at test time in
+// downgrade_in_infer mode, 1 otherwise.
+absl::StatusOr<double> DropoutFactor(const ir::AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(attrs, "p"));
+  PDIST_ASSIGN_OR_RETURN(bool is_test, ir::GetBool(attrs, "is_test"));
+  PDIST_ASSIGN_OR_RETURN(std::string mode, ir::GetString(attrs, "mode"));
+  const bool upscale = mode == "upscale_in_train";
+  if (is_test) return upscale ? 1.0 : 1.0 - p;
+  if (upscale) return p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
+  return 1.0;
+}
+
+// mask[i] = uniform(seed, i) >= p, with uniform the top 53 bits of output i of splitmix64 (state
+// key + i·golden, one Mix64 from executor/random.h), compared as integers: the mask is a function
+// of (seed, i) only, so it does not depend on threads or chunking. At test time all are kept.
+absl::Status Dropout(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(double factor, DropoutFactor(ctx.attrs()));
+  PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(ctx.attrs(), "p"));
+  PDIST_ASSIGN_OR_RETURN(bool is_test, ir::GetBool(ctx.attrs(), "is_test"));
+  PDIST_ASSIGN_OR_RETURN(int64_t seed, ir::GetInt(ctx.attrs(), "seed"));
+  if (const Tensor* seed_tensor = ctx.input(1)) {  // i32 or i64, read exactly
+    seed = seed_tensor->dtype() == DataType::kInt64 ? seed_tensor->data<int64_t>()[0] : seed_tensor->data<int32_t>()[0];
+  }
+  const uint64_t key = StreamKey(static_cast<uint64_t>(seed), HashName("dropout"));
+  // p = 1 gives 2^53, above every 53-bit draw: nothing is kept.
+  const uint64_t threshold = is_test ? 0 : static_cast<uint64_t>(p * 9007199254740992.0);
+  const Tensor& x = *ctx.input(0);
+  Tensor& out = ctx.AllocateOutput(0);
+  bool* mask = ctx.AllocateOutput(1).data<bool>();
+  PDIST_DISPATCH_FLOAT(x.dtype(), T, {
+    const T* in = x.data<T>();
+    T* o = out.data<T>();
+    const T f = static_cast<T>(factor);
+    // Captured by value: stores through bool* may alias anything, which would force reloads.
+    ParallelFor(x.num_elements(), kGrain, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const bool keep = (Mix64(key + static_cast<uint64_t>(i) * kGolden) >> 11) >= threshold;
+        mask[i] = keep;
+        o[i] = keep ? in[i] * f : T(0);
+      }
+    });
+  });
+  return absl::OkStatus();
+}
+
+absl::Status DropoutGrad(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(double factor, DropoutFactor(ctx.attrs()));
+  const bool* mask = ctx.input(0)->data<bool>();
+  const Tensor& out_grad = *ctx.input(1);
+  Tensor& x_grad = ctx.AllocateOutput(0);
+  PDIST_DISPATCH_FLOAT(out_grad.dtype(), T, {
+    const T* g = out_grad.data<T>();
+    T* dx = x_grad.data<T>();
+    const T f = static_cast<T>(factor);
+    ParallelFor(out_grad.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) dx[i] = mask[i] ? g[i] * f : T(0);
+    });
+  });
+  return absl::OkStatus();
+}
+
+template <typename Act>
+void RegisterActivation(KernelRegistry& registry, const std::string& name) {
+  registry.Register(Device::kCPU, name, Forward<Act>);
+  registry.Register(Device::kCPU, name + "_grad", Backward<Act>);
+}
+
+}  // namespace
+
+void RegisterActivationKernels(KernelRegistry& registry) {
+  registry.Register(Device::kCPU, "scale", Scale);
+  RegisterActivation<Relu>(registry, "relu");
+  registry.Register(Device::kCPU, "gelu", Gelu);
+  registry.Register(Device::kCPU, "gelu_grad", GeluGrad);
+  RegisterActivation<Silu>(registry, "silu");
+  RegisterActivation<Tanh>(registry, "tanh");
+  RegisterActivation<Exp>(registry, "exp");
+  registry.Register(Device::kCPU, "cast", Cast);
+  registry.Register(Device::kCPU, "dropout", Dropout);
+  registry.Register(Device::kCPU, "dropout_grad", DropoutGrad);
+}
+
+}  // namespace pdist::exec::cpu

@@ -1,0 +1,21 @@
+// CPU kernel families (one file each in executor/cpu/), mirroring ir/ops/.
+#pragma once
+
+namespace pdist::exec {
+class KernelRegistry;
+}
+
+namespace pdist::exec::cpu {
+
+void RegisterCpuKernels(KernelRegistry& registry);
+
+void RegisterElementwiseKernels(KernelRegistry& registry);
+void RegisterActivationKernels(KernelRegistry& registry);
+void RegisterMatmulKernels(KernelRegistry& registry);
+void RegisterReductionKernels(KernelRegistry& registry);
+void RegisterShapeKernels(KernelRegistry& registry);
+void RegisterNormKernels(KernelRegistry& registry);
+void RegisterNnKernels(KernelRegistry& registry);
+void RegisterOptimizerKernels(KernelRegistry& registry);
+
+}  // namespace pdist::exec::cpu

@@ -1,0 +1,18 @@
+// RegisterCpuKernels: the single list of CPU kernel families.
+#include "executor/cpu/cpu_kernels.h"
+#include "executor/kernel.h"
+
+namespace pdist::exec::cpu {
+
+void RegisterCpuKernels(KernelRegistry& registry) {
+  RegisterElementwiseKernels(registry);
+  RegisterActivationKernels(registry);
+  RegisterMatmulKernels(registry);
+  RegisterReductionKernels(registry);
+  RegisterShapeKernels(registry);
+  RegisterNormKernels(registry);
+  RegisterNnKernels(registry);
+  RegisterOptimizerKernels(registry);
+}
+
+}  // namespace pdist::exec::cpu

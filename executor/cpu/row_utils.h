@@ -1,0 +1,71 @@
+// Helpers for kernels that work row by row, or lane by lane along one axis (softmax,
+// cross-entropy, norms, rope, attention).
+//
+// A tensor of shape [..a.., n, ..b..] reduced along the axis of length n is viewed as
+// [outer, n, inner]; each of the outer * inner "lanes" is a strided vector of n elements.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "executor/tensor.h"
+
+namespace pdist::exec::cpu {
+
+// Rows per ParallelFor chunk so that each thread gets at least ~32K elements of work: small
+// tensors stay serial, since an OpenMP fork (and, on a loaded machine, its barrier) costs more
+// than they do.
+inline int64_t RowGrain(int64_t elements_per_row) {
+  return std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, elements_per_row));
+}
+
+struct AxisView {
+  int64_t outer = 1;
+  int64_t n = 1;
+  int64_t inner = 1;
+
+  int64_t lanes() const { return outer * inner; }
+  // Offset of the first element of lane `lane` (lanes are numbered outer-major).
+  int64_t LaneStart(int64_t lane) const { return (lane / inner) * n * inner + lane % inner; }
+};
+
+// `axis` must already be normalised to [0, rank); a rank-0 shape is one lane of one element.
+inline AxisView MakeAxisView(const Shape& shape, int64_t axis) {
+  AxisView v;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+    const int64_t d = shape[static_cast<size_t>(i)];
+    if (i < axis)
+      v.outer *= d;
+    else if (i == axis)
+      v.n = d;
+    else
+      v.inner *= d;
+  }
+  return v;
+}
+
+template <typename T>
+using LaneMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Unaligned, Eigen::InnerStride<>>;
+template <typename T>
+using ConstLaneMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Unaligned, Eigen::InnerStride<>>;
+
+// Numerically stable softmax (or log_softmax) of one lane: subtract the max before exp.
+// Returns log(sum(exp(x - max))) + max, the lane's logsumexp.
+template <typename T>
+T SoftmaxLane(const T* x, T* y, int64_t n, int64_t stride, bool log) {
+  ConstLaneMap<T> in(x, n, Eigen::InnerStride<>(stride));
+  LaneMap<T> out(y, n, Eigen::InnerStride<>(stride));
+  const T max = in.maxCoeff();
+  out = (in - max).exp();
+  const T sum = out.sum();
+  if (log) {
+    out = in - (max + std::log(sum));
+  } else {
+    out /= sum;
+  }
+  return max + std::log(sum);
+}
+
+}  // namespace pdist::exec::cpu

@@ -1,0 +1,76 @@
+// Executor: runs one rank's local program on CPU kernels.
+//
+//   PDIST_ASSIGN_OR_RETURN(Executor exec, Executor::Create(program, {}));
+//   Workspace ws;  // persistent tensors: parameters and optimizer states, by value name
+//   PDIST_RETURN_IF_ERROR(InitializeWorkspace(program, /*seed=*/1, ws));
+//   PDIST_ASSIGN_OR_RETURN(RunResult r, exec.Run({{"tokens", t}, {"labels", l}}, ws));
+//   r.loss  // the program's loss, if it has one
+//
+// Ops run in program order. Each intermediate tensor is released right after its last use
+// (the memory planner computes last uses once, at Create), and the peak of live bytes is
+// reported. After the ops, `update` bindings move new parameter/state values into the
+// workspace.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/kernel.h"
+#include "executor/memory_planner.h"
+#include "executor/tensor.h"
+#include "ir/program.h"
+
+namespace pdist::exec {
+
+// Persistent tensors (parameters, optimizer states) by value name.
+using Workspace = std::map<std::string, Tensor>;
+// Per-step inputs (data) by value name.
+using Feeds = std::map<std::string, Tensor>;
+
+struct ExecutorOptions {
+  Device device = Device::kCPU;
+  // Values (by id) whose tensors Run returns in RunResult::fetched, besides the loss.
+  std::vector<int64_t> fetch_ids;
+  // Time every kernel and report the totals per op type in RunResult::op_seconds.
+  bool profile = false;
+};
+
+struct RunResult {
+  double loss = 0;       // valid when the program has a loss
+  bool has_loss = false;
+  std::map<int64_t, Tensor> fetched;  // by value id
+  int64_t peak_bytes = 0;  // peak of live intermediate bytes (persistent tensors excluded)
+  std::map<std::string, double> op_seconds;  // per op type, when ExecutorOptions::profile
+};
+
+class Executor {
+ public:
+  // Checks that every op has a kernel; plans memory.
+  static absl::StatusOr<Executor> Create(const ir::Program& program, ExecutorOptions options = {});
+
+  // Runs one step. Every data argument must be fed with its exact type; every parameter and
+  // state must be in `workspace` (see InitializeWorkspace).
+  absl::StatusOr<RunResult> Run(const Feeds& feeds, Workspace& workspace) const;
+
+  const MemoryPlan& memory_plan() const { return plan_; }
+
+ private:
+  Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan,
+           std::vector<const KernelFn*> kernels)
+      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), kernels_(std::move(kernels)) {}
+
+  const ir::Program* program_;
+  ExecutorOptions options_;
+  MemoryPlan plan_;
+  std::vector<const KernelFn*> kernels_;  // per op, in program order
+};
+
+// Creates every parameter and optimizer state of `program` from its `init` string, with a
+// counter-based RNG keyed by (seed, value name): the same name and seed give the same tensor
+// whatever else the program contains. Existing entries are kept.
+absl::Status InitializeWorkspace(const ir::Program& program, uint64_t seed, Workspace& workspace);
+
+}  // namespace pdist::exec

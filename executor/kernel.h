@@ -1,0 +1,64 @@
+// Kernel interface: device-neutral signature, registry keyed by (device, op type).
+//
+// The executor allocates nothing for a kernel: a kernel receives its inputs and writes its
+// outputs, which it creates (Tensor::Empty with the result type, or an alias of an input for
+// view-like ops such as reshape). Kernels for CPU live in executor/cpu/, for CUDA in
+// executor/cuda/ (later), each registered by the family function named in kernels.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/tensor.h"
+#include "ir/program.h"
+
+namespace pdist::exec {
+
+enum class Device : int8_t { kCPU = 0, kCUDA = 1 };
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Operation& op, std::vector<const Tensor*> inputs, std::vector<Tensor>* outputs)
+      : op_(op), inputs_(std::move(inputs)), outputs_(outputs) {}
+
+  const ir::Operation& op() const { return op_; }
+  const ir::AttributeMap& attrs() const { return op_.attrs(); }
+  size_t num_inputs() const { return inputs_.size(); }
+  // nullptr for an absent optional operand.
+  const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  size_t num_outputs() const { return op_.num_results(); }
+  // The static type of result `i` (from shape inference).
+  const TensorType& output_type(size_t i) const { return op_.result(i)->type(); }
+  // Allocates result `i` with its static type and returns it.
+  Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i)); }
+  // Sets result `i` to an existing tensor (an alias of an input, for view ops).
+  void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
+  Tensor& output(size_t i) { return (*outputs_)[i]; }
+
+ private:
+  const ir::Operation& op_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor>* outputs_;
+};
+
+using KernelFn = std::function<absl::Status(KernelContext&)>;
+
+class KernelRegistry {
+ public:
+  // Every kernel of every built backend, registered once.
+  static const KernelRegistry& Global();
+
+  void Register(Device device, const std::string& op_type, KernelFn fn);
+  const KernelFn* Find(Device device, const std::string& op_type) const;
+  std::vector<std::string> OpTypes(Device device) const;
+
+ private:
+  std::map<std::pair<Device, std::string>, KernelFn> kernels_;
+};
+
+}  // namespace pdist::exec

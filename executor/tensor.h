@@ -1,0 +1,63 @@
+// Tensor: a typed, shaped view of a reference-counted host buffer.
+//
+// Copies share the buffer (like a shared_ptr); Clone() copies the bytes. Buffers are 64-byte
+// aligned so Eigen's vectorised paths apply.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ir/types.h"
+
+namespace pdist::exec {
+
+using ir::DataType;
+using ir::Shape;
+using ir::TensorType;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialised storage for `type`.
+  static Tensor Empty(const TensorType& type);
+  static Tensor Zeros(const TensorType& type);
+  // A scalar (shape []) of `dtype` holding `value`.
+  static Tensor Scalar(DataType dtype, double value);
+
+  bool defined() const { return buffer_ != nullptr; }
+  const TensorType& type() const { return type_; }
+  const Shape& shape() const { return type_.shape; }
+  DataType dtype() const { return type_.dtype; }
+  int64_t num_elements() const { return type_.num_elements(); }
+  int64_t num_bytes() const { return type_.num_bytes(); }
+
+  template <typename T>
+  T* data() { return static_cast<T*>(raw()); }
+  template <typename T>
+  const T* data() const { return static_cast<const T*>(raw()); }
+  void* raw() const { return buffer_.get(); }
+
+  // Same buffer, another shape with the same number of elements.
+  Tensor Reshaped(const Shape& shape) const;
+  // A deep copy.
+  Tensor Clone() const;
+  // Element `i` converted to double (for tests, losses and printing).
+  double At(int64_t i) const;
+  // Number of tensors sharing this buffer.
+  long use_count() const { return buffer_.use_count(); }
+  // Identity of the storage, for memory accounting.
+  const void* buffer_id() const { return buffer_.get(); }
+
+ private:
+  TensorType type_;
+  std::shared_ptr<void> buffer_;
+};
+
+// Converts every element to another dtype.
+Tensor CastTensor(const Tensor& src, DataType dtype);
+// Fills a float/int tensor from doubles (row-major). Size must match.
+Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values);
+std::vector<double> TensorToDoubles(const Tensor& t);
+
+}  // namespace pdist::exec

@@ -1,0 +1,98 @@
+// OpDef: everything the registry knows of one op type, defined in one place (ir/ops/*.cc).
+//
+// Every op has: a signature (inputs, outputs, attributes with defaults), shape/dtype inference,
+// a gradient builder (or an explicit statement that it has none), a cost, and — from the SPMD
+// issue on — forward and reverse SPMD rules. Registration checks that every piece is present, so
+// a missing piece fails at start-up (OpRegistry::Global()), not deep inside a model.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/attribute.h"
+#include "ir/program.h"
+#include "ir/types.h"
+
+namespace pdist::ir {
+
+class Builder;
+
+struct OperandSpec {
+  std::string name;
+  bool optional = false;  // may be absent (nullptr operand)
+  bool variadic = false;  // last spec only: zero or more operands (concat's x)
+};
+
+struct ResultSpec {
+  std::string name;
+  bool variadic = false;  // last spec only: count decided by InferMeta (split's out)
+};
+
+struct AttrSpec {
+  std::string name;
+  Attribute default_value;  // also fixes the attribute's kind
+};
+
+// Input types in operand order; nullptr for an absent optional operand.
+using InputTypes = std::vector<const TensorType*>;
+
+using InferMetaFn = std::function<absl::StatusOr<std::vector<TensorType>>(const InputTypes&, const AttributeMap&)>;
+
+// Given the forward op and the gradients of its results (nullptr where none flows), builds the
+// backward ops with `b` and returns one gradient per operand (nullptr where none).
+using GradFn = std::function<absl::StatusOr<std::vector<Value*>>(Builder& b, const Operation& op,
+                                                                  const std::vector<Value*>& out_grads)>;
+
+struct OpCost {
+  double flops = 0;  // floating-point operations (a multiply-add is 2)
+  double bytes = 0;  // bytes read and written, assuming each operand and result moves once
+};
+using CostFn = std::function<OpCost(const InputTypes&, const std::vector<TensorType>& outputs, const AttributeMap&)>;
+
+enum class GradKind : int8_t {
+  kDifferentiable,  // grad must be set
+  kNotDifferentiable,  // outputs are integer/boolean or constant: no gradient flows (equal, full)
+  kGradientOp,      // the op is itself a gradient (matmul_grad); higher orders are not supported
+};
+
+struct OpDef {
+  std::string name;
+  std::vector<OperandSpec> inputs;
+  std::vector<ResultSpec> outputs;
+  std::vector<AttrSpec> attrs;
+  InferMetaFn infer_meta;
+  GradKind grad_kind = GradKind::kDifferentiable;
+  GradFn grad;
+  CostFn cost;
+  // Results that are integer or auxiliary (layer_norm's mean/variance) receive no gradient.
+  // Slots for the SPMD rules (forward and reverse) are added by the SPMD issue.
+
+  const AttrSpec* FindAttr(const std::string& attr) const;
+};
+
+class OpRegistry {
+ public:
+  // The registry with every op of ir/ops registered (built once, thread-safe).
+  static const OpRegistry& Global();
+
+  // Checks completeness (infer_meta, cost, grad unless declared otherwise).
+  absl::Status Register(OpDef def);
+  const OpDef* Find(const std::string& name) const;
+  // Like Find, but an error that names the op and suggests close names.
+  absl::StatusOr<const OpDef*> Lookup(const std::string& name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, OpDef> defs_;
+};
+
+// Fills in defaults for missing attributes and checks kinds and unknown names.
+absl::StatusOr<AttributeMap> NormalizeAttributes(const OpDef& def, const AttributeMap& attrs);
+
+// Checks operand count against the signature; error names the op.
+absl::Status CheckOperandCount(const OpDef& def, size_t num_operands);
+
+}  // namespace pdist::ir

@@ -1,0 +1,232 @@
+// Normalisation ops: softmax, log_softmax, layer_norm, rms_norm and their gradient ops.
+//
+//   %1 = softmax(%0) {axis = -1} : f32[8,32,64]
+//   %2, %3, %4 = layer_norm(%0, %w, %b) {begin_norm_axis = 2, epsilon = 1.0e-05}
+//        : f32[8,32,64], f32[256], f32[256]      (mean and variance are flattened: [8*32])
+//   %5, %6 = rms_norm(%0, %w) {begin_norm_axis = -1, epsilon = 1.0e-06} : f32[8,32,64], f32[256]
+#include "absl/strings/str_cat.h"
+#include "ir/op_def.h"
+#include "ir/ops/op_families.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+namespace {
+
+using ops::EmitGradOp;
+
+// The result type of an absent optional tensor (no scale → no scale_grad): an empty f[0].
+TensorType EmptyOf(DataType dtype) { return {{0}, dtype}; }
+
+// layer_norm and rms_norm view x as [rows, cols]: rows = prod(x.shape[:axis]) are normalised
+// independently over cols = prod(x.shape[axis:]). Like Paddle, statistics are flattened to
+// [rows] and scale/bias hold `cols` elements (usually shape [cols]).
+struct NormSplit {
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+
+absl::StatusOr<NormSplit> SplitAtNormAxis(const TensorType& x, const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(int64_t begin, GetInt(attrs, "begin_norm_axis"));
+  if (x.rank() == 0) return absl::InvalidArgumentError("x must have rank >= 1");
+  if (begin < -x.rank() || begin >= x.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("begin_norm_axis ", begin, " out of range for x of rank ", x.rank()));
+  }
+  if (begin < 0) begin += x.rank();
+  NormSplit split;
+  for (int64_t i = 0; i < x.rank(); ++i) (i < begin ? split.rows : split.cols) *= x.shape[static_cast<size_t>(i)];
+  return split;
+}
+
+// An optional per-column parameter (scale, bias) must match x's dtype and hold `cols` values.
+absl::Status CheckColumnParam(const InputTypes& in, size_t index, const char* what, const TensorType& x, int64_t cols) {
+  if (index >= in.size() || in[index] == nullptr) return absl::OkStatus();
+  const TensorType& t = *in[index];
+  if (t.dtype != x.dtype || t.num_elements() != cols) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be ", std::string(DataTypeName(x.dtype)), " with ",
+                                                   cols, " elements (the normalised size), got ", t.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// --- softmax / log_softmax -----------------------------------------------------------------
+
+absl::StatusOr<std::vector<TensorType>> SoftmaxMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "x"));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, GetInt(attrs, "axis"));
+  if (in[0]->rank() > 0) PDIST_RETURN_IF_ERROR(ops::NormalizeAxis(axis, in[0]->rank()).status());
+  return std::vector<TensorType>{*in[0]};
+}
+
+// (out, out_grad) → x_grad.
+absl::StatusOr<std::vector<TensorType>> SoftmaxGradMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_RETURN_IF_ERROR(SoftmaxMeta(in, attrs).status());
+  PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, 0, 1));
+  return std::vector<TensorType>{*in[0]};
+}
+
+// Both softmax flavours differentiate through their output only: grad(out, out_grad).
+GradFn SoftmaxGrad(const std::string& grad_type) {
+  return [grad_type](Builder& b, const Operation& op,
+                     const std::vector<Value*>& out_grads) -> absl::StatusOr<std::vector<Value*>> {
+    if (out_grads[0] == nullptr) return std::vector<Value*>(op.num_operands(), nullptr);
+    return EmitGradOp(b, op, grad_type, {op.result(0), out_grads[0]}, {0});
+  };
+}
+
+absl::Status RegisterSoftmaxPair(OpRegistry& registry, const std::string& name) {
+  const std::string grad_name = name + "_grad";
+  // exp, max, subtract, sum and divide (or log) per element.
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = name,
+      .inputs = {{"x"}},
+      .outputs = {{"out"}},
+      .attrs = {{"axis", int64_t{-1}}},
+      .infer_meta = SoftmaxMeta,
+      .grad = SoftmaxGrad(grad_name),
+      .cost = [](const InputTypes& in, const std::vector<TensorType>& out,
+                 const AttributeMap&) { return ops::ElementwiseCost(in, out, 5); },
+  }));
+  return registry.Register(OpDef{
+      .name = grad_name,
+      .inputs = {{"out"}, {"out_grad"}},
+      .outputs = {{"x_grad"}},
+      .attrs = {{"axis", int64_t{-1}}},
+      .infer_meta = SoftmaxGradMeta,
+      .grad_kind = GradKind::kGradientOp,
+      .grad = nullptr,
+      .cost = [](const InputTypes& in, const std::vector<TensorType>& out,
+                 const AttributeMap&) { return ops::ElementwiseCost(in, out, 4); },
+  });
+}
+
+// --- layer_norm --------------------------------------------------------------------------
+
+// (x, scale?, bias?) → out, mean [rows], variance [rows].
+absl::StatusOr<std::vector<TensorType>> LayerNormMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "x"));
+  const TensorType& x = *in[0];
+  PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
+  PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
+  PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 2, "bias", x, split.cols));
+  const TensorType stats{{split.rows}, x.dtype};
+  return std::vector<TensorType>{x, stats, stats};
+}
+
+// (x, scale?, bias?, mean, variance, out_grad) → x_grad, scale_grad, bias_grad; the grad of an
+// absent scale or bias is an empty f[0].
+absl::StatusOr<std::vector<TensorType>> LayerNormGradMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(std::vector<TensorType> fwd, LayerNormMeta({in[0], in[1], in[2]}, attrs));
+  for (size_t i : {3, 4}) {
+    if (*in[i] != fwd[1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(i == 3 ? "mean" : "variance", " must be ", fwd[1].ToString(), ", got ", in[i]->ToString()));
+    }
+  }
+  PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, 0, 5));
+  const DataType dtype = in[0]->dtype;
+  return std::vector<TensorType>{*in[0], in[1] ? *in[1] : EmptyOf(dtype), in[2] ? *in[2] : EmptyOf(dtype)};
+}
+
+absl::StatusOr<std::vector<Value*>> LayerNormGrad(Builder& b, const Operation& op,
+                                                  const std::vector<Value*>& out_grads) {
+  // mean and variance are auxiliary results: only out's gradient flows back.
+  if (out_grads[0] == nullptr) return std::vector<Value*>(op.num_operands(), nullptr);
+  // layer_norm(x) may be built without its trailing optional operands.
+  auto operand = [&](size_t i) { return i < op.num_operands() ? op.operand(i) : nullptr; };
+  std::vector<Value*> operands = {operand(0), operand(1), operand(2), op.result(1), op.result(2), out_grads[0]};
+  PDIST_ASSIGN_OR_RETURN(std::vector<Value*> results, b.Create("layer_norm_grad", operands, op.attrs()));
+  // The grad of an absent scale or bias is an empty placeholder: no gradient flows there.
+  std::vector<Value*> grads(op.num_operands(), nullptr);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (operand(i) != nullptr) grads[i] = results[i];
+  }
+  return grads;
+}
+
+// --- rms_norm ----------------------------------------------------------------------------
+
+// (x, scale) → out, invvar [rows] with invvar = 1 / sqrt(mean(x²) + epsilon).
+absl::StatusOr<std::vector<TensorType>> RmsNormMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "x"));
+  const TensorType& x = *in[0];
+  PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
+  PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
+  return std::vector<TensorType>{x, TensorType{{split.rows}, x.dtype}};
+}
+
+// (x, scale, invvar, out_grad) → x_grad, scale_grad.
+absl::StatusOr<std::vector<TensorType>> RmsNormGradMeta(const InputTypes& in, const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(std::vector<TensorType> fwd, RmsNormMeta({in[0], in[1]}, attrs));
+  if (*in[2] != fwd[1]) {
+    return absl::InvalidArgumentError(absl::StrCat("invvar must be ", fwd[1].ToString(), ", got ", in[2]->ToString()));
+  }
+  PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, 0, 3));
+  return std::vector<TensorType>{*in[0], *in[1]};
+}
+
+absl::StatusOr<std::vector<Value*>> RmsNormGrad(Builder& b, const Operation& op, const std::vector<Value*>& out_grads) {
+  if (out_grads[0] == nullptr) return std::vector<Value*>(op.num_operands(), nullptr);
+  return EmitGradOp(b, op, "rms_norm_grad", {op.operand(0), op.operand(1), op.result(1), out_grads[0]}, {0, 1});
+}
+
+// FLOPs proportional to x's size; every operand and result moves once.
+CostFn NormCost(double flops_per_x_element) {
+  return [flops_per_x_element](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
+    return OpCost{flops_per_x_element * static_cast<double>(in[0]->num_elements()), ops::TotalBytes(in, out)};
+  };
+}
+
+}  // namespace
+
+absl::Status RegisterNormOps(OpRegistry& registry) {
+  PDIST_RETURN_IF_ERROR(RegisterSoftmaxPair(registry, "softmax"));
+  PDIST_RETURN_IF_ERROR(RegisterSoftmaxPair(registry, "log_softmax"));
+
+  const std::vector<AttrSpec> layer_norm_attrs = {{"begin_norm_axis", int64_t{1}}, {"epsilon", 1e-5}};
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "layer_norm",
+      .inputs = {{"x"}, {"scale", true}, {"bias", true}},
+      .outputs = {{"out"}, {"mean"}, {"variance"}},
+      .attrs = layer_norm_attrs,
+      .infer_meta = LayerNormMeta,
+      .grad = LayerNormGrad,
+      .cost = NormCost(8),  // mean, centre, square, sum, rsqrt-scale, affine
+  }));
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "layer_norm_grad",
+      .inputs = {{"x"}, {"scale", true}, {"bias", true}, {"mean"}, {"variance"}, {"out_grad"}},
+      .outputs = {{"x_grad"}, {"scale_grad"}, {"bias_grad"}},
+      .attrs = layer_norm_attrs,
+      .infer_meta = LayerNormGradMeta,
+      .grad_kind = GradKind::kGradientOp,
+      .grad = nullptr,
+      .cost = NormCost(12),
+  }));
+
+  // begin_norm_axis = -1 normalises the last axis, as LLaMA's RMSNorm and Paddle's
+  // fused_rms_norm_ext do; epsilon 1e-6 is PaddleNLP's default.
+  const std::vector<AttrSpec> rms_norm_attrs = {{"begin_norm_axis", int64_t{-1}}, {"epsilon", 1e-6}};
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "rms_norm",
+      .inputs = {{"x"}, {"scale"}},
+      .outputs = {{"out"}, {"invvar"}},
+      .attrs = rms_norm_attrs,
+      .infer_meta = RmsNormMeta,
+      .grad = RmsNormGrad,
+      .cost = NormCost(5),
+  }));
+  return registry.Register(OpDef{
+      .name = "rms_norm_grad",
+      .inputs = {{"x"}, {"scale"}, {"invvar"}, {"out_grad"}},
+      .outputs = {{"x_grad"}, {"scale_grad"}},
+      .attrs = rms_norm_attrs,
+      .infer_meta = RmsNormGradMeta,
+      .grad_kind = GradKind::kGradientOp,
+      .grad = nullptr,
+      .cost = NormCost(9),
+  });
+}
+
+}  // namespace pdist::ir

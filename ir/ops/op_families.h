@@ -1,0 +1,22 @@
+// One registration function per op family (one file each in ir/ops/); RegisterAllOps calls them
+// all. Explicit calls, not static initialisers, so that static linking never drops an op.
+#pragma once
+
+#include "absl/status/status.h"
+
+namespace pdist::ir {
+
+class OpRegistry;
+
+absl::Status RegisterAllOps(OpRegistry& registry);
+
+absl::Status RegisterElementwiseOps(OpRegistry& registry);  // add subtract multiply divide maximum compare
+absl::Status RegisterActivationOps(OpRegistry& registry);   // scale relu gelu silu tanh exp cast dropout
+absl::Status RegisterMatmulOps(OpRegistry& registry);       // matmul
+absl::Status RegisterReductionOps(OpRegistry& registry);    // sum mean max min full
+absl::Status RegisterShapeOps(OpRegistry& registry);        // reshape (un)squeeze transpose split concat slice
+absl::Status RegisterNormOps(OpRegistry& registry);         // softmax log_softmax layer_norm rms_norm
+absl::Status RegisterNnOps(OpRegistry& registry);           // embedding cross_entropy_with_softmax fused_rope flash_attn
+absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adamw
+
+}  // namespace pdist::ir

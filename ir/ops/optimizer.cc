@@ -1,0 +1,128 @@
+// Optimizer ops: sgd, momentum, adamw. They compute new values of a parameter and its states;
+// the program binds them back with `update` lines (see StateUpdate in ir/program.h):
+//
+//   %9, %10, %11, %12, %13 = adamw(%w, %w_grad, %lr, %m1, %m2, %b1p, %b2p) {beta1 = 0.9, ...}
+//   update %w <- %9
+//   update %m1 <- %10  ...
+//
+// Input order follows Paddle (sgd_: param, learning_rate, grad; momentum_: param, grad,
+// velocity, learning_rate; adamw_: param, grad, learning_rate, moment1, moment2, beta1_pow,
+// beta2_pow). Paddle's master_param / multi_precision, skip_update and amsgrad inputs are not
+// supported: CPU kernels update f32/f64 parameters in place of a master copy.
+#include "absl/strings/str_cat.h"
+#include "ir/op_def.h"
+#include "ir/ops/op_families.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+namespace {
+
+// A hyper-parameter tensor (learning rate, beta power): one floating-point element, shape []
+// or [1]; its dtype may differ from the parameter's (Paddle keeps it f32).
+absl::Status ExpectScalar(const InputTypes& in, size_t index, const char* what) {
+  const TensorType* t = in[index];
+  if (!IsFloatingPoint(t->dtype) || t->num_elements() != 1 || t->rank() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a float tensor of shape [] or [1], got ", t->ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// The parameter at `param` is floating point, and each of `same` has exactly its type.
+absl::Status ExpectLikeParam(const InputTypes& in, size_t param, std::initializer_list<size_t> same) {
+  PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, param, "param"));
+  for (size_t i : same) PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, param, i));
+  return absl::OkStatus();
+}
+
+// (param, learning_rate, grad) → param_out.
+absl::StatusOr<std::vector<TensorType>> SgdMeta(const InputTypes& in, const AttributeMap&) {
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {2}));
+  PDIST_RETURN_IF_ERROR(ExpectScalar(in, 1, "learning_rate"));
+  return std::vector<TensorType>{*in[0]};
+}
+
+// (param, grad, velocity, learning_rate) → param_out, velocity_out.
+absl::StatusOr<std::vector<TensorType>> MomentumMeta(const InputTypes& in, const AttributeMap&) {
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {1, 2}));
+  PDIST_RETURN_IF_ERROR(ExpectScalar(in, 3, "learning_rate"));
+  return std::vector<TensorType>{*in[0], *in[2]};
+}
+
+// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow)
+//   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
+absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const AttributeMap&) {
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {1, 3, 4}));
+  PDIST_RETURN_IF_ERROR(ExpectScalar(in, 2, "learning_rate"));
+  PDIST_RETURN_IF_ERROR(ExpectScalar(in, 5, "beta1_pow"));
+  PDIST_RETURN_IF_ERROR(ExpectScalar(in, 6, "beta2_pow"));
+  return std::vector<TensorType>{*in[0], *in[3], *in[4], *in[5], *in[6]};
+}
+
+CostFn UpdateCost(double flops_per_element) {
+  return [flops_per_element](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
+    return OpCost{flops_per_element * static_cast<double>(in[0]->num_elements()), ops::TotalBytes(in, out)};
+  };
+}
+
+}  // namespace
+
+absl::Status RegisterOptimizerOps(OpRegistry& registry) {
+  // param_out = param - learning_rate * grad.
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "sgd",
+      .inputs = {{"param"}, {"learning_rate"}, {"grad"}},
+      .outputs = {{"param_out"}},
+      .attrs = {},
+      .infer_meta = SgdMeta,
+      .grad_kind = GradKind::kNotDifferentiable,
+      .grad = nullptr,
+      .cost = UpdateCost(2),
+  }));
+
+  // Paddle's momentum with L2 regularisation (its regularization_method = "l2_decay" whenever
+  // regularization_coeff is non-zero):
+  //   g = grad + regularization_coeff * param
+  //   velocity_out = mu * velocity + g
+  //   param_out = param - lr * (g + mu * velocity_out)   if use_nesterov
+  //             = param - lr * velocity_out              otherwise
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "momentum",
+      .inputs = {{"param"}, {"grad"}, {"velocity"}, {"learning_rate"}},
+      .outputs = {{"param_out"}, {"velocity_out"}},
+      .attrs = {{"mu", 0.9}, {"use_nesterov", false}, {"regularization_coeff", 0.0}},
+      .infer_meta = MomentumMeta,
+      .grad_kind = GradKind::kNotDifferentiable,
+      .grad = nullptr,
+      .cost = UpdateCost(5),
+  }));
+
+  // Paddle's adamw (decoupled weight decay, bias correction folded into the step size), with
+  // lr = learning_rate * lr_ratio and beta{1,2}_pow = beta{1,2}^t at step t (initialise them to
+  // beta1 and beta2):
+  //   param  = param * (1 - lr * coeff)                     if with_decay
+  //   m1_out = beta1 * m1 + (1 - beta1) * grad
+  //   m2_out = beta2 * m2 + (1 - beta2) * grad²
+  //   lr_t   = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
+  //   param_out = param - lr_t * m1_out / (sqrt(m2_out) + epsilon * sqrt(1 - beta2_pow))
+  //   beta1_pow_out = beta1_pow * beta1,  beta2_pow_out = beta2_pow * beta2
+  // The last line equals m̂ / (sqrt(v̂) + epsilon) with the usual bias-corrected moments.
+  return registry.Register(OpDef{
+      .name = "adamw",
+      .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"}},
+      .outputs = {{"param_out"}, {"moment1_out"}, {"moment2_out"}, {"beta1_pow_out"}, {"beta2_pow_out"}},
+      .attrs = {{"beta1", 0.9},
+                {"beta2", 0.999},
+                {"epsilon", 1e-8},
+                {"lr_ratio", 1.0},
+                {"coeff", 0.01},
+                {"with_decay", true}},
+      .infer_meta = AdamWMeta,
+      .grad_kind = GradKind::kNotDifferentiable,
+      .grad = nullptr,
+      .cost = UpdateCost(14),
+  });
+}
+
+}  // namespace pdist::ir

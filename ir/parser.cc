@@ -1,0 +1,449 @@
+// Textual IR parser: recursive descent over the Lexer's tokens, building a Program as it goes.
+#include "ir/parser.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/lexer.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+#include "ir/verifier.h"
+
+namespace pdist::ir {
+
+namespace {
+
+constexpr ValueRole kRoles[] = {ValueRole::kDataInput, ValueRole::kParameter, ValueRole::kOptimizerState,
+                                ValueRole::kActivation, ValueRole::kGradient};
+
+const ValueRole* FindRole(std::string_view name) {
+  for (const ValueRole& role : kRoles) {
+    if (name == ValueRoleName(role)) return &role;
+  }
+  return nullptr;
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : lexer_(text) {}
+
+  absl::StatusOr<Program> Parse();
+  // One attribute value filling the whole text.
+  absl::StatusOr<Attribute> ParseOneAttribute();
+
+ private:
+  struct Definition {
+    Value* value;
+    int line;
+    int column;
+  };
+
+  absl::Status Advance();
+  absl::Status Error(const Token& at, absl::string_view message) const { return ErrorAt(at.line, at.column, message); }
+  absl::Status Unexpected(absl::string_view expected) const {
+    return Error(tok_, absl::StrCat("expected ", expected, ", got ", tok_.Describe()));
+  }
+  // Consumes punctuation `p`, or fails with "expected 'p' <context>, got ...".
+  absl::Status Expect(const char* p, absl::string_view context);
+
+  absl::Status ParseStatement();
+  absl::Status ParseArgument(const Token& name, const Token& role);
+  // Called with the op type consumed (`op_token`) and tok_ at '('.
+  absl::Status ParseOperation(const Token& op_token, const std::vector<Token>& result_names);
+  absl::Status ParseBinding();
+
+  absl::StatusOr<Value*> ParseUse();
+  absl::Status Define(const Token& name, Value* value);
+  absl::StatusOr<TensorType> ParseType();
+  absl::StatusOr<ValueRole> ParseResultRole();
+  absl::StatusOr<AttributeMap> ParseAttrDict();
+  absl::StatusOr<Attribute> ParseAttrValue();
+  absl::StatusOr<Attribute> ParseScalar();
+  absl::StatusOr<Attribute> ParseList();
+  absl::StatusOr<int64_t> ParseInt(const Token& t) const;
+  absl::StatusOr<double> ParseDouble(const Token& t) const;
+
+  Lexer lexer_;
+  Token tok_;
+  Program program_;
+  absl::flat_hash_map<std::string, Definition> defs_;
+};
+
+absl::Status Parser::Advance() {
+  PDIST_ASSIGN_OR_RETURN(tok_, lexer_.Next());
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Expect(const char* p, absl::string_view context) {
+  if (!tok_.Is(p)) return Unexpected(absl::StrCat("'", p, "' ", context));
+  return Advance();
+}
+
+absl::StatusOr<Program> Parser::Parse() {
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (!tok_.IsIdent("program")) return Unexpected("'program'");
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_RETURN_IF_ERROR(Expect("{", "after 'program'"));
+  while (!tok_.Is("}")) {
+    if (tok_.kind == TokenKind::kEof) return Unexpected("'}' at the end of the program");
+    PDIST_RETURN_IF_ERROR(ParseStatement());
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.kind != TokenKind::kEof) return Unexpected("end of input after the program's '}'");
+  return std::move(program_);
+}
+
+absl::StatusOr<Attribute> Parser::ParseOneAttribute() {
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_ASSIGN_OR_RETURN(Attribute value, ParseAttrValue());
+  if (tok_.kind != TokenKind::kEof) return Unexpected("end of input after the attribute value");
+  return value;
+}
+
+absl::Status Parser::ParseStatement() {
+  if (tok_.IsIdent("loss") || tok_.IsIdent("gradient") || tok_.IsIdent("update")) return ParseBinding();
+  if (tok_.kind == TokenKind::kIdent) {  // an op without results
+    const Token op_token = tok_;
+    PDIST_RETURN_IF_ERROR(Advance());
+    return ParseOperation(op_token, {});
+  }
+  if (tok_.kind != TokenKind::kValueRef) return Unexpected("a statement (%value = ..., loss, gradient, update)");
+  std::vector<Token> names = {tok_};
+  PDIST_RETURN_IF_ERROR(Advance());
+  while (tok_.Is(",")) {
+    PDIST_RETURN_IF_ERROR(Advance());
+    if (tok_.kind != TokenKind::kValueRef) return Unexpected("a result name after ','");
+    names.push_back(tok_);
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_RETURN_IF_ERROR(Expect("=", "after the result names"));
+  if (tok_.kind != TokenKind::kIdent) return Unexpected("an op type or an argument role");
+  const Token head = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.kind == TokenKind::kString) {  // %0 = data "x" : f32[8]
+    if (names.size() != 1) return Error(names[1], "an argument defines exactly one value");
+    return ParseArgument(names[0], head);
+  }
+  return ParseOperation(head, names);
+}
+
+absl::Status Parser::ParseArgument(const Token& name, const Token& role_token) {
+  const ValueRole* role = FindRole(role_token.text);
+  if (role == nullptr) {
+    return Error(role_token, absl::StrCat("unknown argument role '", role_token.text,
+                                          "' (expected data, param, state, act or grad)"));
+  }
+  const std::string arg_name = tok_.text;
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_RETURN_IF_ERROR(Expect(":", "before the argument's type"));
+  PDIST_ASSIGN_OR_RETURN(TensorType type, ParseType());
+  Value* v = program_.NewValue(std::move(type), *role);
+  v->set_name(arg_name);
+  v->set_trainable(*role == ValueRole::kParameter);
+  if (tok_.Is("{")) {
+    const Token at = tok_;
+    PDIST_ASSIGN_OR_RETURN(AttributeMap attrs, ParseAttrDict());
+    for (const auto& [key, value] : attrs) {
+      if (key == "init" && std::holds_alternative<std::string>(value)) {
+        v->set_init(std::get<std::string>(value));
+      } else if (key == "trainable" && std::holds_alternative<bool>(value)) {
+        v->set_trainable(std::get<bool>(value));
+      } else {
+        return Error(at, absl::StrCat("argument attribute '", key,
+                                      "' is unknown or of the wrong kind (expected init = \"...\", trainable = true|false)"));
+      }
+    }
+  }
+  program_.block().add_argument(v);
+  return Define(name, v);
+}
+
+absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Token>& result_names) {
+  absl::StatusOr<const OpDef*> def = OpRegistry::Global().Lookup(op_token.text);
+  if (!def.ok()) {
+    return absl::Status(def.status().code(),
+                        absl::StrCat("line ", op_token.line, ":", op_token.column, ": ", def.status().message()));
+  }
+  PDIST_RETURN_IF_ERROR(Expect("(", absl::StrCat("after op type '", op_token.text, "'")));
+  std::vector<Value*> operands;
+  std::vector<Token> operand_tokens;
+  while (!tok_.Is(")")) {
+    if (!operands.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or ')' after an operand"));
+    operand_tokens.push_back(tok_);
+    if (tok_.IsIdent("none")) {
+      operands.push_back(nullptr);
+      PDIST_RETURN_IF_ERROR(Advance());
+    } else {
+      PDIST_ASSIGN_OR_RETURN(Value* v, ParseUse());
+      operands.push_back(v);
+    }
+  }
+  PDIST_RETURN_IF_ERROR(Expect(")", "after operands"));
+  AttributeMap attrs;
+  if (tok_.Is("{")) {
+    PDIST_ASSIGN_OR_RETURN(attrs, ParseAttrDict());
+  }
+  std::vector<std::pair<TensorType, ValueRole>> result_types;
+  if (!result_names.empty()) {
+    PDIST_RETURN_IF_ERROR(Expect(":", "and the result types after the op"));
+    for (size_t i = 0; i < result_names.size(); ++i) {
+      if (i > 0) PDIST_RETURN_IF_ERROR(Expect(",", "between result types"));
+      PDIST_ASSIGN_OR_RETURN(ValueRole role, ParseResultRole());
+      PDIST_ASSIGN_OR_RETURN(TensorType type, ParseType());
+      result_types.emplace_back(std::move(type), role);
+    }
+  }
+
+  // Semantic checks, reported at the op type so that the message points at the op.
+  auto op_error = [&](const absl::Status& s) {
+    return Error(op_token, absl::StrCat("op '", op_token.text, "': ", s.message()));
+  };
+  absl::Status count = CheckOperandCount(**def, operands.size());
+  if (!count.ok()) return op_error(count);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const bool optional = i < (*def)->inputs.size() && (*def)->inputs[i].optional;
+    if (operands[i] == nullptr && !optional) {
+      return Error(operand_tokens[i], absl::StrCat("op '", op_token.text, "': operand ", i, " is not optional"));
+    }
+  }
+  absl::StatusOr<AttributeMap> normalized = NormalizeAttributes(**def, attrs);
+  if (!normalized.ok()) return op_error(normalized.status());
+  absl::StatusOr<std::vector<TensorType>> inferred = InferResultTypes(**def, operands, *normalized);
+  if (!inferred.ok()) return op_error(inferred.status());
+  if (inferred->size() != result_types.size()) {
+    return op_error(absl::InvalidArgumentError(
+        absl::StrCat("the text names ", result_types.size(), " results, the op has ", inferred->size())));
+  }
+  for (size_t i = 0; i < inferred->size(); ++i) {
+    if ((*inferred)[i] != result_types[i].first) {
+      return op_error(absl::InvalidArgumentError(absl::StrCat("result %", result_names[i].text, " is written as ",
+                                                              result_types[i].first.ToString(), " but the op infers ",
+                                                              (*inferred)[i].ToString())));
+    }
+  }
+  auto op = std::make_unique<Operation>(op_token.text, std::move(operands), *std::move(normalized));
+  std::vector<Value*> results;
+  for (auto& [type, role] : result_types) {
+    Value* v = program_.NewValue(std::move(type), role);
+    op->add_result(v);
+    results.push_back(v);
+  }
+  program_.block().Append(std::move(op));
+  for (size_t i = 0; i < results.size(); ++i) PDIST_RETURN_IF_ERROR(Define(result_names[i], results[i]));
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseBinding() {
+  const Token keyword = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_ASSIGN_OR_RETURN(Value* first, ParseUse());
+  if (keyword.text == "loss") {
+    if (program_.loss() != nullptr) return Error(keyword, "the program's loss is given twice");
+    program_.set_loss(first);
+    return absl::OkStatus();
+  }
+  PDIST_RETURN_IF_ERROR(Expect("<-", absl::StrCat("in '", keyword.text, " %state <- %value'")));
+  PDIST_ASSIGN_OR_RETURN(Value* second, ParseUse());
+  if (keyword.text == "gradient") {
+    program_.add_gradient(first, second);
+  } else {
+    program_.add_update(first, second);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value*> Parser::ParseUse() {
+  if (tok_.kind != TokenKind::kValueRef) return Unexpected("a value (%name)");
+  auto it = defs_.find(tok_.text);
+  if (it == defs_.end()) return Error(tok_, absl::StrCat("use of undefined value %", tok_.text));
+  PDIST_RETURN_IF_ERROR(Advance());
+  return it->second.value;
+}
+
+absl::Status Parser::Define(const Token& name, Value* value) {
+  auto [it, inserted] = defs_.try_emplace(name.text, Definition{value, name.line, name.column});
+  if (!inserted) {
+    return Error(name, absl::StrCat("value %", name.text, " is defined twice (first at line ", it->second.line, ":",
+                                    it->second.column, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ValueRole> Parser::ParseResultRole() {
+  if (tok_.kind == TokenKind::kIdent) {
+    if (const ValueRole* role = FindRole(tok_.text)) {
+      PDIST_RETURN_IF_ERROR(Advance());
+      return *role;
+    }
+  }
+  return ValueRole::kActivation;
+}
+
+absl::StatusOr<TensorType> Parser::ParseType() {
+  if (tok_.kind != TokenKind::kIdent) return Unexpected("a type such as f32[8,64]");
+  const Token dtype_token = tok_;
+  absl::StatusOr<DataType> dtype = ParseDataType(tok_.text);
+  if (!dtype.ok()) return Error(tok_, dtype.status().message());
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_RETURN_IF_ERROR(Expect("[", "after the data type (a scalar is f32[])"));
+  TensorType type{{}, *dtype};
+  while (!tok_.Is("]")) {
+    if (!type.shape.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or ']' in the shape"));
+    if (tok_.kind != TokenKind::kInt) return Unexpected("a dimension (a non-negative integer)");
+    PDIST_ASSIGN_OR_RETURN(int64_t dim, ParseInt(tok_));
+    if (dim < 0) return Error(tok_, absl::StrCat("dimension ", dim, " is negative (shapes are static)"));
+    type.shape.push_back(dim);
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  absl::Status valid = CheckTensorType(type);
+  if (!valid.ok()) return Error(dtype_token, valid.message());
+  // Per-value suffix slot: ParseValueSuffix reads ` dist {...}` here (SPMD issue); see
+  // PrintValueType.
+  return type;
+}
+
+absl::StatusOr<AttributeMap> Parser::ParseAttrDict() {
+  PDIST_RETURN_IF_ERROR(Expect("{", "to open the attributes"));
+  AttributeMap attrs;
+  while (!tok_.Is("}")) {
+    if (!attrs.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or '}' after an attribute"));
+    if (tok_.kind != TokenKind::kIdent) return Unexpected("an attribute name");
+    const Token name = tok_;
+    PDIST_RETURN_IF_ERROR(Advance());
+    PDIST_RETURN_IF_ERROR(Expect("=", absl::StrCat("after attribute name '", name.text, "'")));
+    PDIST_ASSIGN_OR_RETURN(Attribute value, ParseAttrValue());
+    if (!attrs.emplace(name.text, std::move(value)).second) {
+      return Error(name, absl::StrCat("attribute '", name.text, "' is given twice"));
+    }
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  return attrs;
+}
+
+absl::StatusOr<Attribute> Parser::ParseAttrValue() {
+  if (tok_.Is("[")) return ParseList();
+  if (tok_.kind == TokenKind::kIdent) {
+    // Typed empty lists: int[], double[], bool[], string[] (so that they keep their kind).
+    static const std::pair<const char*, Attribute> kEmptyLists[] = {
+        {"int", std::vector<int64_t>{}}, {"double", std::vector<double>{}},
+        {"bool", std::vector<bool>{}},   {"string", std::vector<std::string>{}}};
+    for (const auto& [word, empty] : kEmptyLists) {
+      if (tok_.text != word) continue;
+      const Token word_token = tok_;
+      PDIST_RETURN_IF_ERROR(Advance());
+      if (!tok_.Is("[")) {
+        if (std::string_view(word) == "bool") return DataType::kBool;  // the dtype `bool`
+        return Error(word_token, absl::StrCat("expected '[]' after '", word, "' (an empty ", word, " list)"));
+      }
+      PDIST_RETURN_IF_ERROR(Advance());
+      PDIST_RETURN_IF_ERROR(Expect("]", "of an empty typed list"));
+      return empty;
+    }
+  }
+  return ParseScalar();
+}
+
+absl::StatusOr<Attribute> Parser::ParseScalar() {
+  const Token t = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  switch (t.kind) {
+    case TokenKind::kInt: return ParseInt(t);
+    case TokenKind::kFloat: return ParseDouble(t);
+    case TokenKind::kString: return t.text;
+    case TokenKind::kPunct:
+      if (t.text == "-" && tok_.IsIdent("inf")) {
+        PDIST_RETURN_IF_ERROR(Advance());
+        return -std::numeric_limits<double>::infinity();
+      }
+      break;
+    case TokenKind::kIdent: {
+      if (t.text == "true" || t.text == "false") return t.text == "true";
+      if (t.text == "inf") return std::numeric_limits<double>::infinity();
+      if (t.text == "nan") return std::numeric_limits<double>::quiet_NaN();
+      absl::StatusOr<DataType> dtype = ParseDataType(t.text);
+      if (dtype.ok()) return *dtype;
+      break;
+    }
+    default: break;
+  }
+  return Error(t, absl::StrCat("expected an attribute value (number, string, true/false, dtype or list), got ",
+                               t.Describe()));
+}
+
+absl::StatusOr<Attribute> Parser::ParseList() {
+  const Token open = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.Is("]")) return Error(open, "an empty list needs its kind: int[], double[], bool[] or string[]");
+  std::vector<Attribute> items;
+  while (!tok_.Is("]")) {
+    if (!items.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or ']' in the list"));
+    PDIST_ASSIGN_OR_RETURN(Attribute item, ParseScalar());
+    items.push_back(std::move(item));
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  // One kind per list; integers among doubles are widened ([1, 2.5]).
+  AttrKind kind = KindOf(items[0]);
+  for (const Attribute& item : items) {
+    const AttrKind k = KindOf(item);
+    if (k == kind) continue;
+    if ((k == AttrKind::kDouble && kind == AttrKind::kInt) || (k == AttrKind::kInt && kind == AttrKind::kDouble)) {
+      kind = AttrKind::kDouble;
+      continue;
+    }
+    return Error(open, absl::StrCat("list mixes ", AttrKindName(kind), " and ", AttrKindName(k), " elements"));
+  }
+  auto collect = [&items]<typename T>(T*) {
+    std::vector<T> out;
+    for (const Attribute& item : items) {
+      if constexpr (std::is_same_v<T, double>) {
+        out.push_back(std::holds_alternative<double>(item) ? std::get<double>(item)
+                                                           : static_cast<double>(std::get<int64_t>(item)));
+      } else {
+        out.push_back(std::get<T>(item));
+      }
+    }
+    return Attribute(std::move(out));
+  };
+  switch (kind) {
+    case AttrKind::kBool: return collect(static_cast<bool*>(nullptr));
+    case AttrKind::kInt: return collect(static_cast<int64_t*>(nullptr));
+    case AttrKind::kDouble: return collect(static_cast<double*>(nullptr));
+    case AttrKind::kString: return collect(static_cast<std::string*>(nullptr));
+    default: return Error(open, absl::StrCat("lists of ", AttrKindName(kind), " are not supported"));
+  }
+}
+
+absl::StatusOr<int64_t> Parser::ParseInt(const Token& t) const {
+  int64_t value = 0;
+  const char* end = t.text.data() + t.text.size();
+  auto [ptr, ec] = std::from_chars(t.text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return Error(t, absl::StrCat("integer ", t.text, " is out of range"));
+  return value;
+}
+
+absl::StatusOr<double> Parser::ParseDouble(const Token& t) const {
+  // strtod rather than from_chars: it accepts subnormals (which the printer can write) and only
+  // overflow to infinity is an error.
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(t.text.c_str(), &end);
+  if (end != t.text.c_str() + t.text.size() || (errno == ERANGE && std::isinf(value))) {
+    return Error(t, absl::StrCat("number ", t.text, " is out of range for a double"));
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<Program> ParseProgram(std::string_view text) { return Parser(text).Parse(); }
+
+absl::StatusOr<Attribute> ParseAttribute(std::string_view text) { return Parser(text).ParseOneAttribute(); }
+
+}  // namespace pdist::ir

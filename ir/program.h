@@ -1,0 +1,176 @@
+// The SSA program: Program owns one Block of Operations; Operations consume and produce Values.
+//
+//   program {
+//     %0 = data "tokens" : i64[8,32]
+//     %1 = param "wte" : f32[256,64] {init = "normal(0.02)"}
+//     %2 = embedding(%0, %1) {padding_idx = -1, sparse = false} : f32[8,32,64]
+//     ...
+//     loss %9
+//     update %1 <- %20
+//   }
+//
+// Values are produced exactly once: either as a block argument (data input, parameter,
+// optimizer state) or as a result of one operation. Optimizer updates are expressed as
+// `update` bindings: after a step, the state value takes the new value's contents.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/types.h"
+
+namespace pdist::ir {
+
+class Operation;
+struct OpDef;
+
+enum class ValueRole : int8_t {
+  kDataInput = 0,       // fed per step (tokens, labels, learning rate)
+  kParameter = 1,       // trainable or frozen weights, initialised from `init`
+  kOptimizerState = 2,  // moments, beta powers: persistent, initialised from `init`
+  kActivation = 3,      // produced by a forward op
+  kGradient = 4,        // produced by a backward op
+};
+const char* ValueRoleName(ValueRole role);
+
+class Value {
+ public:
+  Value(int64_t id, TensorType type, ValueRole role) : id_(id), type_(std::move(type)), role_(role) {}
+
+  int64_t id() const { return id_; }
+  const TensorType& type() const { return type_; }
+  void set_type(TensorType type) { type_ = std::move(type); }
+  ValueRole role() const { return role_; }
+  void set_role(ValueRole role) { role_ = role; }
+  bool is_argument() const { return producer_ == nullptr; }
+  bool is_persistent() const { return role_ == ValueRole::kParameter || role_ == ValueRole::kOptimizerState; }
+
+  // Block arguments carry a name (the parameter or feed name); results usually do not.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  // Initialiser of a parameter or optimizer state: "zeros", "ones", "const(0.9)", "normal(0.02)",
+  // "uniform(0.1)". Empty for data inputs and results.
+  const std::string& init() const { return init_; }
+  void set_init(std::string init) { init_ = std::move(init); }
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable) { trainable_ = trainable; }
+
+  Operation* producer() const { return producer_; }
+  int result_index() const { return result_index_; }
+  void set_producer(Operation* op, int index) { producer_ = op; result_index_ = index; }
+
+ private:
+  int64_t id_;
+  TensorType type_;
+  ValueRole role_;
+  std::string name_;
+  std::string init_;
+  bool trainable_ = true;
+  Operation* producer_ = nullptr;
+  int result_index_ = -1;
+  // The distribution attribute (ProcessMesh, dims_mapping, partial dims) lands here with the
+  // SPMD issue.
+};
+
+class Operation {
+ public:
+  Operation(std::string type, std::vector<Value*> operands, AttributeMap attrs)
+      : type_(std::move(type)), operands_(std::move(operands)), attrs_(std::move(attrs)) {}
+
+  const std::string& type() const { return type_; }
+  // An absent optional operand is nullptr.
+  const std::vector<Value*>& operands() const { return operands_; }
+  Value* operand(size_t i) const { return operands_.at(i); }
+  void set_operand(size_t i, Value* v) { operands_.at(i) = v; }
+  size_t num_operands() const { return operands_.size(); }
+  const std::vector<Value*>& results() const { return results_; }
+  Value* result(size_t i) const { return results_.at(i); }
+  size_t num_results() const { return results_.size(); }
+  void add_result(Value* v) { v->set_producer(this, static_cast<int>(results_.size())); results_.push_back(v); }
+  const AttributeMap& attrs() const { return attrs_; }
+  AttributeMap& mutable_attrs() { return attrs_; }
+
+  // "matmul(%3, %4)" — for error messages.
+  std::string Describe() const;
+
+ private:
+  std::string type_;
+  std::vector<Value*> operands_;
+  std::vector<Value*> results_;
+  AttributeMap attrs_;
+};
+
+class Block {
+ public:
+  const std::vector<Value*>& arguments() const { return arguments_; }
+  void add_argument(Value* v) { arguments_.push_back(v); }
+  const std::vector<std::unique_ptr<Operation>>& ops() const { return ops_; }
+  std::vector<std::unique_ptr<Operation>>& mutable_ops() { return ops_; }
+  Operation* Append(std::unique_ptr<Operation> op) { ops_.push_back(std::move(op)); return ops_.back().get(); }
+  Operation* Insert(size_t index, std::unique_ptr<Operation> op) {
+    return ops_.insert(ops_.begin() + static_cast<ptrdiff_t>(index), std::move(op))->get();
+  }
+
+ private:
+  std::vector<Value*> arguments_;
+  std::vector<std::unique_ptr<Operation>> ops_;
+};
+
+struct StateUpdate {
+  Value* state;      // a parameter or optimizer state
+  Value* new_value;  // same type; its contents replace `state` after the step
+  friend bool operator==(const StateUpdate&, const StateUpdate&) = default;
+};
+
+class Program {
+ public:
+  Program() = default;
+  Program(Program&&) = default;
+  Program& operator=(Program&&) = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // A deep copy with the same value ids.
+  Program Clone() const;
+
+  Block& block() { return block_; }
+  const Block& block() const { return block_; }
+
+  // Creates a value owned by the program. The id is fresh unless given (the parser keeps ids).
+  Value* NewValue(TensorType type, ValueRole role);
+  Value* FindValue(int64_t id) const;
+  Value* FindArgument(const std::string& name) const;
+  int64_t num_values() const { return static_cast<int64_t>(values_.size()); }
+
+  Value* loss() const { return loss_; }
+  void set_loss(Value* v) { loss_ = v; }
+  const std::vector<StateUpdate>& updates() const { return updates_; }
+  void add_update(Value* state, Value* new_value) { updates_.push_back({state, new_value}); }
+  void clear_updates() { updates_.clear(); }
+
+  // Gradient of each trainable parameter, recorded by autodiff for the optimizer pass and for
+  // later passes (sharding, gradient fusion). Printed as `gradient %1 <- %40`.
+  const std::vector<StateUpdate>& gradients() const { return gradients_; }
+  void add_gradient(Value* param, Value* grad) { gradients_.push_back({param, grad}); }
+  Value* GradientOf(const Value* param) const {
+    for (const StateUpdate& g : gradients_) {
+      if (g.state == param) return g.new_value;
+    }
+    return nullptr;
+  }
+
+  // Parameters in declaration order.
+  std::vector<Value*> Parameters() const;
+
+ private:
+  std::vector<std::unique_ptr<Value>> values_;  // indexed by id
+  Block block_;
+  Value* loss_ = nullptr;
+  std::vector<StateUpdate> updates_;
+  std::vector<StateUpdate> gradients_;
+};
+
+}  // namespace pdist::ir

@@ -1,0 +1,245 @@
+// VerifyProgram: SSA, signatures, attributes, inferred types, loss and state bindings.
+#include "ir/verifier.h"
+
+#include <limits>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/op_def.h"
+#include "ir/printer.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+
+absl::Status CheckTensorType(const TensorType& type) {
+  if (static_cast<int>(type.dtype) < 0 || static_cast<int>(type.dtype) > static_cast<int>(DataType::kBool)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid data type code ", static_cast<int>(type.dtype)));
+  }
+  int64_t elements = 1;
+  for (int64_t d : type.shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in shape ", ShapeToString(type.shape)));
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / 16 / d) {
+      // /16: room for the byte size of the largest dtype and for sums of a few such tensors.
+      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(type.shape), " has too many elements"));
+    }
+    elements *= d;
+  }
+  return absl::OkStatus();
+}
+
+bool IsValidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    int extra = 0;
+    uint32_t code = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      extra = 1, code = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      extra = 2, code = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      extra = 3, code = c & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(extra) >= text.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char cont = static_cast<unsigned char>(text[i + k]);
+      if ((cont & 0xc0) != 0x80) return false;
+      code = (code << 6) | (cont & 0x3f);
+    }
+    if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+namespace {
+
+// Every string the program carries that model.pb stores as a protobuf `string`.
+absl::Status CheckUtf8(std::string_view text, absl::string_view what) {
+  if (IsValidUtf8(text)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " is not valid UTF-8"));
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Program& program) : program_(program), numbering_(program) {}
+
+  absl::Status Run();
+
+ private:
+  // A value's defining site: arguments and results must be owned by the program and new.
+  absl::Status CheckDefinition(const Value* v, const std::string& where);
+  absl::Status CheckUse(const Value* v, const std::string& where) const;
+  absl::Status CheckOp(size_t index, const Operation& op);
+  absl::Status CheckAttributes(const OpDef& def, const Operation& op, const std::string& where) const;
+  absl::Status CheckBindings();
+  std::string Name(const Value* v) const { return numbering_.Name(v); }
+
+  const Program& program_;
+  const ValueNumbering numbering_;
+  absl::flat_hash_set<const Value*> defined_;
+};
+
+absl::Status Verifier::CheckDefinition(const Value* v, const std::string& where) {
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": null value"));
+  if (program_.FindValue(v->id()) != v) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), " (id ", v->id(),
+                                                   ") does not belong to this program"));
+  }
+  if (!defined_.insert(v).second) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), " is defined more than once"));
+  }
+  PDIST_RETURN_IF_ERROR(CheckUtf8(v->name(), absl::StrCat(where, ": the name of ", Name(v))));
+  PDIST_RETURN_IF_ERROR(CheckUtf8(v->init(), absl::StrCat(where, ": the init of ", Name(v))));
+  absl::Status type = CheckTensorType(v->type());
+  if (!type.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", type.message()));
+  return absl::OkStatus();
+}
+
+absl::Status Verifier::CheckUse(const Value* v, const std::string& where) const {
+  if (v == nullptr || !defined_.contains(v)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": uses ", v ? Name(v) : "a null value",
+                                                   v ? absl::StrCat(" (id ", v->id(), ")") : "",
+                                                   ", which is not defined before"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Verifier::Run() {
+  absl::flat_hash_set<std::string> names;
+  for (size_t i = 0; i < program_.block().arguments().size(); ++i) {
+    const Value* v = program_.block().arguments()[i];
+    const std::string where = absl::StrCat("argument ", i);
+    PDIST_RETURN_IF_ERROR(CheckDefinition(v, where));
+    if (v->producer() != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", Name(v), " is also the result of an op"));
+    }
+    if (v->name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", Name(v), " has no name"));
+    if (!names.insert(v->name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", Name(v), ": argument name \"", v->name(),
+                                                     "\" is used twice"));
+    }
+  }
+  for (size_t i = 0; i < program_.block().ops().size(); ++i) {
+    const Operation* op = program_.block().ops()[i].get();
+    if (op == nullptr) return absl::InvalidArgumentError(absl::StrCat("op ", i, " is null"));
+    PDIST_RETURN_IF_ERROR(CheckOp(i, *op));
+  }
+  return CheckBindings();
+}
+
+absl::Status Verifier::CheckOp(size_t index, const Operation& op) {
+  const std::string where = absl::StrCat("op ", index, " `", PrintOperation(op, numbering_), "`");
+  auto error = [&where](absl::string_view message) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
+  };
+  absl::StatusOr<const OpDef*> def = OpRegistry::Global().Lookup(op.type());
+  if (!def.ok()) return error(def.status().message());
+  absl::Status count = CheckOperandCount(**def, op.num_operands());
+  if (!count.ok()) return error(count.message());
+  for (size_t i = 0; i < op.num_operands(); ++i) {
+    const Value* v = op.operand(i);
+    const OperandSpec& spec = (*def)->inputs[std::min(i, (*def)->inputs.size() - 1)];
+    if (v == nullptr) {
+      if (!spec.optional) return error(absl::StrCat("operand ", i, " (", spec.name, ") is absent but not optional"));
+      continue;
+    }
+    PDIST_RETURN_IF_ERROR(CheckUse(v, where));
+  }
+  PDIST_RETURN_IF_ERROR(CheckAttributes(**def, op, where));
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    const Value* r = op.result(i);
+    PDIST_RETURN_IF_ERROR(CheckDefinition(r, where));
+    if (r->producer() != &op || r->result_index() != static_cast<int>(i)) {
+      return error(absl::StrCat("result ", i, " ", Name(r), " does not point back at this op"));
+    }
+  }
+  absl::StatusOr<std::vector<TensorType>> inferred = InferResultTypes(**def, op.operands(), op.attrs());
+  if (!inferred.ok()) return error(inferred.status().message());
+  if (inferred->size() != op.num_results()) {
+    return error(absl::StrCat("has ", op.num_results(), " results, ", op.type(), " infers ", inferred->size()));
+  }
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    if ((*inferred)[i] != op.result(i)->type()) {
+      return error(absl::StrCat("result ", Name(op.result(i)), " is ", op.result(i)->type().ToString(), " but ",
+                                op.type(), " infers ", (*inferred)[i].ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Verifier::CheckAttributes(const OpDef& def, const Operation& op, const std::string& where) const {
+  absl::StatusOr<AttributeMap> normalized = NormalizeAttributes(def, op.attrs());
+  if (!normalized.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", normalized.status().message()));
+  for (const auto& [name, value] : op.attrs()) {
+    const auto* text = std::get_if<std::string>(&value);
+    const auto* texts = std::get_if<std::vector<std::string>>(&value);
+    const std::string what = absl::StrCat(where, ": attribute '", name, "'");
+    if (text) PDIST_RETURN_IF_ERROR(CheckUtf8(*text, what));
+    for (size_t i = 0; texts && i < texts->size(); ++i) PDIST_RETURN_IF_ERROR(CheckUtf8((*texts)[i], what));
+  }
+  for (const auto& [name, value] : *normalized) {
+    auto it = op.attrs().find(name);
+    if (it == op.attrs().end()) return absl::InvalidArgumentError(absl::StrCat(where, ": attribute '", name, "' is missing"));
+    if (KindOf(it->second) != KindOf(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": attribute '", name, "' is ", AttrKindName(KindOf(it->second)),
+                                                     ", expected ", AttrKindName(KindOf(value))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Verifier::CheckBindings() {
+  if (const Value* loss = program_.loss()) {
+    PDIST_RETURN_IF_ERROR(CheckUse(loss, "loss"));
+    const TensorType& t = loss->type();
+    const bool scalar = t.shape.empty() || (t.shape.size() == 1 && t.shape[0] == 1);
+    if (!scalar || !IsFloatingPoint(t.dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("loss ", Name(loss), " must be a floating-point scalar ([] or [1]), got ",
+                                                     t.ToString()));
+    }
+  }
+  auto check = [this](const StateUpdate& b, absl::string_view keyword, bool params_only) -> absl::Status {
+    const std::string where = absl::StrCat(keyword, " ", Name(b.state), " <- ", Name(b.new_value));
+    PDIST_RETURN_IF_ERROR(CheckUse(b.state, where));
+    PDIST_RETURN_IF_ERROR(CheckUse(b.new_value, where));
+    const bool role_ok = b.state->role() == ValueRole::kParameter ||
+                         (!params_only && b.state->role() == ValueRole::kOptimizerState);
+    if (!b.state->is_argument() || !role_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", Name(b.state), " is not a ",
+                                                     params_only ? "parameter" : "parameter or optimizer state"));
+    }
+    if (b.state->type() != b.new_value->type()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": type mismatch: ", b.state->type().ToString(), " vs ",
+                                                     b.new_value->type().ToString()));
+    }
+    return absl::OkStatus();
+  };
+  absl::flat_hash_set<const Value*> bound;
+  for (const StateUpdate& g : program_.gradients()) {
+    PDIST_RETURN_IF_ERROR(check(g, "gradient", true));
+    if (!bound.insert(g.state).second) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", Name(g.state), " has two gradients"));
+    }
+  }
+  bound.clear();
+  for (const StateUpdate& u : program_.updates()) {
+    PDIST_RETURN_IF_ERROR(check(u, "update", false));
+    if (!bound.insert(u.state).second) {
+      return absl::InvalidArgumentError(absl::StrCat(Name(u.state), " is updated twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyProgram(const Program& program) { return Verifier(program).Run(); }
+
+}  // namespace pdist::ir

@@ -1,0 +1,102 @@
+// Built-in passes: thin Pass wrappers over AppendBackward and AppendOptimizer, and their
+// registration (RegisterBuiltinPasses).
+#include "absl/strings/str_cat.h"
+#include "ir/attribute.h"
+#include "ir/status.h"
+#include "passes/autodiff.h"
+#include "passes/optimizer.h"
+#include "passes/pass_registry.h"
+
+namespace pdist::passes {
+
+namespace {
+
+// `autodiff`: appends the backward ops of the program's loss and records each parameter's
+// gradient. Precondition: a loss and no gradients yet (checked by AppendBackward).
+class AutodiffPass : public Pass {
+ public:
+  std::string_view name() const override { return "autodiff"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const size_t ops_before = program.block().ops().size();
+    PDIST_RETURN_IF_ERROR(AppendBackward(program, program.loss()));
+    context.Explain(name(), absl::StrCat(program.block().ops().size() - ops_before, " backward ops, ",
+                                         program.gradients().size(), " parameter gradients"));
+    return true;
+  }
+};
+
+// `optimizer{type=sgd|momentum|adamw,beta1=..,beta2=..,epsilon=..,weight_decay=..,momentum=..,
+// use_nesterov=..}`: appends one optimizer op per parameter gradient and the `update` bindings.
+// The learning rate is the data input "learning_rate", not an option.
+class OptimizerPass : public Pass {
+ public:
+  explicit OptimizerPass(OptimizerConfig config) : config_(config) {}
+
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    OptimizerConfig config;
+    PassOptionReader reader("optimizer", options);
+    std::string type = OptimizerTypeName(config.type);
+    PDIST_RETURN_IF_ERROR(reader.Read("type", &type));
+    absl::StatusOr<OptimizerType> parsed = ParseOptimizerType(type);
+    if (!parsed.ok()) return Annotate(parsed.status(), "pass 'optimizer'");
+    config.type = *parsed;
+    PDIST_RETURN_IF_ERROR(reader.Read("beta1", &config.beta1));
+    PDIST_RETURN_IF_ERROR(reader.Read("beta2", &config.beta2));
+    PDIST_RETURN_IF_ERROR(reader.Read("epsilon", &config.epsilon));
+    PDIST_RETURN_IF_ERROR(reader.Read("weight_decay", &config.weight_decay));
+    PDIST_RETURN_IF_ERROR(reader.Read("momentum", &config.momentum));
+    PDIST_RETURN_IF_ERROR(reader.Read("use_nesterov", &config.use_nesterov));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    return std::make_unique<OptimizerPass>(config);
+  }
+
+  std::string_view name() const override { return "optimizer"; }
+
+  // The type always (so the pipeline says which optimizer runs), other fields when they differ
+  // from OptimizerConfig's defaults.
+  PassOptions options() const override {
+    const OptimizerConfig defaults;
+    PassOptions options = {{"type", OptimizerTypeName(config_.type)}};
+    auto put = [&options](const char* key, double value, double default_value) {
+      if (value != default_value) options[key] = ir::DoubleToString(value);
+    };
+    put("beta1", config_.beta1, defaults.beta1);
+    put("beta2", config_.beta2, defaults.beta2);
+    put("epsilon", config_.epsilon, defaults.epsilon);
+    put("weight_decay", config_.weight_decay, defaults.weight_decay);
+    put("momentum", config_.momentum, defaults.momentum);
+    if (config_.use_nesterov != defaults.use_nesterov) options["use_nesterov"] = config_.use_nesterov ? "true" : "false";
+    return options;
+  }
+
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_RETURN_IF_ERROR(AppendOptimizer(program, config_));
+    context.Explain(name(), absl::StrCat(OptimizerTypeName(config_.type), " updates for ", program.gradients().size(),
+                                         " parameters"));
+    return true;
+  }
+
+ private:
+  OptimizerConfig config_;
+};
+
+// A factory for a pass without options.
+template <typename P>
+PassFactory NoOptions(const char* name) {
+  return [name](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    PDIST_RETURN_IF_ERROR(PassOptionReader(name, options).Finish());
+    return std::make_unique<P>();
+  };
+}
+
+}  // namespace
+
+absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
+  PDIST_RETURN_IF_ERROR(registry.Register("autodiff", "append the backward ops of the loss; record parameter gradients",
+                                          NoOptions<AutodiffPass>("autodiff")));
+  PDIST_RETURN_IF_ERROR(registry.Register("optimizer", "append sgd|momentum|adamw updates for every gradient",
+                                          &OptimizerPass::Create));
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::passes

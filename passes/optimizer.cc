@@ -1,0 +1,78 @@
+// AppendOptimizer: one sgd / momentum / adamw op per trainable parameter.
+#include "passes/optimizer.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/attribute.h"
+#include "ir/builder.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+
+absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name) {
+  if (name == "sgd") return OptimizerType::kSgd;
+  if (name == "momentum") return OptimizerType::kMomentum;
+  if (name == "adamw") return OptimizerType::kAdamW;
+  return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", name, "' (expected sgd, momentum or adamw)"));
+}
+
+std::string OptimizerTypeName(OptimizerType type) {
+  switch (type) {
+    case OptimizerType::kSgd: return "sgd";
+    case OptimizerType::kMomentum: return "momentum";
+    case OptimizerType::kAdamW: return "adamw";
+  }
+  return "?";
+}
+
+absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config) {
+  if (program.gradients().empty()) {
+    return absl::FailedPreconditionError("optimizer: the program has no gradients (run autodiff first)");
+  }
+  if (!program.updates().empty()) return absl::FailedPreconditionError("optimizer: the program already has updates");
+  ir::Builder b(&program);
+  const ir::DataType lr_dtype = program.gradients().front().state->type().dtype;
+  ir::Value* lr = program.FindArgument(kLearningRateFeed);
+  if (lr == nullptr) lr = b.Data(kLearningRateFeed, {{}, lr_dtype});
+
+  const std::vector<ir::StateUpdate> gradients = program.gradients();
+  for (const ir::StateUpdate& pg : gradients) {
+    ir::Value* param = pg.state;
+    ir::Value* grad = pg.new_value;
+    const std::string& name = param->name();
+    const ir::TensorType& type = param->type();
+    std::vector<ir::Value*> results;
+    std::vector<ir::Value*> states;
+    switch (config.type) {
+      case OptimizerType::kSgd: {
+        PDIST_ASSIGN_OR_RETURN(results, b.Create("sgd", {param, lr, grad}));
+        break;
+      }
+      case OptimizerType::kMomentum: {
+        ir::Value* velocity = b.State(name + ".velocity", type, "zeros");
+        states = {velocity};
+        PDIST_ASSIGN_OR_RETURN(results, b.Create("momentum", {param, grad, velocity, lr},
+                                                 {{"mu", config.momentum},
+                                                  {"use_nesterov", config.use_nesterov},
+                                                  {"regularization_coeff", config.weight_decay}}));
+        break;
+      }
+      case OptimizerType::kAdamW: {
+        const ir::TensorType pow_type{{1}, type.dtype};
+        states = {b.State(name + ".moment1", type, "zeros"), b.State(name + ".moment2", type, "zeros"),
+                  b.State(name + ".beta1_pow", pow_type, absl::StrCat("const(", ir::DoubleToString(config.beta1), ")")),
+                  b.State(name + ".beta2_pow", pow_type, absl::StrCat("const(", ir::DoubleToString(config.beta2), ")"))};
+        PDIST_ASSIGN_OR_RETURN(results, b.Create("adamw", {param, grad, lr, states[0], states[1], states[2], states[3]},
+                                                 {{"beta1", config.beta1},
+                                                  {"beta2", config.beta2},
+                                                  {"epsilon", config.epsilon},
+                                                  {"coeff", config.weight_decay}}));
+        break;
+      }
+    }
+    program.add_update(param, results.at(0));
+    for (size_t i = 0; i < states.size(); ++i) program.add_update(states[i], results.at(i + 1));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,40 @@
+// Appends optimizer update ops for every recorded (parameter, gradient) pair.
+//
+//   gradient %1 <- %40      →   %50 = state "w.moment1" ... ; %53, ... = adamw(%1, %40, %lr, ...)
+//                               update %1 <- %53 ; update %50 <- %54 ; ...
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace pdist::passes {
+
+enum class OptimizerType { kSgd, kMomentum, kAdamW };
+
+// Hyper-parameters, named as Paddle's optimizer arguments. The learning rate itself is fed each
+// step as the data input "learning_rate" (a scalar), so schedules need no program change.
+struct OptimizerConfig {
+  OptimizerType type = OptimizerType::kAdamW;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weight_decay = 0.01;  // adamw's coeff (decoupled), momentum's regularization_coeff
+  double momentum = 0.9;       // momentum's mu
+  bool use_nesterov = false;
+};
+
+absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);  // sgd | momentum | adamw
+std::string OptimizerTypeName(OptimizerType type);
+
+// Name of the learning-rate feed.
+inline constexpr char kLearningRateFeed[] = "learning_rate";
+
+// Needs program.gradients() (run AppendBackward first). Creates the optimizer states as
+// arguments named "<param>.moment1", "<param>.moment2", "<param>.beta1_pow", "<param>.beta2_pow",
+// "<param>.velocity", and `update` bindings for the parameter and each state.
+absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config);
+
+}  // namespace pdist::passes

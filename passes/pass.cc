@@ -1,0 +1,70 @@
+// PassOptionReader: typed pass options with errors that name the pass, the option and the value.
+#include "passes/pass.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace pdist::passes {
+
+const std::string* PassOptionReader::Find(const std::string& key) {
+  known_.push_back(key);
+  auto it = options_.find(key);
+  return it == options_.end() ? nullptr : &it->second;
+}
+
+namespace {
+absl::Status BadValue(const std::string& pass, const std::string& key, const std::string& value, const char* expected) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("pass '", pass, "': option ", key, "=", value, " is not ", expected));
+}
+}  // namespace
+
+absl::Status PassOptionReader::Read(const std::string& key, std::string* value) {
+  if (const std::string* text = Find(key)) *value = *text;
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Read(const std::string& key, double* value) {
+  const std::string* text = Find(key);
+  if (text == nullptr) return absl::OkStatus();
+  if (!absl::SimpleAtod(*text, value)) return BadValue(pass_, key, *text, "a number");
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Read(const std::string& key, int64_t* value) {
+  const std::string* text = Find(key);
+  if (text == nullptr) return absl::OkStatus();
+  if (!absl::SimpleAtoi(*text, value)) return BadValue(pass_, key, *text, "an integer");
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Read(const std::string& key, bool* value) {
+  const std::string* text = Find(key);
+  if (text == nullptr) return absl::OkStatus();
+  if (*text == "true" || *text == "1") {
+    *value = true;
+  } else if (*text == "false" || *text == "0") {
+    *value = false;
+  } else {
+    return BadValue(pass_, key, *text, "true or false");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Finish() const {
+  for (const auto& [key, value] : options_) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    std::vector<std::string> known = known_;
+    std::sort(known.begin(), known.end());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pass '", pass_, "' has no option '", key, "'",
+        known.empty() ? std::string(" (it takes none)") : absl::StrCat(" (options: ", absl::StrJoin(known, ", "), ")")));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::passes

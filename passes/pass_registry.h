@@ -1,0 +1,46 @@
+// PassRegistry: pass factories by name, filled by explicit registration functions.
+//
+//   const PassRegistry& r = PassRegistry::Global();   // the built-in passes
+//   PDIST_ASSIGN_OR_RETURN(auto pass, r.Create({"optimizer", {{"type", "sgd"}}}));
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "passes/pass.h"
+#include "passes/pipeline.h"
+
+namespace pdist::passes {
+
+// Builds a pass from its pipeline options; rejects unknown or malformed options.
+using PassFactory = std::function<absl::StatusOr<std::unique_ptr<Pass>>(const PassOptions&)>;
+
+class PassRegistry {
+ public:
+  // The registry with every built-in pass (RegisterBuiltinPasses), built once, thread-safe.
+  // Explicit registration, not static initialisers: a static link never drops a pass.
+  static const PassRegistry& Global();
+
+  absl::Status Register(std::string name, std::string summary, PassFactory factory);
+  // NotFound naming the pass and listing the known ones; options errors from the factory.
+  absl::StatusOr<std::unique_ptr<Pass>> Create(const PassSpec& spec) const;
+  std::vector<std::string> Names() const;
+  // One line per pass: "  autodiff   append the backward ops of the loss".
+  std::string Help() const;
+
+ private:
+  struct Entry {
+    std::string summary;
+    PassFactory factory;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+// Registers autodiff and optimizer (passes/builtin_passes.cc).
+absl::Status RegisterBuiltinPasses(PassRegistry& registry);
+
+}  // namespace pdist::passes

@@ -1,0 +1,171 @@
+// Strategy JSON reading, validation and writing.
+#include "strategy/strategy.h"
+
+#include <functional>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/status.h"
+
+namespace pdist::strategy {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads the keys of one JSON object into fields, rejecting keys no field claims.
+class Section {
+ public:
+  Section(const Json& json, std::string path) : json_(json), path_(std::move(path)) {}
+
+  Section& Int(const std::string& key, int64_t& field, int64_t min_value) {
+    readers_[key] = [this, key, &field, min_value](const Json& v) -> absl::Status {
+      if (!v.is_number_integer()) return TypeError(key, "an integer", v);
+      if (v.get<int64_t>() < min_value) {
+        return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be >= ", min_value,
+                                                       ", got ", v.dump()));
+      }
+      field = v.get<int64_t>();
+      return absl::OkStatus();
+    };
+    return *this;
+  }
+  Section& Bool(const std::string& key, bool& field) {
+    readers_[key] = [this, key, &field](const Json& v) -> absl::Status {
+      if (!v.is_boolean()) return TypeError(key, "true or false", v);
+      field = v.get<bool>();
+      return absl::OkStatus();
+    };
+    return *this;
+  }
+  Section& Enum(const std::string& key, std::string& field, std::vector<std::string> allowed) {
+    readers_[key] = [this, key, &field, allowed](const Json& v) -> absl::Status {
+      if (!v.is_string()) return TypeError(key, "a string", v);
+      const std::string s = v.get<std::string>();
+      if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' is \"", s, "\"; expected one of ",
+                                                       absl::StrJoin(allowed, ", ")));
+      }
+      field = s;
+      return absl::OkStatus();
+    };
+    return *this;
+  }
+  Section& Object(const std::string& key, std::function<absl::Status(Section&)> read) {
+    readers_[key] = [this, key, read](const Json& v) -> absl::Status {
+      if (!v.is_object()) return TypeError(key, "an object", v);
+      Section section(v, Path(key));
+      return read(section);
+    };
+    return *this;
+  }
+
+  absl::Status Read() const {
+    if (!json_.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", path_.empty() ? "" : "section '" + path_ + "' ",
+                                                     "must be a JSON object"));
+    }
+    for (const auto& [key, value] : json_.items()) {
+      auto it = readers_.find(key);
+      if (it == readers_.end()) {
+        std::vector<std::string> known;
+        for (const auto& [k, r] : readers_) known.push_back(k);
+        return absl::InvalidArgumentError(absl::StrCat("unknown strategy key '", Path(key), "' (known: ",
+                                                       absl::StrJoin(known, ", "), ")"));
+      }
+      PDIST_RETURN_IF_ERROR(it->second(value));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  absl::Status TypeError(const std::string& key, const char* expected, const Json& v) const {
+    return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be ", expected, ", got ", v.dump()));
+  }
+
+  const Json& json_;
+  std::string path_;
+  std::map<std::string, std::function<absl::Status(const Json&)>> readers_;
+};
+
+absl::Status Validate(const Strategy& s) {
+  if (s.sp && s.mp_degree == 1) {
+    return absl::InvalidArgumentError("strategy key 'sp' needs mp_degree > 1 (sequence parallel splits the tensor-parallel group)");
+  }
+  if (s.sharding.enable && s.sharding.degree > s.dp_degree) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
+                                                   ") exceeds dp_degree (", s.dp_degree, ")"));
+  }
+  if (s.sharding.stage < 1 || s.sharding.stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.stage' must be 1, 2 or 3, got ", s.sharding.stage));
+  }
+  if (s.pipeline.schedule_mode == "VPP" && s.pipeline.vpp_degree < 2) {
+    return absl::InvalidArgumentError("strategy key 'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
+  Json json = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return absl::InvalidArgumentError("strategy is not valid JSON");
+  Strategy s;
+  Section root(json, "");
+  root.Int("dp_degree", s.dp_degree, 1)
+      .Int("mp_degree", s.mp_degree, 1)
+      .Int("pp_degree", s.pp_degree, 1)
+      .Bool("sp", s.sp)
+      .Object("sharding", [&s](Section& x) {
+        return x.Bool("enable", s.sharding.enable).Int("stage", s.sharding.stage, 1).Int("degree", s.sharding.degree, 1).Read();
+      })
+      .Object("pipeline", [&s](Section& x) {
+        return x.Bool("enable", s.pipeline.enable)
+            .Enum("schedule_mode", s.pipeline.schedule_mode, {"FThenB", "1F1B", "VPP", "ZBH1"})
+            .Int("accumulate_steps", s.pipeline.accumulate_steps, 1)
+            .Int("micro_batch_size", s.pipeline.micro_batch_size, 1)
+            .Int("vpp_degree", s.pipeline.vpp_degree, 1)
+            .Read();
+      })
+      .Object("recompute", [&s](Section& x) {
+        return x.Bool("enable", s.recompute.enable).Read();
+      })
+      .Object("amp", [&s](Section& x) {
+        return x.Bool("enable", s.amp.enable)
+            .Enum("dtype", s.amp.dtype, {"float16", "bfloat16"})
+            .Enum("level", s.amp.level, {"o1", "o2"})
+            .Read();
+      })
+      .Object("gradient_merge", [&s](Section& x) {
+        return x.Bool("enable", s.gradient_merge.enable).Int("k_steps", s.gradient_merge.k_steps, 1).Bool("avg", s.gradient_merge.avg).Read();
+      });
+  PDIST_RETURN_IF_ERROR(root.Read());
+  PDIST_RETURN_IF_ERROR(Validate(s));
+  return s;
+}
+
+std::string StrategyToJson(const Strategy& s) {
+  Json j = {
+      {"dp_degree", s.dp_degree},
+      {"mp_degree", s.mp_degree},
+      {"pp_degree", s.pp_degree},
+      {"sp", s.sp},
+      {"sharding", {{"enable", s.sharding.enable}, {"stage", s.sharding.stage}, {"degree", s.sharding.degree}}},
+      {"pipeline",
+       {{"enable", s.pipeline.enable},
+        {"schedule_mode", s.pipeline.schedule_mode},
+        {"accumulate_steps", s.pipeline.accumulate_steps},
+        {"micro_batch_size", s.pipeline.micro_batch_size},
+        {"vpp_degree", s.pipeline.vpp_degree}}},
+      {"recompute", {{"enable", s.recompute.enable}}},
+      {"amp", {{"enable", s.amp.enable}, {"dtype", s.amp.dtype}, {"level", s.amp.level}}},
+      {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
+  };
+  return j.dump(2);
+}
+
+}  // namespace pdist::strategy

@@ -1,0 +1,66 @@
+// Strategy: how a program is parallelised, read from JSON whose section and key names follow
+// Paddle's auto-parallel `strategy.py` (docs/strategy.md).
+//
+//   {"dp_degree": 2, "mp_degree": 2, "sp": true,
+//    "pipeline": {"enable": true, "schedule_mode": "1F1B", "accumulate_steps": 4},
+//    "sharding": {"enable": true, "stage": 2, "degree": 2}}
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace pdist::strategy {
+
+struct ShardingConfig {
+  bool enable = false;
+  int64_t stage = 1;   // ZeRO stage 1, 2 or 3
+  int64_t degree = 1;  // along the data-parallel axis
+};
+
+struct PipelineConfig {
+  bool enable = false;
+  std::string schedule_mode = "1F1B";  // FThenB | 1F1B | VPP | ZBH1
+  int64_t accumulate_steps = 1;        // micro-batches per step
+  int64_t micro_batch_size = 1;
+  int64_t vpp_degree = 1;
+};
+
+struct RecomputeConfig {
+  bool enable = false;
+};
+
+struct AmpConfig {
+  bool enable = false;
+  std::string dtype = "float16";  // float16 | bfloat16
+  std::string level = "o1";
+};
+
+struct GradientMergeConfig {
+  bool enable = false;
+  int64_t k_steps = 1;
+  bool avg = true;
+};
+
+struct Strategy {
+  int64_t dp_degree = 1;
+  int64_t mp_degree = 1;
+  int64_t pp_degree = 1;
+  bool sp = false;  // sequence parallel (needs mp_degree > 1)
+  ShardingConfig sharding;
+  PipelineConfig pipeline;
+  RecomputeConfig recompute;
+  AmpConfig amp;
+  GradientMergeConfig gradient_merge;
+
+  // Ranks the strategy needs: dp × mp × pp.
+  int64_t WorldSize() const { return dp_degree * mp_degree * pp_degree; }
+};
+
+// Parses and validates; an unknown key, a wrong type or an impossible value is an
+// InvalidArgument error naming the key path ("pipeline.schedule_mode").
+absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text);
+std::string StrategyToJson(const Strategy& strategy);
+
+}  // namespace pdist::strategy

@@ -1,0 +1,122 @@
+// The C API: codes and messages for bad input, and a full create → fit → evaluate → save → load.
+#include "engine/c_api.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ir/models/gpt.h"
+#include "ir/serialize.h"
+
+namespace {
+
+std::string WriteTinyModel() {
+  pdist::ir::models::GptConfig c;
+  c.vocab = 256;
+  c.hidden = 32;
+  c.layers = 1;
+  c.heads = 2;
+  c.seq_len = 16;
+  c.batch = 2;
+  auto program = pdist::ir::models::BuildGpt(c);
+  EXPECT_TRUE(program.ok()) << program.status();
+  const std::string path = ::testing::TempDir() + "/c_api_test_model.pb";
+  EXPECT_TRUE(pdist::ir::SaveProgram(*program, path).ok());
+  return path;
+}
+
+std::string WriteText(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+int Record(int64_t step, double loss, double seconds, void* user) {
+  static_cast<std::vector<double>*>(user)->push_back(loss);
+  return 0;
+}
+
+// Fit resumes at global step 4: stop after steps 4 and 5.
+int StopAfterTwo(int64_t step, double loss, double seconds, void* user) { return step >= 5 ? 1 : 0; }
+
+TEST(CApiTest, MissingModelIsNotFoundWithThePath) {
+  pdist_engine* engine = reinterpret_cast<pdist_engine*>(0x1);
+  EXPECT_EQ(pdist_engine_create_from_file("/nonexistent/model.pb", nullptr, &engine), PDIST_NOT_FOUND);
+  EXPECT_EQ(engine, nullptr);
+  EXPECT_NE(std::string(pdist_last_error()).find("/nonexistent/model.pb"), std::string::npos) << pdist_last_error();
+}
+
+TEST(CApiTest, GarbageBytesAreInvalidArgument) {
+  const char garbage[] = "this is not a model";
+  pdist_engine* engine = nullptr;
+  EXPECT_EQ(pdist_engine_create_from_bytes(garbage, sizeof(garbage), nullptr, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_EQ(engine, nullptr);
+  EXPECT_STRNE(pdist_last_error(), "");
+}
+
+TEST(CApiTest, BadConfigNamesTheField) {
+  const std::string model = WriteTinyModel();
+  pdist_engine_config cfg;
+  pdist_engine_config_init(&cfg);
+  cfg.optimizer = "adagrad";
+  pdist_engine* engine = nullptr;
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("adagrad"), std::string::npos);
+  pdist_engine_config_init(&cfg);
+  cfg.learning_rate = -1;
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("learning_rate"), std::string::npos);
+}
+
+TEST(CApiTest, FitEvaluateSaveLoad) {
+  const std::string model = WriteTinyModel();
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  const std::string data_path = WriteText("c_api_test.txt", text);
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  pdist_dataset data = {data_path.c_str(), PDIST_DATA_TEXT_BYTES, 1};
+  std::vector<double> losses;
+  ASSERT_EQ(pdist_engine_fit(engine, &data, 4, Record, &losses), PDIST_OK) << pdist_last_error();
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_EQ(pdist_engine_step(engine), 4);
+
+  // The callback stops fit early.
+  ASSERT_EQ(pdist_engine_fit(engine, &data, 10, StopAfterTwo, nullptr), PDIST_OK);
+  EXPECT_EQ(pdist_engine_step(engine), 6);
+
+  double eval = 0;
+  ASSERT_EQ(pdist_engine_evaluate(engine, &data, 2, &eval), PDIST_OK) << pdist_last_error();
+  EXPECT_GT(eval, 0.0);
+
+  const std::string ckpt = ::testing::TempDir() + "/c_api_test.ckpt";
+  ASSERT_EQ(pdist_engine_save(engine, ckpt.c_str()), PDIST_OK) << pdist_last_error();
+  pdist_engine* restored = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &restored), PDIST_OK);
+  ASSERT_EQ(pdist_engine_load(restored, ckpt.c_str()), PDIST_OK) << pdist_last_error();
+  EXPECT_EQ(pdist_engine_step(restored), 6);
+  double eval_restored = 0;
+  ASSERT_EQ(pdist_engine_evaluate(restored, &data, 2, &eval_restored), PDIST_OK);
+  EXPECT_EQ(eval_restored, eval);
+
+  EXPECT_EQ(pdist_engine_load(restored, "/nonexistent.ckpt"), PDIST_NOT_FOUND);
+  pdist_engine_destroy(engine);
+  pdist_engine_destroy(restored);
+  std::remove(ckpt.c_str());
+}
+
+TEST(CApiTest, DatasetShorterThanOneBatchIsAnError) {
+  const std::string model = WriteTinyModel();
+  const std::string data_path = WriteText("c_api_short.txt", "too short");
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK);
+  pdist_dataset data = {data_path.c_str(), PDIST_DATA_TEXT_BYTES, 1};
+  EXPECT_EQ(pdist_engine_fit(engine, &data, 1, nullptr, nullptr), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("c_api_short.txt"), std::string::npos) << pdist_last_error();
+  pdist_engine_destroy(engine);
+}
+
+}  // namespace

@@ -1,0 +1,89 @@
+// Executor: memory planning (free after last use, peak), initialisation, feed errors.
+#include "executor/executor.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "executor/memory_planner.h"
+#include "ir/builder.h"
+
+namespace pdist::exec {
+namespace {
+
+using ir::DataType;
+
+TEST(MemoryPlannerTest, FreesEachValueAfterItsLastUse) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{256}, DataType::kFloat32});  // 1 KiB each
+  ir::Value* a = *b.Op1("relu", {x});                       // op 0
+  ir::Value* c = *b.Op1("relu", {a});                       // op 1: last use of a
+  ir::Value* d = *b.Op1("relu", {c});                       // op 2: last use of c
+  ir::Value* loss = *b.Op1("sum", {d});                     // op 3: last use of d
+  p.set_loss(loss);
+  MemoryPlan plan = PlanMemory(p, {});
+  ASSERT_EQ(plan.release_after.size(), 4u);
+  EXPECT_EQ(plan.release_after[0], std::vector<int64_t>{});
+  EXPECT_EQ(plan.release_after[1], std::vector<int64_t>{a->id()});
+  EXPECT_EQ(plan.release_after[2], std::vector<int64_t>{c->id()});
+  EXPECT_EQ(plan.release_after[3], std::vector<int64_t>{d->id()});
+  // Never more than two 1 KiB activations alive (+ the 4-byte loss).
+  EXPECT_EQ(plan.estimated_peak_bytes, 2048);
+
+  auto executor = Executor::Create(p);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  auto run = executor->Run({{"x", Tensor::Zeros({{256}, DataType::kFloat32})}}, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->peak_bytes, 2048);
+}
+
+TEST(ExecutorTest, MissingOrMistypedFeedIsAnError) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{4}, DataType::kFloat32});
+  p.set_loss(*b.Op1("sum", {x}));
+  auto executor = Executor::Create(p);
+  ASSERT_TRUE(executor.ok());
+  Workspace ws;
+  auto missing = executor->Run({}, ws);
+  EXPECT_NE(std::string(missing.status().message()).find("no feed for data input 'x'"), std::string::npos);
+  auto mistyped = executor->Run({{"x", Tensor::Zeros({{5}, DataType::kFloat32})}}, ws);
+  EXPECT_NE(std::string(mistyped.status().message()).find("f32[5]"), std::string::npos) << mistyped.status();
+}
+
+TEST(InitializerTest, SameSeedAndNameGiveSameTensorWhateverTheProgram) {
+  ir::Program p1, p2;
+  ir::Builder b1(&p1), b2(&p2);
+  b1.Parameter("w", {{64}, DataType::kFloat32}, "normal(0.02)");
+  b2.Parameter("other", {{8}, DataType::kFloat32}, "zeros");
+  b2.Parameter("w", {{64}, DataType::kFloat32}, "normal(0.02)");
+  Workspace ws1, ws2, ws3;
+  ASSERT_TRUE(InitializeWorkspace(p1, 7, ws1).ok());
+  ASSERT_TRUE(InitializeWorkspace(p2, 7, ws2).ok());
+  ASSERT_TRUE(InitializeWorkspace(p1, 8, ws3).ok());
+  double sum_sq = 0;
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(ws1.at("w").At(i), ws2.at("w").At(i));
+    sum_sq += ws1.at("w").At(i) * ws1.at("w").At(i);
+  }
+  EXPECT_NE(ws1.at("w").At(0), ws3.at("w").At(0));
+  // The standard deviation is about 0.02 (64 samples: within a factor of 1.5).
+  EXPECT_GT(std::sqrt(sum_sq / 64), 0.02 / 1.5);
+  EXPECT_LT(std::sqrt(sum_sq / 64), 0.02 * 1.5);
+}
+
+TEST(InitializerTest, BadInitStringNamesTheValue) {
+  ir::Program p;
+  ir::Builder b(&p);
+  b.Parameter("w", {{4}, DataType::kFloat32}, "gaussian(1)");
+  Workspace ws;
+  absl::Status status = InitializeWorkspace(p, 1, ws);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(status.message()).find("'w'"), std::string::npos);
+  EXPECT_NE(std::string(status.message()).find("gaussian(1)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pdist::exec

@@ -1,0 +1,146 @@
+// Verifier: each invariant broken once; the error names the op (as printed) and the values.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/verifier.h"
+#include "tests/ir/sample_programs.h"
+
+namespace pdist::ir {
+namespace {
+
+using ::pdist::testing::F32;
+using ::testing::HasSubstr;
+
+std::string ErrorOf(const Program& p) {
+  absl::Status s = VerifyProgram(p);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  return std::string(s.message());
+}
+
+Program Parse(const std::string& text) {
+  absl::StatusOr<Program> p = ParseProgram(text);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : Program();
+}
+
+TEST(VerifierTest, ValidProgramsPass) {
+  EXPECT_TRUE(VerifyProgram(testing::MatmulSumProgram()).ok());
+  EXPECT_TRUE(VerifyProgram(testing::RichProgram()).ok());
+  EXPECT_TRUE(VerifyProgram(testing::TrainingProgram()).ok());
+  EXPECT_TRUE(VerifyProgram(Program()).ok());
+}
+
+TEST(VerifierTest, ResultTypeDiffersFromInferred) {
+  Program p = testing::MatmulSumProgram();
+  p.FindValue(2)->set_type(F32({8, 32}));
+  EXPECT_EQ(ErrorOf(p),
+            "op 0 `%2 = matmul(%0, %1) {trans_x = false, trans_y = false} : f32[8,32]`: result %2 is f32[8,32] but "
+            "matmul infers f32[8,64]");
+}
+
+TEST(VerifierTest, UseBeforeDefinition) {
+  Program p = testing::MatmulSumProgram();
+  std::swap(p.block().mutable_ops()[0], p.block().mutable_ops()[1]);
+  // Numbers in the message are the printed (canonical) ones; the internal id is given too.
+  EXPECT_EQ(ErrorOf(p), "op 0 `%2 = sum(%3) {axis = int[], keep_dim = false} : f32[]`: uses %3 (id 2), "
+                        "which is not defined before");
+}
+
+TEST(VerifierTest, ValueFromAnotherProgram) {
+  Program p = testing::MatmulSumProgram();
+  Program other = testing::MatmulSumProgram();
+  p.block().mutable_ops()[0]->set_operand(0, other.FindValue(0));
+  EXPECT_THAT(ErrorOf(p), HasSubstr("uses %<undefined id 0> (id 0), which is not defined before"));
+}
+
+TEST(VerifierTest, DefinedTwice) {
+  Program p;
+  Builder b(&p);
+  Value* x = b.Data("x", F32({2}));
+  p.block().add_argument(x);
+  EXPECT_THAT(ErrorOf(p), HasSubstr("argument 1: value %0 is defined more than once"));
+}
+
+TEST(VerifierTest, UnknownOpAndOperandCount) {
+  Program p = testing::MatmulSumProgram();
+  auto op = std::make_unique<Operation>("frobnicate", std::vector<Value*>{p.FindValue(0)}, AttributeMap{});
+  op->add_result(p.NewValue(F32({2}), ValueRole::kActivation));
+  p.block().Append(std::move(op));
+  EXPECT_THAT(ErrorOf(p), HasSubstr("op 2 `%4 = frobnicate(%0) : f32[2]`: unknown op type 'frobnicate'"));
+
+  Program q = testing::MatmulSumProgram();
+  q.block().mutable_ops()[0]->set_operand(1, nullptr);
+  EXPECT_THAT(ErrorOf(q), HasSubstr("op 0 `%2 = matmul(%0, none) {trans_x = false, trans_y = false} : f32[8,64]`: "
+                                    "operand 1 (y) is absent but not optional"));
+}
+
+TEST(VerifierTest, AttributesMustBeCompleteAndTyped) {
+  Program p = testing::MatmulSumProgram();
+  p.block().mutable_ops()[0]->mutable_attrs().erase("trans_x");
+  EXPECT_THAT(ErrorOf(p), HasSubstr("attribute 'trans_x' is missing"));
+  p.block().mutable_ops()[0]->mutable_attrs()["trans_x"] = int64_t{1};
+  EXPECT_THAT(ErrorOf(p), HasSubstr("attribute 'trans_x' is int, expected bool"));
+  p.block().mutable_ops()[0]->mutable_attrs()["trans_x"] = false;
+  p.block().mutable_ops()[0]->mutable_attrs()["alpha"] = 1.0;
+  EXPECT_THAT(ErrorOf(p), HasSubstr("op 'matmul' has no attribute 'alpha'"));
+}
+
+TEST(VerifierTest, ArgumentNames) {
+  Program p;
+  Builder b(&p);
+  b.Data("x", F32({2}));
+  b.Parameter("x", F32({2}), "zeros");
+  EXPECT_EQ(ErrorOf(p), "argument 1: %1: argument name \"x\" is used twice");
+  Program q;
+  Builder(&q).Data("", F32({2}));
+  EXPECT_EQ(ErrorOf(q), "argument 0: %0 has no name");
+}
+
+TEST(VerifierTest, StringsMustBeUtf8) {
+  EXPECT_TRUE(IsValidUtf8("plain, h\xc3\xa9llo, \xe2\x82\xac, \xf0\x9f\x99\x82"));
+  for (const char* bad : {"\xff", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\x80"}) {
+    EXPECT_FALSE(IsValidUtf8(bad)) << bad;
+  }
+  Program p = testing::MatmulSumProgram();
+  p.FindValue(1)->set_init("normal(\xff)");
+  EXPECT_EQ(ErrorOf(p), "argument 1: the init of %1 is not valid UTF-8");
+  Program q;
+  Builder b(&q);
+  Value* x = b.Data("x", F32({2}));
+  b.Create("dropout", {x}).value();
+  q.block().mutable_ops()[0]->mutable_attrs()["mode"] = std::string("\xc3");
+  EXPECT_THAT(ErrorOf(q), HasSubstr("attribute 'mode' is not valid UTF-8"));
+}
+
+TEST(VerifierTest, LossMustBeFloatScalar) {
+  Program p = Parse("program {\n  %0 = data \"x\" : f32[1]\n  %1 = data \"y\" : i64[]\n  loss %0\n}");
+  EXPECT_TRUE(VerifyProgram(p).ok());
+  p.set_loss(p.FindValue(1));
+  EXPECT_EQ(ErrorOf(p), "loss %1 must be a floating-point scalar ([] or [1]), got i64[]");
+}
+
+TEST(VerifierTest, UpdatesAndGradients) {
+  const std::string args = "program {\n  %0 = param \"w\" : f32[2]\n  %1 = data \"x\" : f32[3]\n"
+                           "  %2 = state \"m\" : f32[2]\n  %3 = relu(%0) : f32[2]\n";
+  EXPECT_TRUE(VerifyProgram(Parse(args + "  update %0 <- %3\n  update %2 <- %3\n  gradient %0 <- %3\n}")).ok());
+  EXPECT_EQ(ErrorOf(Parse(args + "  update %0 <- %1\n}")), "update %0 <- %1: type mismatch: f32[2] vs f32[3]");
+  EXPECT_EQ(ErrorOf(Parse(args + "  update %1 <- %1\n}")), "update %1 <- %1: %1 is not a parameter or optimizer state");
+  EXPECT_EQ(ErrorOf(Parse(args + "  update %3 <- %3\n}")), "update %3 <- %3: %3 is not a parameter or optimizer state");
+  EXPECT_EQ(ErrorOf(Parse(args + "  update %0 <- %3\n  update %0 <- %3\n}")), "%0 is updated twice");
+  EXPECT_EQ(ErrorOf(Parse(args + "  gradient %2 <- %3\n}")), "gradient %2 <- %3: %2 is not a parameter");
+  EXPECT_EQ(ErrorOf(Parse(args + "  gradient %0 <- %3\n  gradient %0 <- %3\n}")), "parameter %0 has two gradients");
+}
+
+TEST(VerifierTest, ResultBackPointerAndNegativeShape) {
+  Program p = testing::MatmulSumProgram();
+  p.FindValue(3)->set_producer(p.block().ops()[0].get(), 0);
+  EXPECT_THAT(ErrorOf(p), HasSubstr("result 0 %3 does not point back at this op"));
+  Program q = testing::MatmulSumProgram();
+  q.FindValue(0)->set_type(F32({-8, 64}));
+  EXPECT_THAT(ErrorOf(q), HasSubstr("argument 0: value %0: negative dimension in shape [-8,64]"));
+}
+
+}  // namespace
+}  // namespace pdist::ir

@@ -1,0 +1,59 @@
+// Strategy JSON: defaults, Paddle's section/key names, and errors that name the key.
+#include "strategy/strategy.h"
+
+#include <gtest/gtest.h>
+
+namespace pdist::strategy {
+namespace {
+
+std::string ErrorOf(const std::string& json) {
+  absl::StatusOr<Strategy> s = ParseStrategy(json);
+  EXPECT_FALSE(s.ok()) << json;
+  return s.ok() ? "" : std::string(s.status().message());
+}
+
+TEST(StrategyTest, EmptyObjectIsSingleRankDefault) {
+  absl::StatusOr<Strategy> s = ParseStrategy("{}");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->WorldSize(), 1);
+  EXPECT_EQ(s->pipeline.schedule_mode, "1F1B");
+  EXPECT_EQ(s->sharding.stage, 1);
+}
+
+TEST(StrategyTest, ReadsEverySection) {
+  absl::StatusOr<Strategy> s = ParseStrategy(R"({
+    "dp_degree": 2, "mp_degree": 4, "pp_degree": 2, "sp": true,
+    "sharding": {"enable": true, "stage": 3, "degree": 2},
+    "pipeline": {"enable": true, "schedule_mode": "VPP", "accumulate_steps": 8, "micro_batch_size": 2, "vpp_degree": 2},
+    "recompute": {"enable": true},
+    "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"},
+    "gradient_merge": {"enable": true, "k_steps": 4, "avg": false}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->WorldSize(), 16);
+  EXPECT_TRUE(s->sp);
+  EXPECT_EQ(s->sharding.stage, 3);
+  EXPECT_EQ(s->pipeline.schedule_mode, "VPP");
+  EXPECT_EQ(s->pipeline.accumulate_steps, 8);
+  EXPECT_EQ(s->amp.dtype, "bfloat16");
+  EXPECT_EQ(s->gradient_merge.k_steps, 4);
+  EXPECT_FALSE(s->gradient_merge.avg);
+  // Written JSON reads back to the same strategy.
+  absl::StatusOr<Strategy> again = ParseStrategy(StrategyToJson(*s));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(StrategyToJson(*again), StrategyToJson(*s));
+}
+
+TEST(StrategyTest, ErrorsNameTheKey) {
+  EXPECT_NE(ErrorOf(R"({"dp_degre": 2})").find("unknown strategy key 'dp_degre'"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"pipeline": {"shedule_mode": "1F1B"}})").find("'pipeline.shedule_mode'"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": "2"})").find("'dp_degree' must be an integer"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 0})").find("'dp_degree' must be >= 1"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"pipeline": {"schedule_mode": "2F2B"}})").find("\"2F2B\""), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"sharding": {"stage": 4}})").find("'sharding.stage'"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"sp": true})").find("mp_degree"), std::string::npos);
+  EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
+  EXPECT_NE(ErrorOf("{").find("not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pdist::strategy

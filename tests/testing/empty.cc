@@ -1,0 +1,1 @@
+// Keeps pdist_testing non-empty.

@@ -1,0 +1,72 @@
+// pdist-export's flag handling: flags → model program, and the errors bad flags give.
+#include "tools/export_model.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/models/gpt.h"
+#include "ir/models/model_stats.h"
+#include "ir/serialize.h"
+
+namespace pdist::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Parses `args` (after the program name) as pdist-export does; the positional is the model.
+absl::StatusOr<ir::Program> Export(std::vector<const char*> args) {
+  args.insert(args.begin(), "pdist-export");
+  ExportOptions o;
+  cli::FlagSet flags("pdist-export", "gpt|llama|mlp [options]");
+  RegisterExportFlags(flags, &o);
+  absl::StatusOr<std::vector<std::string>> positional = flags.Parse(static_cast<int>(args.size()), args.data());
+  if (!positional.ok()) return positional.status();
+  o.model = positional->empty() ? "" : positional->front();
+  return BuildExportModel(o);
+}
+
+TEST(ExportModelTest, GptFlagsBecomeTheConfig) {
+  absl::StatusOr<ir::Program> p = Export({"gpt", "--layers", "3", "--hidden=32", "--heads", "2", "--vocab", "100",
+                                          "--seq", "16", "--batch", "4", "--ffn", "48", "--tied", "--dtype", "f64"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->FindArgument("tokens")->type(), (ir::TensorType{{4, 16}, ir::DataType::kInt64}));
+  EXPECT_EQ(p->FindArgument("gpt.h.2.mlp.up.weight")->type(), (ir::TensorType{{32, 48}, ir::DataType::kFloat64}));
+  EXPECT_EQ(p->FindArgument("gpt.lm_head.weight"), nullptr);
+  EXPECT_EQ(ir::models::CountParameters(*p),
+            ir::models::GptParameterCount({.vocab = 100, .hidden = 32, .layers = 3, .heads = 2, .ffn_hidden = 48,
+                                           .seq_len = 16, .batch = 4, .tied_embeddings = true}));
+  // What pdist-export writes is a valid model.pb.
+  absl::StatusOr<std::string> bytes = ir::SerializeProgram(*p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_TRUE(ir::DeserializeProgram(*bytes).ok());
+}
+
+TEST(ExportModelTest, LlamaAndMlp) {
+  absl::StatusOr<ir::Program> llama = Export({"llama"});
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_NE(llama->FindArgument("llama.h.1.mlp.gate.weight"), nullptr);
+  absl::StatusOr<ir::Program> mlp = Export({"mlp", "--input", "5", "--layers", "3", "--hidden", "7", "--classes", "2"});
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  EXPECT_EQ(mlp->FindArgument("mlp.fc.2.weight")->type().shape, (ir::Shape{7, 7}));
+  EXPECT_EQ(mlp->FindArgument("mlp.head.weight")->type().shape, (ir::Shape{7, 2}));
+}
+
+TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
+  auto error = [](std::vector<const char*> args) {
+    absl::StatusOr<ir::Program> p = Export(std::move(args));
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(p.status().message());
+  };
+  EXPECT_THAT(error({"gpt", "--heads", "5"}), HasSubstr("GptConfig.hidden (64) must be divisible by GptConfig.heads (5)"));
+  EXPECT_THAT(error({"gpt", "--dtype", "bf16"}), HasSubstr("flag --dtype: 'bf16' is not f32 or f64"));
+  EXPECT_THAT(error({"bert"}), HasSubstr("unknown model 'bert'; expected gpt, llama or mlp"));
+  EXPECT_THAT(error({"gpt", "--layer", "2"}), HasSubstr("--layer"));
+  EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
+  EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("--layers must be >= 0"));
+  EXPECT_THAT(error({"llama", "--seq", "0"}), HasSubstr("LlamaConfig.seq_len must be positive, got 0"));
+}
+
+}  // namespace
+}  // namespace pdist::tools

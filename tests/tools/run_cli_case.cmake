@@ -1,0 +1,21 @@
+# Runs one command-line case: cmake -DCMD="a|b|c" -DEXPECT_FAIL=ON|OFF -DEXPECT_REGEX=... -P run_cli_case.cmake
+# Passes when the exit status is as expected (non-zero for EXPECT_FAIL) and stdout+stderr match
+# EXPECT_REGEX. A crash (signal) never counts as an expected failure.
+string(REPLACE "|" ";" CMD "${CMD}")
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "command crashed (${rc}):\n${all}")
+endif()
+if(EXPECT_FAIL AND rc EQUAL 0)
+  message(FATAL_ERROR "expected a non-zero exit, got 0:\n${all}")
+endif()
+if(NOT EXPECT_FAIL AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected exit 0, got ${rc}:\n${all}")
+endif()
+if(rc GREATER 128)
+  message(FATAL_ERROR "command died of a signal (exit ${rc}):\n${all}")
+endif()
+if(NOT all MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "output does not match '${EXPECT_REGEX}':\n${all}")
+endif()
