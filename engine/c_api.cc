@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/c_api_internal.h"
 #include "engine/engine.h"
 #include "engine/engine_version.h"
 #include "engine/token_batches.h"
@@ -16,8 +17,10 @@ struct pdist_engine {
 };
 
 namespace {
-
 thread_local std::string last_error;
+}  // namespace
+
+namespace pdist::engine::capi {
 
 pdist_status ToCode(const absl::Status& status) {
   last_error = status.ok() ? "" : std::string(status.message());
@@ -33,6 +36,13 @@ pdist_status ToCode(const absl::Status& status) {
 }
 
 pdist_status Fail(const char* message) { return ToCode(absl::InvalidArgumentError(message)); }
+
+}  // namespace pdist::engine::capi
+
+namespace {
+
+using pdist::engine::capi::Fail;
+using pdist::engine::capi::ToCode;
 
 absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config* config) {
   pdist_engine_config defaults;

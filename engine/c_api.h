@@ -79,6 +79,38 @@ pdist_status pdist_engine_load(pdist_engine* engine, const char* path);
 /* Steps trained so far (restored by load). */
 int64_t pdist_engine_step(const pdist_engine* engine);
 
+/* ---- Programs: load, annotate, save, print ----------------------------------------------
+ *
+ * The annotation half of semi-automatic parallelism (docs/c-api.md): mark a few tensors with
+ * placements on a process mesh, as Paddle's shard_tensor does; completion infers the rest.
+ *
+ *   pdist_program* prog = NULL;
+ *   pdist_program_load("model.pb", &prog);
+ *   int64_t mesh[2] = {2, 2};
+ *   const char* names[2] = {"dp", "mp"};
+ *   pdist_program_shard_tensor(prog, "gpt.h.0.attn.qkv.weight", mesh, 2, names, "Replicate(),Shard(1)");
+ *   puts(pdist_program_print(prog));     ... f32[64,192] dist! {mesh: [2,2] [dp,mp], dims_mapping: [-1,1]}
+ *   pdist_program_save(prog, "model.annotated.pb");
+ *   pdist_program_destroy(prog);
+ */
+typedef struct pdist_program pdist_program;
+
+/* model.pb or the textual IR (told apart by content); the program is verified. */
+pdist_status pdist_program_load(const char* path, pdist_program** program);
+/* Sets the DistAttr of one tensor and marks it annotated. `tensor_name` is a block argument's
+ * name ("wte") or a value as printed ("%12"). The mesh has `mesh_ndim` dims of `mesh_shape`,
+ * process ids 0..n-1, and names `dim_names` (NULL: d0, d1, ...). `placements` has one entry per
+ * mesh dim, comma-separated: "Replicate(),Shard(1)", "S(0),P(sum)". On error the program is
+ * unchanged. */
+pdist_status pdist_program_shard_tensor(pdist_program* program, const char* tensor_name, const int64_t* mesh_shape,
+                                        int mesh_ndim, const char* const* dim_names, const char* placements);
+/* Writes model.pb (the DistAttrs and annotation marks included). */
+pdist_status pdist_program_save(const pdist_program* program, const char* path);
+/* The textual IR; the string is owned by the handle and valid until the next print or destroy.
+ * NULL (with pdist_last_error set) when `program` is NULL. */
+const char* pdist_program_print(pdist_program* program);
+void pdist_program_destroy(pdist_program* program);
+
 const char* pdist_last_error(void);
 const char* pdist_version(void);
 

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/dist/shard_tensor.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -75,6 +76,12 @@ absl::StatusOr<std::vector<Value*>> Builder::Create(const std::string& type, con
     ++insertion_point_;
   }
   return results;
+}
+
+absl::StatusOr<Value*> Builder::ShardTensor(Value* value, const ProcessMesh& mesh,
+                                            const std::vector<Placement>& placements) {
+  PDIST_RETURN_IF_ERROR(ir::ShardTensor(value, mesh, placements));
+  return value;
 }
 
 absl::StatusOr<Value*> Builder::Op1(const std::string& type, const std::vector<Value*>& operands,

@@ -34,6 +34,12 @@ class Builder {
   absl::StatusOr<Value*> Op1(const std::string& type, const std::vector<Value*>& operands,
                              const AttributeMap& attrs = {});
 
+  // Annotates `value` (ir/dist/shard_tensor.h) and returns it, so that a declaration and its
+  // annotation read as one line:
+  //   PDIST_ASSIGN_OR_RETURN(Value* w, b.ShardTensor(b.Parameter("w", type, "normal(0.02)"), mesh,
+  //                                                 {Placement::Replicate(), Placement::Shard(1)}));
+  absl::StatusOr<Value*> ShardTensor(Value* value, const ProcessMesh& mesh, const std::vector<Placement>& placements);
+
   void set_result_role(ValueRole role) { result_role_ = role; }
   ValueRole result_role() const { return result_role_; }
   // New ops go before the op at `index` (and the point advances); -1 appends at the end.

@@ -17,7 +17,7 @@ enum class TokenKind : int8_t {
   kString,    // "tokens" (text holds the unescaped contents)
   kInt,       // 42, -1
   kFloat,     // 1.5, -1e-05
-  kPunct,     // = ( ) { } [ ] , : - <-
+  kPunct,     // = ( ) { } [ ] , : - ! <-
 };
 
 struct Token {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "ir/attribute.h"
 #include "ir/program.h"
+#include "ir/spmd/spmd_rule.h"
 #include "ir/types.h"
 
 namespace pdist::ir {
@@ -67,8 +68,10 @@ struct OpDef {
   GradKind grad_kind = GradKind::kDifferentiable;
   GradFn grad;
   CostFn cost;
-  // Results that are integer or auxiliary (layer_norm's mean/variance) receive no gradient.
-  // Slots for the SPMD rules (forward and reverse) are added by the SPMD issue.
+  // SPMD rules (ir/spmd/spmd_rule.h): forward, reverse, and the einsum-style description.
+  InferSpmdFn infer_spmd;
+  InferSpmdReverseFn infer_spmd_reverse;
+  DescribeSpmdFn describe_spmd;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

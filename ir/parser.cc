@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -36,12 +37,23 @@ class Parser {
   absl::StatusOr<Program> Parse();
   // One attribute value filling the whole text.
   absl::StatusOr<Attribute> ParseOneAttribute();
+  // One `{mesh: ..., dims_mapping: ...}` filling the whole text.
+  absl::StatusOr<DistAttr> ParseOneDistAttr();
 
  private:
   struct Definition {
     Value* value;
     int line;
     int column;
+  };
+  // What follows a value's tensor type: ` dist {...}` or ` dist! {...}` (annotated), or nothing.
+  struct ValueSuffix {
+    std::optional<DistAttr> dist;
+    bool annotated = false;
+    void ApplyTo(Value* v) const {
+      v->set_dist_attr(dist);
+      v->set_dist_annotated(annotated);
+    }
   };
 
   absl::Status Advance();
@@ -61,6 +73,13 @@ class Parser {
   absl::StatusOr<Value*> ParseUse();
   absl::Status Define(const Token& name, Value* value);
   absl::StatusOr<TensorType> ParseType();
+  absl::StatusOr<ValueSuffix> ParseValueSuffix(const TensorType& type);
+  absl::StatusOr<DistAttr> ParseDistAttr();
+  absl::StatusOr<ProcessMesh> ParseMesh();
+  absl::StatusOr<PartialDims> ParsePartialDims();
+  absl::StatusOr<std::vector<int64_t>> ParseIntList(absl::string_view what);
+  // Consumes `key :` of a dist attr field.
+  absl::Status ExpectKey(const char* key);
   absl::StatusOr<ValueRole> ParseResultRole();
   absl::StatusOr<AttributeMap> ParseAttrDict();
   absl::StatusOr<Attribute> ParseAttrValue();
@@ -106,6 +125,13 @@ absl::StatusOr<Attribute> Parser::ParseOneAttribute() {
   return value;
 }
 
+absl::StatusOr<DistAttr> Parser::ParseOneDistAttr() {
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_ASSIGN_OR_RETURN(DistAttr attr, ParseDistAttr());
+  if (tok_.kind != TokenKind::kEof) return Unexpected("end of input after the dist attr");
+  return attr;
+}
+
 absl::Status Parser::ParseStatement() {
   if (tok_.IsIdent("loss") || tok_.IsIdent("gradient") || tok_.IsIdent("update")) return ParseBinding();
   if (tok_.kind == TokenKind::kIdent) {  // an op without results
@@ -143,7 +169,9 @@ absl::Status Parser::ParseArgument(const Token& name, const Token& role_token) {
   PDIST_RETURN_IF_ERROR(Advance());
   PDIST_RETURN_IF_ERROR(Expect(":", "before the argument's type"));
   PDIST_ASSIGN_OR_RETURN(TensorType type, ParseType());
+  PDIST_ASSIGN_OR_RETURN(ValueSuffix suffix, ParseValueSuffix(type));
   Value* v = program_.NewValue(std::move(type), *role);
+  suffix.ApplyTo(v);
   v->set_name(arg_name);
   v->set_trainable(*role == ValueRole::kParameter);
   if (tok_.Is("{")) {
@@ -189,14 +217,20 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
   if (tok_.Is("{")) {
     PDIST_ASSIGN_OR_RETURN(attrs, ParseAttrDict());
   }
-  std::vector<std::pair<TensorType, ValueRole>> result_types;
+  struct ResultType {
+    TensorType type;
+    ValueRole role;
+    ValueSuffix suffix;
+  };
+  std::vector<ResultType> result_types;
   if (!result_names.empty()) {
     PDIST_RETURN_IF_ERROR(Expect(":", "and the result types after the op"));
     for (size_t i = 0; i < result_names.size(); ++i) {
       if (i > 0) PDIST_RETURN_IF_ERROR(Expect(",", "between result types"));
       PDIST_ASSIGN_OR_RETURN(ValueRole role, ParseResultRole());
       PDIST_ASSIGN_OR_RETURN(TensorType type, ParseType());
-      result_types.emplace_back(std::move(type), role);
+      PDIST_ASSIGN_OR_RETURN(ValueSuffix suffix, ParseValueSuffix(type));
+      result_types.push_back({std::move(type), role, std::move(suffix)});
     }
   }
 
@@ -221,16 +255,17 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
         absl::StrCat("the text names ", result_types.size(), " results, the op has ", inferred->size())));
   }
   for (size_t i = 0; i < inferred->size(); ++i) {
-    if ((*inferred)[i] != result_types[i].first) {
+    if ((*inferred)[i] != result_types[i].type) {
       return op_error(absl::InvalidArgumentError(absl::StrCat("result %", result_names[i].text, " is written as ",
-                                                              result_types[i].first.ToString(), " but the op infers ",
+                                                              result_types[i].type.ToString(), " but the op infers ",
                                                               (*inferred)[i].ToString())));
     }
   }
   auto op = std::make_unique<Operation>(op_token.text, std::move(operands), *std::move(normalized));
   std::vector<Value*> results;
-  for (auto& [type, role] : result_types) {
-    Value* v = program_.NewValue(std::move(type), role);
+  for (ResultType& r : result_types) {
+    Value* v = program_.NewValue(std::move(r.type), r.role);
+    r.suffix.ApplyTo(v);
     op->add_result(v);
     results.push_back(v);
   }
@@ -304,9 +339,108 @@ absl::StatusOr<TensorType> Parser::ParseType() {
   PDIST_RETURN_IF_ERROR(Advance());
   absl::Status valid = CheckTensorType(type);
   if (!valid.ok()) return Error(dtype_token, valid.message());
-  // Per-value suffix slot: ParseValueSuffix reads ` dist {...}` here (SPMD issue); see
-  // PrintValueType.
   return type;
+}
+
+// Every suffix starts with its own keyword (PrintValueType writes them), so text without one
+// stays valid and a future suffix cannot be mistaken for this one.
+absl::StatusOr<Parser::ValueSuffix> Parser::ParseValueSuffix(const TensorType& type) {
+  ValueSuffix suffix;
+  if (!tok_.IsIdent("dist")) return suffix;
+  const Token at = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.Is("!")) {
+    suffix.annotated = true;
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_ASSIGN_OR_RETURN(suffix.dist, ParseDistAttr());
+  // Checked here too (the verifier checks it again) so that the message points at the text.
+  absl::Status valid = suffix.dist->Verify(type.shape);
+  if (!valid.ok()) return Error(at, absl::StrCat("value of type ", type.ToString(), ": ", valid.message()));
+  return suffix;
+}
+
+absl::Status Parser::ExpectKey(const char* key) {
+  if (!tok_.IsIdent(key)) return Unexpected(absl::StrCat("'", key, "' in the dist attr"));
+  PDIST_RETURN_IF_ERROR(Advance());
+  return Expect(":", absl::StrCat("after '", key, "'"));
+}
+
+// {mesh: [2,2] [x,y] ids [4,5,6,7], dims_mapping: [0,-1], partial: {1: sum}}
+absl::StatusOr<DistAttr> Parser::ParseDistAttr() {
+  PDIST_RETURN_IF_ERROR(Expect("{", "to open the dist attr"));
+  DistAttr attr;
+  PDIST_RETURN_IF_ERROR(ExpectKey("mesh"));
+  PDIST_ASSIGN_OR_RETURN(attr.mesh, ParseMesh());
+  PDIST_RETURN_IF_ERROR(Expect(",", "after the mesh"));
+  PDIST_RETURN_IF_ERROR(ExpectKey("dims_mapping"));
+  PDIST_ASSIGN_OR_RETURN(attr.dims_mapping, ParseIntList("dims_mapping"));
+  if (tok_.Is(",")) {
+    PDIST_RETURN_IF_ERROR(Advance());
+    PDIST_RETURN_IF_ERROR(ExpectKey("partial"));
+    PDIST_ASSIGN_OR_RETURN(attr.partial, ParsePartialDims());
+  }
+  PDIST_RETURN_IF_ERROR(Expect("}", "to close the dist attr"));
+  return attr;
+}
+
+// [2,2] [x,y] — then ` ids [...]` when the ids are not 0..n-1.
+absl::StatusOr<ProcessMesh> Parser::ParseMesh() {
+  const Token at = tok_;
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ParseIntList("the mesh shape"));
+  PDIST_RETURN_IF_ERROR(Expect("[", "to open the mesh dim names"));
+  std::vector<std::string> names;
+  while (!tok_.Is("]")) {
+    if (!names.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or ']' in the mesh dim names"));
+    if (tok_.kind != TokenKind::kIdent) return Unexpected("a mesh dim name");
+    names.push_back(tok_.text);
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  std::vector<int64_t> ids;  // empty: 0..n-1
+  if (tok_.IsIdent("ids")) {
+    PDIST_RETURN_IF_ERROR(Advance());
+    PDIST_ASSIGN_OR_RETURN(ids, ParseIntList("the process ids"));
+  }
+  absl::StatusOr<ProcessMesh> mesh = ProcessMesh::Create(std::move(shape), std::move(ids), std::move(names));
+  if (!mesh.ok()) return Error(at, mesh.status().message());
+  return mesh;
+}
+
+// {1: sum, 2: max}
+absl::StatusOr<PartialDims> Parser::ParsePartialDims() {
+  PDIST_RETURN_IF_ERROR(Expect("{", "to open the partial dims"));
+  PartialDims partial;
+  while (!tok_.Is("}")) {
+    if (!partial.empty()) PDIST_RETURN_IF_ERROR(Expect(",", "or '}' in the partial dims"));
+    if (tok_.kind != TokenKind::kInt) return Unexpected("a mesh dim (an integer)");
+    const Token dim_token = tok_;
+    PDIST_ASSIGN_OR_RETURN(int64_t dim, ParseInt(tok_));
+    PDIST_RETURN_IF_ERROR(Advance());
+    PDIST_RETURN_IF_ERROR(Expect(":", "after the partial mesh dim"));
+    if (tok_.kind != TokenKind::kIdent) return Unexpected("a reduce type (sum, avg or max)");
+    absl::StatusOr<ReduceType> reduce = ParseReduceType(tok_.text);
+    if (!reduce.ok()) return Error(tok_, reduce.status().message());
+    if (!partial.emplace(dim, *reduce).second) return Error(dim_token, absl::StrCat("partial mesh dim ", dim, " is given twice"));
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  return partial;
+}
+
+// [] or [1,-1,2]
+absl::StatusOr<std::vector<int64_t>> Parser::ParseIntList(absl::string_view what) {
+  PDIST_RETURN_IF_ERROR(Expect("[", absl::StrCat("to open ", what)));
+  std::vector<int64_t> values;
+  while (!tok_.Is("]")) {
+    if (!values.empty()) PDIST_RETURN_IF_ERROR(Expect(",", absl::StrCat("or ']' in ", what)));
+    if (tok_.kind != TokenKind::kInt) return Unexpected(absl::StrCat("an integer in ", what));
+    PDIST_ASSIGN_OR_RETURN(int64_t value, ParseInt(tok_));
+    values.push_back(value);
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
+  PDIST_RETURN_IF_ERROR(Advance());
+  return values;
 }
 
 absl::StatusOr<AttributeMap> Parser::ParseAttrDict() {
@@ -445,5 +579,7 @@ absl::StatusOr<double> Parser::ParseDouble(const Token& t) const {
 absl::StatusOr<Program> ParseProgram(std::string_view text) { return Parser(text).Parse(); }
 
 absl::StatusOr<Attribute> ParseAttribute(std::string_view text) { return Parser(text).ParseOneAttribute(); }
+
+absl::StatusOr<DistAttr> ParseDistAttr(std::string_view text) { return Parser(text).ParseOneDistAttr(); }
 
 }  // namespace pdist::ir

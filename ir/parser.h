@@ -30,4 +30,10 @@ absl::StatusOr<Program> ParseProgram(std::string_view text);
 //   ParseAttribute("-inf"), ParseAttribute("\"a\\\"b\""), ParseAttribute("bf16")
 absl::StatusOr<Attribute> ParseAttribute(std::string_view text);
 
+// One DistAttr in the form DistAttr::ToString writes (the text after ` dist ` in a program):
+//   ParseDistAttr("{mesh: [2,2] [x,y], dims_mapping: [0,-1], partial: {1: sum}}")
+// The mesh is validated (ProcessMesh::Create); the mapping is not checked against a shape
+// (DistAttr::Verify does that).
+absl::StatusOr<DistAttr> ParseDistAttr(std::string_view text);
+
 }  // namespace pdist::ir

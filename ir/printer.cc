@@ -57,8 +57,11 @@ std::string PrintValueType(const Value& value, bool with_role) {
   std::string text;
   if (with_role && value.role() != ValueRole::kActivation) absl::StrAppend(&text, ValueRoleName(value.role()), " ");
   absl::StrAppend(&text, value.type().ToString());
-  // Per-value suffix slot: the DistAttr prints here as ` dist {...}` (SPMD issue); the parser
-  // reads it in ParseValueSuffix. Keep every suffix introduced by its own keyword.
+  // Per-value suffixes, each introduced by its own keyword (the parser's ParseValueSuffix):
+  // ` dist {...}`, or ` dist! {...}` for a user annotation that completion must keep.
+  if (value.dist_attr()) {
+    absl::StrAppend(&text, value.dist_annotated() ? " dist! " : " dist ", value.dist_attr()->ToString());
+  }
   return text;
 }
 

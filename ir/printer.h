@@ -48,8 +48,8 @@ void PrintProgram(const Program& program, std::ostream& os);
 std::string PrintOperation(const Operation& op, const ValueNumbering& numbering);
 
 // The type of a value as printed after ':' — "f32[8,64]", "grad f32[8,64]" for a result with a
-// non-activation role (`with_role`), plus any per-value suffix (the DistAttr, from the SPMD
-// issue on).
+// non-activation role (`with_role`), plus any per-value suffix: its DistAttr,
+// "f32[8,64] dist {mesh: [2] [dp], dims_mapping: [0,-1]}" (`dist!` when annotated).
 std::string PrintValueType(const Value& value, bool with_role);
 
 }  // namespace pdist::ir

@@ -50,6 +50,8 @@ Program Program::Clone() const {
     c->set_name(v->name());
     c->set_init(v->init());
     c->set_trainable(v->trainable());
+    c->set_dist_attr(v->dist_attr());
+    c->set_dist_annotated(v->dist_annotated());
   }
   auto map = [&copy](const Value* v) -> Value* { return v ? copy.FindValue(v->id()) : nullptr; };
   for (const Value* arg : block_.arguments()) copy.block_.add_argument(map(arg));

@@ -16,10 +16,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/dist/dist_attr.h"
 #include "ir/types.h"
 
 namespace pdist::ir {
@@ -58,6 +60,13 @@ class Value {
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
+  // Distribution over a ProcessMesh: set by an annotation (shard_tensor) or by completion.
+  const std::optional<DistAttr>& dist_attr() const { return dist_attr_; }
+  void set_dist_attr(std::optional<DistAttr> attr) { dist_attr_ = std::move(attr); }
+  // True when the user fixed the DistAttr (completion never changes an annotated value).
+  bool dist_annotated() const { return dist_annotated_; }
+  void set_dist_annotated(bool annotated) { dist_annotated_ = annotated; }
+
   Operation* producer() const { return producer_; }
   int result_index() const { return result_index_; }
   void set_producer(Operation* op, int index) { producer_ = op; result_index_ = index; }
@@ -71,8 +80,8 @@ class Value {
   bool trainable_ = true;
   Operation* producer_ = nullptr;
   int result_index_ = -1;
-  // The distribution attribute (ProcessMesh, dims_mapping, partial dims) lands here with the
-  // SPMD issue.
+  std::optional<DistAttr> dist_attr_;
+  bool dist_annotated_ = false;
 };
 
 class Operation {

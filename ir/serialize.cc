@@ -77,7 +77,19 @@ void ValueToProto(const Value& v, int64_t id, proto::Value* out) {
   out->set_name(v.name());
   out->set_init(v.init());
   out->set_trainable(v.trainable());
-  // DistAttr: written here as dist_attr (SPMD issue).
+  if (const std::optional<DistAttr>& dist = v.dist_attr()) {
+    proto::DistAttr* d = out->mutable_dist_attr();
+    proto::ProcessMesh* mesh = d->mutable_mesh();
+    mesh->mutable_shape()->Add(dist->mesh.shape().begin(), dist->mesh.shape().end());
+    mesh->mutable_process_ids()->Add(dist->mesh.process_ids().begin(), dist->mesh.process_ids().end());
+    for (const std::string& name : dist->mesh.dim_names()) mesh->add_dim_names(name);
+    d->mutable_dims_mapping()->Add(dist->dims_mapping.begin(), dist->dims_mapping.end());
+    for (const auto& [dim, reduce] : dist->partial) {  // a std::map: ascending, so deterministic
+      d->add_partial_dims(dim);
+      d->add_partial_reduce(ReduceTypeName(reduce));
+    }
+    d->set_annotated(v.dist_annotated());
+  }
 }
 
 proto::Program ProgramToProto(const Program& program) {
@@ -113,6 +125,27 @@ proto::Program ProgramToProto(const Program& program) {
 }
 
 // ---- proto → Program ------------------------------------------------------------------------
+
+// Mesh and partial dims are checked here; the mapping against the shape is VerifyProgram's.
+absl::StatusOr<DistAttr> DistAttrFromProto(const proto::DistAttr& d) {
+  const proto::ProcessMesh& m = d.mesh();
+  absl::StatusOr<ProcessMesh> mesh =
+      ProcessMesh::Create({m.shape().begin(), m.shape().end()}, {m.process_ids().begin(), m.process_ids().end()},
+                          {m.dim_names().begin(), m.dim_names().end()});
+  if (!mesh.ok()) return mesh.status();
+  DistAttr attr{*std::move(mesh), {d.dims_mapping().begin(), d.dims_mapping().end()}, {}};
+  if (d.partial_dims_size() != d.partial_reduce_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(d.partial_dims_size(), " partial dims but ",
+                                                   d.partial_reduce_size(), " reduce types"));
+  }
+  for (int i = 0; i < d.partial_dims_size(); ++i) {
+    PDIST_ASSIGN_OR_RETURN(ReduceType reduce, ParseReduceType(d.partial_reduce(i)));
+    if (!attr.partial.emplace(d.partial_dims(i), reduce).second) {
+      return absl::InvalidArgumentError(absl::StrCat("partial mesh dim ", d.partial_dims(i), " appears twice"));
+    }
+  }
+  return attr;
+}
 
 absl::StatusOr<Attribute> AttributeFromProto(const proto::Attribute& a) {
   switch (a.value_case()) {
@@ -167,7 +200,6 @@ absl::Status ProtoReader::ReadValues() {
     if (pv.id() != i) return Corrupt(absl::StrCat("values[", i, "] has id ", pv.id(), "; ids must be dense"));
     if (!proto::DataType_IsValid(pv.type().dtype())) return Corrupt(absl::StrCat("value ", i, " has dtype code ", pv.type().dtype()));
     if (!proto::ValueRole_IsValid(pv.role())) return Corrupt(absl::StrCat("value ", i, " has role code ", pv.role()));
-    if (pv.has_dist_attr()) return absl::UnimplementedError(absl::StrCat("value ", i, " has a dist_attr, which this build cannot read yet"));
     TensorType type{Shape(pv.type().shape().begin(), pv.type().shape().end()), static_cast<DataType>(pv.type().dtype())};
     absl::Status valid = CheckTensorType(type);
     if (!valid.ok()) return Corrupt(absl::StrCat("value ", i, ": ", valid.message()));
@@ -175,6 +207,12 @@ absl::Status ProtoReader::ReadValues() {
     v->set_name(pv.name());
     v->set_init(pv.init());
     v->set_trainable(pv.trainable());
+    if (pv.has_dist_attr()) {
+      absl::StatusOr<DistAttr> dist = DistAttrFromProto(pv.dist_attr());
+      if (!dist.ok()) return Corrupt(absl::StrCat("value ", i, ": dist_attr: ", dist.status().message()));
+      v->set_dist_attr(*std::move(dist));
+      v->set_dist_annotated(pv.dist_attr().annotated());
+    }
   }
   return absl::OkStatus();
 }

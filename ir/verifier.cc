@@ -76,6 +76,7 @@ class Verifier {
   // A value's defining site: arguments and results must be owned by the program and new.
   absl::Status CheckDefinition(const Value* v, const std::string& where);
   absl::Status CheckUse(const Value* v, const std::string& where) const;
+  absl::Status CheckDistAttr(const Value& v, const std::string& where) const;
   absl::Status CheckOp(size_t index, const Operation& op);
   absl::Status CheckAttributes(const OpDef& def, const Operation& op, const std::string& where) const;
   absl::Status CheckBindings();
@@ -99,6 +100,21 @@ absl::Status Verifier::CheckDefinition(const Value* v, const std::string& where)
   PDIST_RETURN_IF_ERROR(CheckUtf8(v->init(), absl::StrCat(where, ": the init of ", Name(v))));
   absl::Status type = CheckTensorType(v->type());
   if (!type.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", type.message()));
+  return CheckDistAttr(*v, where);
+}
+
+// Per value only: whether the ops' operands and results agree on a mesh is the completion
+// pass's business (it inserts reshards), not an IR invariant.
+absl::Status Verifier::CheckDistAttr(const Value& v, const std::string& where) const {
+  if (!v.dist_attr()) {
+    if (!v.dist_annotated()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(&v), " is marked annotated but has no dist attr"));
+  }
+  absl::Status valid = v.dist_attr()->Verify(v.type().shape);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(&v), " (", v.type().ToString(), "): ",
+                                                   valid.message()));
+  }
   return absl::OkStatus();
 }
 

@@ -17,6 +17,8 @@ namespace pdist::ir {
 //  - op types are registered, operand counts match the signature, only optional operands are
 //    absent, attributes are complete and of the declared kinds;
 //  - result types equal what the op's InferMeta gives (re-run here);
+//  - a value's DistAttr, if any, fits its shape (DistAttr::Verify), and only a value with a
+//    DistAttr is marked annotated (cross-op mesh agreement is left to the completion pass);
 //  - the loss, if any, is a floating-point scalar (shape [] or [1]);
 //  - each `gradient p <- g` binds a parameter to a value of p's type; each `update s <- v`
 //    binds a parameter or optimizer state to a value of identical type, at most once per s.

@@ -1,9 +1,10 @@
-// Built-in passes: thin Pass wrappers over AppendBackward and AppendOptimizer, and their
-// registration (RegisterBuiltinPasses).
+// Built-in passes: thin Pass wrappers over AppendBackward, AppendOptimizer and
+// CompleteDistAttrs, and their registration (RegisterBuiltinPasses).
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
 #include "passes/autodiff.h"
+#include "passes/completion.h"
 #include "passes/optimizer.h"
 #include "passes/pass_registry.h"
 
@@ -80,6 +81,25 @@ class OptimizerPass : public Pass {
   OptimizerConfig config_;
 };
 
+// `completion`: a DistAttr for every value from the annotated ones, and reshard ops where a
+// consumer needs another DistAttr than its producer gives (passes/completion.h). Explains every
+// value's DistAttr, one line each, after a summary line.
+class CompletionPass : public Pass {
+ public:
+  std::string_view name() const override { return "completion"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(CompletionReport report, CompleteDistAttrs(program, {.explain = true}));
+    if (report.rounds == 0) {
+      context.Explain(name(), "no value has a DistAttr: nothing to complete");
+      return false;
+    }
+    context.Explain(name(), absl::StrCat(report.rounds, " propagation rounds, ", report.reshards,
+                                         report.reshards == 1 ? " reshard" : " reshards", " inserted"));
+    for (const std::string& line : report.explanations) context.Explain(name(), line);
+    return report.changed;
+  }
+};
+
 // A factory for a pass without options.
 template <typename P>
 PassFactory NoOptions(const char* name) {
@@ -96,6 +116,9 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
                                           NoOptions<AutodiffPass>("autodiff")));
   PDIST_RETURN_IF_ERROR(registry.Register("optimizer", "append sgd|momentum|adamw updates for every gradient",
                                           &OptimizerPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("completion",
+                                          "a DistAttr for every value from the annotated ones; insert reshard ops",
+                                          NoOptions<CompletionPass>("completion")));
   return absl::OkStatus();
 }
 

@@ -7,4 +7,4 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   libprotobuf-dev protobuf-compiler libeigen3-dev nlohmann-json3-dev libabsl-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev llvm-14-tools clang-14 libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev llvm-14-tools clang-14 libclang-rt-14-dev

@@ -16,6 +16,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+absl::Status KeyError(const std::string& path, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("strategy key '", path, "' ", message));
+}
+
 // Reads the keys of one JSON object into fields, rejecting keys no field claims.
 class Section {
  public:
@@ -54,6 +58,28 @@ class Section {
     };
     return *this;
   }
+  Section& String(const std::string& key, std::string& field) {
+    readers_[key] = [this, key, &field](const Json& v) -> absl::Status {
+      if (!v.is_string()) return TypeError(key, "a string", v);
+      field = v.get<std::string>();
+      return absl::OkStatus();
+    };
+    return *this;
+  }
+  // A JSON array; `each` reads one item, given its path ("annotations[0]").
+  Section& List(const std::string& key, std::function<absl::Status(const Json&, const std::string&)> each) {
+    readers_[key] = [this, key, each](const Json& v) -> absl::Status {
+      if (!v.is_array()) return TypeError(key, "a list", v);
+      for (size_t i = 0; i < v.size(); ++i) PDIST_RETURN_IF_ERROR(each(v[i], absl::StrCat(Path(key), "[", i, "]")));
+      return absl::OkStatus();
+    };
+    return *this;
+  }
+  // Keys that must be present (others are optional).
+  Section& Require(std::vector<std::string> keys) {
+    required_ = std::move(keys);
+    return *this;
+  }
   Section& Object(const std::string& key, std::function<absl::Status(Section&)> read) {
     readers_[key] = [this, key, read](const Json& v) -> absl::Status {
       if (!v.is_object()) return TypeError(key, "an object", v);
@@ -78,19 +104,70 @@ class Section {
       }
       PDIST_RETURN_IF_ERROR(it->second(value));
     }
+    for (const std::string& key : required_) {
+      if (!json_.contains(key)) return KeyError(Path(key), "is missing");
+    }
     return absl::OkStatus();
   }
 
  private:
   std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   absl::Status TypeError(const std::string& key, const char* expected, const Json& v) const {
-    return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be ", expected, ", got ", v.dump()));
+    return KeyError(Path(key), absl::StrCat("must be ", expected, ", got ", v.dump()));
   }
 
   const Json& json_;
   std::string path_;
   std::map<std::string, std::function<absl::Status(const Json&)>> readers_;
+  std::vector<std::string> required_;
 };
+
+absl::Status ReadInt(const Json& v, const std::string& path, std::vector<int64_t>& out) {
+  if (!v.is_number_integer()) return KeyError(path, absl::StrCat("must be an integer, got ", v.dump()));
+  out.push_back(v.get<int64_t>());
+  return absl::OkStatus();
+}
+
+absl::Status ReadString(const Json& v, const std::string& path, std::vector<std::string>& out) {
+  if (!v.is_string()) return KeyError(path, absl::StrCat("must be a string, got ", v.dump()));
+  out.push_back(v.get<std::string>());
+  return absl::OkStatus();
+}
+
+// {"tensor": "gpt.h.*.attn.qkv.weight", "mesh": {"shape": [2,2], "dim_names": [...],
+//  "process_ids": [...]}, "placements": ["Replicate()", "Shard(1)"]}
+absl::StatusOr<TensorAnnotation> ReadAnnotation(const Json& json, const std::string& path) {
+  TensorAnnotation a;
+  std::vector<int64_t> shape, ids;
+  std::vector<std::string> names, placements;
+  Section section(json, path);
+  section.Require({"tensor", "mesh", "placements"})
+      .String("tensor", a.tensor)
+      .Object("mesh", [&](Section& m) {
+        return m.Require({"shape"})
+            .List("shape", [&](const Json& v, const std::string& p) { return ReadInt(v, p, shape); })
+            .List("dim_names", [&](const Json& v, const std::string& p) { return ReadString(v, p, names); })
+            .List("process_ids", [&](const Json& v, const std::string& p) { return ReadInt(v, p, ids); })
+            .Read();
+      })
+      .List("placements", [&](const Json& v, const std::string& p) -> absl::Status {
+        PDIST_RETURN_IF_ERROR(ReadString(v, p, placements));
+        absl::StatusOr<ir::Placement> placement = ir::Placement::Parse(placements.back());
+        if (!placement.ok()) return KeyError(p, absl::StrCat("is invalid: ", placement.status().message()));
+        a.placements.push_back(*placement);
+        return absl::OkStatus();
+      });
+  PDIST_RETURN_IF_ERROR(section.Read());
+  if (a.tensor.empty()) return KeyError(path + ".tensor", "is empty (a tensor name or a pattern with '*')");
+  absl::StatusOr<ir::ProcessMesh> mesh = ir::ProcessMesh::Create(shape, ids, names);
+  if (!mesh.ok()) return KeyError(path + ".mesh", absl::StrCat("is invalid: ", mesh.status().message()));
+  a.mesh = *std::move(mesh);
+  if (static_cast<int64_t>(a.placements.size()) != a.mesh.ndim()) {
+    return KeyError(path + ".placements", absl::StrCat("has ", a.placements.size(), " entries for the ", a.mesh.ndim(),
+                                                       "-d mesh ", a.mesh.ToString(), " (one per mesh dim)"));
+  }
+  return a;
+}
 
 absl::Status Validate(const Strategy& s) {
   if (s.sp && s.mp_degree == 1) {
@@ -142,6 +219,11 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
       })
       .Object("gradient_merge", [&s](Section& x) {
         return x.Bool("enable", s.gradient_merge.enable).Int("k_steps", s.gradient_merge.k_steps, 1).Bool("avg", s.gradient_merge.avg).Read();
+      })
+      .List("annotations", [&s](const Json& item, const std::string& path) -> absl::Status {
+        PDIST_ASSIGN_OR_RETURN(TensorAnnotation a, ReadAnnotation(item, path));
+        s.annotations.push_back(std::move(a));
+        return absl::OkStatus();
       });
   PDIST_RETURN_IF_ERROR(root.Read());
   PDIST_RETURN_IF_ERROR(Validate(s));
@@ -164,7 +246,15 @@ std::string StrategyToJson(const Strategy& s) {
       {"recompute", {{"enable", s.recompute.enable}}},
       {"amp", {{"enable", s.amp.enable}, {"dtype", s.amp.dtype}, {"level", s.amp.level}}},
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
+      {"annotations", Json::array()},
   };
+  for (const TensorAnnotation& a : s.annotations) {
+    Json mesh = {{"shape", a.mesh.shape()}, {"dim_names", a.mesh.dim_names()}};
+    if (!a.mesh.has_default_ids()) mesh["process_ids"] = a.mesh.process_ids();
+    Json placements = Json::array();
+    for (const ir::Placement& p : a.placements) placements.push_back(p.ToString());
+    j["annotations"].push_back({{"tensor", a.tensor}, {"mesh", mesh}, {"placements", placements}});
+  }
   return j.dump(2);
 }
 

@@ -3,13 +3,19 @@
 //
 //   {"dp_degree": 2, "mp_degree": 2, "sp": true,
 //    "pipeline": {"enable": true, "schedule_mode": "1F1B", "accumulate_steps": 4},
-//    "sharding": {"enable": true, "stage": 2, "degree": 2}}
+//    "sharding": {"enable": true, "stage": 2, "degree": 2},
+//    "annotations": [{"tensor": "gpt.h.*.attn.qkv.weight",
+//                     "mesh": {"shape": [2, 2], "dim_names": ["dp", "mp"]},
+//                     "placements": ["Replicate()", "Shard(1)"]}]}
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/dist/placement.h"
+#include "ir/dist/process_mesh.h"
 
 namespace pdist::strategy {
 
@@ -43,6 +49,17 @@ struct GradientMergeConfig {
   bool avg = true;
 };
 
+// A user's shard_tensor, written in the strategy: every block argument whose name matches
+// `tensor` gets `placements` (one per mesh dim) on `mesh`. In `tensor`, `*` matches any run of
+// characters, dots included: "gpt.h.*.mlp.up.weight". passes/annotate.h applies them.
+struct TensorAnnotation {
+  std::string tensor;
+  ir::ProcessMesh mesh;
+  std::vector<ir::Placement> placements;
+
+  friend bool operator==(const TensorAnnotation&, const TensorAnnotation&) = default;
+};
+
 struct Strategy {
   int64_t dp_degree = 1;
   int64_t mp_degree = 1;
@@ -53,13 +70,15 @@ struct Strategy {
   RecomputeConfig recompute;
   AmpConfig amp;
   GradientMergeConfig gradient_merge;
+  std::vector<TensorAnnotation> annotations;  // in the order given; see ApplyAnnotations
 
   // Ranks the strategy needs: dp × mp × pp.
   int64_t WorldSize() const { return dp_degree * mp_degree * pp_degree; }
 };
 
 // Parses and validates; an unknown key, a wrong type or an impossible value is an
-// InvalidArgument error naming the key path ("pipeline.schedule_mode").
+// InvalidArgument error naming the key path ("pipeline.schedule_mode",
+// "annotations[0].placements[1]").
 absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text);
 std::string StrategyToJson(const Strategy& strategy);
 

@@ -17,5 +17,6 @@ void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
+void RegisterReshardKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cpu

@@ -13,6 +13,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterNormKernels(registry);
   RegisterNnKernels(registry);
   RegisterOptimizerKernels(registry);
+  RegisterReshardKernels(registry);
 }
 
 }  // namespace pdist::exec::cpu

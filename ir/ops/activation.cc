@@ -23,6 +23,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -31,6 +32,13 @@ namespace {
 std::vector<Value*> NoGrads(const Operation& op) { return std::vector<Value*>(op.num_operands(), nullptr); }
 
 bool HasGrad(const std::vector<Value*>& out_grads) { return !out_grads.empty() && out_grads[0] != nullptr; }
+
+// Fills the three SPMD slots of `op` from `rule`.
+void SetSpmd(OpDef& op, const spmd::SpmdRuleFns& rule) {
+  op.infer_spmd = rule.infer;
+  op.infer_spmd_reverse = rule.reverse;
+  op.describe_spmd = rule.describe;
+}
 
 CostFn PerElementCost(double flops) {
   return [flops](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
@@ -86,6 +94,7 @@ absl::Status RegisterActivation(OpRegistry& registry, const Activation& spec) {
     return ops::EmitGradOp(b, fwd, grad_name, {saved, out_grads[0]}, {0});
   };
   op.cost = PerElementCost(spec.flops);
+  SetSpmd(op, spmd::UnaryRule(spec.name, spmd::UnaryKind::kNonLinear));
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(op)));
 
   OpDef grad;
@@ -96,6 +105,7 @@ absl::Status RegisterActivation(OpRegistry& registry, const Activation& spec) {
   grad.infer_meta = InferUnaryGrad;
   grad.grad_kind = GradKind::kGradientOp;
   grad.cost = PerElementCost(spec.grad_flops);
+  SetSpmd(grad, spmd::UnaryGradRule(grad_name, spec.grad_reads_out ? "out" : "x"));
   return registry.Register(std::move(grad));
 }
 
@@ -115,6 +125,7 @@ absl::Status RegisterScale(OpRegistry& registry) {
     return std::vector<Value*>{x_grad};
   };
   op.cost = PerElementCost(2);
+  SetSpmd(op, spmd::UnaryRule("scale", spmd::UnaryKind::kScale));
   return registry.Register(std::move(op));
 }
 
@@ -139,6 +150,7 @@ absl::Status RegisterCast(OpRegistry& registry) {
     return std::vector<Value*>{x_grad};
   };
   op.cost = PerElementCost(0);
+  SetSpmd(op, spmd::UnaryRule("cast", spmd::UnaryKind::kCast));
   return registry.Register(std::move(op));
 }
 
@@ -182,6 +194,7 @@ absl::Status RegisterDropout(OpRegistry& registry) {
     return ops::EmitGradOp(b, fwd, "dropout_grad", {fwd.result(1), out_grads[0]}, {0}, attrs);
   };
   op.cost = PerElementCost(4);
+  SetSpmd(op, spmd::DropoutRule());
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(op)));
 
   OpDef grad;
@@ -200,6 +213,7 @@ absl::Status RegisterDropout(OpRegistry& registry) {
   };
   grad.grad_kind = GradKind::kGradientOp;
   grad.cost = PerElementCost(2);
+  SetSpmd(grad, spmd::UnaryGradRule("dropout_grad", "mask"));
   return registry.Register(std::move(grad));
 }
 

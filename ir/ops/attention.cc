@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules_nn.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -117,6 +118,7 @@ CostFn AttentionCost(double factor) {
 }
 
 OpDef FlashAttnDef(const std::string& name) {
+  const spmd::SpmdRuleFns rule = spmd::FlashAttnRule(name);
   return OpDef{
       .name = name,
       .inputs = {{"q"}, {"k"}, {"v"}, {"fixed_seed_offset", true}, {"attn_mask", true}},
@@ -129,6 +131,9 @@ OpDef FlashAttnDef(const std::string& name) {
       .infer_meta = FlashAttnMeta,
       .grad = FlashAttnGrad,
       .cost = AttentionCost(1.0),
+      .infer_spmd = rule.infer,
+      .infer_spmd_reverse = rule.reverse,
+      .describe_spmd = rule.describe,
   };
 }
 
@@ -139,6 +144,7 @@ OpDef FlashAttnDef(const std::string& name) {
 absl::Status RegisterAttentionOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register(FlashAttnDef("flash_attn")));
   PDIST_RETURN_IF_ERROR(registry.Register(FlashAttnDef("flash_attention")));
+  const spmd::SpmdRuleFns grad_rule = spmd::FlashAttnGradRule();
   return registry.Register(OpDef{
       .name = "flash_attn_grad",
       .inputs =
@@ -149,6 +155,9 @@ absl::Status RegisterAttentionOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = AttentionCost(2.5),
+      .infer_spmd = grad_rule.infer,
+      .infer_spmd_reverse = grad_rule.reverse,
+      .describe_spmd = grad_rule.describe,
   });
 }
 

@@ -20,6 +20,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -50,14 +51,19 @@ absl::StatusOr<std::vector<TensorType>> InferBinaryGrad(const InputTypes& in, co
 
 struct ArithmeticOp {
   const char* name;
-  double flops;       // per output element
+  spmd::BinaryLinearity linearity;  // which Partial inputs pass (ir/spmd/rules.h)
+  double flops;                     // per output element
   // Per out_grad element, both operand gradients together, counting one add each for the sums
   // over broadcast dims (an upper bound when nothing was broadcast).
   double grad_flops;
 };
 
 constexpr ArithmeticOp kArithmeticOps[] = {
-    {"add", 1, 2}, {"subtract", 1, 3}, {"multiply", 1, 4}, {"divide", 1, 7}, {"maximum", 1, 4},
+    {"add", spmd::BinaryLinearity::kAdditive, 1, 2},
+    {"subtract", spmd::BinaryLinearity::kAdditive, 1, 3},
+    {"multiply", spmd::BinaryLinearity::kMultiplicative, 1, 4},
+    {"divide", spmd::BinaryLinearity::kNumerator, 1, 7},
+    {"maximum", spmd::BinaryLinearity::kMaximum, 1, 4},
 };
 
 constexpr const char* kComparisonOps[] = {"greater_than", "less_than", "equal"};
@@ -80,6 +86,10 @@ absl::Status RegisterArithmetic(OpRegistry& registry, const ArithmeticOp& spec) 
   op.cost = [flops = spec.flops](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
     return ops::ElementwiseCost(in, out, flops);
   };
+  const spmd::SpmdRuleFns rule = spmd::BinaryRule(spec.name, spec.linearity);
+  op.infer_spmd = rule.infer;
+  op.infer_spmd_reverse = rule.reverse;
+  op.describe_spmd = rule.describe;
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(op)));
 
   OpDef grad;
@@ -92,6 +102,10 @@ absl::Status RegisterArithmetic(OpRegistry& registry, const ArithmeticOp& spec) 
                                         const AttributeMap&) {
     return OpCost{static_cast<double>(in[2]->num_elements()) * flops, ops::TotalBytes(in, out)};
   };
+  const spmd::SpmdRuleFns grad_rule = spmd::BinaryGradRule(grad_name);
+  grad.infer_spmd = grad_rule.infer;
+  grad.infer_spmd_reverse = grad_rule.reverse;
+  grad.describe_spmd = grad_rule.describe;
   return registry.Register(std::move(grad));
 }
 
@@ -109,6 +123,10 @@ absl::Status RegisterComparison(OpRegistry& registry, const char* name) {
   op.cost = [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
     return ops::ElementwiseCost(in, out, 1);
   };
+  const spmd::SpmdRuleFns rule = spmd::BinaryRule(name, spmd::BinaryLinearity::kNone);
+  op.infer_spmd = rule.infer;
+  op.infer_spmd_reverse = rule.reverse;
+  op.describe_spmd = rule.describe;
   return registry.Register(std::move(op));
 }
 

@@ -8,6 +8,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -101,6 +102,8 @@ CostFn MatmulCost(double gemms) {
 
 absl::Status RegisterMatmulOps(OpRegistry& registry) {
   const std::vector<AttrSpec> attrs = {{"trans_x", false}, {"trans_y", false}};
+  const spmd::SpmdRuleFns rule = spmd::MatmulRule();
+  const spmd::SpmdRuleFns grad_rule = spmd::MatmulGradRule();
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "matmul",
       .inputs = {{"x"}, {"y"}},
@@ -109,6 +112,9 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
       .infer_meta = MatmulMeta,
       .grad = MatmulGrad,
       .cost = MatmulCost(1),
+      .infer_spmd = rule.infer,
+      .infer_spmd_reverse = rule.reverse,
+      .describe_spmd = rule.describe,
   }));
   return registry.Register(OpDef{
       .name = "matmul_grad",
@@ -119,6 +125,9 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = MatmulCost(2),
+      .infer_spmd = grad_rule.infer,
+      .infer_spmd_reverse = grad_rule.reverse,
+      .describe_spmd = grad_rule.describe,
   });
 }
 

@@ -8,6 +8,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules_nn.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -211,6 +212,8 @@ CostFn ElementwiseCostFn(double flops_per_element) {
 }  // namespace
 
 absl::Status RegisterNnOps(OpRegistry& registry) {
+  const spmd::SpmdRuleFns embedding_rule = spmd::EmbeddingRule();
+  const spmd::SpmdRuleFns embedding_grad_rule = spmd::EmbeddingGradRule();
   const std::vector<AttrSpec> embedding_attrs = {{"padding_idx", int64_t{-1}}, {"sparse", false}};
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "embedding",
@@ -220,6 +223,9 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_meta = EmbeddingMeta,
       .grad = EmbeddingGrad,
       .cost = EmbeddingCost,
+      .infer_spmd = embedding_rule.infer,
+      .infer_spmd_reverse = embedding_rule.reverse,
+      .describe_spmd = embedding_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "embedding_grad",
@@ -230,9 +236,14 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = EmbeddingGradCost,
+      .infer_spmd = embedding_grad_rule.infer,
+      .infer_spmd_reverse = embedding_grad_rule.reverse,
+      .describe_spmd = embedding_grad_rule.describe,
   }));
 
   // numeric_stable_mode is accepted for Paddle compatibility; the kernel is always stable.
+  const spmd::SpmdRuleFns ce_rule = spmd::CrossEntropyRule();
+  const spmd::SpmdRuleFns ce_grad_rule = spmd::CrossEntropyGradRule();
   const std::vector<AttrSpec> ce_attrs = {{"soft_label", false},
                                           {"use_softmax", true},
                                           {"numeric_stable_mode", true},
@@ -246,6 +257,9 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_meta = CrossEntropyMeta,
       .grad = CrossEntropyGrad,
       .cost = ElementwiseCostFn(5),  // max, subtract, exp, sum, divide per logit
+      .infer_spmd = ce_rule.infer,
+      .infer_spmd_reverse = ce_rule.reverse,
+      .describe_spmd = ce_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "cross_entropy_with_softmax_grad",
@@ -256,10 +270,15 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = ElementwiseCostFn(2),
+      .infer_spmd = ce_grad_rule.infer,
+      .infer_spmd_reverse = ce_grad_rule.reverse,
+      .describe_spmd = ce_grad_rule.describe,
   }));
 
   // Paddle's defaults. use_neox_rotary_style = true rotates adjacent pairs (x0,x1), (x2,x3), …;
   // false rotates the two halves (x_i, x_{i+d/2}) — Paddle's naming, the reverse of GPT-NeoX's.
+  const spmd::SpmdRuleFns rope_rule = spmd::FusedRopeRule();
+  const spmd::SpmdRuleFns rope_grad_rule = spmd::FusedRopeGradRule();
   const std::vector<AttrSpec> rope_attrs = {
       {"use_neox_rotary_style", true}, {"time_major", false}, {"rotary_emb_base", 10000.0}};
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
@@ -270,6 +289,9 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_meta = RopeMeta,
       .grad = RopeGrad,
       .cost = ElementwiseCostFn(3),  // x*cos + rot(x)*sin
+      .infer_spmd = rope_rule.infer,
+      .infer_spmd_reverse = rope_rule.reverse,
+      .describe_spmd = rope_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "fused_rope_grad",
@@ -285,6 +307,9 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = ElementwiseCostFn(3),
+      .infer_spmd = rope_grad_rule.infer,
+      .infer_spmd_reverse = rope_grad_rule.reverse,
+      .describe_spmd = rope_grad_rule.describe,
   }));
   return RegisterAttentionOps(registry);
 }

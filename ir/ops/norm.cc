@@ -8,6 +8,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules_nn.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -77,6 +78,8 @@ GradFn SoftmaxGrad(const std::string& grad_type) {
 
 absl::Status RegisterSoftmaxPair(OpRegistry& registry, const std::string& name) {
   const std::string grad_name = name + "_grad";
+  const spmd::SpmdRuleFns rule = spmd::SoftmaxRule(name);
+  const spmd::SpmdRuleFns grad_rule = spmd::SoftmaxGradRule(grad_name);
   // exp, max, subtract, sum and divide (or log) per element.
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = name,
@@ -87,6 +90,9 @@ absl::Status RegisterSoftmaxPair(OpRegistry& registry, const std::string& name) 
       .grad = SoftmaxGrad(grad_name),
       .cost = [](const InputTypes& in, const std::vector<TensorType>& out,
                  const AttributeMap&) { return ops::ElementwiseCost(in, out, 5); },
+      .infer_spmd = rule.infer,
+      .infer_spmd_reverse = rule.reverse,
+      .describe_spmd = rule.describe,
   }));
   return registry.Register(OpDef{
       .name = grad_name,
@@ -98,6 +104,9 @@ absl::Status RegisterSoftmaxPair(OpRegistry& registry, const std::string& name) 
       .grad = nullptr,
       .cost = [](const InputTypes& in, const std::vector<TensorType>& out,
                  const AttributeMap&) { return ops::ElementwiseCost(in, out, 4); },
+      .infer_spmd = grad_rule.infer,
+      .infer_spmd_reverse = grad_rule.reverse,
+      .describe_spmd = grad_rule.describe,
   });
 }
 
@@ -184,6 +193,8 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterSoftmaxPair(registry, "softmax"));
   PDIST_RETURN_IF_ERROR(RegisterSoftmaxPair(registry, "log_softmax"));
 
+  const spmd::SpmdRuleFns layer_norm_rule = spmd::LayerNormRule();
+  const spmd::SpmdRuleFns layer_norm_grad_rule = spmd::LayerNormGradRule();
   const std::vector<AttrSpec> layer_norm_attrs = {{"begin_norm_axis", int64_t{1}}, {"epsilon", 1e-5}};
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "layer_norm",
@@ -193,6 +204,9 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
       .infer_meta = LayerNormMeta,
       .grad = LayerNormGrad,
       .cost = NormCost(8),  // mean, centre, square, sum, rsqrt-scale, affine
+      .infer_spmd = layer_norm_rule.infer,
+      .infer_spmd_reverse = layer_norm_rule.reverse,
+      .describe_spmd = layer_norm_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "layer_norm_grad",
@@ -203,10 +217,15 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = NormCost(12),
+      .infer_spmd = layer_norm_grad_rule.infer,
+      .infer_spmd_reverse = layer_norm_grad_rule.reverse,
+      .describe_spmd = layer_norm_grad_rule.describe,
   }));
 
   // begin_norm_axis = -1 normalises the last axis, as LLaMA's RMSNorm and Paddle's
   // fused_rms_norm_ext do; epsilon 1e-6 is PaddleNLP's default.
+  const spmd::SpmdRuleFns rms_norm_rule = spmd::RmsNormRule();
+  const spmd::SpmdRuleFns rms_norm_grad_rule = spmd::RmsNormGradRule();
   const std::vector<AttrSpec> rms_norm_attrs = {{"begin_norm_axis", int64_t{-1}}, {"epsilon", 1e-6}};
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "rms_norm",
@@ -216,6 +235,9 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
       .infer_meta = RmsNormMeta,
       .grad = RmsNormGrad,
       .cost = NormCost(5),
+      .infer_spmd = rms_norm_rule.infer,
+      .infer_spmd_reverse = rms_norm_rule.reverse,
+      .describe_spmd = rms_norm_rule.describe,
   }));
   return registry.Register(OpDef{
       .name = "rms_norm_grad",
@@ -226,6 +248,9 @@ absl::Status RegisterNormOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = NormCost(9),
+      .infer_spmd = rms_norm_grad_rule.infer,
+      .infer_spmd_reverse = rms_norm_grad_rule.reverse,
+      .describe_spmd = rms_norm_grad_rule.describe,
   });
 }
 

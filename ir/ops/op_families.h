@@ -18,5 +18,6 @@ absl::Status RegisterShapeOps(OpRegistry& registry);        // reshape (un)squee
 absl::Status RegisterNormOps(OpRegistry& registry);         // softmax log_softmax layer_norm rms_norm
 absl::Status RegisterNnOps(OpRegistry& registry);           // embedding cross_entropy_with_softmax fused_rope flash_attn
 absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adamw
+absl::Status RegisterReshardOps(OpRegistry& registry);      // reshard
 
 }  // namespace pdist::ir

@@ -13,6 +13,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules_nn.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -69,6 +70,9 @@ CostFn UpdateCost(double flops_per_element) {
 }  // namespace
 
 absl::Status RegisterOptimizerOps(OpRegistry& registry) {
+  const spmd::SpmdRuleFns sgd_rule = spmd::SgdRule();
+  const spmd::SpmdRuleFns momentum_rule = spmd::MomentumRule();
+  const spmd::SpmdRuleFns adamw_rule = spmd::AdamWRule();
   // param_out = param - learning_rate * grad.
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "sgd",
@@ -79,6 +83,9 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .grad_kind = GradKind::kNotDifferentiable,
       .grad = nullptr,
       .cost = UpdateCost(2),
+      .infer_spmd = sgd_rule.infer,
+      .infer_spmd_reverse = sgd_rule.reverse,
+      .describe_spmd = sgd_rule.describe,
   }));
 
   // Paddle's momentum with L2 regularisation (its regularization_method = "l2_decay" whenever
@@ -96,6 +103,9 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .grad_kind = GradKind::kNotDifferentiable,
       .grad = nullptr,
       .cost = UpdateCost(5),
+      .infer_spmd = momentum_rule.infer,
+      .infer_spmd_reverse = momentum_rule.reverse,
+      .describe_spmd = momentum_rule.describe,
   }));
 
   // Paddle's adamw (decoupled weight decay, bias correction folded into the step size), with
@@ -122,6 +132,9 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .grad_kind = GradKind::kNotDifferentiable,
       .grad = nullptr,
       .cost = UpdateCost(14),
+      .infer_spmd = adamw_rule.infer,
+      .infer_spmd_reverse = adamw_rule.reverse,
+      .describe_spmd = adamw_rule.describe,
   });
 }
 

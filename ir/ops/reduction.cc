@@ -12,6 +12,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -89,10 +90,13 @@ CostFn PerInputElementCost(double flops_per_x_element) {
   };
 }
 
-absl::Status RegisterReduction(OpRegistry& registry, const std::string& name, bool grad_needs_out) {
+absl::Status RegisterReduction(OpRegistry& registry, const std::string& name, spmd::ReductionKind kind) {
   // Paddle's sum also takes an output dtype; pdist's reductions keep x's dtype.
   const std::vector<AttrSpec> attrs = {{"axis", std::vector<int64_t>{}}, {"keep_dim", false}};
   const std::string grad_name = name + "_grad";
+  const bool grad_needs_out = kind == spmd::ReductionKind::kMax || kind == spmd::ReductionKind::kMin;
+  const spmd::SpmdRuleFns rule = spmd::ReductionRule(name, kind);
+  const spmd::SpmdRuleFns grad_rule = spmd::ReductionGradRule(grad_name, kind);
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = name,
       .inputs = {{"x"}},
@@ -101,6 +105,9 @@ absl::Status RegisterReduction(OpRegistry& registry, const std::string& name, bo
       .infer_meta = ReduceMeta,
       .grad = ReduceGrad(grad_name, grad_needs_out),
       .cost = PerInputElementCost(1),
+      .infer_spmd = rule.infer,
+      .infer_spmd_reverse = rule.reverse,
+      .describe_spmd = rule.describe,
   }));
   std::vector<OperandSpec> grad_inputs = {{"x"}};
   if (grad_needs_out) grad_inputs.push_back({"out"});
@@ -115,6 +122,9 @@ absl::Status RegisterReduction(OpRegistry& registry, const std::string& name, bo
       .grad = nullptr,
       // A broadcast (and scale) per element; max/min also compare and count ties.
       .cost = PerInputElementCost(grad_needs_out ? 3 : 1),
+      .infer_spmd = grad_rule.infer,
+      .infer_spmd_reverse = grad_rule.reverse,
+      .describe_spmd = grad_rule.describe,
   });
 }
 
@@ -130,10 +140,11 @@ absl::StatusOr<std::vector<TensorType>> FullMeta(const InputTypes& in, const Att
 }  // namespace
 
 absl::Status RegisterReductionOps(OpRegistry& registry) {
-  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "sum", false));
-  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "mean", false));
-  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "max", true));
-  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "min", true));
+  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "sum", spmd::ReductionKind::kSum));
+  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "mean", spmd::ReductionKind::kMean));
+  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "max", spmd::ReductionKind::kMax));
+  PDIST_RETURN_IF_ERROR(RegisterReduction(registry, "min", spmd::ReductionKind::kMin));
+  const spmd::SpmdRuleFns full_rule = spmd::FullRule();
   return registry.Register(OpDef{
       .name = "full",
       .inputs = {},
@@ -146,6 +157,9 @@ absl::Status RegisterReductionOps(OpRegistry& registry) {
           [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
             return OpCost{0, ops::TotalBytes(in, out)};
           },
+      .infer_spmd = full_rule.infer,
+      .infer_spmd_reverse = full_rule.reverse,
+      .describe_spmd = full_rule.describe,
   });
 }
 

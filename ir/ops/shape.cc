@@ -11,6 +11,7 @@
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -92,6 +93,11 @@ absl::StatusOr<Shape> SqueezeRule(const Shape& x, const AttributeMap& attrs) {
 using ShapeRule = absl::StatusOr<Shape> (*)(const Shape&, const AttributeMap&);
 
 OpDef ViewOpDef(const std::string& name, AttrSpec attr, ShapeRule rule) {
+  const spmd::SpmdRuleFns spmd_rule = spmd::ReshapeLikeRule(
+      name, [rule](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<Shape>> {
+        PDIST_ASSIGN_OR_RETURN(Shape out, rule(in.at(0), attrs));
+        return std::vector<Shape>{out};
+      });
   return OpDef{
       .name = name,
       .inputs = {{"x"}},
@@ -108,6 +114,9 @@ OpDef ViewOpDef(const std::string& name, AttrSpec attr, ShapeRule rule) {
         return std::vector<Value*>{dx};
       },
       .cost = [](const InputTypes&, const std::vector<TensorType>&, const AttributeMap&) { return OpCost{}; },
+      .infer_spmd = spmd_rule.infer,
+      .infer_spmd_reverse = spmd_rule.reverse,
+      .describe_spmd = spmd_rule.describe,
   };
 }
 
@@ -150,6 +159,7 @@ absl::StatusOr<std::vector<Value*>> TransposeGrad(Builder& b, const Operation& o
 }  // namespace
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
+  const spmd::SpmdRuleFns transpose_rule = spmd::TransposeRule();
   PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("reshape", {"shape", std::vector<int64_t>{}}, ReshapeRule)));
   PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("unsqueeze", {"axis", std::vector<int64_t>{}}, UnsqueezeRule)));
   PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("squeeze", {"axis", std::vector<int64_t>{}}, SqueezeRule)));
@@ -164,6 +174,9 @@ absl::Status RegisterShapeOps(OpRegistry& registry) {
           [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
             return OpCost{0, ops::TotalBytes(in, out)};
           },
+      .infer_spmd = transpose_rule.infer,
+      .infer_spmd_reverse = transpose_rule.reverse,
+      .describe_spmd = transpose_rule.describe,
   }));
   return ops::RegisterSlicingOps(registry);
 }

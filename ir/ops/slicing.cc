@@ -13,6 +13,7 @@
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/shape.h"
+#include "ir/spmd/rules.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -185,6 +186,13 @@ absl::StatusOr<std::vector<Value*>> SliceGrad(Builder& b, const Operation& op, c
 }  // namespace
 
 absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
+  using spmd::ShapesFromMeta;
+  const spmd::SpmdRuleFns split_rule = spmd::SplitRule("split", ShapesFromMeta(SplitMeta(SectionsFromList)));
+  const spmd::SpmdRuleFns split_num_rule =
+      spmd::SplitRule("split_with_num", ShapesFromMeta(SplitMeta(SectionsFromNum)));
+  const spmd::SpmdRuleFns concat_rule = spmd::ConcatRule(ShapesFromMeta(ConcatMeta));
+  const spmd::SpmdRuleFns slice_rule = spmd::SliceRule(ShapesFromMeta(SliceMeta));
+  const spmd::SpmdRuleFns slice_grad_rule = spmd::SliceGradRule();
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "split",
       .inputs = {{"x"}},
@@ -193,6 +201,9 @@ absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
       .infer_meta = SplitMeta(SectionsFromList),
       .grad = SplitGrad,
       .cost = MoveCost,
+      .infer_spmd = split_rule.infer,
+      .infer_spmd_reverse = split_rule.reverse,
+      .describe_spmd = split_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "split_with_num",
@@ -202,6 +213,9 @@ absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
       .infer_meta = SplitMeta(SectionsFromNum),
       .grad = SplitGrad,
       .cost = MoveCost,
+      .infer_spmd = split_num_rule.infer,
+      .infer_spmd_reverse = split_num_rule.reverse,
+      .describe_spmd = split_num_rule.describe,
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "concat",
@@ -211,6 +225,9 @@ absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
       .infer_meta = ConcatMeta,
       .grad = ConcatGrad,
       .cost = MoveCost,
+      .infer_spmd = concat_rule.infer,
+      .infer_spmd_reverse = concat_rule.reverse,
+      .describe_spmd = concat_rule.describe,
   }));
   // infer_flags is accepted for Paddle compatibility and ignored: pdist's shapes are static.
   const std::vector<AttrSpec> slice_attrs = {{"axes", std::vector<int64_t>{}},
@@ -226,6 +243,9 @@ absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
       .infer_meta = SliceMeta,
       .grad = SliceGrad,
       .cost = MoveCost,
+      .infer_spmd = slice_rule.infer,
+      .infer_spmd_reverse = slice_rule.reverse,
+      .describe_spmd = slice_rule.describe,
   }));
   return registry.Register(OpDef{
       .name = "slice_grad",
@@ -236,6 +256,9 @@ absl::Status ops::RegisterSlicingOps(OpRegistry& registry) {
       .grad_kind = GradKind::kGradientOp,
       .grad = nullptr,
       .cost = MoveCost,
+      .infer_spmd = slice_grad_rule.infer,
+      .infer_spmd_reverse = slice_grad_rule.reverse,
+      .describe_spmd = slice_grad_rule.describe,
   });
 }
 

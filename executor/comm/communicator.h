@@ -1,0 +1,160 @@
+// Communicator: the NCCL-shaped collective interface every backend (inproc, gloo) implements.
+//
+// A communicator is an opaque handle made from (a rendezvous: world object or store, rank,
+// size) plus a CommConfig. Every collective is checked before it moves data: it gets the next
+// sequence number of its group and a fingerprint (op, dtype, count, group) that must agree on
+// every rank, and it has a deadline, so a rank that never arrives turns into an error naming
+// the group, the collective, its sequence number and the missing ranks — never a hang.
+//
+//   auto world = std::make_shared<InprocWorld>(2);           // one per "job"
+//   // on each of 2 threads:
+//   PDIST_ASSIGN_OR_RETURN(auto comm, CreateInprocCommunicator(world, rank, {}));
+//   PDIST_RETURN_IF_ERROR(comm->AllReduce(grad, grad, ReduceOp::kSum));   // in place
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor/tensor.h"
+
+namespace pdist::exec::comm {
+
+// Reductions, as NCCL's ncclSum / ncclAvg / ncclMax. kAvg is float-only.
+enum class ReduceOp : int8_t { kSum, kAvg, kMax };
+const char* ReduceOpName(ReduceOp op);
+
+// Creation options (NCCL's ncclConfig_t). Sub-groups made by Split inherit them.
+struct CommConfig {
+  // How long a collective waits for the other ranks before failing with DeadlineExceeded.
+  absl::Duration timeout = absl::Seconds(300);
+  // Name of the group in errors ("world", "world/{0,2}" for a sub-group).
+  std::string name = "world";
+};
+
+// The kinds of collective; each has a printed name ("all_reduce") used in fingerprints.
+enum class CollectiveKind : int8_t {
+  kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSend, kRecv, kBarrier
+};
+const char* CollectiveName(CollectiveKind kind);
+
+// What a rank says it is doing; every participant must say the same thing.
+//   all_reduce(sum) f32 x1024 in world#7
+struct Fingerprint {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  ReduceOp reduce = ReduceOp::kSum;  // meaningful for reductions only
+  ir::DataType dtype = ir::DataType::kFloat32;
+  int64_t count = 0;   // elements of the (per-rank) input
+  int root = -1;       // broadcast root; for send/recv the (group) rank of the sender
+  std::string group;
+  int64_t seq = 0;     // per-group sequence number (per ordered pair for send/recv)
+
+  bool operator==(const Fingerprint& o) const {
+    return kind == o.kind && reduce == o.reduce && dtype == o.dtype && count == o.count &&
+           root == o.root && group == o.group && seq == o.seq;
+  }
+  std::string ToString() const;
+};
+
+// The error a mismatch produces (InternalError), naming both fingerprints.
+absl::Status FingerprintMismatch(const Fingerprint& mine, int my_rank, const Fingerprint& theirs,
+                                 int their_rank);
+// The error a timeout produces (DeadlineExceeded): "... ranks that did not arrive: 2, 3".
+absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
+                          const std::vector<int>& missing, const std::string& detail = "");
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const CommConfig& config() const { return config_; }
+  const std::string& name() const { return config_.name; }
+
+  // Collectives. `out` is preallocated by the caller (like NCCL's recvbuff) and may be the
+  // same tensor as `in` where shapes allow (in place). Pieces split or concatenate along
+  // dim 0, which must divide evenly by size().
+  //   AllReduce:     out = reduce_r in_r                         (same shape as in)
+  //   AllGather:     out = concat(in_0, …, in_{n-1})             (out.dim0 = n · in.dim0)
+  //   ReduceScatter: out = piece `rank` of reduce_r in_r         (in.dim0 = n · out.dim0)
+  //   AllToAll:      out piece s = piece `rank` of in_s          (same shape as in)
+  absl::Status AllReduce(const Tensor& in, Tensor& out, ReduceOp op);
+  absl::Status AllGather(const Tensor& in, Tensor& out);
+  absl::Status ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op);
+  absl::Status AllToAll(const Tensor& in, Tensor& out);
+  // Root's `buffer` is copied into every other rank's `buffer`.
+  absl::Status Broadcast(Tensor& buffer, int root);
+  // Point to point; a Send to `peer` pairs with that peer's Recv from this rank, in order.
+  absl::Status Send(const Tensor& tensor, int peer);
+  absl::Status Recv(Tensor& tensor, int peer);
+  absl::Status Barrier();
+
+  // Collective over this communicator (like ncclCommSplit): ranks with the same `color` form
+  // a sub-group, ordered by (key, rank). The sub-communicator is created once per member set
+  // and cached, so asking again for the same mesh axis returns the same handle.
+  //   ranks 0..3, Split(rank % 2, rank) → {0,2} and {1,3}; names "world/{0,2}", "world/{1,3}"
+  absl::StatusOr<std::shared_ptr<Communicator>> Split(int color, int key);
+
+  // Wakes and fails every pending and later collective of this communicator (ncclCommAbort).
+  void Abort();
+  // The first error any collective hit (ncclCommGetAsyncError); OK while healthy. A
+  // communicator that timed out or saw a mismatch is out of step with its peers, so every
+  // later collective returns this error too.
+  absl::Status AsyncError() const;
+
+ protected:
+  Communicator(int rank, int size, CommConfig config)
+      : rank_(rank), size_(size), config_(std::move(config)) {}
+
+  // A validated call: fingerprint (with its sequence number) and buffers. For AllReduce etc.
+  // `in`/`out` are as passed; for Broadcast both are the buffer; Send has only `in`, Recv only
+  // `out`; `peer` is the other side of send/recv.
+  struct Call {
+    Fingerprint fp;
+    const Tensor* in = nullptr;
+    Tensor* out = nullptr;
+    int peer = -1;
+    absl::Time deadline;
+  };
+  // The backend moves the data. It may assume shapes and dtypes were checked.
+  virtual absl::Status Run(const Call& call) = 0;
+  // A communicator over `members` (ranks of this communicator, in sub-group rank order),
+  // called by every member with the same arguments.
+  virtual absl::StatusOr<std::shared_ptr<Communicator>> CreateSubgroup(
+      const std::vector<int>& members, CommConfig config) = 0;
+  // Backend part of Abort (wake waiters).
+  virtual void AbortBackend() {}
+
+ private:
+  absl::Status Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in, Tensor* out,
+                     int root_or_peer);
+
+  int rank_;
+  int size_;
+  CommConfig config_;
+  int64_t seq_ = 0;                          // next collective's sequence number
+  std::map<std::pair<int, int>, int64_t> p2p_seq_;  // (src, dst) → next send/recv number
+  mutable std::mutex mu_;
+  absl::Status error_;                       // sticky first error
+  std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
+};
+
+// Helpers shared by the backends.
+
+// Elementwise reduction of `inputs` (in the order given: rank order) into `out`, over elements
+// [begin, end). kAvg divides by inputs.size(). Supports f32/f64 and (sum, max) i32/i64.
+absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<const void*>& inputs,
+                         void* out, int64_t begin, int64_t end);
+// Whether `op` is defined for `dtype` (else the error).
+absl::Status CheckReducible(ir::DataType dtype, ReduceOp op);
+
+}  // namespace pdist::exec::comm

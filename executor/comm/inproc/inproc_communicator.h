@@ -1,0 +1,46 @@
+// Inproc backend: ranks are threads of one process; collectives read each other's buffers.
+//
+//   auto world = std::make_shared<InprocWorld>(4);       // the "unique id" every rank shares
+//   std::vector<std::thread> threads;
+//   for (int r = 0; r < 4; ++r) threads.emplace_back([&, r] {
+//     auto comm = CreateInprocCommunicator(world, r).value();
+//     comm->AllReduce(x[r], x[r], ReduceOp::kSum).IgnoreError();
+//   });
+//
+// Reductions are deterministic: each element is reduced in rank order 0..n-1 by exactly one
+// rank and copied to the others, so results are bitwise equal on every rank and every run.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "executor/comm/communicator.h"
+
+namespace pdist::exec::comm {
+
+namespace inproc_internal {
+class Group;
+}
+
+// Shared state of one in-process job: the groups (by name) its communicators synchronise on.
+class InprocWorld {
+ public:
+  explicit InprocWorld(int size) : size_(size) {}
+  int size() const { return size_; }
+
+  // The state of group `name` with `size` ranks, created by the first rank that asks.
+  std::shared_ptr<inproc_internal::Group> GetGroup(const std::string& name, int size);
+
+ private:
+  const int size_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<inproc_internal::Group>> groups_;
+};
+
+// Rank `rank` of `world`'s top-level group, named config.name ("world").
+absl::StatusOr<std::shared_ptr<Communicator>> CreateInprocCommunicator(
+    std::shared_ptr<InprocWorld> world, int rank, CommConfig config = {});
+
+}  // namespace pdist::exec::comm

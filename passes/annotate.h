@@ -1,0 +1,32 @@
+// ApplyAnnotations: a strategy's per-tensor annotations applied to a program, as if the user had
+// called shard_tensor on each matching block argument.
+//
+//   "annotations": [{"tensor": "gpt.h.*.attn.qkv.weight",
+//                    "mesh": {"shape": [2, 2], "dim_names": ["dp", "mp"]},
+//                    "placements": ["Replicate()", "Shard(1)"]}]
+//   PDIST_RETURN_IF_ERROR(ApplyAnnotations(strategy, program));
+//   // every gpt.h.<i>.attn.qkv.weight now prints  dist! {mesh: [2,2] [dp,mp], dims_mapping: [-1,1]}
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "ir/program.h"
+#include "strategy/strategy.h"
+
+namespace pdist::passes {
+
+// Whether `name` matches `pattern`, in which '*' matches any run of characters (dots included)
+// and every other character itself.
+//   GlobMatch("gpt.h.*.attn.qkv.weight", "gpt.h.11.attn.qkv.weight") → true
+//   GlobMatch("*.bias", "ln.scale") → false
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+// Annotates every block argument whose name matches an annotation's `tensor` pattern
+// (ir::ShardTensor: the DistAttr is set and marked annotated, replacing any earlier one).
+// InvalidArgument naming the annotation ("annotations[1]") when its pattern matches no
+// argument, when its placements do not fit a matched tensor, or when two annotations give one
+// tensor different placements. All or nothing: on error the program is unchanged.
+absl::Status ApplyAnnotations(const strategy::Strategy& strategy, ir::Program& program);
+
+}  // namespace pdist::passes
