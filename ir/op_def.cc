@@ -21,6 +21,10 @@ absl::Status OpRegistry::Register(OpDef def) {
   if (defs_.count(name)) return absl::AlreadyExistsError(absl::StrCat("op '", name, "' registered twice"));
   if (!def.infer_meta) return absl::InvalidArgumentError(absl::StrCat("op '", name, "' has no shape inference"));
   if (!def.cost) return absl::InvalidArgumentError(absl::StrCat("op '", name, "' has no cost"));
+  if (!def.infer_spmd || !def.infer_spmd_reverse || !def.describe_spmd) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", name, "' lacks an SPMD rule (forward, reverse and describe are all required)"));
+  }
   if (def.grad_kind == GradKind::kDifferentiable && !def.grad) {
     return absl::InvalidArgumentError(absl::StrCat("op '", name, "' is differentiable but has no gradient builder"));
   }

@@ -1,5 +1,5 @@
-// Every registered op is complete: shape inference, cost, a gradient (or a stated reason for
-// none), and a CPU kernel. A new op that misses a piece fails here by name.
+// Every registered op is complete: shape inference, cost, SPMD rules, a gradient (or a stated
+// reason for none), and a CPU kernel. A new op that misses a piece fails here by name.
 #include <gtest/gtest.h>
 
 #include "executor/kernel.h"
@@ -31,6 +31,7 @@ TEST(OpRegistryTest, EveryOpIsCompleteAndGradientOpsAreNamedSo) {
     ASSERT_NE(def, nullptr);
     EXPECT_TRUE(def->infer_meta) << name;
     EXPECT_TRUE(def->cost) << name;
+    EXPECT_TRUE(def->infer_spmd && def->infer_spmd_reverse && def->describe_spmd) << name;
     if (def->grad_kind == ir::GradKind::kDifferentiable) EXPECT_TRUE(def->grad) << name;
     // A *_grad op is a gradient op: it must not claim a gradient of its own.
     if (name.size() > 5 && name.substr(name.size() - 5) == "_grad") {
