@@ -6,6 +6,7 @@
 #include "engine/c_api.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_path.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ constexpr char kProgram[] =
     "}\n";
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return pdist::testing::UniqueTempPath(name);
 }
 
 // A loaded program, destroyed at scope exit.

@@ -10,6 +10,7 @@
 
 #include "ir/models/gpt.h"
 #include "ir/serialize.h"
+#include "tests/testing/temp_path.h"
 
 namespace {
 
@@ -23,13 +24,13 @@ std::string WriteTinyModel() {
   c.batch = 2;
   auto program = pdist::ir::models::BuildGpt(c);
   EXPECT_TRUE(program.ok()) << program.status();
-  const std::string path = ::testing::TempDir() + "/c_api_test_model.pb";
+  const std::string path = pdist::testing::UniqueTempPath("model.pb");
   EXPECT_TRUE(pdist::ir::SaveProgram(*program, path).ok());
   return path;
 }
 
 std::string WriteText(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = pdist::testing::UniqueTempPath(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -92,7 +93,7 @@ TEST(CApiTest, FitEvaluateSaveLoad) {
   ASSERT_EQ(pdist_engine_evaluate(engine, &data, 2, &eval), PDIST_OK) << pdist_last_error();
   EXPECT_GT(eval, 0.0);
 
-  const std::string ckpt = ::testing::TempDir() + "/c_api_test.ckpt";
+  const std::string ckpt = pdist::testing::UniqueTempPath("ckpt");
   ASSERT_EQ(pdist_engine_save(engine, ckpt.c_str()), PDIST_OK) << pdist_last_error();
   pdist_engine* restored = nullptr;
   ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &restored), PDIST_OK);

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_path.h"
 
 namespace pdist::engine {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/pdist_dataset_" + name; }
+std::string TempPath(const std::string& name) { return pdist::testing::UniqueTempPath(name); }
 
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -10,6 +10,7 @@
 #include "engine/token_batches.h"
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
+#include "tests/testing/temp_path.h"
 
 namespace pdist::engine {
 namespace {
@@ -101,7 +102,7 @@ TEST(EngineTest, SameSeedGivesBitwiseSameLosses) {
 }
 
 TEST(EngineTest, CheckpointResumesWithIdenticalNextLoss) {
-  const std::string path = ::testing::TempDir() + "/engine_test.ckpt";
+  const std::string path = pdist::testing::UniqueTempPath("ckpt");
   auto model = ir::models::BuildGpt(SmallGpt());
   ASSERT_TRUE(model.ok());
   ir::Program copy = model->Clone();
@@ -126,7 +127,7 @@ TEST(EngineTest, CheckpointResumesWithIdenticalNextLoss) {
 }
 
 TEST(EngineTest, LoadRejectsCheckpointOfAnotherModel) {
-  const std::string path = ::testing::TempDir() + "/engine_test_other.ckpt";
+  const std::string path = pdist::testing::UniqueTempPath("ckpt");
   auto small = ir::models::BuildGpt(SmallGpt());
   ir::models::GptConfig bigger_config = SmallGpt();
   bigger_config.hidden = 32;

@@ -11,6 +11,7 @@
 #include "ir/serialize.h"
 #include "program.pb.h"
 #include "tests/ir/sample_programs.h"
+#include "tests/testing/temp_path.h"
 
 namespace pdist::ir {
 namespace {
@@ -23,7 +24,7 @@ std::string Serialized(const Program& p) {
 
 // A file path in the test's temporary directory.
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return pdist::testing::UniqueTempPath(name);
 }
 
 TEST(SerializeTest, RoundTripIsExact) {

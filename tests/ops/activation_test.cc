@@ -10,13 +10,14 @@
 #include "gtest/gtest.h"
 #include "ir/builder.h"
 #include "ir/op_def.h"
+#include "tests/ops/op_test_helpers.h"
 #include "tests/testing/op_testing.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-namespace pdist {
+namespace pdist::testing {
 namespace {
 
 using exec::Tensor;
@@ -28,30 +29,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
-Tensor F32(const Shape& shape, const std::vector<double>& values) {
-  return exec::TensorFromDoubles({shape, DataType::kFloat32}, values);
-}
-Tensor F64(const Shape& shape, const std::vector<double>& values) {
-  return exec::TensorFromDoubles({shape, DataType::kFloat64}, values);
-}
-
-std::vector<Tensor> Eval(const std::string& op, const std::vector<Tensor>& inputs, const ir::AttributeMap& attrs = {}) {
-  absl::StatusOr<std::vector<Tensor>> out = testing::RunOp(op, inputs, attrs);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : std::vector<Tensor>{};
-}
-
-std::vector<double> Values(const Tensor& t) { return exec::TensorToDoubles(t); }
-
 // f32 forward values of `op` on {-1, 0, 1, 2}.
 std::vector<double> OnSamples(const std::string& op, const ir::AttributeMap& attrs = {}) {
-  return Values(Eval(op, {F32({4}, {-1, 0, 1, 2})}, attrs)[0]);
+  return Values(MustRun(op, {F32({4}, {-1, 0, 1, 2})}, attrs)[0]);
 }
 
 TEST(ActivationTest, Scale) {
   const Tensor x = F32({3}, {1, 2, -3});
-  EXPECT_THAT(Values(Eval("scale", {x}, {{"scale", 2.0}, {"bias", 1.0}})[0]), ElementsAre(3, 5, -5));
-  EXPECT_THAT(Values(Eval("scale", {x}, {{"scale", 2.0}, {"bias", 1.0}, {"bias_after_scale", false}})[0]),
+  EXPECT_THAT(Values(MustRun("scale", {x}, {{"scale", 2.0}, {"bias", 1.0}})[0]), ElementsAre(3, 5, -5));
+  EXPECT_THAT(Values(MustRun("scale", {x}, {{"scale", 2.0}, {"bias", 1.0}, {"bias_after_scale", false}})[0]),
               ElementsAre(4, 6, -4));
 }
 
@@ -76,7 +62,7 @@ TEST(ActivationTest, VectorisedFloatMatchesDoubleReference) {
       {"exp", [](double v) { return std::exp(v); }},
   };
   for (const auto& [op, reference] : cases) {
-    const Tensor out = Eval(op, {x})[0];
+    const Tensor out = MustRun(op, {x})[0];
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       const double want = reference(x.At(i));
       ASSERT_NEAR(out.At(i), want, 1e-6 + 1e-5 * std::abs(want)) << op << " at x = " << x.At(i);
@@ -86,20 +72,20 @@ TEST(ActivationTest, VectorisedFloatMatchesDoubleReference) {
 
 TEST(ActivationTest, GradOpValues) {
   const Tensor g = F64({3}, {1, 2, 3});
-  EXPECT_THAT(Values(Eval("relu_grad", {F64({3}, {0, 1, 2}), g})[0]), ElementsAre(0, 2, 3));
-  EXPECT_THAT(Values(Eval("tanh_grad", {F64({3}, {0, 0.5, 1}), g})[0]), ElementsAre(1, 1.5, 0));
-  EXPECT_THAT(Values(Eval("exp_grad", {F64({3}, {1, 2, 3}), g})[0]), ElementsAre(1, 4, 9));
-  EXPECT_THAT(Values(Eval("gelu_grad", {F64({1}, {0}), F64({1}, {1})})[0]), ElementsAre(0.5));
-  EXPECT_THAT(Values(Eval("silu_grad", {F64({1}, {0}), F64({1}, {1})})[0]), ElementsAre(0.5));
+  EXPECT_THAT(Values(MustRun("relu_grad", {F64({3}, {0, 1, 2}), g})[0]), ElementsAre(0, 2, 3));
+  EXPECT_THAT(Values(MustRun("tanh_grad", {F64({3}, {0, 0.5, 1}), g})[0]), ElementsAre(1, 1.5, 0));
+  EXPECT_THAT(Values(MustRun("exp_grad", {F64({3}, {1, 2, 3}), g})[0]), ElementsAre(1, 4, 9));
+  EXPECT_THAT(Values(MustRun("gelu_grad", {F64({1}, {0}), F64({1}, {1})})[0]), ElementsAre(0.5));
+  EXPECT_THAT(Values(MustRun("silu_grad", {F64({1}, {0}), F64({1}, {1})})[0]), ElementsAre(0.5));
 }
 
 TEST(ActivationTest, Cast) {
-  std::vector<Tensor> to_int = Eval("cast", {F32({3}, {1.7, -1.7, 0})}, {{"dtype", DataType::kInt32}});
+  std::vector<Tensor> to_int = MustRun("cast", {F32({3}, {1.7, -1.7, 0})}, {{"dtype", DataType::kInt32}});
   EXPECT_EQ(to_int[0].type(), (ir::TensorType{{3}, DataType::kInt32}));
   EXPECT_THAT(Values(to_int[0]), ElementsAre(1, -1, 0));  // truncates toward zero
-  EXPECT_THAT(Values(Eval("cast", {F64({3}, {0.5, -2, 0})}, {{"dtype", DataType::kBool}})[0]), ElementsAre(1, 1, 0));
+  EXPECT_THAT(Values(MustRun("cast", {F64({3}, {0.5, -2, 0})}, {{"dtype", DataType::kBool}})[0]), ElementsAre(1, 1, 0));
   const Tensor ids = exec::TensorFromDoubles({{2}, DataType::kInt64}, {7, -3});
-  std::vector<Tensor> to_float = Eval("cast", {ids}, {{"dtype", DataType::kFloat32}});
+  std::vector<Tensor> to_float = MustRun("cast", {ids}, {{"dtype", DataType::kFloat32}});
   EXPECT_EQ(to_float[0].dtype(), DataType::kFloat32);
   EXPECT_THAT(Values(to_float[0]), ElementsAre(7, -3));
 }
@@ -141,7 +127,7 @@ TEST(ActivationTest, Errors) {
 }
 
 std::vector<Tensor> Dropout(const Tensor& x, ir::AttributeMap attrs, const Tensor& seed = Tensor()) {
-  return seed.defined() ? Eval("dropout", {x, seed}, attrs) : Eval("dropout", {x}, attrs);
+  return seed.defined() ? MustRun("dropout", {x, seed}, attrs) : MustRun("dropout", {x}, attrs);
 }
 
 TEST(DropoutTest, UpscaleInTrain) {
@@ -197,8 +183,8 @@ TEST(DropoutTest, TestModeAndOtherModes) {
 TEST(DropoutTest, GradAppliesMaskAndFactor) {
   const Tensor mask = exec::TensorFromDoubles({{3}, DataType::kBool}, {1, 0, 1});
   const Tensor g = F64({3}, {1, 2, 3});
-  EXPECT_THAT(Values(Eval("dropout_grad", {mask, g}, {{"p", 0.5}})[0]), ElementsAre(2, 0, 6));
-  EXPECT_THAT(Values(Eval("dropout_grad", {mask, g}, {{"p", 0.5}, {"is_test", true}})[0]), ElementsAre(1, 0, 3));
+  EXPECT_THAT(Values(MustRun("dropout_grad", {mask, g}, {{"p", 0.5}})[0]), ElementsAre(2, 0, 6));
+  EXPECT_THAT(Values(MustRun("dropout_grad", {mask, g}, {{"p", 0.5}, {"is_test", true}})[0]), ElementsAre(1, 0, 3));
 }
 
 // Finite-difference checks of every differentiable unary op (float64).
@@ -231,4 +217,4 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
-}  // namespace pdist
+}  // namespace pdist::testing

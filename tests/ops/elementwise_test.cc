@@ -9,13 +9,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
+#include "tests/ops/op_test_helpers.h"
 #include "tests/testing/op_testing.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-namespace pdist {
+namespace pdist::testing {
 namespace {
 
 using exec::Tensor;
@@ -24,22 +25,6 @@ using ir::Shape;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-Tensor F32(const Shape& shape, const std::vector<double>& values) {
-  return exec::TensorFromDoubles({shape, DataType::kFloat32}, values);
-}
-Tensor F64(const Shape& shape, const std::vector<double>& values) {
-  return exec::TensorFromDoubles({shape, DataType::kFloat64}, values);
-}
-
-// Runs `op` and returns every result; fails the test on error.
-std::vector<Tensor> Eval(const std::string& op, const std::vector<Tensor>& inputs, const ir::AttributeMap& attrs = {}) {
-  absl::StatusOr<std::vector<Tensor>> out = testing::RunOp(op, inputs, attrs);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : std::vector<Tensor>{};
-}
-
-std::vector<double> Values(const Tensor& t) { return exec::TensorToDoubles(t); }
 
 // out[i] for a row-major index into `out_shape`, reading `in` broadcast numpy-style: the naive
 // reference for the strided kernels.
@@ -58,47 +43,47 @@ double BroadcastAt(const Tensor& in, const Shape& out_shape, int64_t flat) {
 }
 
 TEST(ElementwiseTest, AddSameShape) {
-  std::vector<Tensor> out = Eval("add", {F32({2, 2}, {1, 2, 3, 4}), F32({2, 2}, {10, 20, 30, 40})});
+  std::vector<Tensor> out = MustRun("add", {F32({2, 2}, {1, 2, 3, 4}), F32({2, 2}, {10, 20, 30, 40})});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].type(), (ir::TensorType{{2, 2}, DataType::kFloat32}));
   EXPECT_THAT(Values(out[0]), ElementsAre(11, 22, 33, 44));
 }
 
 TEST(ElementwiseTest, AddBroadcastsVectorOverRows) {
-  std::vector<Tensor> out = Eval("add", {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3}, {10, 20, 30})});
+  std::vector<Tensor> out = MustRun("add", {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3}, {10, 20, 30})});
   EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
   EXPECT_THAT(Values(out[0]), ElementsAre(11, 22, 33, 14, 25, 36));
 }
 
 TEST(ElementwiseTest, MultiplyColumnByRow) {
-  std::vector<Tensor> out = Eval("multiply", {F32({2, 1}, {1, 2}), F32({1, 3}, {3, 4, 5})});
+  std::vector<Tensor> out = MustRun("multiply", {F32({2, 1}, {1, 2}), F32({1, 3}, {3, 4, 5})});
   EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
   EXPECT_THAT(Values(out[0]), ElementsAre(3, 4, 5, 6, 8, 10));
 }
 
 TEST(ElementwiseTest, SubtractScalarOnEitherSide) {
-  EXPECT_THAT(Values(Eval("subtract", {F32({3}, {1, 2, 3}), F32({}, {1})})[0]), ElementsAre(0, 1, 2));
-  EXPECT_THAT(Values(Eval("subtract", {F32({}, {1}), F32({3}, {1, 2, 3})})[0]), ElementsAre(0, -1, -2));
+  EXPECT_THAT(Values(MustRun("subtract", {F32({3}, {1, 2, 3}), F32({}, {1})})[0]), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Values(MustRun("subtract", {F32({}, {1}), F32({3}, {1, 2, 3})})[0]), ElementsAre(0, -1, -2));
 }
 
 TEST(ElementwiseTest, DivideAndMaximum) {
-  EXPECT_THAT(Values(Eval("divide", {F64({2}, {1, 3}), F64({2}, {2, 4})})[0]), ElementsAre(0.5, 0.75));
-  EXPECT_THAT(Values(Eval("maximum", {F64({4}, {1, 5, -2, 3}), F64({4}, {2, 4, -2, 7})})[0]),
+  EXPECT_THAT(Values(MustRun("divide", {F64({2}, {1, 3}), F64({2}, {2, 4})})[0]), ElementsAre(0.5, 0.75));
+  EXPECT_THAT(Values(MustRun("maximum", {F64({4}, {1, 5, -2, 3}), F64({4}, {2, 4, -2, 7})})[0]),
               ElementsAre(2, 5, -2, 7));
 }
 
 TEST(ElementwiseTest, ComparisonsGiveBool) {
   const Tensor x = F32({2, 3}, {1, 5, 3, 4, 2, 6});
   const Tensor y = F32({3}, {2, 2, 3});
-  std::vector<Tensor> gt = Eval("greater_than", {x, y});
+  std::vector<Tensor> gt = MustRun("greater_than", {x, y});
   EXPECT_EQ(gt[0].type(), (ir::TensorType{{2, 3}, DataType::kBool}));
   EXPECT_THAT(Values(gt[0]), ElementsAre(0, 1, 0, 1, 0, 1));
-  EXPECT_THAT(Values(Eval("less_than", {x, y})[0]), ElementsAre(1, 0, 0, 0, 0, 0));
-  EXPECT_THAT(Values(Eval("equal", {x, y})[0]), ElementsAre(0, 0, 1, 0, 1, 0));
+  EXPECT_THAT(Values(MustRun("less_than", {x, y})[0]), ElementsAre(1, 0, 0, 0, 0, 0));
+  EXPECT_THAT(Values(MustRun("equal", {x, y})[0]), ElementsAre(0, 0, 1, 0, 1, 0));
   // Integer operands (labels against an ignore index).
   const Tensor labels = exec::TensorFromDoubles({{4}, DataType::kInt64}, {3, -100, 0, -100});
   const Tensor ignore = exec::TensorFromDoubles({{}, DataType::kInt64}, {-100});
-  EXPECT_THAT(Values(Eval("equal", {labels, ignore})[0]), ElementsAre(0, 1, 0, 1));
+  EXPECT_THAT(Values(MustRun("equal", {labels, ignore})[0]), ElementsAre(0, 1, 0, 1));
 }
 
 // Shapes whose broadcast is neither a row nor a scalar, and a size large enough to be split
@@ -109,7 +94,7 @@ TEST(ElementwiseTest, GeneralBroadcastMatchesReference) {
   for (const auto& [xs, ys] : cases) {
     const Tensor x = testing::RandomTensor({xs, DataType::kFloat64}, 1);
     const Tensor y = testing::RandomTensor({ys, DataType::kFloat64}, 2);
-    const Tensor out = Eval("subtract", {x, y})[0];
+    const Tensor out = MustRun("subtract", {x, y})[0];
     for (int64_t i = 0; i < out.num_elements(); ++i) {
       ASSERT_EQ(out.At(i), BroadcastAt(x, out.shape(), i) - BroadcastAt(y, out.shape(), i))
           << ir::ShapeToString(xs) << " - " << ir::ShapeToString(ys) << " at " << i;
@@ -142,7 +127,7 @@ TEST(ElementwiseTest, MismatchedShapesAreRejected) {
 }
 
 TEST(ElementwiseGradTest, AddGradSumsOverBroadcastDims) {
-  std::vector<Tensor> g = Eval("add_grad", {F64({2, 3}, {0, 0, 0, 0, 0, 0}), F64({3}, {0, 0, 0}),
+  std::vector<Tensor> g = MustRun("add_grad", {F64({2, 3}, {0, 0, 0, 0, 0, 0}), F64({3}, {0, 0, 0}),
                                            F64({2, 3}, {1, 2, 3, 4, 5, 6})});
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(g[0].shape(), (Shape{2, 3}));
@@ -153,7 +138,7 @@ TEST(ElementwiseGradTest, AddGradSumsOverBroadcastDims) {
 
 TEST(ElementwiseGradTest, MultiplyGradOfOuterProduct) {
   // out[i][j] = x[i] * y[j]: x_grad[i] = Σj g[i][j] y[j], y_grad[j] = Σi g[i][j] x[i].
-  std::vector<Tensor> g = Eval("multiply_grad", {F64({2, 1}, {1, 2}), F64({1, 3}, {3, 4, 5}),
+  std::vector<Tensor> g = MustRun("multiply_grad", {F64({2, 1}, {1, 2}), F64({1, 3}, {3, 4, 5}),
                                                 F64({2, 3}, {1, 0, 2, 0, 1, 1})});
   EXPECT_EQ(g[0].shape(), (Shape{2, 1}));
   EXPECT_THAT(Values(g[0]), ElementsAre(13, 9));
@@ -162,7 +147,7 @@ TEST(ElementwiseGradTest, MultiplyGradOfOuterProduct) {
 }
 
 TEST(ElementwiseGradTest, MaximumTiesGoToY) {
-  std::vector<Tensor> g = Eval("maximum_grad", {F64({3}, {1, 3, 2}), F64({3}, {1, 1, 3}), F64({3}, {10, 20, 30})});
+  std::vector<Tensor> g = MustRun("maximum_grad", {F64({3}, {1, 3, 2}), F64({3}, {1, 1, 3}), F64({3}, {10, 20, 30})});
   EXPECT_THAT(Values(g[0]), ElementsAre(0, 20, 0));
   EXPECT_THAT(Values(g[1]), ElementsAre(10, 0, 30));
 }
@@ -186,7 +171,7 @@ TEST(ElementwiseGradTest, BroadcastSumsAreDeterministic) {
 #ifdef _OPENMP
       omp_set_num_threads(threads);
 #endif
-      per_threads.push_back(Values(Eval("add_grad", {x, y, g})[1]));
+      per_threads.push_back(Values(MustRun("add_grad", {x, y, g})[1]));
     }
     for (const std::vector<double>& got : per_threads) {
       EXPECT_THAT(got, ElementsAreArray(reference)) << "y " << ir::ShapeToString(y_shape);
@@ -231,4 +216,4 @@ TEST(BinaryGradTest, RankThreeBroadcast) {
 }
 
 }  // namespace
-}  // namespace pdist
+}  // namespace pdist::testing

@@ -20,6 +20,17 @@ inline exec::Tensor Literal(const ir::Shape& shape, const std::vector<double>& v
   return exec::TensorFromDoubles({shape, dtype}, values);
 }
 
+// Literal tensors of float32 / float64.
+inline exec::Tensor F32(const ir::Shape& shape, const std::vector<double>& values) {
+  return Literal(shape, values, ir::DataType::kFloat32);
+}
+inline exec::Tensor F64(const ir::Shape& shape, const std::vector<double>& values) {
+  return Literal(shape, values, ir::DataType::kFloat64);
+}
+
+// The elements of `t` as doubles, row-major.
+inline std::vector<double> Values(const exec::Tensor& t) { return exec::TensorToDoubles(t); }
+
 // Runs `op_type` and returns its results; a failure fails the test (and returns nothing).
 inline std::vector<exec::Tensor> MustRun(const std::string& op_type, const std::vector<exec::Tensor>& inputs,
                                          const ir::AttributeMap& attrs = {}) {

@@ -24,8 +24,6 @@ using ::testing::HasSubstr;
 
 constexpr DataType kF64 = DataType::kFloat64;
 
-std::vector<double> Values(const Tensor& t) { return exec::TensorToDoubles(t); }
-
 // Reduces x over the axes marked in `reduced` the slow way: one pass over x, in index order.
 std::vector<double> NaiveReduce(const std::string& op, const Tensor& x, const std::vector<bool>& reduced) {
   const Shape& shape = x.shape();

@@ -19,8 +19,6 @@ using ::testing::HasSubstr;
 constexpr DataType kF64 = DataType::kFloat64;
 using Ints = std::vector<int64_t>;
 
-std::vector<double> Values(const Tensor& t) { return exec::TensorToDoubles(t); }
-
 // 0, 1, 2, ... in `shape`.
 Tensor Iota(const Shape& shape, DataType dtype = kF64) {
   std::vector<double> v(static_cast<size_t>(ir::NumElements(shape)));

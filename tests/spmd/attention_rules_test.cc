@@ -1,7 +1,7 @@
 // SPMD rules of flash_attn / flash_attention and flash_attn_grad: hand-worked cases.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/spmd/nn_spmd_test_util.h"
+#include "tests/spmd/spmd_test_util.h"
 
 namespace pdist::nn_spmd_test {
 namespace {

@@ -1,7 +1,7 @@
 // Golden tests of the printed SPMD rules (describe_spmd) of the matmul, elementwise, activation,
 // reduction, shape and slicing families; and that every one of their ops has all three slots.
 #include "gtest/gtest.h"
-#include "tests/spmd/nn_spmd_test_util.h"
+#include "tests/spmd/spmd_test_util.h"
 
 namespace pdist::nn_spmd_test {
 namespace {

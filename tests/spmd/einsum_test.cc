@@ -4,7 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/spmd/einsum_rule.h"
-#include "tests/spmd/nn_spmd_test_util.h"
+#include "tests/spmd/spmd_test_util.h"
 
 namespace pdist::ir::spmd {
 namespace {

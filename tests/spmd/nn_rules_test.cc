@@ -1,7 +1,7 @@
 // SPMD rules of embedding, cross_entropy_with_softmax, fused_rope and their gradients.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/spmd/nn_spmd_test_util.h"
+#include "tests/spmd/spmd_test_util.h"
 
 namespace pdist::nn_spmd_test {
 namespace {

@@ -2,7 +2,7 @@
 // whole before the update.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/spmd/nn_spmd_test_util.h"
+#include "tests/spmd/spmd_test_util.h"
 
 namespace pdist::nn_spmd_test {
 namespace {

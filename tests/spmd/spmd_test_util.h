@@ -1,4 +1,4 @@
-// Helpers for the nn SPMD rule tests: call a registered op's rule and print its answer compactly.
+// Helpers for the SPMD rule tests: call a registered op's rule and print its answer compactly.
 //
 //   Forward("softmax", {S({8, 16, 32}, {1, -1, 0})}, {2, 2})  → "[1,-1,-1] -> [1,-1,-1]"
 //   (inputs, then outputs; " {0: sum}" after a Partial spec; "_" for an absent input)
