@@ -1,0 +1,85 @@
+// pdist-run: starts the ranks of a multi-process job on this machine (pdist's torchrun).
+//
+//   pdist-run --nprocs 4 -- ./my_trainer --steps 100
+//   [rank 0] step 1 loss 5.52
+//   [rank 1] step 1 loss 5.52
+//   ...
+//
+// Exit status: 0 when every rank exited 0; the first failing rank's status (128 + its signal
+// when one killed it); 124 after --timeout-s; 128 + the signal when pdist-run was interrupted;
+// 1 when the job could not be started; 2 for bad usage.
+#include <climits>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tools/cli.h"
+#include "tools/launcher.h"
+
+namespace pdist {
+namespace {
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "pdist-run: %s\n(run 'pdist-run --help' for usage)\n", message.c_str());
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  int64_t nprocs = 1, master_port = 0;
+  double timeout_s = 0;
+  tools::LaunchOptions options;
+  cli::FlagSet flags(
+      "pdist-run", "--nprocs N [options] -- COMMAND [ARGS...]",
+      "Starts N processes of COMMAND (looked up in PATH) as the ranks of one job on this machine, each with\n"
+      "the rendezvous environment the gloo communicator reads: RANK, LOCAL_RANK, WORLD_SIZE,\n"
+      "LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, PDIST_BACKEND and, with --rendezvous-dir,\n"
+      "PDIST_RENDEZVOUS_DIR. Each rank's stdout and stderr come back line by line as \"[rank r] ...\"\n"
+      "(stdin is /dev/null). When a rank fails, the others get SIGTERM, then SIGKILL after 2 s, and\n"
+      "pdist-run exits with that rank's status. SIGINT and SIGTERM are forwarded to every rank.\n"
+      "See docs/launcher.md.");
+  flags.Int("nprocs", &nprocs, "number of ranks (processes), 1..1024");
+  flags.String("backend", &options.backend, "communicator backend the ranks use (PDIST_BACKEND): gloo");
+  flags.String("rendezvous-dir", &options.rendezvous_dir,
+               "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must be empty");
+  flags.Int("master-port", &master_port, "MASTER_PORT of rank 0's TCP store (0: a free port)");
+  flags.Double("timeout-s", &timeout_s, "stop every rank after this many seconds (0: no limit)");
+
+  // The command starts after the first `--`; everything before it is pdist-run's own, so that
+  // the command's flags (even --help) are never taken for pdist-run's.
+  int split = 1;
+  while (split < argc && std::string(argv[split]) != "--") ++split;
+  const std::vector<std::string> positional =
+      flags.ParseOrExit(split, const_cast<const char* const*>(argv));
+  if (!positional.empty()) {
+    return UsageError(absl::StrCat("unexpected argument '", positional[0],
+                                   "': the command goes after `--` (pdist-run --nprocs N -- COMMAND [ARGS...])"));
+  }
+  if (split + 1 >= argc) {
+    return UsageError(split == argc ? "missing `-- COMMAND [ARGS...]`: the command to start on every rank"
+                                    : "missing command after `--`");
+  }
+  options.command.assign(argv + split + 1, argv + argc);
+
+  // Out-of-range values keep their own number in the message (the struct holds an int).
+  auto narrow = [](int64_t v) { return v < INT_MIN || v > INT_MAX ? INT_MIN : static_cast<int>(v); };
+  if (narrow(nprocs) == INT_MIN) return UsageError(absl::StrCat("--nprocs ", nprocs, ": must be 1..", tools::kMaxProcs));
+  if (narrow(master_port) == INT_MIN) return UsageError(absl::StrCat("--master-port ", master_port, ": must be 0..65535"));
+  options.nprocs = narrow(nprocs);
+  options.master_port = narrow(master_port);
+  if (!(timeout_s >= 0)) return UsageError(absl::StrCat("--timeout-s ", timeout_s, ": must be >= 0 (0: no timeout)"));
+  options.timeout = absl::Seconds(timeout_s);
+  if (absl::Status s = tools::ValidateLaunchOptions(options); !s.ok()) return UsageError(std::string(s.message()));
+
+  absl::StatusOr<tools::LaunchResult> result = tools::Launch(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "pdist-run: %s\n", std::string(result.status().message()).c_str());
+    return 1;
+  }
+  return result->exit_code;
+}
+
+}  // namespace
+}  // namespace pdist
+
+int main(int argc, char** argv) { return pdist::Main(argc, argv); }
