@@ -3,10 +3,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
-#include "engine/strategy_check.h"
+#include "engine/distributed_programs.h"
+#include "executor/comm/inproc/inproc_communicator.h"
+#include "engine/gloo_world.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
 #include "passes/autodiff.h"
@@ -21,40 +24,130 @@ double LearningRateSchedule::At(int64_t step) const {
   return base * (min_ratio + (1.0 - min_ratio) * cosine);
 }
 
-Engine::Engine(ir::Program forward, ir::Program train, EngineOptions options)
-    : forward_(std::move(forward)), train_(std::move(train)), options_(std::move(options)) {}
+Engine::Engine(ir::Program forward, EngineOptions options)
+    : forward_(std::move(forward)), options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, EngineOptions options) {
-  PDIST_RETURN_IF_ERROR(CheckSingleRankStrategy(options.strategy_json));
   if (forward.loss() == nullptr) return absl::InvalidArgumentError("the model has no loss");
   if (!forward.gradients().empty() || !forward.updates().empty()) {
     return absl::InvalidArgumentError("the model already has backward or optimizer ops; give the forward program");
   }
+  if (options.backend != "inproc" && options.backend != "gloo") {
+    return absl::InvalidArgumentError(absl::StrCat("backend '", options.backend, "': expected inproc or gloo"));
+  }
   PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(forward), "model"));
-  ir::Program train = forward.Clone();
-  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(train), std::move(options)));
+  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options)));
   PDIST_RETURN_IF_ERROR(engine->Prepare());
   return engine;
 }
 
 absl::Status Engine::Prepare() {
-  PDIST_RETURN_IF_ERROR(passes::AppendBackward(train_, train_.loss()));
-  PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(train_, options_.optimizer));
-  PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(train_), "training program"));
-  exec::ExecutorOptions train_options;
-  train_options.profile = options_.profile;
-  PDIST_ASSIGN_OR_RETURN(exec::Executor train, exec::Executor::Create(train_, train_options));
-  PDIST_ASSIGN_OR_RETURN(exec::Executor eval, exec::Executor::Create(forward_));
-  train_executor_ = std::make_unique<exec::Executor>(std::move(train));
-  eval_executor_ = std::make_unique<exec::Executor>(std::move(eval));
-  PDIST_RETURN_IF_ERROR(exec::InitializeWorkspace(train_, options_.seed, workspace_));
   for (const ir::Value* arg : forward_.block().arguments()) {
     if (arg->role() == ir::ValueRole::kDataInput) {
       tokens_per_step_ = arg->type().num_elements();
       break;
     }
   }
+  if (options_.strategy_json.empty()) return PrepareSingleRank();
+  PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(options_.strategy_json));
+  PDIST_RETURN_IF_ERROR(Annotate(CheckExecutable(strategy), "strategy"));
+  if (strategy.WorldSize() == 1 && strategy.annotations.empty()) return PrepareSingleRank();
+  return PrepareDistributed(strategy);
+}
+
+absl::Status Engine::PrepareSingleRank() {
+  train_ = forward_.Clone();
+  PDIST_RETURN_IF_ERROR(passes::AppendBackward(train_, train_.loss()));
+  PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(train_, options_.optimizer));
+  PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(train_), "training program"));
+  passes::ReshardPlanCache plans;
+  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, forward_, /*rank=*/-1, plans, options_.profile));
+  PDIST_RETURN_IF_ERROR(runner->Initialize(options_.seed));
+  runners_.push_back(std::move(runner));
   return absl::OkStatus();
+}
+
+absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
+  PDIST_ASSIGN_OR_RETURN(DistributedPrograms programs,
+                         BuildDistributedPrograms(forward_, strategy, options_.optimizer));
+  world_size_ = programs.world_size;
+  train_ = std::move(programs.train);
+  exec::comm::CommConfig config;
+  config.timeout = absl::Seconds(options_.collective_timeout_s);
+
+  std::vector<int64_t> ranks;
+  if (options_.backend == "inproc") {
+    for (int64_t r = 0; r < world_size_; ++r) ranks.push_back(r);
+    auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size_));
+    for (int64_t r : ranks) {
+      PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(world, static_cast<int>(r), config));
+      worlds_.push_back(std::move(comm));
+    }
+  } else {
+    PDIST_ASSIGN_OR_RETURN(auto comm, CreateGlooWorld(config));
+    if (comm->size() != world_size_) {
+      return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE is ", comm->size(), " but the strategy needs ",
+                                                     world_size_, " ranks (dp_degree × mp_degree × pp_degree)"));
+    }
+    ranks.push_back(comm->rank());
+    worlds_.push_back(std::move(comm));
+  }
+  // Ranks that are threads of this process share its cores.
+  kernel_threads_per_rank_ = std::max(1, exec::KernelThreadsOfThisThread() / static_cast<int>(ranks.size()));
+
+  passes::ReshardPlanCache plans;
+  for (int64_t r : ranks) {
+    PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, options_.profile));
+    runners_.push_back(std::move(runner));
+  }
+  return OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+    PDIST_RETURN_IF_ERROR(runner.Connect(worlds_[k], programs.meshes));
+    return runner.Initialize(options_.seed);
+  });
+}
+
+absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
+  if (runners_.size() == 1) {
+    absl::Status status = fn(0, *runners_[0]);
+    if (!status.ok() && !worlds_.empty()) worlds_[0]->Abort();  // peers in other processes stop waiting
+    return status;
+  }
+  std::vector<absl::Status> statuses(runners_.size());
+  std::vector<std::thread> threads;
+  threads.reserve(runners_.size());
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    threads.emplace_back([&, i] {
+      exec::SetKernelThreadsOfThisThread(kernel_threads_per_rank_);
+      statuses[i] = fn(i, *runners_[i]);
+      if (!statuses[i].ok()) {
+        for (const auto& world : worlds_) world->Abort();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // The root cause: a failure that is not another rank's abort.
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (!statuses[i].ok() && !absl::IsAborted(statuses[i])) {
+      return Annotate(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+    }
+  }
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (!statuses[i].ok()) return Annotate(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+  }
+  return absl::OkStatus();
+}
+
+const exec::Workspace& Engine::workspace() const { return runners_.front()->workspace(); }
+
+int64_t Engine::first_local_rank() const { return std::max<int64_t>(0, runners_.front()->rank()); }
+
+absl::StatusOr<exec::Workspace> Engine::WholeState() const {
+  std::vector<exec::Workspace> states(runners_.size());
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+    PDIST_ASSIGN_OR_RETURN(states[k], runner.WholeState());
+    return absl::OkStatus();
+  }));
+  return states.front();
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
@@ -65,27 +158,31 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   result.lr = options_.lr.At(step_);
   all[passes::kLearningRateFeed] = exec::Tensor::Scalar(lr_value->type().dtype, result.lr);
   const auto start = std::chrono::steady_clock::now();
-  // Run on a copy of the workspace map (tensors are shared, not copied), so that a failing
-  // step leaves the parameters as they were.
-  exec::Workspace next = workspace_;
-  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, train_executor_->Run(all, next));
+  std::vector<exec::RunResult> runs(runners_.size());
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+    PDIST_ASSIGN_OR_RETURN(runs[k], runner.Train(all));
+    return absl::OkStatus();
+  }));
+  const exec::RunResult& run = runs.front();
   if (!std::isfinite(run.loss)) {
     return absl::InvalidArgumentError(absl::StrCat("loss is ", run.loss, " at step ", step_,
                                                    " (diverged: lower the learning rate)"));
   }
-  workspace_ = std::move(next);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = run.loss;
-  result.peak_bytes = run.peak_bytes;
-  result.op_seconds = std::move(run.op_seconds);
+  for (const exec::RunResult& r : runs) result.peak_bytes = std::max(result.peak_bytes, r.peak_bytes);
+  result.op_seconds = run.op_seconds;
   ++step_;
   return result;
 }
 
 absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {
-  exec::Workspace ws = workspace_;  // shares tensors; eval writes nothing back
-  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, eval_executor_->Run(feeds, ws));
-  return run.loss;
+  std::vector<double> losses(runners_.size());
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+    PDIST_ASSIGN_OR_RETURN(losses[k], runner.Eval(feeds));
+    return absl::OkStatus();
+  }));
+  return losses.front();
 }
 
 absl::StatusOr<std::vector<StepResult>> Engine::Fit(const BatchSource& next_batch, int64_t steps,
@@ -112,29 +209,16 @@ absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t s
 }
 
 absl::Status Engine::Save(const std::string& path) const {
-  return SaveCheckpoint(Checkpoint{step_, workspace_}, path);
+  // Checkpoints hold whole tensors whatever the strategy, so any strategy can resume them.
+  PDIST_ASSIGN_OR_RETURN(exec::Workspace whole, WholeState());
+  if (first_local_rank() != 0) return absl::OkStatus();
+  return SaveCheckpoint(Checkpoint{step_, std::move(whole)}, path);
 }
 
 absl::Status Engine::Load(const std::string& path) {
   PDIST_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
-  for (const auto& [name, t] : workspace_) {
-    auto it = ckpt.tensors.find(name);
-    if (it == ckpt.tensors.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint '", path, "' has no tensor '", name, "'"));
-    }
-    if (it->second.type() != t.type()) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint '", path, "': tensor '", name, "' is ",
-                                                     it->second.type().ToString(), ", the model has ",
-                                                     t.type().ToString()));
-    }
-  }
-  for (const auto& [name, t] : ckpt.tensors) {
-    if (!workspace_.count(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("checkpoint '", path, "' has tensor '", name, "' that the model does not have"));
-    }
-  }
-  workspace_ = std::move(ckpt.tensors);
+  const std::string source = absl::StrCat("checkpoint '", path, "'");
+  for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->LoadWholeState(ckpt.tensors, source));
   step_ = ckpt.step;
   return absl::OkStatus();
 }

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/rank_runner.h"
 #include "executor/executor.h"
 #include "ir/program.h"
 #include "passes/optimizer.h"
+#include "strategy/strategy.h"
 
 namespace pdist::engine {
 
@@ -34,6 +36,12 @@ struct EngineOptions {
   uint64_t seed = 1;           // parameter initialisation
   std::string strategy_json;   // optional; see docs/strategy.md
   bool profile = false;        // time kernels: StepResult::op_seconds
+  // How the strategy's ranks run: "inproc" — all of them, as threads of this process;
+  // "gloo" — this process is one rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT or
+  // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them).
+  std::string backend = "inproc";
+  // How long a collective waits for the other ranks before the step fails.
+  double collective_timeout_s = 300;
 };
 
 struct StepResult {
@@ -67,22 +75,38 @@ class Engine {
   absl::Status Load(const std::string& path);
 
   const ir::Program& forward_program() const { return forward_; }
+  // The global training program (completed, when distributed).
   const ir::Program& train_program() const { return train_; }
-  const exec::Workspace& workspace() const { return workspace_; }
+  // The first local rank's parameters and optimizer states (its pieces, when distributed).
+  const exec::Workspace& workspace() const;
+  // Every parameter and optimizer state, whole. Collective under gloo: every rank calls it.
+  absl::StatusOr<exec::Workspace> WholeState() const;
   int64_t step() const { return step_; }
+  // Ranks of the job, and the ones this process runs (all under inproc, one under gloo).
+  int64_t world_size() const { return world_size_; }
+  const std::vector<std::unique_ptr<RankRunner>>& local_ranks() const { return runners_; }
+  // This process's first rank (0 for a single-rank or inproc job): the one that reports.
+  int64_t first_local_rank() const;
   // Tokens (elements of the first data input) per step, for throughput.
   int64_t tokens_per_step() const { return tokens_per_step_; }
 
  private:
-  Engine(ir::Program forward, ir::Program train, EngineOptions options);
+  Engine(ir::Program forward, EngineOptions options);
   absl::Status Prepare();
+  absl::Status PrepareSingleRank();
+  absl::Status PrepareDistributed(const strategy::Strategy& strategy);
+  // Runs fn on every local rank (threads under inproc). When one rank fails, the job's
+  // communicators are aborted so that no other rank waits for it, and the first failure that
+  // is not such an abort is returned.
+  absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn) const;
 
   ir::Program forward_;
   ir::Program train_;
   EngineOptions options_;
-  std::unique_ptr<exec::Executor> train_executor_;
-  std::unique_ptr<exec::Executor> eval_executor_;
-  exec::Workspace workspace_;
+  int64_t world_size_ = 1;
+  std::vector<std::unique_ptr<RankRunner>> runners_;
+  std::vector<std::shared_ptr<exec::comm::Communicator>> worlds_;  // one per local rank
+  int kernel_threads_per_rank_ = 1;
   int64_t step_ = 0;
   int64_t tokens_per_step_ = 0;
 };

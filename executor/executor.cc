@@ -99,6 +99,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
     }
     outputs.assign(op.num_results(), Tensor());
     KernelContext ctx(op, std::move(inputs), &outputs);
+    ctx.set_comm_groups(options_.comm_groups.get());
     const auto start = options_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     absl::Status status = (*kernels_[i])(ctx);
     if (options_.profile) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct ExecutorOptions {
   std::vector<int64_t> fetch_ids;
   // Time every kernel and report the totals per op type in RunResult::op_seconds.
   bool profile = false;
+  // The rank's communicators, for the collective ops of a partitioned program.
+  std::shared_ptr<comm::CommGroups> comm_groups;
 };
 
 struct RunResult {
@@ -72,5 +75,15 @@ class Executor {
 // counter-based RNG keyed by (seed, value name): the same name and seed give the same tensor
 // whatever else the program contains. Existing entries are kept.
 absl::Status InitializeWorkspace(const ir::Program& program, uint64_t seed, Workspace& workspace);
+
+// The same for a partitioned program of `rank`: each persistent value is that rank's piece
+// (its DistAttr says of which global tensor), and gets exactly the elements the whole tensor
+// has there, so every strategy starts from the same global model for the same seed.
+absl::Status InitializeLocalWorkspace(const ir::Program& local, uint64_t seed, int64_t rank, Workspace& workspace);
+
+// Kernel threads (OpenMP) of the calling thread's parallel regions. Ranks that run as threads
+// of one process share the cores: each rank thread takes its share.
+void SetKernelThreadsOfThisThread(int threads);
+int KernelThreadsOfThisThread();
 
 }  // namespace pdist::exec

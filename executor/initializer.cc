@@ -10,6 +10,8 @@
 #include "executor/dtype_dispatch.h"
 #include "executor/executor.h"
 #include "executor/random.h"
+#include "ir/dist/local_slice.h"
+#include "ir/status.h"
 
 namespace pdist::exec {
 
@@ -35,28 +37,57 @@ absl::StatusOr<InitSpec> ParseInit(const std::string& init, const std::string& n
                                                  "'; expected zeros, ones, const(X), normal(STD) or uniform(LIMIT)"));
 }
 
-}  // namespace
+// Fills `t` (the piece of a global tensor at `slice`) with the values the whole tensor has at
+// the same global positions.
+absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, const ir::Shape& global,
+                       const ir::LocalSlice& slice, Tensor& t) {
+  const uint64_t key = StreamKey(seed, HashName(v.name()));
+  const auto rank = static_cast<int64_t>(global.size());
+  // Global strides, and a local multi-index walked in row-major order.
+  std::vector<int64_t> stride(global.size(), 1);
+  for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * global[d + 1];
+  std::vector<int64_t> index(global.size(), 0);
+  const int64_t n = t.num_elements();
+  PDIST_DISPATCH_ALL(t.dtype(), T, {
+    T* out = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t flat = 0;
+      for (int64_t d = 0; d < rank; ++d) flat += (slice.offsets[d] + index[d]) * stride[d];
+      double x = spec.arg;
+      if (spec.kind == "normal") x = spec.arg * NormalAt(key, static_cast<uint64_t>(flat));
+      if (spec.kind == "uniform") x = spec.arg * (2.0 * UniformAt(key, static_cast<uint64_t>(flat)) - 1.0);
+      out[i] = static_cast<T>(x);
+      for (int64_t d = rank - 1; d >= 0 && ++index[d] == slice.sizes[d]; --d) index[d] = 0;
+    }
+  });
+  return absl::OkStatus();
+}
 
-absl::Status InitializeWorkspace(const ir::Program& program, uint64_t seed, Workspace& workspace) {
+absl::Status Initialize(const ir::Program& program, uint64_t seed, int64_t rank, Workspace& workspace) {
   for (const ir::Value* v : program.block().arguments()) {
     if (!v->is_persistent() || workspace.count(v->name())) continue;
-    absl::StatusOr<InitSpec> spec = ParseInit(v->init(), v->name());
-    if (!spec.ok()) return spec.status();
+    PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(v->init(), v->name()));
     Tensor t = Tensor::Empty(v->type());
-    const uint64_t key = StreamKey(seed, HashName(v->name()));
-    const int64_t n = t.num_elements();
-    PDIST_DISPATCH_ALL(t.dtype(), T, {
-      T* out = t.data<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        double x = spec->arg;
-        if (spec->kind == "normal") x = spec->arg * NormalAt(key, static_cast<uint64_t>(i));
-        if (spec->kind == "uniform") x = spec->arg * (2.0 * UniformAt(key, static_cast<uint64_t>(i)) - 1.0);
-        out[i] = static_cast<T>(x);
-      }
-    });
+    ir::Shape global = v->type().shape;
+    ir::LocalSlice slice{ir::Shape(global.size(), 0), global};
+    if (rank >= 0 && v->dist_attr()) {
+      global = ir::GlobalShapeOf(*v->dist_attr(), v->type().shape);
+      PDIST_ASSIGN_OR_RETURN(slice, ir::SliceOf(*v->dist_attr(), global, rank));
+    }
+    PDIST_RETURN_IF_ERROR(FillPiece(*v, spec, seed, global, slice, t));
     workspace.emplace(v->name(), std::move(t));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status InitializeWorkspace(const ir::Program& program, uint64_t seed, Workspace& workspace) {
+  return Initialize(program, seed, /*rank=*/-1, workspace);
+}
+
+absl::Status InitializeLocalWorkspace(const ir::Program& local, uint64_t seed, int64_t rank, Workspace& workspace) {
+  return Initialize(local, seed, rank, workspace);
 }
 
 }  // namespace pdist::exec

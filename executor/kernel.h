@@ -18,6 +18,9 @@
 #include "ir/program.h"
 
 namespace pdist::exec {
+namespace comm {
+class CommGroups;
+}  // namespace comm
 
 enum class Device : int8_t { kCPU = 0, kCUDA = 1 };
 
@@ -40,10 +43,15 @@ class KernelContext {
   void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
   Tensor& output(size_t i) { return (*outputs_)[i]; }
 
+  // The rank's communicators, for collective kernels; nullptr in a single-rank run.
+  comm::CommGroups* comm_groups() const { return comm_groups_; }
+  void set_comm_groups(comm::CommGroups* groups) { comm_groups_ = groups; }
+
  private:
   const ir::Operation& op_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor>* outputs_;
+  comm::CommGroups* comm_groups_ = nullptr;
 };
 
 using KernelFn = std::function<absl::Status(KernelContext&)>;

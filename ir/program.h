@@ -90,6 +90,8 @@ class Operation {
       : type_(std::move(type)), operands_(std::move(operands)), attrs_(std::move(attrs)) {}
 
   const std::string& type() const { return type_; }
+  // Retypes the op in place (partition swaps in an op's local form, e.g. c_embedding).
+  void set_type(std::string type) { type_ = std::move(type); }
   // An absent optional operand is nullptr.
   const std::vector<Value*>& operands() const { return operands_; }
   Value* operand(size_t i) const { return operands_.at(i); }
@@ -164,6 +166,7 @@ class Program {
   // later passes (sharding, gradient fusion). Printed as `gradient %1 <- %40`.
   const std::vector<StateUpdate>& gradients() const { return gradients_; }
   void add_gradient(Value* param, Value* grad) { gradients_.push_back({param, grad}); }
+  void clear_gradients() { gradients_.clear(); }
   Value* GradientOf(const Value* param) const {
     for (const StateUpdate& g : gradients_) {
       if (g.state == param) return g.new_value;

@@ -1,8 +1,10 @@
-// Built-in passes: thin Pass wrappers over AppendBackward, AppendOptimizer and
-// CompleteDistAttrs, and their registration (RegisterBuiltinPasses).
+// Built-in passes: thin Pass wrappers over AppendBackward, AppendOptimizer,
+// AnnotateFromStrategy and CompleteDistAttrs, and their registration (RegisterBuiltinPasses).
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
+#include "ir/printer.h"
 #include "ir/status.h"
+#include "passes/annotate_from_strategy.h"
 #include "passes/autodiff.h"
 #include "passes/completion.h"
 #include "passes/optimizer.h"
@@ -100,6 +102,56 @@ class CompletionPass : public Pass {
   }
 };
 
+// `annotate-strategy{dp=2,mp=2,pp=1,sp=false}`: annotates a forward program's data inputs,
+// Megatron tensor-parallel weights and (sp) sequence-parallel activations from the degrees
+// (passes/annotate_from_strategy.h). Explains every annotation, one line each.
+class AnnotateStrategyPass : public Pass {
+ public:
+  explicit AnnotateStrategyPass(strategy::Strategy s) : strategy_(std::move(s)) {}
+
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    strategy::Strategy s;
+    PassOptionReader reader("annotate-strategy", options);
+    PDIST_RETURN_IF_ERROR(reader.Read("dp", &s.dp_degree));
+    PDIST_RETURN_IF_ERROR(reader.Read("mp", &s.mp_degree));
+    PDIST_RETURN_IF_ERROR(reader.Read("pp", &s.pp_degree));
+    PDIST_RETURN_IF_ERROR(reader.Read("sp", &s.sp));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    for (const auto& [key, degree] : {std::pair{"dp", s.dp_degree}, {"mp", s.mp_degree}, {"pp", s.pp_degree}}) {
+      if (degree < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pass 'annotate-strategy': option '", key, "' must be >= 1, got ", degree));
+      }
+    }
+    return std::make_unique<AnnotateStrategyPass>(std::move(s));
+  }
+
+  std::string_view name() const override { return "annotate-strategy"; }
+
+  // dp and mp always; pp and sp when not their defaults.
+  PassOptions options() const override {
+    PassOptions options = {{"dp", absl::StrCat(strategy_.dp_degree)}, {"mp", absl::StrCat(strategy_.mp_degree)}};
+    if (strategy_.pp_degree != 1) options["pp"] = absl::StrCat(strategy_.pp_degree);
+    if (strategy_.sp) options["sp"] = "true";
+    return options;
+  }
+
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, AnnotateFromStrategyExplained(strategy_, program));
+    context.Explain(name(), absl::StrCat(plan.annotations.size(), " values annotated on mesh ", plan.mesh.ToString()));
+    const ir::ValueNumbering n(program);
+    for (const StrategyAnnotation& a : plan.annotations) {
+      context.Explain(name(), absl::StrCat(n.Name(a.value), a.value->name().empty() ? "" : " '" + a.value->name() + "'",
+                                           " ", ir::PlacementsToString(a.placements), " ← ", a.reason));
+    }
+    for (const std::string& note : plan.notes) context.Explain(name(), note);
+    return !plan.annotations.empty();
+  }
+
+ private:
+  strategy::Strategy strategy_;
+};
+
 // A factory for a pass without options.
 template <typename P>
 PassFactory NoOptions(const char* name) {
@@ -116,6 +168,10 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
                                           NoOptions<AutodiffPass>("autodiff")));
   PDIST_RETURN_IF_ERROR(registry.Register("optimizer", "append sgd|momentum|adamw updates for every gradient",
                                           &OptimizerPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("annotate-strategy",
+                                          "annotate data, Megatron tensor-parallel weights and sp activations from "
+                                          "dp/mp/sp degrees",
+                                          &AnnotateStrategyPass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("completion",
                                           "a DistAttr for every value from the annotated ones; insert reshard ops",
                                           NoOptions<CompletionPass>("completion")));

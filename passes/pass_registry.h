@@ -40,7 +40,7 @@ class PassRegistry {
   std::map<std::string, Entry> entries_;
 };
 
-// Registers autodiff, optimizer and completion (passes/builtin_passes.cc).
+// Registers autodiff, optimizer, annotate-strategy and completion (passes/builtin_passes.cc).
 absl::Status RegisterBuiltinPasses(PassRegistry& registry);
 
 }  // namespace pdist::passes

@@ -3,6 +3,7 @@
 //   pdist-export gpt --layers 2 --hidden 64 --heads 4 --vocab 256 --seq 32 --batch 8 -o model.pb
 //   pdist-export llama --dtype f64 --emit text            # textual IR on stdout
 //   pdist-export mlp --input 16 --layers 2 --hidden 32 --classes 4 -o mlp.pb
+//   pdist-export gpt --strategy s.json --rank 1 --emit text   # rank 1's partitioned train program
 //
 // Exit status: 0 success, 1 the file cannot be written, 2 bad usage (unknown flag, bad value,
 // an invalid model config — the message names the field).
@@ -14,7 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/distributed_programs.h"
 #include "ir/models/model_stats.h"
+#include "ir/status.h"
+#include "passes/partition.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "tools/cli.h"
@@ -42,9 +46,27 @@ absl::Status Write(const ir::Program& program, const std::string& emit, const st
   return out ? absl::OkStatus() : absl::UnavailableError(absl::StrCat("cannot write '", output, "'"));
 }
 
+// The strategy's global training (or evaluation) program, completed, or one rank's piece of it.
+absl::StatusOr<ir::Program> Distribute(ir::Program model, const std::string& strategy_path, int64_t rank,
+                                       const std::string& which) {
+  PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(strategy_path));
+  PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(text));
+  PDIST_ASSIGN_OR_RETURN(engine::DistributedPrograms programs,
+                         engine::BuildDistributedPrograms(model, strategy, passes::OptimizerConfig{}));
+  ir::Program& global = which == "eval" ? programs.eval : programs.train;
+  if (rank < 0) return std::move(global);
+  if (rank >= programs.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank ", rank, " is out of range: the strategy has ", programs.world_size, " ranks"));
+  }
+  passes::ReshardPlanCache plans;
+  return passes::PartitionProgram(global, rank, plans);
+}
+
 int Main(int argc, char** argv) {
   tools::ExportOptions options;
-  std::string emit = "pb", output;
+  std::string emit = "pb", output, strategy_path, which = "train";
+  int64_t rank = -1;
   cli::FlagSet flags("pdist-export", "gpt|llama|mlp [options]",
                      "Builds a model's forward program (data inputs, parameters, a scalar loss) and writes\n"
                      "it as model.pb or as textual IR. Parameter names and init: docs/models.md.\n"
@@ -54,6 +76,10 @@ int Main(int argc, char** argv) {
   tools::RegisterExportFlags(flags, &options);
   flags.String("emit", &emit, "output form: pb (model.pb) or text (textual IR)");
   flags.String("o", &output, "output FILE (text: stdout when absent or -)");
+  flags.String("strategy", &strategy_path,
+               "strategy JSON: write the completed global training program (autodiff, AdamW, DistAttrs)");
+  flags.Int("rank", &rank, "with --strategy: write this rank's partitioned (local) program instead");
+  flags.String("program", &which, "with --strategy: train or eval");
   const std::vector<std::string> args = flags.ParseOrExit(argc, const_cast<const char* const*>(argv));
 
   if (args.size() != 1) {
@@ -63,8 +89,14 @@ int Main(int argc, char** argv) {
   if (emit == "pb" && (output.empty() || output == "-")) return Fail(2, "--emit pb needs an output file: -o model.pb");
   options.model = args[0];
 
+  if (rank >= 0 && strategy_path.empty()) return Fail(2, "--rank needs --strategy");
+  if (which != "train" && which != "eval") return Fail(2, absl::StrCat("flag --program: '", which, "' is not train or eval"));
   absl::StatusOr<ir::Program> program = tools::BuildExportModel(options);
   if (!program.ok()) return Fail(2, std::string(program.status().message()));
+  if (!strategy_path.empty()) {
+    program = Distribute(*std::move(program), strategy_path, rank, which);
+    if (!program.ok()) return Fail(2, program.status().ToString());
+  }
   if (absl::Status s = Write(*program, emit, output); !s.ok()) return Fail(1, std::string(s.message()));
 
   // A summary on stderr, so that stdout stays the program when it is emitted there.

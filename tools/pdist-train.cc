@@ -1,6 +1,8 @@
 // pdist-train: trains a model on a token or text dataset (the command-line face of Engine::Fit).
 //
 //   pdist-train model.pb --data data/essay.txt --steps 300 --lr 3e-3 --losses-out losses.json
+//   pdist-train model.pb --data data/essay.txt --strategy dp2mp2.json            # 4 ranks as threads
+//   pdist-run --nprocs 4 -- pdist-train model.pb --data ... --strategy dp2mp2.json --backend gloo
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -57,8 +59,9 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 int main(int argc, char** argv) {
   using namespace pdist;
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load;
-  int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 1;
-  double lr = 1e-3, weight_decay = 0.01;
+  std::string backend = "inproc";
+  int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
+  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300;
   bool quiet = false, profile = false;
   cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
                      "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every step.");
@@ -73,7 +76,11 @@ int main(int argc, char** argv) {
   flags.Double("weight-decay", &weight_decay, "adamw coeff / momentum regularization");
   flags.Int("seed", &seed, "parameter initialisation seed");
   flags.String("strategy", &strategy_path, "strategy JSON file (docs/strategy.md)");
-  flags.Int("ranks", &ranks, "simulated ranks (must match the strategy)");
+  flags.Int("ranks", &ranks,
+            "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
+            "--strategy, N ranks of data parallelism)");
+  flags.String("backend", &backend, "inproc (ranks are threads) | gloo (this process is one rank; run under pdist-run)");
+  flags.Double("collective-timeout-s", &collective_timeout, "how long a collective waits for the other ranks");
   flags.String("losses-out", &losses_out, "write {\"losses\": [...]} to this JSON file");
   flags.String("save", &save, "write a checkpoint here at the end");
   flags.String("load", &load, "resume from this checkpoint");
@@ -100,8 +107,15 @@ int main(int argc, char** argv) {
     if (!text.ok()) return Fail(text.status());
     options.strategy_json = *text;
   }
-  if (ranks != 1) return Fail(absl::UnimplementedError(absl::StrFormat("--ranks %d: this build runs one rank", ranks)));
-
+  options.backend = backend;
+  options.collective_timeout_s = collective_timeout;
+  if (ranks < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", ranks)));
+  if (ranks > 0 && backend != "inproc") {
+    return Fail(absl::InvalidArgumentError("--ranks sets in-process ranks; with --backend gloo, pdist-run sets WORLD_SIZE"));
+  }
+  if (options.strategy_json.empty() && ranks > 1) {
+    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", ranks);  // plain data parallelism
+  }
   auto program = ir::LoadProgramAuto(args[0]);
   if (!program.ok()) return Fail(program.status());
   engine::TokenDatasetOptions data_options;
@@ -118,6 +132,13 @@ int main(int argc, char** argv) {
   if (!dataset.ok()) return Fail(dataset.status());
   auto trainer = engine::Engine::Create(std::move(*program), options);
   if (!trainer.ok()) return Fail(trainer.status());
+  if (ranks > 0 && ranks != (*trainer)->world_size()) {
+    return Fail(absl::InvalidArgumentError(absl::StrFormat(
+        "--ranks %d but the strategy has %d ranks (dp_degree × mp_degree × pp_degree)", ranks, (*trainer)->world_size())));
+  }
+  // Under gloo every process trains; rank 0 reports and writes files.
+  const bool reporter = (*trainer)->first_local_rank() == 0;
+  quiet = quiet || !reporter;
   if (!load.empty()) {
     if (absl::Status s = (*trainer)->Load(load); !s.ok()) return Fail(s);
     dataset->Seek((*trainer)->step());
@@ -142,14 +163,14 @@ int main(int argc, char** argv) {
   });
   if (!quiet) bar.Finish();
   if (!results.ok()) return Fail(results.status());
-  if (!results->empty()) {
+  if (reporter && !results->empty()) {
     std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s, peak activation memory %s\n",
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
                  static_cast<double>(tokens_per_step * done) / seconds,
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
   }
-  if (profile && done > 1) PrintProfile(op_seconds, done - 1);
-  if (!losses_out.empty()) {
+  if (reporter && profile && done > 1) PrintProfile(op_seconds, done - 1);
+  if (reporter && !losses_out.empty()) {
     if (absl::Status s = WriteLosses(losses_out, *results); !s.ok()) return Fail(s);
   }
   if (!save.empty()) {

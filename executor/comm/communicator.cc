@@ -222,11 +222,15 @@ absl::Status Communicator::Barrier() {
 }
 
 void Communicator::Abort() {
+  std::vector<std::shared_ptr<Communicator>> subgroups;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.ok()) error_ = absl::AbortedError(absl::StrCat("communicator '", name(), "' was aborted"));
+    for (const auto& [members, comm] : subgroups_) subgroups.push_back(comm);
   }
   AbortBackend();
+  // A rank blocked in a sub-group (a tensor-parallel all-reduce) must wake too.
+  for (const auto& comm : subgroups) comm->Abort();
 }
 
 absl::Status Communicator::AsyncError() const {
@@ -241,6 +245,7 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Split(int color, int
   Tensor all = Tensor::Zeros({{2 * size_}, ir::DataType::kInt64});
   PDIST_RETURN_IF_ERROR(Annotate(AllGather(mine, all), absl::StrCat("Split(", color, ", ", key, ")")));
   const int64_t* ck = all.data<int64_t>();
+  if (color < 0) return std::shared_ptr<Communicator>();  // joins no group
   std::vector<int> members;
   for (int r = 0; r < size_; ++r) {
     if (ck[2 * r] == color) members.push_back(r);

@@ -102,9 +102,12 @@ class Communicator {
   // a sub-group, ordered by (key, rank). The sub-communicator is created once per member set
   // and cached, so asking again for the same mesh axis returns the same handle.
   //   ranks 0..3, Split(rank % 2, rank) → {0,2} and {1,3}; names "world/{0,2}", "world/{1,3}"
+  // A negative `color` joins no group (NCCL_SPLIT_NOCOLOR): the call still takes part in the
+  // exchange and returns nullptr.
   absl::StatusOr<std::shared_ptr<Communicator>> Split(int color, int key);
 
-  // Wakes and fails every pending and later collective of this communicator (ncclCommAbort).
+  // Wakes and fails every pending and later collective of this communicator and of the
+  // sub-groups split from it (ncclCommAbort).
   void Abort();
   // The first error any collective hit (ncclCommGetAsyncError); OK while healthy. A
   // communicator that timed out or saw a mismatch is out of step with its peers, so every

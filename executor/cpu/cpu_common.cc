@@ -1,6 +1,10 @@
 // Broadcast strides for CPU kernels.
 #include "executor/cpu/cpu_common.h"
 
+#include <algorithm>
+
+#include "executor/executor.h"
+
 namespace pdist::exec::cpu {
 
 std::vector<int64_t> Strides(const Shape& shape) {
@@ -20,3 +24,17 @@ std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out_shape
 }
 
 }  // namespace pdist::exec::cpu
+
+namespace pdist::exec {
+
+void SetKernelThreadsOfThisThread(int threads) {
+#ifdef _OPENMP
+  omp_set_num_threads(std::max(1, threads));
+#else
+  (void)threads;
+#endif
+}
+
+int KernelThreadsOfThisThread() { return static_cast<int>(cpu::MaxThreads()); }
+
+}  // namespace pdist::exec

@@ -18,5 +18,7 @@ void RegisterNormKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterReshardKernels(KernelRegistry& registry);
+void RegisterCollectiveKernels(KernelRegistry& registry);
+void RegisterVocabParallelKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cpu

@@ -14,6 +14,8 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterNnKernels(registry);
   RegisterOptimizerKernels(registry);
   RegisterReshardKernels(registry);
+  RegisterCollectiveKernels(registry);
+  RegisterVocabParallelKernels(registry);
 }
 
 }  // namespace pdist::exec::cpu

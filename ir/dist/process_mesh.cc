@@ -142,4 +142,23 @@ std::string ProcessMesh::ToString() const {
   return text;
 }
 
+std::vector<int64_t> ProcessMesh::GroupAlong(const std::vector<int64_t>& dims, int64_t process_id) const {
+  const std::vector<int64_t> coord = CoordinateOf(process_id);
+  if (coord.empty()) return {};
+  // Walk the grid in row-major order, keeping the ids whose fixed coordinates match.
+  std::vector<int64_t> members;
+  for (size_t linear = 0; linear < process_ids_.size(); ++linear) {
+    int64_t rest = static_cast<int64_t>(linear);
+    bool same = true;
+    for (int64_t d = ndim() - 1; d >= 0; --d) {
+      const int64_t c = rest % shape_[static_cast<size_t>(d)];
+      rest /= shape_[static_cast<size_t>(d)];
+      const bool free = std::find(dims.begin(), dims.end(), d) != dims.end();
+      same = same && (free || c == coord[static_cast<size_t>(d)]);
+    }
+    if (same) members.push_back(process_ids_[linear]);
+  }
+  return members;
+}
+
 }  // namespace pdist::ir

@@ -46,6 +46,10 @@ class ProcessMesh {
   int64_t DimIndex(const std::string& name) const;
   // Coordinate of `process_id` in the grid; empty when the mesh does not contain it.
   std::vector<int64_t> CoordinateOf(int64_t process_id) const;
+  // The processes that differ from `process_id` only along `dims`, in row-major order: the
+  // group of a collective over those mesh dims. Empty when the mesh does not contain the id.
+  //   [2,2] ids 0..3: GroupAlong({0}, 3) → {1, 3};  GroupAlong({1}, 3) → {2, 3}
+  std::vector<int64_t> GroupAlong(const std::vector<int64_t>& dims, int64_t process_id) const;
   // The (ndim-1)-d mesh at `index` along `dim` (a pipeline stage of a [pp, ...] mesh). Needs a
   // mesh of 2 or more dims; errors name the dim, the index and the mesh.
   absl::StatusOr<ProcessMesh> SubMesh(int64_t dim, int64_t index) const;

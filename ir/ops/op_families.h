@@ -19,5 +19,7 @@ absl::Status RegisterNormOps(OpRegistry& registry);         // softmax log_softm
 absl::Status RegisterNnOps(OpRegistry& registry);           // embedding cross_entropy_with_softmax fused_rope flash_attn
 absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adamw
 absl::Status RegisterReshardOps(OpRegistry& registry);      // reshard
+absl::Status RegisterCollectiveOps(OpRegistry& registry);   // c_allreduce, c_allgather, c_reduce_scatter, c_alltoall
+absl::Status RegisterVocabParallelOps(OpRegistry& registry); // c_embedding, c_softmax_with_cross_entropy (+ grads)
 
 }  // namespace pdist::ir

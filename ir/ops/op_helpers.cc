@@ -90,4 +90,20 @@ absl::StatusOr<Value*> OrZeros(Builder& b, Value* grad, const Value* like) {
   return b.Op1("full", {}, {{"shape", like->type().shape}, {"value", 0.0}, {"dtype", like->type().dtype}});
 }
 
+void MarkLocalOnly(OpDef& def, const std::string& description) {
+  // A local form of a gradient op stays a gradient op; anything else has no gradient.
+  if (def.grad_kind != GradKind::kGradientOp) def.grad_kind = GradKind::kNotDifferentiable;
+  def.grad = nullptr;
+  const std::string name = def.name;
+  def.infer_spmd = [name](const std::vector<TensorDistSpec>&, const SpmdContext&) -> absl::StatusOr<SpmdResult> {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, " belongs to partitioned per-rank programs; completion runs before partition"));
+  };
+  def.infer_spmd_reverse = [fwd = def.infer_spmd](const std::vector<TensorDistSpec>& in,
+                                                  const std::vector<TensorDistSpec>&, const SpmdContext& ctx) {
+    return fwd(in, ctx);
+  };
+  def.describe_spmd = [description](const std::vector<const TensorType*>&, const AttributeMap&) { return description; };
+}
+
 }  // namespace pdist::ir::ops

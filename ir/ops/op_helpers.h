@@ -39,4 +39,9 @@ absl::StatusOr<std::vector<Value*>> EmitGradOp(Builder& b, const Operation& op, 
 // `grad` if present, else a zero tensor of `like`'s type built with `full`.
 absl::StatusOr<Value*> OrZeros(Builder& b, Value* grad, const Value* like);
 
+// Makes `def` an op of partitioned (per-rank) programs only: no gradient (partition runs after
+// autodiff) and SPMD rules that refuse to run (completion runs before partition), described
+// by `description`.
+void MarkLocalOnly(OpDef& def, const std::string& description);
+
 }  // namespace pdist::ir::ops

@@ -15,6 +15,8 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterNnOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterOptimizerOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterReshardOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterCollectiveOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterVocabParallelOps(registry));
   return absl::OkStatus();
 }
 

@@ -1,0 +1,75 @@
+// Building the global programs of a distributed run.
+#include "engine/distributed_programs.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/status.h"
+#include "ir/verifier.h"
+#include "passes/annotate.h"
+#include "passes/annotate_from_strategy.h"
+#include "passes/autodiff.h"
+#include "passes/completion.h"
+#include "passes/partition.h"
+
+namespace pdist::engine {
+namespace {
+
+// Appends `loss' = reshard(loss)` to Replicate when the loss is Partial (a data-parallel mean is
+// Partial(avg) over dp), so that the value the engine reads is the global loss on every rank.
+absl::Status ReplicateLoss(ir::Program& program) {
+  ir::Value* loss = program.loss();
+  if (loss == nullptr || !loss->dist_attr() || !loss->dist_attr()->is_partial()) return absl::OkStatus();
+  ir::Builder b(&program);
+  PDIST_ASSIGN_OR_RETURN(ir::Value * whole, b.Op1("reshard", {loss}));
+  ir::DistAttr target = *loss->dist_attr();
+  target.partial.clear();
+  whole->set_dist_attr(std::move(target));
+  program.set_loss(whole);
+  return absl::OkStatus();
+}
+
+absl::Status Complete(ir::Program& program, const char* what) {
+  PDIST_RETURN_IF_ERROR(Annotate(passes::CompleteDistAttrs(program).status(), absl::StrCat("completion of the ", what)));
+  PDIST_RETURN_IF_ERROR(ReplicateLoss(program));
+  return Annotate(ir::VerifyProgram(program), absl::StrCat("completed ", what));
+}
+
+}  // namespace
+
+absl::Status CheckExecutable(const strategy::Strategy& s) {
+  if (s.pp_degree > 1 || s.pipeline.enable) {
+    return absl::UnimplementedError("pipeline parallelism (pp_degree, pipeline) is not implemented yet");
+  }
+  if (s.sharding.enable) return absl::UnimplementedError("sharding (ZeRO) is not implemented yet");
+  if (s.recompute.enable) return absl::UnimplementedError("recompute is not implemented yet");
+  if (s.amp.enable) return absl::UnimplementedError("amp is not implemented yet");
+  if (s.gradient_merge.enable) return absl::UnimplementedError("gradient_merge is not implemented yet");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& forward,
+                                                             const strategy::Strategy& strategy,
+                                                             const passes::OptimizerConfig& optimizer) {
+  PDIST_RETURN_IF_ERROR(CheckExecutable(strategy));
+  ir::Program annotated = forward.Clone();
+  PDIST_RETURN_IF_ERROR(passes::AnnotateFromStrategy(strategy, annotated));
+
+  DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, strategy.WorldSize()};
+  PDIST_RETURN_IF_ERROR(passes::AppendBackward(out.train, out.train.loss()));
+  PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(out.train, optimizer));
+  PDIST_RETURN_IF_ERROR(Complete(out.train, "training program"));
+  PDIST_RETURN_IF_ERROR(Complete(out.eval, "evaluation program"));
+  out.meshes = passes::MeshesOf(out.train);
+  for (const ir::ProcessMesh& mesh : out.meshes) {
+    for (int64_t id : mesh.process_ids()) {
+      if (id >= out.world_size) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh ", mesh.ToString(), " names process ", id,
+                                                       " but the strategy has ", out.world_size,
+                                                       " ranks (dp_degree × mp_degree × pp_degree)"));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pdist::engine

@@ -1,0 +1,122 @@
+// RankRunner: programs, executors, state and communicators of one rank.
+#include "engine/rank_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/shard_io.h"
+#include "ir/dist/local_slice.h"
+#include "ir/status.h"
+#include "passes/partition.h"
+
+namespace pdist::engine {
+
+absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program& train, const ir::Program& eval,
+                                                               int64_t rank, passes::ReshardPlanCache& plans,
+                                                               bool profile) {
+  std::unique_ptr<RankRunner> runner;
+  if (rank < 0) {
+    runner.reset(new RankRunner(train.Clone(), eval.Clone(), rank, profile));
+  } else {
+    PDIST_ASSIGN_OR_RETURN(ir::Program local_train, passes::PartitionProgram(train, rank, plans));
+    PDIST_ASSIGN_OR_RETURN(ir::Program local_eval, passes::PartitionProgram(eval, rank, plans));
+    runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, profile));
+  }
+  PDIST_RETURN_IF_ERROR(runner->CreateExecutors());
+  return runner;
+}
+
+absl::Status RankRunner::CreateExecutors() {
+  exec::ExecutorOptions options;
+  options.profile = profile_;
+  options.comm_groups = groups_;
+  PDIST_ASSIGN_OR_RETURN(exec::Executor train, exec::Executor::Create(train_, options));
+  options.profile = false;
+  PDIST_ASSIGN_OR_RETURN(exec::Executor eval, exec::Executor::Create(eval_, options));
+  train_executor_ = std::make_unique<exec::Executor>(std::move(train));
+  eval_executor_ = std::make_unique<exec::Executor>(std::move(eval));
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::Connect(std::shared_ptr<exec::comm::Communicator> world,
+                                 const std::vector<ir::ProcessMesh>& meshes) {
+  PDIST_ASSIGN_OR_RETURN(groups_, exec::comm::CommGroups::Create(std::move(world), meshes));
+  return CreateExecutors();  // again, now with the communicators
+}
+
+absl::Status RankRunner::Initialize(uint64_t seed) {
+  if (rank_ < 0) return exec::InitializeWorkspace(train_, seed, workspace_);
+  return exec::InitializeLocalWorkspace(train_, seed, rank_, workspace_);
+}
+
+absl::StatusOr<exec::Feeds> RankRunner::LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const {
+  if (rank_ < 0) return whole;
+  exec::Feeds local;
+  for (const auto& [name, tensor] : whole) {
+    const ir::Value* arg = program.FindArgument(name);
+    if (arg == nullptr || !arg->dist_attr()) {
+      local[name] = tensor;  // the executor reports unknown feeds
+      continue;
+    }
+    absl::StatusOr<exec::Tensor> piece = SliceForRank(tensor, *arg->dist_attr(), rank_);
+    if (!piece.ok()) return Annotate(piece.status(), absl::StrCat("feed '", name, "'"));
+    local[name] = *std::move(piece);
+  }
+  return local;
+}
+
+absl::StatusOr<exec::RunResult> RankRunner::Train(const exec::Feeds& whole_feeds) {
+  PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(train_, whole_feeds));
+  // A copy of the map (tensors are shared), so a failing step leaves the state as it was.
+  exec::Workspace next = workspace_;
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, train_executor_->Run(feeds, next));
+  workspace_ = std::move(next);
+  return run;
+}
+
+absl::StatusOr<double> RankRunner::Eval(const exec::Feeds& whole_feeds) {
+  PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(eval_, whole_feeds));
+  exec::Workspace ws = workspace_;
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, eval_executor_->Run(feeds, ws));
+  return run.loss;
+}
+
+absl::StatusOr<exec::Workspace> RankRunner::WholeState() {
+  if (rank_ < 0) return workspace_;
+  exec::Workspace whole;
+  // Program order, the same on every rank: each gather is a collective.
+  for (const ir::Value* arg : train_.block().arguments()) {
+    if (!arg->is_persistent()) continue;
+    PDIST_ASSIGN_OR_RETURN(whole[arg->name()], GatherWhole(workspace_.at(arg->name()), *arg->dist_attr(), *groups_));
+  }
+  return whole;
+}
+
+absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std::string& source) {
+  exec::Workspace next;
+  for (const ir::Value* arg : train_.block().arguments()) {
+    if (!arg->is_persistent()) continue;
+    auto it = whole.find(arg->name());
+    if (it == whole.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, " has no tensor '", arg->name(), "'"));
+    }
+    const ir::TensorType global =
+        rank_ < 0 ? arg->type() : ir::TensorType{ir::GlobalShapeOf(*arg->dist_attr(), arg->type().shape), arg->type().dtype};
+    if (it->second.type() != global) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": tensor '", arg->name(), "' is ",
+                                                     it->second.type().ToString(), ", the model has ", global.ToString()));
+    }
+    if (rank_ < 0) {
+      next[arg->name()] = it->second;
+    } else {
+      PDIST_ASSIGN_OR_RETURN(next[arg->name()], SliceForRank(it->second, *arg->dist_attr(), rank_));
+    }
+  }
+  for (const auto& [name, tensor] : whole) {
+    if (!next.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have"));
+    }
+  }
+  workspace_ = std::move(next);
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::engine

@@ -1,0 +1,66 @@
+// RankRunner: one rank of a training job — its local train and eval programs, their executors,
+// its parameters and optimizer states, and its communicators.
+//
+// A single-rank job runs the global programs as they are (rank -1: no partition, no
+// communicators). A distributed job partitions them for its rank and connects to the world;
+// feeds arrive whole and each runner keeps its piece, so callers never see local shapes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "executor/comm/comm_groups.h"
+#include "executor/executor.h"
+#include "ir/program.h"
+#include "passes/reshard_plan.h"
+
+namespace pdist::engine {
+
+class RankRunner {
+ public:
+  // `rank` < 0: run `train` and `eval` as they are. Otherwise partition them for `rank`.
+  static absl::StatusOr<std::unique_ptr<RankRunner>> Create(const ir::Program& train, const ir::Program& eval,
+                                                            int64_t rank, passes::ReshardPlanCache& plans,
+                                                            bool profile);
+
+  // Collective over the world: creates the communicators of every group of `meshes`.
+  absl::Status Connect(std::shared_ptr<exec::comm::Communicator> world, const std::vector<ir::ProcessMesh>& meshes);
+  absl::Status Initialize(uint64_t seed);
+
+  // One step on whole feeds (this rank's pieces are cut here). The workspace changes only when
+  // the step succeeds.
+  absl::StatusOr<exec::RunResult> Train(const exec::Feeds& whole_feeds);
+  absl::StatusOr<double> Eval(const exec::Feeds& whole_feeds);
+
+  // Every persistent tensor, whole. Collective in a distributed job.
+  absl::StatusOr<exec::Workspace> WholeState();
+  // Replaces every persistent tensor with this rank's piece of `whole`; names and global types
+  // must match.
+  absl::Status LoadWholeState(const exec::Workspace& whole, const std::string& source);
+
+  int64_t rank() const { return rank_; }
+  const ir::Program& train_program() const { return train_; }
+  const ir::Program& eval_program() const { return eval_; }
+  const exec::Workspace& workspace() const { return workspace_; }
+  exec::comm::CommGroups* groups() const { return groups_.get(); }
+
+ private:
+  RankRunner(ir::Program train, ir::Program eval, int64_t rank, bool profile)
+      : train_(std::move(train)), eval_(std::move(eval)), rank_(rank), profile_(profile) {}
+  absl::Status CreateExecutors();
+  absl::StatusOr<exec::Feeds> LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const;
+
+  ir::Program train_;
+  ir::Program eval_;
+  int64_t rank_;
+  bool profile_;
+  std::shared_ptr<exec::comm::CommGroups> groups_;
+  std::unique_ptr<exec::Executor> train_executor_;
+  std::unique_ptr<exec::Executor> eval_executor_;
+  exec::Workspace workspace_;
+};
+
+}  // namespace pdist::engine

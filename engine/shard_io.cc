@@ -1,0 +1,68 @@
+// Slicing a whole tensor into a rank's piece, and gathering pieces back.
+#include "engine/shard_io.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "executor/comm/axis_collectives.h"
+#include "ir/dist/local_slice.h"
+#include "ir/status.h"
+
+namespace pdist::engine {
+namespace {
+
+// Copies the box `slice` of `src` (shape `global`) into the dense `dst`, one contiguous run of
+// the last dim at a time.
+void CopyBox(const char* src, const ir::Shape& global, const ir::LocalSlice& slice, int64_t esize, char* dst) {
+  const auto rank = static_cast<int64_t>(global.size());
+  if (rank == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(esize));
+    return;
+  }
+  std::vector<int64_t> stride(global.size(), 1);
+  for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * global[d + 1];
+  const int64_t run = slice.sizes[rank - 1];
+  int64_t runs = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d) runs *= slice.sizes[d];
+  std::vector<int64_t> index(global.size(), 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t offset = slice.offsets[rank - 1];
+    for (int64_t d = 0; d + 1 < rank; ++d) offset += (slice.offsets[d] + index[d]) * stride[d];
+    std::memcpy(dst + r * run * esize, src + offset * esize, static_cast<size_t>(run * esize));
+    for (int64_t d = rank - 2; d >= 0 && ++index[d] == slice.sizes[d]; --d) index[d] = 0;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<exec::Tensor> SliceForRank(const exec::Tensor& whole, const ir::DistAttr& attr, int64_t rank) {
+  if (attr.is_partial()) {
+    return absl::InvalidArgumentError(absl::StrCat("a Partial tensor (", attr.ToString(), ") is not a slice of a whole one"));
+  }
+  PDIST_ASSIGN_OR_RETURN(ir::LocalSlice slice, ir::SliceOf(attr, whole.shape(), rank));
+  exec::Tensor piece = exec::Tensor::Empty({slice.sizes, whole.dtype()});
+  CopyBox(static_cast<const char*>(whole.raw()), whole.shape(), slice, ir::DataTypeSize(whole.dtype()),
+          static_cast<char*>(piece.raw()));
+  return piece;
+}
+
+absl::StatusOr<exec::Tensor> GatherWhole(const exec::Tensor& piece, const ir::DistAttr& attr,
+                                         exec::comm::CommGroups& groups) {
+  if (attr.is_partial()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot gather a Partial tensor (", attr.ToString(), ")"));
+  }
+  exec::Tensor current = piece;
+  for (size_t d = 0; d < attr.dims_mapping.size(); ++d) {
+    const int64_t m = attr.dims_mapping[d];
+    if (m < 0) continue;
+    PDIST_ASSIGN_OR_RETURN(exec::comm::Communicator * group, groups.Get(attr.mesh.GroupAlong({m}, groups.rank())));
+    ir::Shape shape = current.shape();
+    shape[d] *= group->size();
+    exec::Tensor gathered = exec::Tensor::Empty({shape, current.dtype()});
+    PDIST_RETURN_IF_ERROR(exec::comm::AllGatherAxis(*group, current, static_cast<int64_t>(d), gathered));
+    current = std::move(gathered);
+  }
+  return current;
+}
+
+}  // namespace pdist::engine

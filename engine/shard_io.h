@@ -1,0 +1,27 @@
+// Moving whole tensors to and from a rank's pieces: the engine cuts each global batch into the
+// rank's feed, and gathers parameter pieces back into whole tensors for checkpoints and for
+// comparing a distributed run with a single-rank one.
+//
+//   PDIST_ASSIGN_OR_RETURN(exec::Tensor mine, SliceForRank(tokens, *arg->dist_attr(), rank));
+//   PDIST_ASSIGN_OR_RETURN(exec::Tensor whole, GatherWhole(piece, *param->dist_attr(), groups));
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "executor/comm/comm_groups.h"
+#include "executor/tensor.h"
+#include "ir/dist/dist_attr.h"
+
+namespace pdist::engine {
+
+// The rank's piece of `whole` under `attr` (a copy). Partial placements are not pieces of a
+// whole tensor: InvalidArgument.
+absl::StatusOr<exec::Tensor> SliceForRank(const exec::Tensor& whole, const ir::DistAttr& attr, int64_t rank);
+
+// The whole tensor from every rank's `piece`: all-gathers along each sharded mesh dim.
+// Collective over the mesh: every rank of it calls this, in the same order.
+absl::StatusOr<exec::Tensor> GatherWhole(const exec::Tensor& piece, const ir::DistAttr& attr,
+                                         exec::comm::CommGroups& groups);
+
+}  // namespace pdist::engine

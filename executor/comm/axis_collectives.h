@@ -1,0 +1,28 @@
+// Collectives along any tensor axis, built on the Communicator's dim-0 collectives: the data
+// movement the lowered reshard ops (c_allgather, c_reduce_scatter, c_alltoall) perform.
+//
+// A Communicator concatenates and splits along dim 0 only (like NCCL, which sees flat
+// buffers). Along another axis the pieces are interleaved in memory, so these functions
+// regroup blocks before or after the dim-0 collective:
+//
+//   x f32[4,6] on each of 2 ranks, AllGatherAxis(comm, x, /*axis=*/1, out)  → out f32[4,12]
+//   = [x_0 | x_1] side by side, row by row.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "executor/comm/communicator.h"
+#include "executor/tensor.h"
+
+namespace pdist::exec::comm {
+
+// out = concat over the group's ranks (in group order) of `in` along `axis`.
+absl::Status AllGatherAxis(Communicator& comm, const Tensor& in, int64_t axis, Tensor& out);
+// out = this rank's piece, along `axis`, of the reduction of every rank's `in`.
+absl::Status ReduceScatterAxis(Communicator& comm, const Tensor& in, int64_t axis, ReduceOp op, Tensor& out);
+// Splits `in` along `split_axis` into one piece per rank, exchanges them, and concatenates the
+// received pieces along `concat_axis`: Shard(concat_axis) → Shard(split_axis).
+absl::Status AllToAllAxes(Communicator& comm, const Tensor& in, int64_t split_axis, int64_t concat_axis, Tensor& out);
+
+}  // namespace pdist::exec::comm

@@ -1,0 +1,69 @@
+// CPU kernels of the collective ops (ir/ops/collective.cc): find the group's communicator in
+// the rank's CommGroups and move the data with the axis collectives.
+#include "absl/strings/str_cat.h"
+#include "executor/comm/axis_collectives.h"
+#include "executor/comm/comm_groups.h"
+#include "executor/cpu/cpu_kernels.h"
+#include "executor/kernel.h"
+#include "ir/dist/placement.h"
+#include "ir/status.h"
+
+namespace pdist::exec::cpu {
+namespace {
+
+absl::StatusOr<comm::Communicator*> GroupOf(const KernelContext& ctx) {
+  if (ctx.comm_groups() == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(ctx.op().type(), " needs communicators: run the partitioned program through the engine"));
+  }
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
+  return ctx.comm_groups()->Get(ranks);
+}
+
+absl::StatusOr<comm::ReduceOp> ReduceOf(const KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(std::string name, ir::GetString(ctx.attrs(), "reduce"));
+  PDIST_ASSIGN_OR_RETURN(ir::ReduceType type, ir::ParseReduceType(name));
+  switch (type) {
+    case ir::ReduceType::kSum: return comm::ReduceOp::kSum;
+    case ir::ReduceType::kAvg: return comm::ReduceOp::kAvg;
+    case ir::ReduceType::kMax: return comm::ReduceOp::kMax;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown reduce '", name, "'"));
+}
+
+absl::Status AllReduceKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
+  return group->AllReduce(*ctx.input(0), ctx.AllocateOutput(0), op);
+}
+
+absl::Status AllGatherKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
+  return comm::AllGatherAxis(*group, *ctx.input(0), axis, ctx.AllocateOutput(0));
+}
+
+absl::Status ReduceScatterKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
+  PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
+  return comm::ReduceScatterAxis(*group, *ctx.input(0), axis, op, ctx.AllocateOutput(0));
+}
+
+absl::Status AllToAllKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(int64_t split_axis, ir::GetInt(ctx.attrs(), "split_axis"));
+  PDIST_ASSIGN_OR_RETURN(int64_t concat_axis, ir::GetInt(ctx.attrs(), "concat_axis"));
+  return comm::AllToAllAxes(*group, *ctx.input(0), split_axis, concat_axis, ctx.AllocateOutput(0));
+}
+
+}  // namespace
+
+void RegisterCollectiveKernels(KernelRegistry& registry) {
+  registry.Register(Device::kCPU, "c_allreduce", AllReduceKernel);
+  registry.Register(Device::kCPU, "c_allgather", AllGatherKernel);
+  registry.Register(Device::kCPU, "c_reduce_scatter", ReduceScatterKernel);
+  registry.Register(Device::kCPU, "c_alltoall", AllToAllKernel);
+}
+
+}  // namespace pdist::exec::cpu

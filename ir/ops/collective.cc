@@ -1,0 +1,121 @@
+// Collective ops: the communication of a partitioned (per-rank, local) program. The partition
+// pass lowers each `reshard` of the global program into these, so they never appear in a
+// program that completion or autodiff sees: their SPMD rules refuse to run and they have no
+// gradient (the backward of a reshard is another reshard, lowered on its own).
+//
+//   %5 = c_allreduce(%4) {reduce = "sum", ranks = [0, 1]} : f32[8,64]
+//   %7 = c_allgather(%6) {axis = 1, ranks = [0, 2]} : f32[8,128]        // %6 : f32[8,64]
+//   %9 = c_reduce_scatter(%8) {axis = 0, reduce = "sum", ranks = [0, 1]} : f32[4,64]
+//   %b = c_alltoall(%a) {split_axis = 1, concat_axis = 0, ranks = [0, 1]} : f32[8,32]  // %a f32[4,64]
+//
+// `ranks` are the group's global ranks in group order; the executor finds the communicator
+// through its CommGroups. Pieces are concatenated / split in that order along the axis.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/dist/placement.h"
+#include "ir/op_def.h"
+#include "ir/ops/op_families.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+namespace {
+
+absl::StatusOr<int64_t> GroupSize(const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, GetIntList(attrs, "ranks"));
+  if (ranks.empty()) return absl::InvalidArgumentError("ranks must name at least one rank");
+  for (int64_t r : ranks) {
+    if (r < 0) return absl::InvalidArgumentError(absl::StrCat("ranks holds a negative rank ", r));
+  }
+  return static_cast<int64_t>(ranks.size());
+}
+
+absl::Status CheckReduce(const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(std::string reduce, GetString(attrs, "reduce"));
+  return ParseReduceType(reduce).status();
+}
+
+// Shape of x with dim `axis` multiplied (factor > 0) or divided (factor < 0) by the group size.
+absl::StatusOr<TensorType> Rescaled(const TensorType& x, const AttributeMap& attrs, const std::string& axis_attr,
+                                    bool multiply) {
+  PDIST_ASSIGN_OR_RETURN(int64_t n, GroupSize(attrs));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, GetInt(attrs, axis_attr));
+  PDIST_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(axis, static_cast<int64_t>(x.shape.size())));
+  TensorType out = x;
+  int64_t& dim = out.shape[static_cast<size_t>(axis)];
+  if (multiply) {
+    dim *= n;
+  } else if (dim % n != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(axis_attr, " ", axis, " of ", x.ToString(),
+                                                   " does not divide over ", n, " ranks"));
+  } else {
+    dim /= n;
+  }
+  return out;
+}
+
+// Bytes one rank sends (ring algorithms, nccl-tests' bus-bandwidth factors): the planner's
+// alpha-beta model refines this with the group's links.
+CostFn RingCost(double factor_numerator_offset) {
+  return [factor_numerator_offset](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap& attrs) {
+    const double n = static_cast<double>(GroupSize(attrs).value_or(1));
+    const double bytes = static_cast<double>(std::max(in[0]->num_bytes(), out[0].num_bytes()));
+    return OpCost{0, factor_numerator_offset * (n - 1) / n * bytes};
+  };
+}
+
+OpDef CollectiveDef(std::string name, std::vector<AttrSpec> attrs, InferMetaFn meta, CostFn cost,
+                    const std::string& description) {
+  attrs.push_back({"ranks", std::vector<int64_t>{}});
+  OpDef def;
+  def.name = std::move(name);
+  def.inputs = {{"x"}};
+  def.outputs = {{"out"}};
+  def.attrs = std::move(attrs);
+  def.infer_meta = std::move(meta);
+  def.cost = std::move(cost);
+  ops::MarkLocalOnly(def, description);
+  return def;
+}
+
+}  // namespace
+
+absl::Status RegisterCollectiveOps(OpRegistry& registry) {
+  PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
+      "c_allreduce", {{"reduce", std::string("sum")}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(GroupSize(attrs).status());
+        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        return std::vector<TensorType>{*in[0]};
+      },
+      RingCost(2), "local: out = reduce over ranks of x (P→R)")));
+  PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
+      "c_allgather", {{"axis", int64_t{0}}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(*in[0], attrs, "axis", true));
+        return std::vector<TensorType>{out};
+      },
+      RingCost(1), "local: out = concat over ranks of x along axis (S→R)")));
+  PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
+      "c_reduce_scatter", {{"axis", int64_t{0}}, {"reduce", std::string("sum")}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(*in[0], attrs, "axis", false));
+        return std::vector<TensorType>{out};
+      },
+      RingCost(1), "local: out = this rank's piece along axis of the reduce over ranks (P→S)")));
+  PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
+      "c_alltoall", {{"split_axis", int64_t{0}}, {"concat_axis", int64_t{0}}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_ASSIGN_OR_RETURN(TensorType split, Rescaled(*in[0], attrs, "split_axis", false));
+        PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(split, attrs, "concat_axis", true));
+        return std::vector<TensorType>{out};
+      },
+      RingCost(1), "local: split x along split_axis, exchange, concat along concat_axis (S(i)→S(j))")));
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::ir

@@ -1,0 +1,49 @@
+// Vocab-parallel ops: the local forms partition gives embedding and cross entropy when the
+// vocabulary is sharded (Megatron-LM's VocabParallelEmbedding and vocab-parallel cross
+// entropy; Paddle's c_embedding and c_softmax_with_cross_entropy).
+//
+//   c_embedding(ids, table_piece) {start_index = 512}: rows [512, 512 + rows) of the table;
+//     other ids read zeros (the output is Partial(sum) over the vocab group)
+//   c_softmax_with_cross_entropy(logits_piece, label) {start_index, ranks}: the kernel
+//     all-reduces the row max, the sum of exponentials and the label's logit over `ranks`,
+//     so the loss is whole and the softmax stays a piece
+//
+// Each takes its base op's signature, shape inference and cost, plus the attributes that
+// locate the rank's piece; like the collectives they exist only in partitioned programs.
+#include "absl/strings/str_cat.h"
+#include "ir/op_def.h"
+#include "ir/ops/op_families.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+namespace {
+
+absl::Status RegisterLocalForm(OpRegistry& registry, const std::string& base, const std::string& name,
+                               std::vector<AttrSpec> extra_attrs, const std::string& description) {
+  const OpDef* base_def = registry.Find(base);
+  if (base_def == nullptr) return absl::FailedPreconditionError(absl::StrCat(name, " needs ", base, " registered first"));
+  OpDef def = *base_def;
+  def.name = name;
+  for (AttrSpec& a : extra_attrs) def.attrs.push_back(std::move(a));
+  ops::MarkLocalOnly(def, description);
+  return registry.Register(std::move(def));
+}
+
+}  // namespace
+
+absl::Status RegisterVocabParallelOps(OpRegistry& registry) {
+  const AttrSpec start = {"start_index", int64_t{0}};
+  const AttrSpec ranks = {"ranks", std::vector<int64_t>{}};
+  PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "embedding", "c_embedding", {start},
+                                          "local: rows [start_index, start_index + rows) of the table; other ids → 0"));
+  PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "embedding_grad", "c_embedding_grad", {start},
+                                          "local: gradient of the rows [start_index, start_index + rows)"));
+  PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "cross_entropy_with_softmax", "c_softmax_with_cross_entropy",
+                                          {start, ranks},
+                                          "local: softmax and loss over classes split across ranks (all-reduces)"));
+  return RegisterLocalForm(registry, "cross_entropy_with_softmax_grad", "c_softmax_with_cross_entropy_grad", {start},
+                           "local: logits_grad of the classes [start_index, start_index + classes)");
+}
+
+}  // namespace pdist::ir

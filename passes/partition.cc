@@ -1,0 +1,223 @@
+// Partition: local types, reshard lowering, local attributes, and a shape check per op.
+#include "passes/partition.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/dist/local_slice.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::DistAttr;
+using ir::Operation;
+using ir::Value;
+
+std::string NameOf(const Value& v) {
+  return v.name().empty() ? absl::StrCat("%", v.id()) : absl::StrCat("'", v.name(), "' (%", v.id(), ")");
+}
+
+// The coordinate of `rank` along mesh dim `m` of `attr`'s mesh.
+int64_t CoordAlong(const DistAttr& attr, int64_t m, int64_t rank) {
+  return attr.mesh.CoordinateOf(rank)[static_cast<size_t>(m)];
+}
+
+class Partitioner {
+ public:
+  Partitioner(const ir::Program& global, int64_t rank, ReshardPlanCache& plans)
+      : global_(global), rank_(rank), plans_(plans) {}
+
+  absl::StatusOr<ir::Program> Run() {
+    ir::Program local = global_.Clone();
+    PDIST_RETURN_IF_ERROR(LocaliseTypes(local));
+    std::vector<std::unique_ptr<Operation>> ops = std::move(local.block().mutable_ops());
+    local.block().mutable_ops().clear();
+    ir::Builder b(&local);
+    for (std::unique_ptr<Operation>& op : ops) {
+      for (size_t i = 0; i < op->num_operands(); ++i) op->set_operand(i, Remapped(op->operand(i)));
+      if (op->type() == "reshard") {
+        PDIST_RETURN_IF_ERROR(Annotate(LowerReshard(b, *op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
+        continue;
+      }
+      PDIST_RETURN_IF_ERROR(Annotate(LocaliseOp(*op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
+      local.block().Append(std::move(op));
+    }
+    RemapBindings(local);
+    return local;
+  }
+
+ private:
+  absl::Status LocaliseTypes(ir::Program& local) {
+    for (int64_t id = 0; id < local.num_values(); ++id) {
+      Value* v = local.FindValue(id);
+      global_shapes_[v] = v->type().shape;
+      if (!v->dist_attr()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("value ", NameOf(*v), " has no DistAttr: run completion before partition"));
+      }
+      const DistAttr& attr = *v->dist_attr();
+      if (!attr.mesh.Contains(rank_)) {
+        return absl::UnimplementedError(absl::StrCat("value ", NameOf(*v), " lives on mesh ", attr.mesh.ToString(),
+                                                     " without rank ", rank_,
+                                                     "; programs over several meshes need the pipeline pass"));
+      }
+      PDIST_RETURN_IF_ERROR(CheckEvenShards(attr, v->type().shape, absl::StrCat("value ", NameOf(*v))));
+      v->set_type({attr.LocalShape(v->type().shape), v->type().dtype});
+    }
+    return absl::OkStatus();
+  }
+
+  Value* Remapped(Value* v) const {
+    auto it = replaced_.find(v);
+    return it == replaced_.end() ? v : it->second;
+  }
+
+  void RemapBindings(ir::Program& local) {
+    if (local.loss() != nullptr) local.set_loss(Remapped(local.loss()));
+    std::vector<ir::StateUpdate> updates = local.updates(), gradients = local.gradients();
+    local.clear_updates();
+    for (const ir::StateUpdate& u : updates) local.add_update(u.state, Remapped(u.new_value));
+    local.clear_gradients();
+    for (const ir::StateUpdate& g : gradients) local.add_gradient(g.state, Remapped(g.new_value));
+  }
+
+  // Replaces the reshard by its plan's steps; the result's uses read the last step's value.
+  absl::Status LowerReshard(ir::Builder& b, const Operation& op) {
+    Value* x = op.operand(0);
+    Value* y = op.result(0);
+    PDIST_ASSIGN_OR_RETURN(ReshardPlan plan, plans_.Get(*x->dist_attr(), *y->dist_attr(), global_shapes_.at(y)));
+    b.set_result_role(y->role());
+    Value* current = x;
+    for (const ReshardStep& step : plan.steps) {
+      PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
+      current->set_dist_attr(step.after);
+    }
+    if (current->type() != y->type()) {
+      return absl::InternalError(absl::StrCat("lowered reshard ", plan.ToString(), " gives ", current->type().ToString(),
+                                              ", expected ", y->type().ToString()));
+    }
+    replaced_[y] = current;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Value*> LowerStep(ir::Builder& b, const ReshardStep& step, Value* x) {
+    const DistAttr& attr = step.after;
+    const std::vector<int64_t> group = attr.mesh.GroupAlong({step.mesh_dim}, rank_);
+    const ir::Attribute ranks = group;
+    const std::string reduce = ir::ReduceTypeName(step.reduce);
+    switch (step.kind) {
+      case ReshardStep::Kind::kAllReduce:
+        return b.Op1("c_allreduce", {x}, {{"reduce", reduce}, {"ranks", ranks}});
+      case ReshardStep::Kind::kAllGather:
+        return b.Op1("c_allgather", {x}, {{"axis", step.tensor_dim}, {"ranks", ranks}});
+      case ReshardStep::Kind::kReduceScatter:
+        return b.Op1("c_reduce_scatter", {x}, {{"axis", step.tensor_dim}, {"reduce", reduce}, {"ranks", ranks}});
+      case ReshardStep::Kind::kAllToAll:
+        return b.Op1("c_alltoall", {x}, {{"split_axis", step.tensor_dim}, {"concat_axis", step.from_tensor_dim},
+                                          {"ranks", ranks}});
+      case ReshardStep::Kind::kSlice: {
+        const int64_t size = x->type().shape[static_cast<size_t>(step.tensor_dim)] / attr.mesh.dim_size(step.mesh_dim);
+        const int64_t start = CoordAlong(attr, step.mesh_dim, rank_) * size;
+        return b.Op1("slice", {x}, {{"axes", std::vector<int64_t>{step.tensor_dim}},
+                                    {"starts", std::vector<int64_t>{start}},
+                                    {"ends", std::vector<int64_t>{start + size}}});
+      }
+      case ReshardStep::Kind::kMakePartial:
+        // A partial sum is the value on the group's first rank and zeros elsewhere; a partial
+        // average or max of equal values is the value itself.
+        if (step.reduce != ir::ReduceType::kSum || CoordAlong(attr, step.mesh_dim, rank_) == 0) return x;
+        return b.Op1("scale", {x}, {{"scale", 0.0}, {"bias", 0.0}});
+    }
+    return absl::InternalError("unknown reshard step");
+  }
+
+  // Attributes that carry global sizes become local; vocab-parallel ops take their c_* form.
+  absl::Status LocaliseOp(Operation& op) {
+    ir::AttributeMap& attrs = op.mutable_attrs();
+    if (op.type() == "reshape" || op.type() == "full") {
+      attrs["shape"] = op.result(0)->type().shape;
+    }
+    if (op.type() == "dropout" || op.type() == "dropout_grad") {
+      PDIST_RETURN_IF_ERROR(CheckDropout(op));
+    }
+    PDIST_RETURN_IF_ERROR(LocaliseVocabParallel(op));
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+    if (def == nullptr) return absl::NotFoundError(absl::StrCat("unknown op '", op.type(), "'"));
+    PDIST_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ir::InferResultTypes(*def, op.operands(), attrs));
+    for (size_t r = 0; r < op.num_results(); ++r) {
+      if (types[r] != op.result(r)->type()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "result ", r, " is ", op.result(r)->type().ToString(), " locally (", op.result(r)->dist_attr()->ToString(),
+            ") but the op computes ", types[r].ToString(), " from its local operands: the SPMD rule and the kernel disagree"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckDropout(const Operation& op) {
+    PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(op.attrs(), "p"));
+    const DistAttr& attr = *op.result(0)->dist_attr();
+    if (p != 0.0 && !attr.is_replicated()) {
+      return absl::UnimplementedError(
+          "dropout on a sharded tensor would draw another mask than the single-rank run; set its rate to 0");
+    }
+    return absl::OkStatus();
+  }
+
+  // embedding / embedding_grad with the table's rows sharded, and cross entropy with the
+  // vocabulary (last axis) sharded: the c_* ops take the rank's first row / class.
+  absl::Status LocaliseVocabParallel(Operation& op) {
+    const std::string& type = op.type();
+    size_t table = 0;
+    int64_t axis = 0;
+    if (type == "embedding" || type == "embedding_grad") {
+      table = 1;
+      axis = 0;
+    } else if (type == "cross_entropy_with_softmax" || type == "cross_entropy_with_softmax_grad") {
+      table = type == "cross_entropy_with_softmax" ? 0 : 1;
+      axis = static_cast<int64_t>(op.operand(table)->type().shape.size()) - 1;
+    } else {
+      return absl::OkStatus();
+    }
+    const DistAttr& attr = *op.operand(table)->dist_attr();
+    const int64_t m = attr.dims_mapping[static_cast<size_t>(axis)];
+    if (m < 0) return absl::OkStatus();
+    const int64_t local = op.operand(table)->type().shape[static_cast<size_t>(axis)];
+    ir::AttributeMap& attrs = op.mutable_attrs();
+    attrs["start_index"] = CoordAlong(attr, m, rank_) * local;
+    if (type == "cross_entropy_with_softmax") attrs["ranks"] = attr.mesh.GroupAlong({m}, rank_);
+    op.set_type(absl::StrCat("c_", type == "embedding" || type == "embedding_grad" ? type
+                             : type == "cross_entropy_with_softmax" ? "softmax_with_cross_entropy"
+                                                                      : "softmax_with_cross_entropy_grad"));
+    return absl::OkStatus();
+  }
+
+  const ir::Program& global_;
+  int64_t rank_;
+  ReshardPlanCache& plans_;
+  std::unordered_map<const Value*, ir::Shape> global_shapes_;
+  std::unordered_map<Value*, Value*> replaced_;
+};
+
+}  // namespace
+
+absl::StatusOr<ir::Program> PartitionProgram(const ir::Program& global, int64_t rank, ReshardPlanCache& plans) {
+  return Partitioner(global, rank, plans).Run();
+}
+
+std::vector<ir::ProcessMesh> MeshesOf(const ir::Program& program) {
+  std::vector<ir::ProcessMesh> meshes;
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    const Value* v = program.FindValue(id);
+    if (!v->dist_attr()) continue;
+    const ir::ProcessMesh& mesh = v->dist_attr()->mesh;
+    if (std::find(meshes.begin(), meshes.end(), mesh) == meshes.end()) meshes.push_back(mesh);
+  }
+  return meshes;
+}
+
+}  // namespace pdist::passes

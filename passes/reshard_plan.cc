@@ -1,0 +1,169 @@
+// Reshard planner: two phases over the mesh dims.
+//
+// Phase 1 takes every mesh dim whose placement must change away from its source placement:
+// Partial → reduce-scatter straight into the target Shard when that tensor dim is free, else
+// all-reduce; Shard(d) → all-to-all into the target Shard(d') when d' is free, else
+// all-gather. Phase 2 then turns the Replicate dims that remain into their targets: a local
+// slice for Shard, MakePartial for Partial. Each step changes one mesh dim, so the
+// distributions in between are valid DistAttrs and the plan prints as a chain of them.
+#include "passes/reshard_plan.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::Placement;
+
+// Whether `tensor_dim` is sharded by some mesh dim other than `except`.
+ReshardStep Step(ReshardStep::Kind kind, int64_t tensor_dim = -1, ir::ReduceType reduce = ir::ReduceType::kSum,
+                 int64_t from_tensor_dim = -1) {
+  ReshardStep step;
+  step.kind = kind;
+  step.tensor_dim = tensor_dim;
+  step.from_tensor_dim = from_tensor_dim;
+  step.reduce = reduce;
+  return step;
+}
+
+bool ShardedElsewhere(const std::vector<Placement>& p, int64_t tensor_dim, size_t except) {
+  for (size_t m = 0; m < p.size(); ++m) {
+    if (m != except && p[m].is_shard() && p[m].dim == tensor_dim) return true;
+  }
+  return false;
+}
+
+std::string CompactPlacement(const Placement& p) {
+  if (p.is_shard()) return absl::StrCat("S(", p.dim, ")");
+  if (p.is_partial()) return p.reduce == ir::ReduceType::kSum ? "P" : absl::StrCat("P(", ir::ReduceTypeName(p.reduce), ")");
+  return "R";
+}
+
+}  // namespace
+
+const char* ReshardStepName(ReshardStep::Kind kind) {
+  switch (kind) {
+    case ReshardStep::Kind::kAllReduce: return "all_reduce";
+    case ReshardStep::Kind::kAllGather: return "all_gather";
+    case ReshardStep::Kind::kReduceScatter: return "reduce_scatter";
+    case ReshardStep::Kind::kAllToAll: return "all_to_all";
+    case ReshardStep::Kind::kSlice: return "slice";
+    case ReshardStep::Kind::kMakePartial: return "make_partial";
+  }
+  return "?";
+}
+
+std::string ReshardStep::ToString() const {
+  std::string s = absl::StrCat(ReshardStepName(kind), "(mesh dim ", mesh_dim);
+  if (kind == Kind::kAllToAll) absl::StrAppend(&s, ", axis ", from_tensor_dim, " → ", tensor_dim);
+  else if (tensor_dim >= 0) absl::StrAppend(&s, ", axis ", tensor_dim);
+  if (kind == Kind::kAllReduce || kind == Kind::kReduceScatter || kind == Kind::kMakePartial) {
+    absl::StrAppend(&s, ", ", ir::ReduceTypeName(reduce));
+  }
+  return s + ")";
+}
+
+std::string CompactPlacements(const ir::DistAttr& attr) {
+  std::string s;
+  for (const Placement& p : attr.ToPlacements()) s += CompactPlacement(p);
+  return s;
+}
+
+std::string ReshardPlan::ToString() const {
+  std::vector<std::string> chain = {CompactPlacements(source)};
+  for (const ReshardStep& step : steps) chain.push_back(CompactPlacements(step.after));
+  return absl::StrJoin(chain, " → ");
+}
+
+absl::Status CheckEvenShards(const ir::DistAttr& attr, const ir::Shape& shape, const std::string& what) {
+  for (size_t d = 0; d < attr.dims_mapping.size() && d < shape.size(); ++d) {
+    const int64_t m = attr.dims_mapping[d];
+    if (m < 0) continue;
+    const int64_t ways = attr.mesh.dim_size(m);
+    if (shape[d] % ways != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": tensor dim ", d, " of size ", shape[d], " does not split evenly over mesh dim ",
+          attr.mesh.dim_names()[static_cast<size_t>(m)], " (", ways, " ranks); uneven shards are not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::DistAttr& target, const ir::Shape& shape) {
+  if (!(source.mesh == target.mesh)) {
+    return absl::UnimplementedError(absl::StrCat("reshard from mesh ", source.mesh.ToString(), " to mesh ",
+                                                 target.mesh.ToString(),
+                                                 ": moving tensors between meshes (pipeline send/recv) is not planned yet"));
+  }
+  PDIST_RETURN_IF_ERROR(source.Verify(shape));
+  PDIST_RETURN_IF_ERROR(target.Verify(shape));
+  PDIST_RETURN_IF_ERROR(CheckEvenShards(source, shape, "reshard source"));
+  PDIST_RETURN_IF_ERROR(CheckEvenShards(target, shape, "reshard target"));
+
+  ReshardPlan plan{source, target, shape, {}};
+  const auto rank = static_cast<int64_t>(shape.size());
+  std::vector<Placement> now = source.ToPlacements();
+  const std::vector<Placement> want = target.ToPlacements();
+  auto emit = [&](ReshardStep step, size_t m, Placement next) -> absl::Status {
+    now[m] = next;
+    PDIST_ASSIGN_OR_RETURN(step.after, ir::DistAttr::FromPlacements(source.mesh, rank, now));
+    step.mesh_dim = static_cast<int64_t>(m);
+    plan.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  };
+
+  // Phase 1: away from every source placement that differs from its target.
+  for (size_t m = 0; m < now.size(); ++m) {
+    const Placement p = now[m], t = want[m];
+    if (p == t || p.is_replicate()) continue;
+    const bool into_free_shard = t.is_shard() && !ShardedElsewhere(now, t.dim, m);
+    if (p.is_partial()) {
+      if (into_free_shard) {
+        PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kReduceScatter, t.dim, p.reduce), m, t));
+      } else {
+        PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllReduce, -1, p.reduce), m, Placement::Replicate()));
+      }
+    } else if (into_free_shard) {
+      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllToAll, t.dim, ir::ReduceType::kSum, p.dim), m, t));
+    } else {
+      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllGather, p.dim), m, Placement::Replicate()));
+    }
+  }
+  // Phase 2: from Replicate to every target placement still missing.
+  for (size_t m = 0; m < now.size(); ++m) {
+    const Placement t = want[m];
+    if (now[m] == t) continue;
+    if (t.is_shard()) {
+      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kSlice, t.dim), m, t));
+    } else {
+      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kMakePartial, -1, t.reduce), m, t));
+    }
+  }
+  if (now != want) {
+    return absl::InternalError(absl::StrCat("reshard plan ", plan.ToString(), " does not reach ", CompactPlacements(target)));
+  }
+  return plan;
+}
+
+absl::StatusOr<ReshardPlan> ReshardPlanCache::Get(const ir::DistAttr& source, const ir::DistAttr& target,
+                                                 const ir::Shape& shape) {
+  auto key = std::make_tuple(source.ToString(), target.ToString(), shape);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+  }
+  PDIST_ASSIGN_OR_RETURN(ReshardPlan plan, PlanReshard(source, target, shape));
+  std::lock_guard<std::mutex> lock(mu_);
+  plans_.emplace(std::move(key), plan);
+  return plan;
+}
+
+size_t ReshardPlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plans_.size();
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,109 @@
+// Helpers for tests that compare a distributed run with the single-rank run of the same model:
+// train both for some AdamW steps on the same batches, then compare every step's loss and
+// every final parameter (gathered whole).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "executor/tensor.h"
+#include "ir/program.h"
+
+namespace pdist::engine::testing {
+
+// Tokens and labels of shape [batch, seq] from a fixed LCG: the same batches on every run.
+inline exec::Feeds RandomTokenBatch(const ir::Program& model, int64_t step, int64_t vocab) {
+  exec::Feeds feeds;
+  uint64_t state = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1);
+  for (const char* name : {"tokens", "labels"}) {
+    const ir::Value* arg = model.FindArgument(name);
+    exec::Tensor t = exec::Tensor::Empty(arg->type());
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const auto id = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
+      if (t.dtype() == ir::DataType::kInt64) t.data<int64_t>()[i] = id;
+      else t.data<int32_t>()[i] = static_cast<int32_t>(id);
+    }
+    feeds[name] = t;
+  }
+  return feeds;
+}
+
+struct RunOutcome {
+  std::vector<double> losses;
+  exec::Workspace state;  // whole tensors
+};
+
+inline RunOutcome TrainSteps(ir::Program model, EngineOptions options, int64_t steps, int64_t vocab) {
+  RunOutcome out;
+  const ir::Program reference = model.Clone();
+  auto engine = Engine::Create(std::move(model), options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return out;
+  for (int64_t s = 0; s < steps; ++s) {
+    auto r = (*engine)->TrainStep(RandomTokenBatch(reference, s, vocab));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    out.losses.push_back(r->loss);
+  }
+  auto state = (*engine)->WholeState();
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (state.ok()) out.state = std::move(*state);
+  return out;
+}
+
+// ‖a − b‖ / ‖b‖.
+inline double RelativeNormDistance(const exec::Tensor& a, const exec::Tensor& b) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    const double d = a.At(i) - b.At(i);
+    diff += d * d;
+    norm += b.At(i) * b.At(i);
+  }
+  return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+// Elements left out of a parameter comparison, by parameter name.
+using ElementMask = std::map<std::string, std::vector<bool>>;
+
+// Zeroes the masked elements of a copy of `t`.
+inline exec::Tensor Masked(const exec::Tensor& t, const std::vector<bool>* mask) {
+  if (mask == nullptr) return t;
+  exec::Tensor out = t.Clone();
+  std::vector<double> values = exec::TensorToDoubles(out);
+  for (size_t i = 0; i < values.size() && i < mask->size(); ++i) {
+    if ((*mask)[i]) values[i] = 0;
+  }
+  return exec::TensorFromDoubles(out.type(), values);
+}
+
+// Every loss within `tol` relative, every parameter within `tol` in relative norm (without the
+// elements of `excluded`).
+inline void ExpectSameTraining(const RunOutcome& got, const RunOutcome& want, const ir::Program& model, double tol,
+                               const ElementMask& excluded = {}) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t s = 0; s < want.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], tol * std::abs(want.losses[s])) << "loss of step " << s;
+  }
+  int64_t compared = 0;
+  for (const ir::Value* p : model.Parameters()) {
+    auto g = got.state.find(p->name());
+    auto w = want.state.find(p->name());
+    ASSERT_NE(g, got.state.end()) << p->name();
+    ASSERT_NE(w, want.state.end()) << p->name();
+    ASSERT_EQ(g->second.type(), w->second.type()) << p->name();
+    auto mask = excluded.find(p->name());
+    const std::vector<bool>* m = mask == excluded.end() ? nullptr : &mask->second;
+    EXPECT_LE(RelativeNormDistance(Masked(g->second, m), Masked(w->second, m)), tol) << "parameter " << p->name();
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+}  // namespace pdist::engine::testing
