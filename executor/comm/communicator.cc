@@ -64,6 +64,13 @@ absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
   return absl::DeadlineExceededError(msg);
 }
 
+absl::Status LostRanks(const Fingerprint& fp, const std::vector<int>& lost, const std::string& detail) {
+  std::string msg = absl::StrCat("lost the connection in group '", fp.group, "' during ", fp.ToString(), " (seq ",
+                                 fp.seq, "): ranks that closed it (exited or crashed?): ", absl::StrJoin(lost, ", "));
+  if (!detail.empty()) absl::StrAppend(&msg, " (", detail, ")");
+  return absl::UnavailableError(msg);
+}
+
 absl::Status CheckReducible(ir::DataType dtype, ReduceOp op) {
   switch (dtype) {
     case ir::DataType::kFloat32:

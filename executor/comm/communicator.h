@@ -68,6 +68,8 @@ absl::Status FingerprintMismatch(const Fingerprint& mine, int my_rank, const Fin
 // The error a timeout produces (DeadlineExceeded): "... ranks that did not arrive: 2, 3".
 absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
                           const std::vector<int>& missing, const std::string& detail = "");
+// The error when peers closed their connections (Unavailable): "... ranks that closed it: 1".
+absl::Status LostRanks(const Fingerprint& fp, const std::vector<int>& lost, const std::string& detail = "");
 
 class Communicator {
  public:

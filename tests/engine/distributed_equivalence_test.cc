@@ -59,28 +59,6 @@ EngineOptions Options() {
   return o;
 }
 
-// The key bias of attention has no gradient in exact arithmetic: q·(k + b) shifts every score
-// of a query by the same q·b, which softmax ignores. Its float32 gradient is rounding noise
-// (|g| ~ 1e-9), which AdamW's g/√v turns into steps whose direction depends on the summation
-// order: measured on gpt dp2 f32, the key-bias slices differ by 4e-6 with norm 1e-5, while the
-// query and value slices of the same tensor differ by 3e-9 with norm 1e-2. Two single-rank runs
-// with different thread counts diverge there alike, so the float32 GPT comparisons leave the
-// key-bias slices out; the float64 runs, where the noise stays below AdamW's epsilon, compare
-// every element at 1e-10. (qkv columns are grouped by head: [q k v] per head, ir/models/decoder.h.)
-testing::ElementMask KeyBiasElements(const ir::Program& model, int64_t heads) {
-  testing::ElementMask mask;
-  for (const ir::Value* p : model.Parameters()) {
-    if (p->name().find("attn.qkv.bias") == std::string::npos) continue;
-    const int64_t width = p->type().shape[0], head_dim = width / (3 * heads);
-    std::vector<bool> keys(static_cast<size_t>(width), false);
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t i = 0; i < head_dim; ++i) keys[static_cast<size_t>(h * 3 * head_dim + head_dim + i)] = true;
-    }
-    mask[p->name()] = keys;
-  }
-  return mask;
-}
-
 class DistributedEquivalenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DistributedEquivalenceTest, MatchesSingleRank) {
@@ -92,7 +70,7 @@ TEST_P(DistributedEquivalenceTest, MatchesSingleRank) {
   const RunOutcome distributed = TrainSteps(model.Clone(), o, kSteps, kVocab);
   const bool f64 = c.dtype == ir::DataType::kFloat64;
   ExpectSameTraining(distributed, single, model, f64 ? 1e-10 : 1e-5,
-                     f64 ? testing::ElementMask{} : KeyBiasElements(model, kHeads));
+                     f64 ? testing::ElementMask{} : testing::KeyBiasElements(model, kHeads));
 }
 
 std::vector<Case> Cases() {

@@ -180,8 +180,10 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
   std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> sends, recvs;
   std::vector<int> missing;
   std::string detail;
+  bool timed_out = false;  // else every lost peer closed its connection: it exited or crashed
   auto lost = [&](int peer, const std::exception& e) {
     missing.push_back(peer);
+    timed_out = timed_out || std::string(e.what()).find("Timed out") != std::string::npos;
     if (detail.empty()) detail = absl::StrCat("gloo: ", e.what());
   };
   std::vector<int> posted;
@@ -212,6 +214,7 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
     abandoned_.insert(abandoned_.end(), sends.begin(), sends.end());
     abandoned_.insert(abandoned_.end(), recvs.begin(), recvs.end());
     std::sort(missing.begin(), missing.end());
+    if (!timed_out) return LostRanks(fp, missing, detail);
     return MissingRanks(fp, config().timeout, missing, detail);
   }
   for (int p : peers) {

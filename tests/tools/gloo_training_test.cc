@@ -1,0 +1,185 @@
+// Training with ranks as processes over Gloo (pdist-run + pdist-train --backend gloo) equals the
+// single-rank run: dp2 and dp2×mp2, 10 AdamW steps, float32 (1e-5) and float64 (1e-10), losses
+// from --losses-out and every parameter from the --save checkpoints (which hold whole tensors).
+// And a rank killed mid-run ends the others with an error in bounded time.
+#ifdef PDIST_HAVE_GLOO
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/checkpoint.h"
+#include "ir/serialize.h"
+#include "tests/engine/distributed_test_util.h"
+#include "tests/testing/temp_path.h"
+#include "tools/launcher.h"
+#include "tools/rank_spawn.h"
+
+namespace pdist::tools {
+namespace {
+
+constexpr int64_t kHeads = 4;
+
+class GlooTrainingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = pdist::testing::UniqueTempPath("gloo_training");
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string ExportModel(const std::string& dtype) {
+    const std::string model = Path("model_" + dtype + ".pb");
+    const std::string cmd = std::string(PDIST_EXPORT_BIN) +
+                            " gpt --layers 2 --hidden 32 --heads 4 --vocab 256 --seq 8 --batch 4 --dtype " + dtype +
+                            " -o " + model + " 2>/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return model;
+  }
+
+  std::vector<std::string> TrainArgs(const std::string& model, const std::string& tag) {
+    return {PDIST_TRAIN_BIN, model, "--data", std::string(PDIST_SOURCE_DIR) + "/data/essay.txt", "--steps", "10",
+            "--lr", "1e-3", "--seed", "7", "--quiet", "--losses-out", Path(tag + ".json"), "--save", Path(tag + ".ckpt")};
+  }
+
+  void Strategy(const std::string& name, const std::string& json) { std::ofstream(Path(name)) << json; }
+
+  std::vector<double> Losses(const std::string& tag) {
+    std::ifstream in(Path(tag + ".json"));
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    std::vector<double> out;
+    if (j.is_object() && j.contains("losses")) {
+      for (const auto& v : j["losses"]) out.push_back(v.get<double>());
+    }
+    return out;
+  }
+
+  engine::testing::RunOutcome Outcome(const std::string& tag) {
+    engine::testing::RunOutcome out;
+    out.losses = Losses(tag);
+    auto ckpt = engine::LoadCheckpoint(Path(tag + ".ckpt"));
+    EXPECT_TRUE(ckpt.ok()) << ckpt.status();
+    if (ckpt.ok()) out.state = std::move(ckpt->tensors);
+    return out;
+  }
+
+  void CompareWithSingleRank(const std::string& dtype, int nprocs, const std::string& strategy_json) {
+    const std::string model = ExportModel(dtype);
+    std::string single;
+    for (const std::string& a : TrainArgs(model, "single")) single += a + " ";
+    ASSERT_EQ(std::system((single + " 2>/dev/null").c_str()), 0) << single;
+
+    Strategy("s.json", strategy_json);
+    LaunchOptions o;
+    o.nprocs = nprocs;
+    o.command = TrainArgs(model, "gloo");
+    for (const char* a : {"--strategy", "", "--backend", "gloo", "--collective-timeout-s", "60"}) o.command.push_back(a);
+    o.command[o.command.size() - 5] = Path("s.json");
+    o.stdout_fd = o.stderr_fd = ::open(Path("launch.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    o.timeout = absl::Seconds(120);
+    absl::StatusOr<LaunchResult> r = Launch(o);
+    ::close(o.stdout_fd);
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::ifstream log(Path("launch.log"));
+    ASSERT_EQ(r->exit_code, 0) << std::string(std::istreambuf_iterator<char>(log), {});
+
+    auto program = ir::LoadProgramAuto(model);
+    ASSERT_TRUE(program.ok()) << program.status();
+    const bool f64 = dtype == "f64";
+    engine::testing::ExpectSameTraining(Outcome("gloo"), Outcome("single"), *program, f64 ? 1e-10 : 1e-5,
+                                        f64 ? engine::testing::ElementMask{}
+                                            : engine::testing::KeyBiasElements(*program, kHeads));
+  }
+
+  std::string dir_;
+};
+
+TEST_F(GlooTrainingTest, DataParallelTwoProcessesF32) { CompareWithSingleRank("f32", 2, R"({"dp_degree": 2})"); }
+TEST_F(GlooTrainingTest, DataParallelTwoProcessesF64) { CompareWithSingleRank("f64", 2, R"({"dp_degree": 2})"); }
+TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF32) {
+  CompareWithSingleRank("f32", 4, R"({"dp_degree": 2, "mp_degree": 2})");
+}
+TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF64) {
+  CompareWithSingleRank("f64", 4, R"({"dp_degree": 2, "mp_degree": 2})");
+}
+
+// Two ranks started without the launcher (which would stop the survivor itself); rank 1 is
+// then killed (SIGKILL: its sockets close) or frozen (SIGSTOP: it holds them open and says
+// nothing). Either way rank 0 must fail on its own, with an error, in bounded time: at once
+// for a closed connection, after the collective timeout for a silent peer.
+struct Survivor {
+  double seconds = 0;  // from the signal to rank 0's exit
+  int status = 0;
+  std::string log;
+};
+
+class GlooFailureTest : public GlooTrainingTest {
+ protected:
+  Survivor SignalRankOne(int signal, int timeout_s) {
+    Survivor out;
+    const std::string model = ExportModel("f32");
+    Strategy("dp2.json", R"({"dp_degree": 2})");
+    LaunchOptions o;
+    o.nprocs = 2;
+    o.command = {PDIST_TRAIN_BIN, model, "--data", std::string(PDIST_SOURCE_DIR) + "/data/essay.txt", "--steps",
+                 "1000000", "--quiet", "--strategy", Path("dp2.json"), "--backend", "gloo",
+                 "--collective-timeout-s", std::to_string(timeout_s)};
+    absl::StatusOr<int> port = PickFreePort();
+    EXPECT_TRUE(port.ok()) << port.status();
+    std::vector<pid_t> pids;
+    for (int rank = 0; rank < 2; ++rank) {
+      const int fd = ::open(Path("rank" + std::to_string(rank) + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      absl::StatusOr<pid_t> pid = SpawnRank(o, *port, rank, fd, ::dup(fd));
+      EXPECT_TRUE(pid.ok()) << pid.status();
+      if (!pid.ok()) return out;
+      pids.push_back(*pid);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // both are training by now
+    EXPECT_EQ(::kill(pids[1], signal), 0);
+    const auto start = std::chrono::steady_clock::now();
+    pid_t done = 0;
+    while ((done = ::waitpid(pids[0], &out.status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(timeout_s + 30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (pid_t pid : pids) ::kill(-pid, SIGKILL);
+    for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+    std::ifstream log(Path("rank0.log"));
+    out.log.assign(std::istreambuf_iterator<char>(log), {});
+    EXPECT_EQ(done, pids[0]) << "rank 0 still running " << out.seconds << " s after rank 1 got signal " << signal;
+    EXPECT_TRUE(WIFEXITED(out.status) && WEXITSTATUS(out.status) != 0) << out.log;
+    std::fprintf(stderr, "rank 0 ended %.2f s after rank 1 got signal %d:\n%s", out.seconds, signal, out.log.c_str());
+    return out;
+  }
+};
+
+TEST_F(GlooFailureTest, KilledRankEndsTheOtherAtOnce) {
+  const Survivor s = SignalRankOne(SIGKILL, 30);
+  EXPECT_LT(s.seconds, 10.0) << s.log;
+  EXPECT_NE(s.log.find("ranks that closed it (exited or crashed?): 1"), std::string::npos) << s.log;
+}
+
+TEST_F(GlooFailureTest, FrozenRankEndsTheOtherWithTheTimeoutError) {
+  const Survivor s = SignalRankOne(SIGSTOP, 3);
+  EXPECT_GE(s.seconds, 2.0) << s.log;  // it waited for the timeout ...
+  EXPECT_LT(s.seconds, 15.0) << s.log;  // ... and not much longer
+  EXPECT_NE(s.log.find("did not arrive"), std::string::npos) << s.log;
+}
+
+}  // namespace
+}  // namespace pdist::tools
+
+#endif  // PDIST_HAVE_GLOO
