@@ -24,6 +24,15 @@ double LearningRateSchedule::At(int64_t step) const {
   return base * (min_ratio + (1.0 - min_ratio) * cosine);
 }
 
+namespace {
+
+RunnerOptions RunnerOptionsOf(const EngineOptions& o) {
+  return {.profile = o.profile, .overlap_communication = o.overlap_communication,
+          .gradient_bucket_bytes = o.gradient_bucket_bytes};
+}
+
+}  // namespace
+
 Engine::Engine(ir::Program forward, EngineOptions options)
     : forward_(std::move(forward)), options_(std::move(options)) {}
 
@@ -61,7 +70,7 @@ absl::Status Engine::PrepareSingleRank() {
   PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(train_, options_.optimizer));
   PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(train_), "training program"));
   passes::ReshardPlanCache plans;
-  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, forward_, /*rank=*/-1, plans, options_.profile));
+  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, forward_, /*rank=*/-1, plans, RunnerOptionsOf(options_)));
   PDIST_RETURN_IF_ERROR(runner->Initialize(options_.seed));
   runners_.push_back(std::move(runner));
   return absl::OkStatus();
@@ -97,7 +106,7 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
 
   passes::ReshardPlanCache plans;
   for (int64_t r : ranks) {
-    PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, options_.profile));
+    PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, RunnerOptionsOf(options_)));
     runners_.push_back(std::move(runner));
   }
   return OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {

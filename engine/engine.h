@@ -42,6 +42,11 @@ struct EngineOptions {
   std::string backend = "inproc";
   // How long a collective waits for the other ranks before the step fails.
   double collective_timeout_s = 300;
+  // Run collectives on a communication stream beside the compute (exec::ExecutorOptions).
+  bool overlap_communication = true;
+  // Gradient all-reduces are fused into buckets of this many bytes (passes/fuse_allreduce.h);
+  // 0: one per gradient. PyTorch DDP's default.
+  int64_t gradient_bucket_bytes = int64_t{25} << 20;
 };
 
 struct StepResult {

@@ -5,20 +5,22 @@
 #include "engine/shard_io.h"
 #include "ir/dist/local_slice.h"
 #include "ir/status.h"
+#include "passes/fuse_allreduce.h"
 #include "passes/partition.h"
 
 namespace pdist::engine {
 
 absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program& train, const ir::Program& eval,
                                                                int64_t rank, passes::ReshardPlanCache& plans,
-                                                               bool profile) {
+                                                               const RunnerOptions& options) {
   std::unique_ptr<RankRunner> runner;
   if (rank < 0) {
-    runner.reset(new RankRunner(train.Clone(), eval.Clone(), rank, profile));
+    runner.reset(new RankRunner(train.Clone(), eval.Clone(), rank, options));
   } else {
     PDIST_ASSIGN_OR_RETURN(ir::Program local_train, passes::PartitionProgram(train, rank, plans));
     PDIST_ASSIGN_OR_RETURN(ir::Program local_eval, passes::PartitionProgram(eval, rank, plans));
-    runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, profile));
+    PDIST_RETURN_IF_ERROR(passes::ScheduleGradientAllReduces(local_train, options.gradient_bucket_bytes).status());
+    runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, options));
   }
   PDIST_RETURN_IF_ERROR(runner->CreateExecutors());
   return runner;
@@ -26,7 +28,8 @@ absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program
 
 absl::Status RankRunner::CreateExecutors() {
   exec::ExecutorOptions options;
-  options.profile = profile_;
+  options.profile = options_.profile;
+  options.overlap_communication = options_.overlap_communication;
   options.comm_groups = groups_;
   PDIST_ASSIGN_OR_RETURN(exec::Executor train, exec::Executor::Create(train_, options));
   options.profile = false;

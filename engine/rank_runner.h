@@ -19,12 +19,18 @@
 
 namespace pdist::engine {
 
+struct RunnerOptions {
+  bool profile = false;                // time kernels
+  bool overlap_communication = true;   // exec::ExecutorOptions::overlap_communication
+  int64_t gradient_bucket_bytes = 0;   // passes/fuse_allreduce.h; 0: one all-reduce per gradient
+};
+
 class RankRunner {
  public:
   // `rank` < 0: run `train` and `eval` as they are. Otherwise partition them for `rank`.
   static absl::StatusOr<std::unique_ptr<RankRunner>> Create(const ir::Program& train, const ir::Program& eval,
                                                             int64_t rank, passes::ReshardPlanCache& plans,
-                                                            bool profile);
+                                                            const RunnerOptions& options);
 
   // Collective over the world: creates the communicators of every group of `meshes`.
   absl::Status Connect(std::shared_ptr<exec::comm::Communicator> world, const std::vector<ir::ProcessMesh>& meshes);
@@ -48,15 +54,15 @@ class RankRunner {
   exec::comm::CommGroups* groups() const { return groups_.get(); }
 
  private:
-  RankRunner(ir::Program train, ir::Program eval, int64_t rank, bool profile)
-      : train_(std::move(train)), eval_(std::move(eval)), rank_(rank), profile_(profile) {}
+  RankRunner(ir::Program train, ir::Program eval, int64_t rank, RunnerOptions options)
+      : train_(std::move(train)), eval_(std::move(eval)), rank_(rank), options_(options) {}
   absl::Status CreateExecutors();
   absl::StatusOr<exec::Feeds> LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const;
 
   ir::Program train_;
   ir::Program eval_;
   int64_t rank_;
-  bool profile_;
+  RunnerOptions options_;
   std::shared_ptr<exec::comm::CommGroups> groups_;
   std::unique_ptr<exec::Executor> train_executor_;
   std::unique_ptr<exec::Executor> eval_executor_;

@@ -39,6 +39,10 @@ struct ExecutorOptions {
   bool profile = false;
   // The rank's communicators, for the collective ops of a partitioned program.
   std::shared_ptr<comm::CommGroups> comm_groups;
+  // Run the ops that communicate on a communication stream (a worker thread, in program order)
+  // while the compute ops go on, waiting only where a result is needed: a gradient all-reduce
+  // overlaps the rest of the backward pass. Off: every op runs in turn on the calling thread.
+  bool overlap_communication = true;
 };
 
 struct RunResult {
@@ -62,13 +66,18 @@ class Executor {
 
  private:
   Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan,
-           std::vector<const KernelFn*> kernels)
-      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), kernels_(std::move(kernels)) {}
+           std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream)
+      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), kernels_(std::move(kernels)),
+        on_comm_stream_(std::move(on_comm_stream)) {}
+  // Runs op `index`'s kernel and checks its results' types; times it into op_seconds if given.
+  absl::Status RunKernel(size_t index, const ir::Operation& op, std::vector<const Tensor*> inputs,
+                         std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const;
 
   const ir::Program* program_;
   ExecutorOptions options_;
   MemoryPlan plan_;
   std::vector<const KernelFn*> kernels_;  // per op, in program order
+  std::vector<bool> on_comm_stream_;      // per op
 };
 
 // Creates every parameter and optimizer state of `program` from its `init` string, with a

@@ -72,6 +72,9 @@ struct OpDef {
   InferSpmdFn infer_spmd;
   InferSpmdReverseFn infer_spmd_reverse;
   DescribeSpmdFn describe_spmd;
+  // The kernel talks to other ranks (collectives, the vocab-parallel cross entropy): the
+  // executor runs such ops on the rank's communication stream, in program order.
+  bool communicates = false;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

@@ -7,6 +7,7 @@
 //   %7 = c_allgather(%6) {axis = 1, ranks = [0, 2]} : f32[8,128]        // %6 : f32[8,64]
 //   %9 = c_reduce_scatter(%8) {axis = 0, reduce = "sum", ranks = [0, 1]} : f32[4,64]
 //   %b = c_alltoall(%a) {split_axis = 1, concat_axis = 0, ranks = [0, 1]} : f32[8,32]  // %a f32[4,64]
+//   %c, %d = c_allreduce_coalesced(%a, %b) {reduce = "sum", ranks = [0, 2]} : f32[64], f32[64,64]
 //
 // `ranks` are the group's global ranks in group order; the executor finds the communicator
 // through its CommGroups. Pieces are concatenated / split in that order along the axis.
@@ -77,6 +78,7 @@ OpDef CollectiveDef(std::string name, std::vector<AttrSpec> attrs, InferMetaFn m
   def.attrs = std::move(attrs);
   def.infer_meta = std::move(meta);
   def.cost = std::move(cost);
+  def.communicates = true;
   ops::MarkLocalOnly(def, description);
   return def;
 }
@@ -115,7 +117,33 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
         return std::vector<TensorType>{out};
       },
       RingCost(1), "local: split x along split_axis, exchange, concat along concat_axis (S(i)→S(j))")));
-  return absl::OkStatus();
+  // Gradient buckets: one all-reduce over several tensors of one dtype (a flat buffer), made by
+  // passes/fuse_allreduce.h from the c_allreduce ops of gradients.
+  OpDef coalesced = CollectiveDef(
+      "c_allreduce_coalesced", {{"reduce", std::string("sum")}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(GroupSize(attrs).status());
+        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        std::vector<TensorType> out;
+        for (const TensorType* t : in) {
+          if (t->dtype != in[0]->dtype) {
+            return absl::InvalidArgumentError(absl::StrCat("a bucket holds one dtype: ", in[0]->ToString(), " and ",
+                                                           t->ToString()));
+          }
+          out.push_back(*t);
+        }
+        return out;
+      },
+      [](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap& attrs) {
+        const double n = static_cast<double>(GroupSize(attrs).value_or(1));
+        double bytes = 0;
+        for (const TensorType* t : in) bytes += static_cast<double>(t->num_bytes());
+        return OpCost{0, 2 * (n - 1) / n * bytes};
+      },
+      "local: out_i = reduce over ranks of x_i, as one flat all-reduce (a gradient bucket)");
+  coalesced.inputs = {{"x", false, true}};
+  coalesced.outputs = {{"out", true}};
+  return registry.Register(std::move(coalesced));
 }
 
 }  // namespace pdist::ir

@@ -20,13 +20,15 @@ namespace pdist::ir {
 namespace {
 
 absl::Status RegisterLocalForm(OpRegistry& registry, const std::string& base, const std::string& name,
-                               std::vector<AttrSpec> extra_attrs, const std::string& description) {
+                               std::vector<AttrSpec> extra_attrs, const std::string& description,
+                               bool communicates = false) {
   const OpDef* base_def = registry.Find(base);
   if (base_def == nullptr) return absl::FailedPreconditionError(absl::StrCat(name, " needs ", base, " registered first"));
   OpDef def = *base_def;
   def.name = name;
   for (AttrSpec& a : extra_attrs) def.attrs.push_back(std::move(a));
   ops::MarkLocalOnly(def, description);
+  def.communicates = communicates;
   return registry.Register(std::move(def));
 }
 
@@ -41,7 +43,8 @@ absl::Status RegisterVocabParallelOps(OpRegistry& registry) {
                                           "local: gradient of the rows [start_index, start_index + rows)"));
   PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "cross_entropy_with_softmax", "c_softmax_with_cross_entropy",
                                           {start, ranks},
-                                          "local: softmax and loss over classes split across ranks (all-reduces)"));
+                                          "local: softmax and loss over classes split across ranks (all-reduces)",
+                                          /*communicates=*/true));
   return RegisterLocalForm(registry, "cross_entropy_with_softmax_grad", "c_softmax_with_cross_entropy_grad", {start},
                            "local: logits_grad of the classes [start_index, start_index + classes)");
 }

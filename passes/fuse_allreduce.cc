@@ -1,0 +1,118 @@
+// ScheduleGradientAllReduces: all-reduces hoisted to their producers, then buckets planned over
+// op indices and the op list rebuilt.
+#include "passes/fuse_allreduce.h"
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+struct Bucket {
+  std::vector<size_t> members;  // op indices, in program order
+  int64_t bytes = 0;
+  size_t first_use = std::numeric_limits<size_t>::max();  // earliest use of any member's result
+};
+
+// Group, reduction and dtype: what members of one bucket share.
+std::string BucketKey(const ir::Operation& op) {
+  return absl::StrCat(ir::AttributeToString(op.attrs().at("ranks")), "|", ir::AttributeToString(op.attrs().at("reduce")),
+                      "|", ir::DataTypeName(op.operand(0)->type().dtype));
+}
+
+// Moves every c_allreduce right after the op that produces its operand (completion puts it
+// just before its consumer, the optimizer, i.e. after the whole backward pass).
+void HoistAllReduces(ir::Program& local) {
+  std::vector<std::unique_ptr<ir::Operation>> old = std::move(local.block().mutable_ops());
+  local.block().mutable_ops().clear();
+  std::unordered_map<const ir::Operation*, std::vector<size_t>> after;  // producer → all-reduces
+  std::vector<bool> hoisted(old.size(), false);
+  for (size_t i = 0; i < old.size(); ++i) {
+    const ir::Value* x = old[i]->type() == "c_allreduce" ? old[i]->operand(0) : nullptr;
+    if (x == nullptr || x->producer() == nullptr) continue;
+    after[x->producer()].push_back(i);
+    hoisted[i] = true;
+  }
+  // Appends op i, then (depth first) the all-reduces of its results.
+  std::function<void(size_t)> append = [&](size_t i) {
+    const ir::Operation* op = old[i].get();
+    local.block().Append(std::move(old[i]));
+    auto it = after.find(op);
+    if (it == after.end()) return;
+    for (size_t j : it->second) append(j);
+  };
+  for (size_t i = 0; i < old.size(); ++i) {
+    if (!hoisted[i]) append(i);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t bucket_bytes) {
+  HoistAllReduces(local);
+  if (bucket_bytes <= 0) return 0;
+  const auto& ops = local.block().ops();
+  // First use of every value, by op index.
+  std::unordered_map<const ir::Value*, size_t> first_use;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* v : ops[i]->operands()) {
+      if (v != nullptr && !first_use.count(v)) first_use[v] = i;
+    }
+  }
+  const size_t never = std::numeric_limits<size_t>::max();
+
+  std::vector<Bucket> done;
+  std::map<std::string, Bucket> open;
+  auto close = [&](const std::string& key) {
+    auto it = open.find(key);
+    if (it == open.end()) return;
+    if (it->second.members.size() >= 2) done.push_back(std::move(it->second));
+    open.erase(it);
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Operation& op = *ops[i];
+    if (op.type() != "c_allreduce") continue;
+    const std::string key = BucketKey(op);
+    // The bucket would run at op i: members whose results are needed before then cannot wait.
+    if (open.count(key) && open[key].first_use <= i) close(key);
+    Bucket& bucket = open[key];
+    bucket.members.push_back(i);
+    bucket.bytes += op.operand(0)->type().num_bytes();
+    auto use = first_use.find(op.result(0));
+    bucket.first_use = std::min(bucket.first_use, use == first_use.end() ? never : use->second);
+    if (bucket.bytes >= bucket_bytes) close(key);
+  }
+  while (!open.empty()) close(open.begin()->first);
+  if (done.empty()) return 0;
+
+  // Rebuild: each bucket's op takes the place of its last member and its members' results.
+  std::unordered_map<size_t, const Bucket*> emit_at;
+  std::vector<bool> fused(ops.size(), false);
+  for (const Bucket& b : done) {
+    emit_at[b.members.back()] = &b;
+    for (size_t i : b.members) fused[i] = true;
+  }
+  std::vector<std::unique_ptr<ir::Operation>> old = std::move(local.block().mutable_ops());
+  local.block().mutable_ops().clear();
+  for (size_t i = 0; i < old.size(); ++i) {
+    if (!fused[i]) {
+      local.block().Append(std::move(old[i]));
+      continue;
+    }
+    auto it = emit_at.find(i);
+    if (it == emit_at.end()) continue;  // an earlier member: joins the bucket at its end
+    std::vector<ir::Value*> operands;
+    for (size_t m : it->second->members) operands.push_back(old[m]->operand(0));
+    auto bucket = std::make_unique<ir::Operation>("c_allreduce_coalesced", operands, old[i]->attrs());
+    for (size_t m : it->second->members) bucket->add_result(old[m]->result(0));
+    local.block().Append(std::move(bucket));
+  }
+  return static_cast<int64_t>(done.size());
+}
+
+}  // namespace pdist::passes
