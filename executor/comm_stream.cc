@@ -1,6 +1,8 @@
 // CommStream: a FIFO of tasks on one worker thread, with an event per task.
 #include "executor/comm_stream.h"
 
+#include "executor/executor.h"
+
 namespace pdist::exec {
 
 absl::Status StreamEvent::Wait() {
@@ -57,6 +59,9 @@ absl::Status CommStream::Synchronize() {
 }
 
 void CommStream::Loop() {
+  // Communication kernels only copy and add; an OpenMP team of this thread's own would spin on
+  // the cores the compute thread needs.
+  SetKernelThreadsOfThisThread(1);
   for (;;) {
     std::function<absl::Status()> task;
     std::shared_ptr<StreamEvent> event;
