@@ -141,9 +141,7 @@ class Partitioner {
     if (op.type() == "reshape" || op.type() == "full") {
       attrs["shape"] = op.result(0)->type().shape;
     }
-    if (op.type() == "dropout" || op.type() == "dropout_grad") {
-      PDIST_RETURN_IF_ERROR(CheckDropout(op));
-    }
+    if (op.type() == "dropout") PDIST_RETURN_IF_ERROR(LocaliseDropout(op));
     PDIST_RETURN_IF_ERROR(LocaliseVocabParallel(op));
     const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
     if (def == nullptr) return absl::NotFoundError(absl::StrCat("unknown op '", op.type(), "'"));
@@ -158,13 +156,18 @@ class Partitioner {
     return absl::OkStatus();
   }
 
-  absl::Status CheckDropout(const Operation& op) {
-    PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(op.attrs(), "p"));
-    const DistAttr& attr = *op.result(0)->dist_attr();
-    if (p != 0.0 && !attr.is_replicated()) {
-      return absl::UnimplementedError(
-          "dropout on a sharded tensor would draw another mask than the single-rank run; set its rate to 0");
-    }
+  // The mask is drawn per element index: a piece draws at its global positions (c_dropout),
+  // so it drops exactly what the whole tensor would. Ranks of a Partial group hold pieces of
+  // the same positions and so draw the same mask, as the linear op needs.
+  absl::Status LocaliseDropout(Operation& op) {
+    DistAttr attr = *op.result(0)->dist_attr();
+    attr.partial.clear();
+    if (attr.is_replicated()) return absl::OkStatus();
+    const ir::Shape& global = global_shapes_.at(op.result(0));
+    PDIST_ASSIGN_OR_RETURN(ir::LocalSlice slice, ir::SliceOf(attr, global, rank_));
+    op.mutable_attrs()["global_shape"] = global;
+    op.mutable_attrs()["offsets"] = slice.offsets;
+    op.set_type("c_dropout");
     return absl::OkStatus();
   }
 
@@ -178,8 +181,15 @@ class Partitioner {
       table = 1;
       axis = 0;
     } else if (type == "cross_entropy_with_softmax" || type == "cross_entropy_with_softmax_grad") {
+      // Only the hard-label softmax over the last axis is vocab-parallel; on any other layout
+      // a sharded last axis is not the softmax axis, and the plain kernel is local along it.
       table = type == "cross_entropy_with_softmax" ? 0 : 1;
       axis = static_cast<int64_t>(op.operand(table)->type().shape.size()) - 1;
+      PDIST_ASSIGN_OR_RETURN(int64_t softmax_axis, ir::GetInt(op.attrs(), "axis"));
+      PDIST_ASSIGN_OR_RETURN(bool soft_label, ir::GetBool(op.attrs(), "soft_label"));
+      PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(op.attrs(), "use_softmax"));
+      if (softmax_axis < 0) softmax_axis += axis + 1;
+      if (softmax_axis != axis || soft_label || !use_softmax) return absl::OkStatus();
     } else {
       return absl::OkStatus();
     }

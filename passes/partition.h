@@ -15,8 +15,7 @@
 //   }
 //
 // Limits (errors name the value or op): every rank must be in every value's mesh (several
-// meshes, i.e. pipeline stages, come with the pipeline pass); shards must be even; dropout
-// with a non-zero rate on a sharded tensor is rejected (its mask would differ from one rank's).
+// meshes, i.e. pipeline stages, come with the pipeline pass); shards must be even.
 #pragma once
 
 #include <cstdint>

@@ -178,6 +178,31 @@ absl::StatusOr<double> DropoutFactor(const ir::AttributeMap& attrs) {
   return 1.0;
 }
 
+// The global flat index of every element of a piece of shape `local` at `offsets` in a tensor
+// of shape `global`, in the piece's row-major order.
+absl::StatusOr<std::vector<int64_t>> GlobalIndices(const Shape& local, const std::vector<int64_t>& global,
+                                                   const std::vector<int64_t>& offsets) {
+  if (global.size() != local.size() || offsets.size() != local.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("c_dropout: global_shape ", ir::ShapeToString(global),
+                                                   " and offsets must have one entry per dim of ",
+                                                   ir::ShapeToString(local)));
+  }
+  const auto rank = static_cast<int64_t>(local.size());
+  std::vector<int64_t> stride(local.size(), 1);
+  for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * global[d + 1];
+  int64_t n = 1;
+  for (int64_t d : local) n *= d;
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  std::vector<int64_t> index(local.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d) flat += (offsets[d] + index[d]) * stride[d];
+    out[static_cast<size_t>(i)] = flat;
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == local[d]; --d) index[d] = 0;
+  }
+  return out;
+}
+
 // mask[i] = uniform(seed, i) >= p, with uniform the top 53 bits of output i of splitmix64 (state
 // key + i·golden, one Mix64 from executor/random.h), compared as integers: the mask is a function
 // of (seed, i) only, so it does not depend on threads or chunking. At test time all are kept.
@@ -195,6 +220,15 @@ absl::Status Dropout(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   Tensor& out = ctx.AllocateOutput(0);
   bool* mask = ctx.AllocateOutput(1).data<bool>();
+  // c_dropout: x is the piece at `offsets` of a tensor of `global_shape`; element i draws the
+  // number of its global position.
+  std::vector<int64_t> global_index;
+  if (ctx.attrs().count("global_shape")) {
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> global, ir::GetIntList(ctx.attrs(), "global_shape"));
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ir::GetIntList(ctx.attrs(), "offsets"));
+    PDIST_ASSIGN_OR_RETURN(global_index, GlobalIndices(x.shape(), global, offsets));
+  }
+  const int64_t* g = global_index.empty() ? nullptr : global_index.data();
   PDIST_DISPATCH_FLOAT(x.dtype(), T, {
     const T* in = x.data<T>();
     T* o = out.data<T>();
@@ -202,7 +236,8 @@ absl::Status Dropout(KernelContext& ctx) {
     // Captured by value: stores through bool* may alias anything, which would force reloads.
     ParallelFor(x.num_elements(), kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const bool keep = (Mix64(key + static_cast<uint64_t>(i) * kGolden) >> 11) >= threshold;
+        const uint64_t n = static_cast<uint64_t>(g == nullptr ? i : g[i]);
+        const bool keep = (Mix64(key + n * kGolden) >> 11) >= threshold;
         mask[i] = keep;
         o[i] = keep ? in[i] * f : T(0);
       }
@@ -245,6 +280,7 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterActivation<Exp>(registry, "exp");
   registry.Register(Device::kCPU, "cast", Cast);
   registry.Register(Device::kCPU, "dropout", Dropout);
+  registry.Register(Device::kCPU, "c_dropout", Dropout);  // the same draw, at global positions
   registry.Register(Device::kCPU, "dropout_grad", DropoutGrad);
 }
 

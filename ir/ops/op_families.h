@@ -20,6 +20,6 @@ absl::Status RegisterNnOps(OpRegistry& registry);           // embedding cross_e
 absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adamw
 absl::Status RegisterReshardOps(OpRegistry& registry);      // reshard
 absl::Status RegisterCollectiveOps(OpRegistry& registry);   // c_allreduce, c_allgather, c_reduce_scatter, c_alltoall
-absl::Status RegisterVocabParallelOps(OpRegistry& registry); // c_embedding, c_softmax_with_cross_entropy (+ grads)
+absl::Status RegisterLocalForms(OpRegistry& registry);       // c_embedding, c_softmax_with_cross_entropy (+ grads), c_dropout
 
 }  // namespace pdist::ir

@@ -16,7 +16,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterOptimizerOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterReshardOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterCollectiveOps(registry));
-  PDIST_RETURN_IF_ERROR(RegisterVocabParallelOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterLocalForms(registry));
   return absl::OkStatus();
 }
 

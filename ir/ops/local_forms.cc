@@ -1,12 +1,15 @@
-// Vocab-parallel ops: the local forms partition gives embedding and cross entropy when the
-// vocabulary is sharded (Megatron-LM's VocabParallelEmbedding and vocab-parallel cross
-// entropy; Paddle's c_embedding and c_softmax_with_cross_entropy).
+// Local forms: what partition turns an op into when its piece needs to know where it lies in
+// the whole tensor. Vocab-parallel embedding and cross entropy (Megatron-LM's
+// VocabParallelEmbedding and vocab-parallel cross entropy; Paddle's c_embedding and
+// c_softmax_with_cross_entropy), and dropout on a piece.
 //
 //   c_embedding(ids, table_piece) {start_index = 512}: rows [512, 512 + rows) of the table;
 //     other ids read zeros (the output is Partial(sum) over the vocab group)
 //   c_softmax_with_cross_entropy(logits_piece, label) {start_index, ranks}: the kernel
 //     all-reduces the row max, the sum of exponentials and the label's logit over `ranks`,
 //     so the loss is whole and the softmax stays a piece
+//   c_dropout(x_piece) {global_shape, offsets}: the mask the whole tensor draws at the piece's
+//     global positions, so every strategy drops the same elements as one rank
 //
 // Each takes its base op's signature, shape inference and cost, plus the attributes that
 // locate the rank's piece; like the collectives they exist only in partitioned programs.
@@ -34,7 +37,7 @@ absl::Status RegisterLocalForm(OpRegistry& registry, const std::string& base, co
 
 }  // namespace
 
-absl::Status RegisterVocabParallelOps(OpRegistry& registry) {
+absl::Status RegisterLocalForms(OpRegistry& registry) {
   const AttrSpec start = {"start_index", int64_t{0}};
   const AttrSpec ranks = {"ranks", std::vector<int64_t>{}};
   PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "embedding", "c_embedding", {start},
@@ -45,8 +48,12 @@ absl::Status RegisterVocabParallelOps(OpRegistry& registry) {
                                           {start, ranks},
                                           "local: softmax and loss over classes split across ranks (all-reduces)",
                                           /*communicates=*/true));
-  return RegisterLocalForm(registry, "cross_entropy_with_softmax_grad", "c_softmax_with_cross_entropy_grad", {start},
-                           "local: logits_grad of the classes [start_index, start_index + classes)");
+  PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "cross_entropy_with_softmax_grad",
+                                          "c_softmax_with_cross_entropy_grad", {start},
+                                          "local: logits_grad of the classes [start_index, start_index + classes)"));
+  return RegisterLocalForm(registry, "dropout", "c_dropout",
+                           {{"global_shape", std::vector<int64_t>{}}, {"offsets", std::vector<int64_t>{}}},
+                           "local: the whole tensor's mask at the piece's global positions");
 }
 
 }  // namespace pdist::ir
