@@ -20,6 +20,8 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "executor/comm/gloo/tcp_store.h"
@@ -317,8 +319,15 @@ absl::Status GlooCommunicator::Run(const Call& call) {
   } catch (const std::exception& e) {
     // Every rank passed the fingerprint exchange, so a failure here is a peer that died or
     // stalled mid-transfer; Gloo's message says which connection broke.
-    return absl::UnavailableError(absl::StrCat(call.fp.ToString(), " failed in group '", name(),
-                                               "' (seq ", call.fp.seq, "): gloo: ", e.what()));
+    const std::string what = e.what();
+    if (absl::StrContains(absl::AsciiStrToLower(what), "timeout") || absl::StrContains(what, "Timed out")) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "timeout after ", absl::FormatDuration(config().timeout), " in group '", name(), "' during ",
+          call.fp.ToString(), " (seq ", call.fp.seq, "): a peer stopped sending mid-collective (gloo: ", what, ")"));
+    }
+    return absl::UnavailableError(absl::StrCat("lost the connection in group '", name(), "' during ", call.fp.ToString(),
+                                               " (seq ", call.fp.seq, "): a peer exited or crashed mid-collective (gloo: ",
+                                               what, ")"));
   }
 }
 
