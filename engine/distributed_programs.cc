@@ -15,26 +15,45 @@ namespace pdist::engine {
 namespace {
 
 // Appends `loss' = reshard(loss)` to Replicate when the loss is Partial (a data-parallel mean is
-// Partial(avg) over dp), so that the value the engine reads is the global loss on every rank.
-absl::Status ReplicateLoss(ir::Program& program) {
+// Partial(avg) over dp), or onto every rank when its mesh lacks some (the last pipeline stage's
+// loss), so that the value the engine reads is the global loss on every rank.
+absl::Status ReplicateLoss(ir::Program& program, int64_t world_size) {
   ir::Value* loss = program.loss();
-  if (loss == nullptr || !loss->dist_attr() || !loss->dist_attr()->is_partial()) return absl::OkStatus();
+  if (loss == nullptr || !loss->dist_attr()) return absl::OkStatus();
+  const bool everywhere = loss->dist_attr()->mesh.size() == world_size;
+  if (everywhere && !loss->dist_attr()->is_partial()) return absl::OkStatus();
   ir::Builder b(&program);
   PDIST_ASSIGN_OR_RETURN(ir::Value * whole, b.Op1("reshard", {loss}));
   ir::DistAttr target = *loss->dist_attr();
   target.partial.clear();
+  if (!everywhere) target = ir::DistAttr::Replicated(ir::ProcessMesh::Range({world_size}, {"world"}), loss->type().rank());
   whole->set_dist_attr(std::move(target));
   program.set_loss(whole);
   return absl::OkStatus();
 }
 
-absl::Status Complete(ir::Program& program, const char* what) {
+absl::Status Complete(ir::Program& program, const char* what, int64_t world_size) {
   PDIST_RETURN_IF_ERROR(Annotate(passes::CompleteDistAttrs(program).status(), absl::StrCat("completion of the ", what)));
-  PDIST_RETURN_IF_ERROR(ReplicateLoss(program));
+  PDIST_RETURN_IF_ERROR(ReplicateLoss(program, world_size));
   return Annotate(ir::VerifyProgram(program), absl::StrCat("completed ", what));
 }
 
+
+
 }  // namespace
+
+int64_t WorldSizeOf(const strategy::Strategy& strategy, const ir::Program& program) {
+  int64_t world = strategy.WorldSize();
+  for (const strategy::TensorAnnotation& a : strategy.annotations) {
+    for (int64_t id : a.mesh.process_ids()) world = std::max(world, id + 1);
+  }
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    const ir::Value* v = program.FindValue(id);
+    if (!v->dist_attr()) continue;
+    for (int64_t p : v->dist_attr()->mesh.process_ids()) world = std::max(world, p + 1);
+  }
+  return world;
+}
 
 absl::Status CheckExecutable(const strategy::Strategy& s) {
   if (s.pp_degree > 1 || s.pipeline.enable) {
@@ -54,11 +73,11 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
   ir::Program annotated = forward.Clone();
   PDIST_RETURN_IF_ERROR(passes::AnnotateFromStrategy(strategy, annotated));
 
-  DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, strategy.WorldSize()};
+  DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, WorldSizeOf(strategy, forward)};
   PDIST_RETURN_IF_ERROR(passes::AppendBackward(out.train, out.train.loss()));
   PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(out.train, optimizer));
-  PDIST_RETURN_IF_ERROR(Complete(out.train, "training program"));
-  PDIST_RETURN_IF_ERROR(Complete(out.eval, "evaluation program"));
+  PDIST_RETURN_IF_ERROR(Complete(out.train, "training program", out.world_size));
+  PDIST_RETURN_IF_ERROR(Complete(out.eval, "evaluation program", out.world_size));
   out.meshes = passes::MeshesOf(out.train);
   for (const ir::ProcessMesh& mesh : out.meshes) {
     for (int64_t id : mesh.process_ids()) {

@@ -30,6 +30,10 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
                                                              const strategy::Strategy& strategy,
                                                              const passes::OptimizerConfig& optimizer);
 
+// The ranks a run needs: the strategy's dp × mp × pp, or more when its annotations or the
+// program's own DistAttrs name higher ranks (meshes written by hand, one per pipeline stage).
+int64_t WorldSizeOf(const strategy::Strategy& strategy, const ir::Program& program);
+
 // Rejects strategy sections this build cannot execute, naming them.
 absl::Status CheckExecutable(const strategy::Strategy& strategy);
 

@@ -57,10 +57,15 @@ absl::Status Engine::Prepare() {
       break;
     }
   }
-  if (options_.strategy_json.empty()) return PrepareSingleRank();
-  PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(options_.strategy_json));
+  strategy::Strategy strategy;
+  if (!options_.strategy_json.empty()) {
+    PDIST_ASSIGN_OR_RETURN(strategy, strategy::ParseStrategy(options_.strategy_json));
+  }
   PDIST_RETURN_IF_ERROR(Annotate(CheckExecutable(strategy), "strategy"));
-  if (strategy.WorldSize() == 1 && strategy.annotations.empty()) return PrepareSingleRank();
+  // A program whose values carry DistAttrs of their own is distributed even without a strategy.
+  bool annotated = !strategy.annotations.empty();
+  for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
+  if (WorldSizeOf(strategy, forward_) == 1 && !annotated) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
 
@@ -156,7 +161,18 @@ absl::StatusOr<exec::Workspace> Engine::WholeState() const {
     PDIST_ASSIGN_OR_RETURN(states[k], runner.WholeState());
     return absl::OkStatus();
   }));
-  return states.front();
+  // Each rank holds the tensors of its mesh; on several meshes (stages) they add up.
+  exec::Workspace whole;
+  for (exec::Workspace& state : states) whole.merge(state);
+  for (const ir::Value* arg : train_.block().arguments()) {
+    if (arg->is_persistent() && !whole.count(arg->name())) {
+      return absl::UnimplementedError(absl::StrCat(
+          "'", arg->name(), "' lives on mesh ", arg->dist_attr()->mesh.ToString(),
+          ", whose ranks are other processes: whole tensors of a program over several meshes are gathered only "
+          "with in-process ranks"));
+    }
+  }
+  return whole;
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {

@@ -4,12 +4,33 @@
 #include <cstdlib>
 #include <cstring>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "executor/dtype_dispatch.h"
 
 namespace pdist::exec {
 
 namespace {
+
+// glibc serves blocks above M_MMAP_THRESHOLD with a fresh mmap, and returns freed memory at the
+// heap's top to the kernel above M_TRIM_THRESHOLD: every step then faults in its activations
+// page by page again (measured: 7% of a dp2 step in page faults, 17% once frees also come from
+// the communication thread). Keeping tensors on the heap makes a step reuse the last step's pages.
+void KeepTensorsOnTheHeap() {
+#ifdef __GLIBC__
+  static const bool tuned = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value on 64-bit
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)tuned;
+#endif
+}
+
 std::shared_ptr<void> Allocate(int64_t bytes) {
+  KeepTensorsOnTheHeap();
   const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
   void* p = std::aligned_alloc(64, size);
   if (p == nullptr) throw std::bad_alloc();

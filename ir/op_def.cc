@@ -28,7 +28,10 @@ absl::Status OpRegistry::Register(OpDef def) {
   if (def.grad_kind == GradKind::kDifferentiable && !def.grad) {
     return absl::InvalidArgumentError(absl::StrCat("op '", name, "' is differentiable but has no gradient builder"));
   }
-  if (def.outputs.empty()) return absl::InvalidArgumentError(absl::StrCat("op '", name, "' has no outputs"));
+  // Only an op that talks to other ranks (c_send) may exist for its effect alone.
+  if (def.outputs.empty() && !def.communicates) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", name, "' has no outputs"));
+  }
   for (size_t i = 0; i + 1 < def.inputs.size(); ++i) {
     if (def.inputs[i].variadic) return absl::InvalidArgumentError(absl::StrCat("op '", name, "': only the last input may be variadic"));
   }

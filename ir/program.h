@@ -118,6 +118,7 @@ class Block {
  public:
   const std::vector<Value*>& arguments() const { return arguments_; }
   void add_argument(Value* v) { arguments_.push_back(v); }
+  std::vector<Value*>& mutable_arguments() { return arguments_; }
   const std::vector<std::unique_ptr<Operation>>& ops() const { return ops_; }
   std::vector<std::unique_ptr<Operation>>& mutable_ops() { return ops_; }
   Operation* Append(std::unique_ptr<Operation> op) { ops_.push_back(std::move(op)); return ops_.back().get(); }

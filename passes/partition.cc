@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
@@ -38,15 +39,25 @@ class Partitioner {
     local.block().mutable_ops().clear();
     ir::Builder b(&local);
     for (std::unique_ptr<Operation>& op : ops) {
-      for (size_t i = 0; i < op->num_operands(); ++i) op->set_operand(i, Remapped(op->operand(i)));
-      if (op->type() == "reshard") {
+      if (op->type() == "reshard") {  // planned from the global DistAttrs, before any remapping
         PDIST_RETURN_IF_ERROR(Annotate(LowerReshard(b, *op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
         continue;
+      }
+      for (size_t i = 0; i < op->num_operands(); ++i) op->set_operand(i, Remapped(op->operand(i)));
+      if (op->num_results() > 0 && absent_.count(op->result(0))) continue;  // runs on another mesh
+      for (const Value* v : op->operands()) {
+        if (v != nullptr && absent_.count(v)) {
+          return absl::InternalError(absl::StrCat("partition, rank ", rank_, ": ", op->Describe(), " reads ", NameOf(*v),
+                                                  ", which lives on mesh ", v->dist_attr()->mesh.ToString(),
+                                                  " (completion should have inserted a reshard)"));
+        }
       }
       PDIST_RETURN_IF_ERROR(Annotate(LocaliseOp(*op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
       local.block().Append(std::move(op));
     }
     RemapBindings(local);
+    std::vector<Value*>& args = local.block().mutable_arguments();
+    args.erase(std::remove_if(args.begin(), args.end(), [&](Value* v) { return absent_.count(v) > 0; }), args.end());
     return local;
   }
 
@@ -60,12 +71,11 @@ class Partitioner {
             absl::StrCat("value ", NameOf(*v), " has no DistAttr: run completion before partition"));
       }
       const DistAttr& attr = *v->dist_attr();
-      if (!attr.mesh.Contains(rank_)) {
-        return absl::UnimplementedError(absl::StrCat("value ", NameOf(*v), " lives on mesh ", attr.mesh.ToString(),
-                                                     " without rank ", rank_,
-                                                     "; programs over several meshes need the pipeline pass"));
-      }
       PDIST_RETURN_IF_ERROR(CheckEvenShards(attr, v->type().shape, absl::StrCat("value ", NameOf(*v))));
+      if (!attr.mesh.Contains(rank_)) {
+        absent_.insert(v);  // lives on another mesh (another pipeline stage)
+        continue;
+      }
       v->set_type({attr.LocalShape(v->type().shape), v->type().dtype});
     }
     return absl::OkStatus();
@@ -76,32 +86,80 @@ class Partitioner {
     return it == replaced_.end() ? v : it->second;
   }
 
+  // Bindings of values this rank holds; the others belong to other meshes' ranks.
   void RemapBindings(ir::Program& local) {
-    if (local.loss() != nullptr) local.set_loss(Remapped(local.loss()));
+    if (local.loss() != nullptr) local.set_loss(absent_.count(local.loss()) ? nullptr : Remapped(local.loss()));
     std::vector<ir::StateUpdate> updates = local.updates(), gradients = local.gradients();
     local.clear_updates();
-    for (const ir::StateUpdate& u : updates) local.add_update(u.state, Remapped(u.new_value));
+    for (const ir::StateUpdate& u : updates) {
+      if (!absent_.count(u.state)) local.add_update(u.state, Remapped(u.new_value));
+    }
     local.clear_gradients();
-    for (const ir::StateUpdate& g : gradients) local.add_gradient(g.state, Remapped(g.new_value));
+    for (const ir::StateUpdate& g : gradients) {
+      if (!absent_.count(g.state)) local.add_gradient(g.state, Remapped(g.new_value));
+    }
   }
 
   // Replaces the reshard by its plan's steps; the result's uses read the last step's value.
   absl::Status LowerReshard(ir::Builder& b, const Operation& op) {
+    // x: the global operand (its DistAttr is the plan's source); its local piece may be another
+    // value, when an earlier reshard on this rank needed no op (then the piece is that one's input).
     Value* x = op.operand(0);
     Value* y = op.result(0);
+    global_dtype_ = y->type().dtype;
     PDIST_ASSIGN_OR_RETURN(ReshardPlan plan, plans_.Get(*x->dist_attr(), *y->dist_attr(), global_shapes_.at(y)));
     b.set_result_role(y->role());
-    Value* current = x;
+    // current: this rank's piece of the tensor in its state so far; nullptr while the tensor
+    // lives on a mesh without this rank.
+    Value* current = absent_.count(x) ? nullptr : Remapped(x);
+    const DistAttr* state = &*x->dist_attr();
     for (const ReshardStep& step : plan.steps) {
-      PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
-      current->set_dist_attr(step.after);
+      Value* before = current;
+      if (step.kind == ReshardStep::Kind::kSendRecv) {
+        PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, global_shapes_.at(y), current));
+      } else if (step.after.mesh.Contains(rank_)) {
+        PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
+      }
+      // A step that needs no op on this rank hands back its input, whose DistAttr stays.
+      if (current != nullptr && current != before) current->set_dist_attr(step.after);
+      state = &step.after;
     }
-    if (current->type() != y->type()) {
+    if (absent_.count(y)) return absl::OkStatus();  // the tensor ends on another mesh
+    if (current == nullptr || current->type() != y->type()) {
+      if (current == nullptr) return absl::InternalError(absl::StrCat("lowered reshard ", plan.ToString(), " gives rank ", rank_, " nothing"));
       return absl::InternalError(absl::StrCat("lowered reshard ", plan.ToString(), " gives ", current->type().ToString(),
                                               ", expected ", y->type().ToString()));
     }
     replaced_[y] = current;
     return absl::OkStatus();
+  }
+
+  // The move between meshes: with meshes of one shape, the rank at each coordinate of the
+  // source sends to the rank at that coordinate of the target; otherwise target rank t takes
+  // the (replicated) tensor from source rank t mod |source|. Returns this rank's piece on the
+  // target, or nullptr when it is not in the target mesh.
+  absl::StatusOr<Value*> LowerSendRecv(ir::Builder& b, const DistAttr& from, const DistAttr& to,
+                                       const ir::Shape& global, Value* piece) {
+    const std::vector<int64_t>& senders = from.mesh.process_ids();
+    const std::vector<int64_t>& receivers = to.mesh.process_ids();
+    const bool same_shape = from.mesh.shape() == to.mesh.shape();
+    auto sender_of = [&](size_t t) { return senders[same_shape ? t : t % senders.size()]; };
+    Value* received = nullptr;
+    for (size_t t = 0; t < receivers.size(); ++t) {
+      if (sender_of(t) != rank_) continue;
+      if (receivers[t] == rank_) {
+        received = piece;  // this rank is on both sides: no message
+      } else {
+        PDIST_RETURN_IF_ERROR(b.Create("c_send", {piece}, {{"peer", receivers[t]}}).status());
+      }
+    }
+    for (size_t t = 0; t < receivers.size(); ++t) {
+      if (receivers[t] != rank_ || sender_of(t) == rank_) continue;
+      const ir::TensorType type{to.LocalShape(global), global_dtype_};
+      PDIST_ASSIGN_OR_RETURN(received, b.Op1("c_recv", {}, {{"peer", sender_of(t)}, {"shape", type.shape},
+                                                             {"dtype", type.dtype}}));
+    }
+    return received;
   }
 
   absl::StatusOr<Value*> LowerStep(ir::Builder& b, const ReshardStep& step, Value* x) {
@@ -211,6 +269,8 @@ class Partitioner {
   ReshardPlanCache& plans_;
   std::unordered_map<const Value*, ir::Shape> global_shapes_;
   std::unordered_map<Value*, Value*> replaced_;
+  std::unordered_set<const Value*> absent_;  // values on meshes without this rank
+  ir::DataType global_dtype_ = ir::DataType::kFloat32;  // of the reshard being lowered
 };
 
 }  // namespace

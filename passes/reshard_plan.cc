@@ -51,11 +51,13 @@ const char* ReshardStepName(ReshardStep::Kind kind) {
     case ReshardStep::Kind::kAllToAll: return "all_to_all";
     case ReshardStep::Kind::kSlice: return "slice";
     case ReshardStep::Kind::kMakePartial: return "make_partial";
+    case ReshardStep::Kind::kSendRecv: return "send_recv";
   }
   return "?";
 }
 
 std::string ReshardStep::ToString() const {
+  if (kind == Kind::kSendRecv) return absl::StrCat("send_recv(to ", after.mesh.ToString(), ")");
   std::string s = absl::StrCat(ReshardStepName(kind), "(mesh dim ", mesh_dim);
   if (kind == Kind::kAllToAll) absl::StrAppend(&s, ", axis ", from_tensor_dim, " → ", tensor_dim);
   else if (tensor_dim >= 0) absl::StrAppend(&s, ", axis ", tensor_dim);
@@ -73,9 +75,40 @@ std::string CompactPlacements(const ir::DistAttr& attr) {
 
 std::string ReshardPlan::ToString() const {
   std::vector<std::string> chain = {CompactPlacements(source)};
-  for (const ReshardStep& step : steps) chain.push_back(CompactPlacements(step.after));
+  for (const ReshardStep& step : steps) {
+    chain.push_back(CompactPlacements(step.after));
+    if (!(step.after.mesh == source.mesh)) absl::StrAppend(&chain.back(), "@[", absl::StrJoin(step.after.mesh.process_ids(), ","), "]");
+  }
   return absl::StrJoin(chain, " → ");
 }
+
+namespace {
+
+// Between two meshes: on the source, to the target's placements (same mesh shape) or to
+// Replicate; the move; on the target, from Replicate to the target's placements if needed.
+absl::StatusOr<ReshardPlan> PlanAcrossMeshes(const ir::DistAttr& source, const ir::DistAttr& target,
+                                             const ir::Shape& shape) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  const bool same_shape = source.mesh.shape() == target.mesh.shape();
+  ir::DistAttr goal = ir::DistAttr::Replicated(source.mesh, rank);
+  if (same_shape) {
+    PDIST_ASSIGN_OR_RETURN(goal, ir::DistAttr::FromPlacements(source.mesh, rank, target.ToPlacements()));
+  }
+  PDIST_ASSIGN_OR_RETURN(ReshardPlan plan, PlanReshard(source, goal, shape));
+  plan.target = target;
+  ReshardStep move;
+  move.kind = ReshardStep::Kind::kSendRecv;
+  move.mesh_dim = -1;
+  move.after = same_shape ? target : ir::DistAttr::Replicated(target.mesh, rank);
+  plan.steps.push_back(move);
+  if (!same_shape) {
+    PDIST_ASSIGN_OR_RETURN(ReshardPlan rest, PlanReshard(move.after, target, shape));
+    for (ReshardStep& step : rest.steps) plan.steps.push_back(std::move(step));
+  }
+  return plan;
+}
+
+}  // namespace
 
 absl::Status CheckEvenShards(const ir::DistAttr& attr, const ir::Shape& shape, const std::string& what) {
   for (size_t d = 0; d < attr.dims_mapping.size() && d < shape.size(); ++d) {
@@ -92,15 +125,11 @@ absl::Status CheckEvenShards(const ir::DistAttr& attr, const ir::Shape& shape, c
 }
 
 absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::DistAttr& target, const ir::Shape& shape) {
-  if (!(source.mesh == target.mesh)) {
-    return absl::UnimplementedError(absl::StrCat("reshard from mesh ", source.mesh.ToString(), " to mesh ",
-                                                 target.mesh.ToString(),
-                                                 ": moving tensors between meshes (pipeline send/recv) is not planned yet"));
-  }
   PDIST_RETURN_IF_ERROR(source.Verify(shape));
   PDIST_RETURN_IF_ERROR(target.Verify(shape));
   PDIST_RETURN_IF_ERROR(CheckEvenShards(source, shape, "reshard source"));
   PDIST_RETURN_IF_ERROR(CheckEvenShards(target, shape, "reshard target"));
+  if (!(source.mesh == target.mesh)) return PlanAcrossMeshes(source, target, shape);
 
   ReshardPlan plan{source, target, shape, {}};
   const auto rank = static_cast<int64_t>(shape.size());

@@ -8,7 +8,11 @@
 //
 // The planner never co-shards (one tensor dim over several mesh dims) and never splits
 // unevenly: a sharded tensor dim must divide by its mesh dim, or planning fails naming both.
-// Reshards between different meshes (a pipeline's stages) are not planned here yet.
+// Between two meshes (pipeline stages): of the same shape, the source first takes the target's
+// placements and then every rank sends its piece to the rank at the same coordinate of the
+// target; of different shapes, the source replicates, each target rank receives the whole
+// tensor from one source rank, and the target then takes its placements:
+//   S(0) on [2] ids [0,1] → S(0) on [2] ids [2,3]:   "S(0) → S(0)@[2,3]"  (send/recv)
 #pragma once
 
 #include <cstdint>
@@ -32,9 +36,10 @@ struct ReshardStep {
     kAllToAll,       // S(from) → S(d)
     kSlice,          // R → S(d): keep the local piece, no communication
     kMakePartial,    // R → P: one rank of the group keeps the value (sum), or all do (avg, max)
+    kSendRecv,       // to another mesh: each target rank receives its piece from one source rank
   };
   Kind kind = Kind::kAllReduce;
-  int64_t mesh_dim = 0;
+  int64_t mesh_dim = 0;           // -1 for kSendRecv
   int64_t tensor_dim = -1;       // the axis gathered, sliced, scattered, or (all_to_all) split
   int64_t from_tensor_dim = -1;  // all_to_all: the axis that was sharded and becomes whole
   ir::ReduceType reduce = ir::ReduceType::kSum;
@@ -52,7 +57,7 @@ struct ReshardPlan {
   std::vector<ReshardStep> steps;
 
   // The placements after each step, "S(0)R → RR → RS(1)"; a plan without steps prints its
-  // source alone.
+  // source alone; a state on another mesh than the source's is followed by "@[ids]".
   std::string ToString() const;
 };
 
@@ -60,7 +65,7 @@ struct ReshardPlan {
 std::string CompactPlacements(const ir::DistAttr& attr);
 
 // Plans source → target for a tensor of `shape`. InvalidArgument naming the tensor dim and the
-// mesh dim when a shard would be uneven; Unimplemented for different meshes.
+// mesh dim when a shard would be uneven.
 absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::DistAttr& target, const ir::Shape& shape);
 
 // Checks that every sharded dim of `attr` divides evenly over its mesh dim (partition's local

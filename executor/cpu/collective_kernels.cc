@@ -85,6 +85,18 @@ absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status SendKernel(KernelContext& ctx) {
+  if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
+  PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
+  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer));
+}
+
+absl::Status RecvKernel(KernelContext& ctx) {
+  if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_recv needs communicators");
+  PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
+  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer));
+}
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelRegistry& registry) {
@@ -93,6 +105,8 @@ void RegisterCollectiveKernels(KernelRegistry& registry) {
   registry.Register(Device::kCPU, "c_reduce_scatter", ReduceScatterKernel);
   registry.Register(Device::kCPU, "c_alltoall", AllToAllKernel);
   registry.Register(Device::kCPU, "c_allreduce_coalesced", AllReduceCoalescedKernel);
+  registry.Register(Device::kCPU, "c_send", SendKernel);
+  registry.Register(Device::kCPU, "c_recv", RecvKernel);
 }
 
 }  // namespace pdist::exec::cpu

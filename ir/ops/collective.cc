@@ -8,6 +8,8 @@
 //   %9 = c_reduce_scatter(%8) {axis = 0, reduce = "sum", ranks = [0, 1]} : f32[4,64]
 //   %b = c_alltoall(%a) {split_axis = 1, concat_axis = 0, ranks = [0, 1]} : f32[8,32]  // %a f32[4,64]
 //   %c, %d = c_allreduce_coalesced(%a, %b) {reduce = "sum", ranks = [0, 2]} : f32[64], f32[64,64]
+//   c_send(%h) {peer = 2}                  // on rank 0
+//   %h2 = c_recv() {dtype = f32, peer = 0, shape = [4,8]} : f32[4,8]   // on rank 2
 //
 // `ranks` are the group's global ranks in group order; the executor finds the communicator
 // through its CommGroups. Pieces are concatenated / split in that order along the axis.
@@ -32,6 +34,12 @@ absl::StatusOr<int64_t> GroupSize(const AttributeMap& attrs) {
     if (r < 0) return absl::InvalidArgumentError(absl::StrCat("ranks holds a negative rank ", r));
   }
   return static_cast<int64_t>(ranks.size());
+}
+
+absl::Status CheckPeer(const AttributeMap& attrs) {
+  PDIST_ASSIGN_OR_RETURN(int64_t peer, GetInt(attrs, "peer"));
+  if (peer < 0) return absl::InvalidArgumentError(absl::StrCat("peer must be a rank, got ", peer));
+  return absl::OkStatus();
 }
 
 absl::Status CheckReduce(const AttributeMap& attrs) {
@@ -143,7 +151,41 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       "local: out_i = reduce over ranks of x_i, as one flat all-reduce (a gradient bucket)");
   coalesced.inputs = {{"x", false, true}};
   coalesced.outputs = {{"out", true}};
-  return registry.Register(std::move(coalesced));
+  PDIST_RETURN_IF_ERROR(registry.Register(std::move(coalesced)));
+
+  // Point to point between meshes (pipeline stages): `peer` is a global rank. A c_send pairs
+  // with the peer's c_recv of the same type, in program order.
+  OpDef send = CollectiveDef(
+      "c_send", {{"peer", int64_t{0}}},
+      [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
+        return std::vector<TensorType>{};
+      },
+      [](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap&) {
+        return OpCost{0, static_cast<double>(in[0]->num_bytes())};
+      },
+      "local: send x to rank `peer`");
+  send.attrs.pop_back();  // no group: the world's ranks
+  send.outputs = {};
+  PDIST_RETURN_IF_ERROR(registry.Register(std::move(send)));
+  OpDef recv = CollectiveDef(
+      "c_recv", {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32}},
+      [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
+        PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, GetIntList(attrs, "shape"));
+        PDIST_ASSIGN_OR_RETURN(DataType dtype, GetDataType(attrs, "dtype"));
+        for (int64_t d : shape) {
+          if (d < 0) return absl::InvalidArgumentError(absl::StrCat("c_recv: negative dim in shape ", ShapeToString(shape)));
+        }
+        return std::vector<TensorType>{{shape, dtype}};
+      },
+      [](const InputTypes&, const std::vector<TensorType>& out, const AttributeMap&) {
+        return OpCost{0, static_cast<double>(out[0].num_bytes())};
+      },
+      "local: out = what rank `peer` sends");
+  recv.attrs.pop_back();
+  recv.inputs = {};
+  return registry.Register(std::move(recv));
 }
 
 }  // namespace pdist::ir

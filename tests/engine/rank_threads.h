@@ -47,7 +47,7 @@ inline std::vector<absl::StatusOr<exec::Tensor>> RunPartitioned(const ir::Progra
         exec::Workspace ws;
         PDIST_RETURN_IF_ERROR(exec::InitializeLocalWorkspace(locals[static_cast<size_t>(r)], 1, r, ws));
         PDIST_ASSIGN_OR_RETURN(exec::RunResult run, executor.Run(feeds(r), ws));
-        return run.fetched.at(fetch_id);
+        return run.fetched.at(fetch_id);  // undefined on a rank that does not hold the value
       }();
     });
   }
