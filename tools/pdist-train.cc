@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load;
   std::string backend = "inproc";
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
-  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300;
+  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25;
   bool quiet = false, profile = false;
   cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
                      "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every step.");
@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
             "--strategy, N ranks of data parallelism)");
   flags.String("backend", &backend, "inproc (ranks are threads) | gloo (this process is one rank; run under pdist-run)");
   flags.Double("collective-timeout-s", &collective_timeout, "how long a collective waits for the other ranks");
+  flags.Double("bucket-mb", &bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &losses_out, "write {\"losses\": [...]} to this JSON file");
   flags.String("save", &save, "write a checkpoint here at the end");
   flags.String("load", &load, "resume from this checkpoint");
@@ -109,6 +110,8 @@ int main(int argc, char** argv) {
   }
   options.backend = backend;
   options.collective_timeout_s = collective_timeout;
+  if (bucket_mb < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", bucket_mb)));
+  options.gradient_bucket_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   if (ranks < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", ranks)));
   if (ranks > 0 && backend != "inproc") {
     return Fail(absl::InvalidArgumentError("--ranks sets in-process ranks; with --backend gloo, pdist-run sets WORLD_SIZE"));
