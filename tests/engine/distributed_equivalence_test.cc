@@ -27,6 +27,8 @@ struct Case {
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
+// ctest lists a parameter by this, not by its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 ir::Program BuildModel(const Case& c) {
   if (c.model == "llama") {
