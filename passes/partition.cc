@@ -106,7 +106,6 @@ class Partitioner {
     // value, when an earlier reshard on this rank needed no op (then the piece is that one's input).
     Value* x = op.operand(0);
     Value* y = op.result(0);
-    global_dtype_ = y->type().dtype;
     PDIST_ASSIGN_OR_RETURN(ReshardPlan plan, plans_.Get(*x->dist_attr(), *y->dist_attr(), global_shapes_.at(y)));
     b.set_result_role(y->role());
     // current: this rank's piece of the tensor in its state so far; nullptr while the tensor
@@ -116,7 +115,8 @@ class Partitioner {
     for (const ReshardStep& step : plan.steps) {
       Value* before = current;
       if (step.kind == ReshardStep::Kind::kSendRecv) {
-        PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, global_shapes_.at(y), current));
+        PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, {global_shapes_.at(y), y->type().dtype},
+                                                      current));
       } else if (step.after.mesh.Contains(rank_)) {
         PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
       }
@@ -139,7 +139,7 @@ class Partitioner {
   // the (replicated) tensor from source rank t mod |source|. Returns this rank's piece on the
   // target, or nullptr when it is not in the target mesh.
   absl::StatusOr<Value*> LowerSendRecv(ir::Builder& b, const DistAttr& from, const DistAttr& to,
-                                       const ir::Shape& global, Value* piece) {
+                                       const ir::TensorType& global, Value* piece) {
     const std::vector<int64_t>& senders = from.mesh.process_ids();
     const std::vector<int64_t>& receivers = to.mesh.process_ids();
     const bool same_shape = from.mesh.shape() == to.mesh.shape();
@@ -155,7 +155,7 @@ class Partitioner {
     }
     for (size_t t = 0; t < receivers.size(); ++t) {
       if (receivers[t] != rank_ || sender_of(t) == rank_) continue;
-      const ir::TensorType type{to.LocalShape(global), global_dtype_};
+      const ir::TensorType type{to.LocalShape(global.shape), global.dtype};
       PDIST_ASSIGN_OR_RETURN(received, b.Op1("c_recv", {}, {{"peer", sender_of(t)}, {"shape", type.shape},
                                                              {"dtype", type.dtype}}));
     }
@@ -270,7 +270,6 @@ class Partitioner {
   std::unordered_map<const Value*, ir::Shape> global_shapes_;
   std::unordered_map<Value*, Value*> replaced_;
   std::unordered_set<const Value*> absent_;  // values on meshes without this rank
-  ir::DataType global_dtype_ = ir::DataType::kFloat32;  // of the reshard being lowered
 };
 
 }  // namespace

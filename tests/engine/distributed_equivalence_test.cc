@@ -30,27 +30,23 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.p
 // ctest lists a parameter by this, not by its bytes.
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-ir::Program BuildModel(const Case& c) {
-  if (c.model == "llama") {
-    ir::models::LlamaConfig cfg;
-    cfg.vocab = kVocab;
-    cfg.hidden = 32;
-    cfg.layers = 2;
-    cfg.heads = kHeads;
-    cfg.seq_len = 8;
-    cfg.batch = 4;
-    cfg.dtype = c.dtype;
-    return *ir::models::BuildLlama(cfg);
-  }
-  ir::models::GptConfig cfg;
+// GPT and LLaMA share these config fields; small enough for the suite, divisible by 4 ranks.
+template <typename Config>
+Config SmallConfig(ir::DataType dtype) {
+  Config cfg;
   cfg.vocab = kVocab;
   cfg.hidden = 32;
   cfg.layers = 2;
   cfg.heads = kHeads;
   cfg.seq_len = 8;
   cfg.batch = 4;
-  cfg.dtype = c.dtype;
-  return *ir::models::BuildGpt(cfg);
+  cfg.dtype = dtype;
+  return cfg;
+}
+
+ir::Program BuildModel(const Case& c) {
+  if (c.model == "llama") return *ir::models::BuildLlama(SmallConfig<ir::models::LlamaConfig>(c.dtype));
+  return *ir::models::BuildGpt(SmallConfig<ir::models::GptConfig>(c.dtype));
 }
 
 EngineOptions Options() {

@@ -86,24 +86,8 @@ ir::Program PresetGpt(int64_t dp, int64_t mp) {
   return p;
 }
 
-// "<first consumer>#<operand>: <source> -> <target>" for every reshard of an activation or an
-// activation's gradient (not the parameter gradients read by the optimizer), in program order.
-std::vector<std::string> ActivationReshards(const ir::Program& program) {
-  std::vector<std::string> log;
-  const auto& ops = program.block().ops();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i]->type() != "reshard") continue;
-    std::string consumer = "?";
-    for (size_t j = i + 1; j < ops.size() && consumer == "?"; ++j) {
-      for (size_t k = 0; k < ops[j]->num_operands(); ++k) {
-        if (ops[j]->operand(k) == ops[i]->result(0)) consumer = absl::StrCat(ops[j]->type(), "#", k);
-      }
-    }
-    if (consumer.rfind("adamw", 0) == 0) continue;
-    log.push_back(absl::StrCat(consumer, ": ", testing::ReshardSummary(*ops[i])));
-  }
-  return log;
-}
+// The reshards of activations and their gradients: not the parameter gradients read by AdamW.
+std::vector<std::string> ActivationReshards(const ir::Program& program) { return testing::ReshardLog(program, "adamw"); }
 
 // Each activation reshard on the mp axis (mesh dim 1) of a [b, s, h] value is a reduce_scatter
 // (Partial → Shard(1)) or an all_gather (Shard(1) → Replicate): never an all_reduce.

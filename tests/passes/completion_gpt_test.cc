@@ -192,23 +192,6 @@ TEST_F(GptCompletionTest, BackwardStaysPartialOverMpUntilARowParallelGradient) {
   }
 }
 
-// "<first consumer>#<operand>: <source> -> <target>" for every reshard, in program order.
-std::vector<std::string> ReshardLog(const ir::Program& program) {
-  std::vector<std::string> log;
-  const auto& ops = program.block().ops();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i]->type() != "reshard") continue;
-    std::string consumer = "?";
-    for (size_t j = i + 1; j < ops.size() && consumer == "?"; ++j) {
-      for (size_t k = 0; k < ops[j]->num_operands(); ++k) {
-        if (ops[j]->operand(k) == ops[i]->result(0)) consumer = absl::StrCat(ops[j]->type(), "#", k);
-      }
-    }
-    log.push_back(absl::StrCat(consumer, ": ", testing::ReshardSummary(*ops[i])));
-  }
-  return log;
-}
-
 TEST_F(GptCompletionTest, ExactlyTheExpectedReshardsAreInserted) {
   const std::string all_reduce_mp = absl::StrCat(kRowParallel, " -> ", kBatch);
   std::vector<std::string> expected = {"add#0: " + all_reduce_mp};  // vocab-parallel embedding
@@ -229,7 +212,7 @@ TEST_F(GptCompletionTest, ExactlyTheExpectedReshardsAreInserted) {
   for (const Value* p : program_.Parameters()) {
     expected.push_back(absl::StrCat("adamw#1: ", Dist(program_.GradientOf(p)), " -> ", Dist(p)));
   }
-  EXPECT_THAT(ReshardLog(program_), ::testing::ElementsAreArray(expected));
+  EXPECT_THAT(testing::ReshardLog(program_), ::testing::ElementsAreArray(expected));
   EXPECT_EQ(report_.reshards, static_cast<int64_t>(expected.size()));
   // One explanation per value.
   EXPECT_EQ(static_cast<int64_t>(report_.explanations.size()), ir::ValueNumbering(program_).size());

@@ -34,4 +34,23 @@ inline std::string ReshardSummary(const ir::Operation& reshard) {
   return absl::StrCat(Dist(reshard.operand(0)), " -> ", Dist(reshard.result(0)));
 }
 
+// "<first consumer>#<operand>: <source> -> <target>" for every reshard, in program order;
+// reshards whose first consumer's type starts with `skip_consumer` (when given) are left out.
+inline std::vector<std::string> ReshardLog(const ir::Program& program, const std::string& skip_consumer = "") {
+  std::vector<std::string> log;
+  const auto& ops = program.block().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i]->type() != "reshard") continue;
+    std::string consumer = "?";
+    for (size_t j = i + 1; j < ops.size() && consumer == "?"; ++j) {
+      for (size_t k = 0; k < ops[j]->num_operands(); ++k) {
+        if (ops[j]->operand(k) == ops[i]->result(0)) consumer = absl::StrCat(ops[j]->type(), "#", k);
+      }
+    }
+    if (!skip_consumer.empty() && consumer.rfind(skip_consumer, 0) == 0) continue;
+    log.push_back(absl::StrCat(consumer, ": ", ReshardSummary(*ops[i])));
+  }
+  return log;
+}
+
 }  // namespace pdist::testing
