@@ -9,6 +9,7 @@
 #include "passes/annotate_from_strategy.h"
 #include "passes/autodiff.h"
 #include "passes/completion.h"
+#include "passes/micro_batch.h"
 #include "passes/partition.h"
 
 namespace pdist::engine {
@@ -23,6 +24,7 @@ absl::Status ReplicateLoss(ir::Program& program, int64_t world_size) {
   const bool everywhere = loss->dist_attr()->mesh.size() == world_size;
   if (everywhere && !loss->dist_attr()->is_partial()) return absl::OkStatus();
   ir::Builder b(&program);
+  b.set_op_role(ir::OpRole::kOptimizer);  // once per step, on the loss summed over micro-batches
   PDIST_ASSIGN_OR_RETURN(ir::Value * whole, b.Op1("reshard", {loss}));
   ir::DistAttr target = *loss->dist_attr();
   target.partial.clear();
@@ -55,10 +57,22 @@ int64_t WorldSizeOf(const strategy::Strategy& strategy, const ir::Program& progr
   return world;
 }
 
-absl::Status CheckExecutable(const strategy::Strategy& s) {
-  if (s.pp_degree > 1 || s.pipeline.enable) {
-    return absl::UnimplementedError("pipeline parallelism (pp_degree, pipeline) is not implemented yet");
+absl::StatusOr<std::vector<ir::PipelineJob>> PipelinePlan::JobsOf(int64_t rank, bool forward_only) const {
+  PDIST_ASSIGN_OR_RETURN(std::vector<ir::PipelineJob> jobs,
+                         passes::BuildSchedule(schedule, {stages, micro_batches, chunks}, rank / ranks_per_stage));
+  if (forward_only) {
+    std::erase_if(jobs, [](const ir::PipelineJob& job) {
+      return job.kind != ir::JobKind::kForward && job.kind != ir::JobKind::kOptimizer;
+    });
   }
+  return jobs;
+}
+
+absl::Status CheckExecutable(const strategy::Strategy& s) {
+  PDIST_ASSIGN_OR_RETURN(passes::ScheduleMode mode, passes::ParseScheduleMode(s.pipeline.schedule_mode));
+  PDIST_RETURN_IF_ERROR(Annotate(passes::CheckScheduleShape(mode, {s.pp_degree, s.pipeline.accumulate_steps,
+                                                                   s.pipeline.vpp_degree}),
+                                 "pipeline (pp_degree, accumulate_steps, vpp_degree)"));
   if (s.sharding.enable) return absl::UnimplementedError("sharding (ZeRO) is not implemented yet");
   if (s.recompute.enable) return absl::UnimplementedError("recompute is not implemented yet");
   if (s.amp.enable) return absl::UnimplementedError("amp is not implemented yet");
@@ -70,10 +84,25 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
                                                              const strategy::Strategy& strategy,
                                                              const passes::OptimizerConfig& optimizer) {
   PDIST_RETURN_IF_ERROR(CheckExecutable(strategy));
-  ir::Program annotated = forward.Clone();
-  PDIST_RETURN_IF_ERROR(passes::AnnotateFromStrategy(strategy, annotated));
+  PipelinePlan pipeline;
+  ir::Program annotated;
+  if (strategy.pp_degree > 1 || strategy.pipeline.accumulate_steps > 1) {
+    PDIST_ASSIGN_OR_RETURN(passes::MicroBatchProgram micro,
+                           passes::SplitMicroBatches(forward, strategy.pipeline.accumulate_steps));
+    annotated = std::move(micro.program);
+    PDIST_ASSIGN_OR_RETURN(pipeline.layout, passes::AnnotatePipelineStages(strategy, annotated));
+    pipeline.micro_batches = micro.micro_batches;
+    pipeline.split_inputs = std::move(micro.split_inputs);
+    PDIST_ASSIGN_OR_RETURN(pipeline.schedule, passes::ParseScheduleMode(strategy.pipeline.schedule_mode));
+    pipeline.stages = strategy.pp_degree;
+    pipeline.chunks = strategy.pipeline.vpp_degree;
+    pipeline.ranks_per_stage = strategy.dp_degree * strategy.mp_degree;
+  } else {
+    annotated = forward.Clone();
+    PDIST_RETURN_IF_ERROR(passes::AnnotateFromStrategy(strategy, annotated));
+  }
 
-  DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, WorldSizeOf(strategy, forward)};
+  DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, WorldSizeOf(strategy, forward), std::move(pipeline)};
   PDIST_RETURN_IF_ERROR(passes::AppendBackward(out.train, out.train.loss()));
   PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(out.train, optimizer));
   PDIST_RETURN_IF_ERROR(Complete(out.train, "training program", out.world_size));

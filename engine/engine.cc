@@ -28,7 +28,7 @@ namespace {
 
 RunnerOptions RunnerOptionsOf(const EngineOptions& o) {
   return {.profile = o.profile, .overlap_communication = o.overlap_communication,
-          .gradient_bucket_bytes = o.gradient_bucket_bytes};
+          .gradient_bucket_bytes = o.gradient_bucket_bytes, .timeline = !o.timeline_dir.empty()};
 }
 
 }  // namespace
@@ -65,7 +65,8 @@ absl::Status Engine::Prepare() {
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
-  if (WorldSizeOf(strategy, forward_) == 1 && !annotated) return PrepareSingleRank();
+  const bool micro_batched = strategy.pipeline.accumulate_steps > 1;
+  if (WorldSizeOf(strategy, forward_) == 1 && !annotated && !micro_batched) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
 
@@ -110,8 +111,10 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   kernel_threads_per_rank_ = std::max(1, exec::KernelThreadsOfThisThread() / static_cast<int>(ranks.size()));
 
   passes::ReshardPlanCache plans;
+  RunnerOptions runner_options = RunnerOptionsOf(options_);
+  runner_options.pipeline = programs.pipeline;
   for (int64_t r : ranks) {
-    PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, RunnerOptionsOf(options_)));
+    PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, runner_options));
     runners_.push_back(std::move(runner));
   }
   return OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
@@ -183,6 +186,9 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   result.lr = options_.lr.At(step_);
   all[passes::kLearningRateFeed] = exec::Tensor::Scalar(lr_value->type().dtype, result.lr);
   const auto start = std::chrono::steady_clock::now();
+  for (const auto& runner : runners_) {
+    if (runner->timeline() != nullptr) runner->timeline()->Reset(start);  // one origin: rows line up
+  }
   std::vector<exec::RunResult> runs(runners_.size());
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(runs[k], runner.Train(all));
@@ -195,10 +201,23 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = run.loss;
-  for (const exec::RunResult& r : runs) result.peak_bytes = std::max(result.peak_bytes, r.peak_bytes);
+  for (const exec::RunResult& r : runs) {
+    result.peak_bytes = std::max(result.peak_bytes, r.peak_bytes);
+    result.rank_peak_bytes.push_back(r.peak_bytes);
+  }
   result.op_seconds = run.op_seconds;
   ++step_;
+  if (!options_.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(WriteTimeline());
   return result;
+}
+
+absl::Status Engine::WriteTimeline() const {
+  exec::TimelineRows rows;
+  for (const auto& runner : runners_) rows.emplace_back(std::max<int64_t>(0, runner->rank()), runner->timeline()->Spans());
+  if (options_.backend == "gloo") {  // one rank per process: its trace only; pdist-run draws the picture
+    return exec::WriteChromeTrace(options_.timeline_dir, rows.front().first, rows.front().second);
+  }
+  return exec::WriteTimelines(options_.timeline_dir, rows, {.title = absl::StrCat("step ", step_ - 1)});
 }
 
 absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {

@@ -47,6 +47,9 @@ struct EngineOptions {
   // Gradient all-reduces are fused into buckets of this many bytes (passes/fuse_allreduce.h);
   // 0: one per gradient. PyTorch DDP's default.
   int64_t gradient_bucket_bytes = int64_t{25} << 20;
+  // When set, every train step writes its timeline here (executor/timeline.h): a Chrome trace
+  // per rank (rank<k>.trace.json) and, with in-process ranks, pipeline.svg; the last step's stay.
+  std::string timeline_dir;
 };
 
 struct StepResult {
@@ -54,7 +57,8 @@ struct StepResult {
   double loss = 0;
   double lr = 0;
   double seconds = 0;  // wall time of the step
-  int64_t peak_bytes = 0;
+  int64_t peak_bytes = 0;                // the largest over this process's ranks
+  std::vector<int64_t> rank_peak_bytes;  // per local rank (local_ranks() order)
   std::map<std::string, double> op_seconds;  // kernel time per op type (EngineOptions::profile)
 };
 
@@ -104,6 +108,7 @@ class Engine {
   // communicators are aborted so that no other rank waits for it, and the first failure that
   // is not such an abort is returned.
   absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn) const;
+  absl::Status WriteTimeline() const;
 
   ir::Program forward_;
   ir::Program train_;

@@ -22,6 +22,11 @@ absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program
     PDIST_RETURN_IF_ERROR(passes::ScheduleGradientAllReduces(local_train, options.gradient_bucket_bytes).status());
     runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, options));
   }
+  if (options.pipeline.enabled()) {
+    PDIST_ASSIGN_OR_RETURN(runner->train_jobs_, options.pipeline.JobsOf(rank, /*forward_only=*/false));
+    PDIST_ASSIGN_OR_RETURN(runner->eval_jobs_, options.pipeline.JobsOf(rank, /*forward_only=*/true));
+  }
+  if (options.timeline) runner->timeline_ = std::make_unique<exec::TimelineRecorder>();
   PDIST_RETURN_IF_ERROR(runner->CreateExecutors());
   return runner;
 }
@@ -66,19 +71,33 @@ absl::StatusOr<exec::Feeds> RankRunner::LocalFeeds(const ir::Program& program, c
   return local;
 }
 
+absl::StatusOr<exec::RunResult> RankRunner::Step(const exec::Executor& executor, const ir::Program& program,
+                                                  const std::vector<ir::PipelineJob>& jobs,
+                                                  const exec::Feeds& whole_feeds, exec::Workspace& workspace) {
+  if (jobs.empty()) {
+    PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(program, whole_feeds));
+    return executor.Run(feeds, workspace);
+  }
+  const PipelinePlan& pipeline = options_.pipeline;
+  PDIST_ASSIGN_OR_RETURN(std::vector<exec::Feeds> micro,
+                         SplitMicroBatchFeeds(whole_feeds, pipeline.split_inputs, pipeline.micro_batches));
+  for (exec::Feeds& feeds : micro) {
+    PDIST_ASSIGN_OR_RETURN(feeds, LocalFeeds(program, feeds));
+  }
+  return executor.RunJobs(jobs, micro, workspace, timeline_.get());
+}
+
 absl::StatusOr<exec::RunResult> RankRunner::Train(const exec::Feeds& whole_feeds) {
-  PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(train_, whole_feeds));
   // A copy of the map (tensors are shared), so a failing step leaves the state as it was.
   exec::Workspace next = workspace_;
-  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, train_executor_->Run(feeds, next));
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, Step(*train_executor_, train_, train_jobs_, whole_feeds, next));
   workspace_ = std::move(next);
   return run;
 }
 
 absl::StatusOr<double> RankRunner::Eval(const exec::Feeds& whole_feeds) {
-  PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(eval_, whole_feeds));
   exec::Workspace ws = workspace_;
-  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, eval_executor_->Run(feeds, ws));
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, Step(*eval_executor_, eval_, eval_jobs_, whole_feeds, ws));
   return run.loss;
 }
 

@@ -13,7 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "executor/comm/comm_groups.h"
+#include "engine/distributed_programs.h"
 #include "executor/executor.h"
+#include "executor/timeline.h"
 #include "ir/program.h"
 #include "passes/reshard_plan.h"
 
@@ -23,6 +25,8 @@ struct RunnerOptions {
   bool profile = false;                // time kernels
   bool overlap_communication = true;   // exec::ExecutorOptions::overlap_communication
   int64_t gradient_bucket_bytes = 0;   // passes/fuse_allreduce.h; 0: one all-reduce per gradient
+  PipelinePlan pipeline;               // micro-batches and schedule; disabled: whole-program steps
+  bool timeline = false;               // record spans of jobs and communication (timeline())
 };
 
 class RankRunner {
@@ -52,12 +56,18 @@ class RankRunner {
   const ir::Program& eval_program() const { return eval_; }
   const exec::Workspace& workspace() const { return workspace_; }
   exec::comm::CommGroups* groups() const { return groups_.get(); }
+  // Spans of the last step, when RunnerOptions::timeline; nullptr otherwise.
+  exec::TimelineRecorder* timeline() const { return timeline_.get(); }
 
  private:
   RankRunner(ir::Program train, ir::Program eval, int64_t rank, RunnerOptions options)
       : train_(std::move(train)), eval_(std::move(eval)), rank_(rank), options_(options) {}
   absl::Status CreateExecutors();
   absl::StatusOr<exec::Feeds> LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const;
+  // A step of `executor`: whole-program, or the `jobs` over this rank's micro-batch feeds.
+  absl::StatusOr<exec::RunResult> Step(const exec::Executor& executor, const ir::Program& program,
+                                       const std::vector<ir::PipelineJob>& jobs, const exec::Feeds& whole_feeds,
+                                       exec::Workspace& workspace);
 
   ir::Program train_;
   ir::Program eval_;
@@ -67,6 +77,8 @@ class RankRunner {
   std::unique_ptr<exec::Executor> train_executor_;
   std::unique_ptr<exec::Executor> eval_executor_;
   exec::Workspace workspace_;
+  std::vector<ir::PipelineJob> train_jobs_, eval_jobs_;  // empty: whole-program steps
+  std::unique_ptr<exec::TimelineRecorder> timeline_;
 };
 
 }  // namespace pdist::engine

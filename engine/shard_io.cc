@@ -46,6 +46,28 @@ absl::StatusOr<exec::Tensor> SliceForRank(const exec::Tensor& whole, const ir::D
   return piece;
 }
 
+absl::StatusOr<std::vector<std::map<std::string, exec::Tensor>>> SplitMicroBatchFeeds(
+    const std::map<std::string, exec::Tensor>& whole, const std::vector<std::string>& split_inputs,
+    int64_t micro_batches) {
+  std::vector<std::map<std::string, exec::Tensor>> micro(static_cast<size_t>(micro_batches), whole);
+  if (micro_batches == 1) return micro;
+  const ir::ProcessMesh mesh = ir::ProcessMesh::Range({micro_batches}, {"micro_batch"});
+  for (const std::string& name : split_inputs) {
+    auto it = whole.find(name);
+    if (it == whole.end()) continue;  // the executor names missing feeds
+    const exec::Tensor& t = it->second;
+    if (t.shape().empty() || t.shape()[0] % micro_batches != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' ", t.type().ToString(), " cannot be cut into ",
+                                                     micro_batches, " micro-batches along dim 0"));
+    }
+    PDIST_ASSIGN_OR_RETURN(ir::DistAttr attr, ir::DistAttr::FromPlacements(mesh, t.type().rank(), {ir::Placement::Shard(0)}));
+    for (int64_t k = 0; k < micro_batches; ++k) {
+      PDIST_ASSIGN_OR_RETURN(micro[static_cast<size_t>(k)][name], SliceForRank(t, attr, k));
+    }
+  }
+  return micro;
+}
+
 absl::StatusOr<exec::Tensor> GatherWhole(const exec::Tensor& piece, const ir::DistAttr& attr,
                                          exec::comm::CommGroups& groups) {
   if (attr.is_partial()) {

@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "executor/comm/comm_groups.h"
@@ -18,6 +21,12 @@ namespace pdist::engine {
 // The rank's piece of `whole` under `attr` (a copy). Partial placements are not pieces of a
 // whole tensor: InvalidArgument.
 absl::StatusOr<exec::Tensor> SliceForRank(const exec::Tensor& whole, const ir::DistAttr& attr, int64_t rank);
+
+// The feeds of each of `micro_batches` micro-batches: the `split_inputs` cut along dim 0 into
+// equal consecutive parts, the other feeds (the learning rate) whole in each.
+absl::StatusOr<std::vector<std::map<std::string, exec::Tensor>>> SplitMicroBatchFeeds(
+    const std::map<std::string, exec::Tensor>& whole, const std::vector<std::string>& split_inputs,
+    int64_t micro_batches);
 
 // The whole tensor from every rank's `piece`: all-gathers along each sharded mesh dim.
 // Collective over the mesh: every rank of it calls this, in the same order.

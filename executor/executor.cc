@@ -9,41 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/comm_groups.h"
 #include "executor/comm_stream.h"
+#include "executor/run_state.h"
+#include "executor/timeline.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
 
 namespace pdist::exec {
 
 namespace {
-
-// Live bytes of intermediate tensors, counted once per distinct buffer (views share one).
-class LiveBytes {
- public:
-  void Acquire(const Tensor& t) {
-    if (!t.defined()) return;
-    auto& [bytes, refs] = buffers_[t.buffer_id()];
-    if (refs++ == 0) {
-      bytes = t.num_bytes();
-      live_ += bytes;
-      peak_ = std::max(peak_, live_);
-    }
-  }
-  void Release(const Tensor& t) {
-    if (!t.defined()) return;
-    auto it = buffers_.find(t.buffer_id());
-    if (it == buffers_.end()) return;
-    if (--it->second.second == 0) {
-      live_ -= it->second.first;
-      buffers_.erase(it);
-    }
-  }
-  int64_t peak() const { return peak_; }
-
- private:
-  std::unordered_map<const void*, std::pair<int64_t, int>> buffers_;
-  int64_t live_ = 0;
-  int64_t peak_ = 0;
-};
 
 absl::Status CheckBoundType(const ir::Value& v, const Tensor& t, const char* source) {
   if (t.type() != v.type()) {
@@ -54,6 +27,26 @@ absl::Status CheckBoundType(const ir::Value& v, const Tensor& t, const char* sou
 }
 
 }  // namespace
+
+void LiveBytes::Acquire(const Tensor& t) {
+  if (!t.defined()) return;
+  auto& [bytes, refs] = buffers_[t.buffer_id()];
+  if (refs++ == 0) {
+    bytes = t.num_bytes();
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
+  }
+}
+
+void LiveBytes::Release(const Tensor& t) {
+  if (!t.defined()) return;
+  auto it = buffers_.find(t.buffer_id());
+  if (it == buffers_.end()) return;
+  if (--it->second.second == 0) {
+    live_ -= it->second.first;
+    buffers_.erase(it);
+  }
+}
 
 absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOptions options) {
   const KernelRegistry& kernels = KernelRegistry::Global();
@@ -73,7 +66,9 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
     on_comm_stream.push_back(options.overlap_communication && options.comm_groups != nullptr && def != nullptr &&
                              def->communicates);
   }
-  return Executor(program, std::move(options), std::move(plan), std::move(fns), std::move(on_comm_stream));
+  PDIST_ASSIGN_OR_RETURN(JobPlan job_plan, PlanJobs(program, options.fetch_ids));
+  return Executor(program, std::move(options), std::move(plan), std::move(job_plan), std::move(fns),
+                  std::move(on_comm_stream));
 }
 
 absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, std::vector<const Tensor*> inputs,
@@ -96,115 +91,142 @@ absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, std::vec
   return absl::OkStatus();
 }
 
-absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace) const {
-  const ir::Program& program = *program_;
-  std::vector<Tensor> values(static_cast<size_t>(program.num_values()));
-  for (const ir::Value* arg : program.block().arguments()) {
-    if (arg->role() == ir::ValueRole::kDataInput) {
-      auto it = feeds.find(arg->name());
-      if (it == feeds.end()) return absl::InvalidArgumentError(absl::StrCat("no feed for data input '", arg->name(), "'"));
-      PDIST_RETURN_IF_ERROR(CheckBoundType(*arg, it->second, "feed"));
-      values[static_cast<size_t>(arg->id())] = it->second;
+absl::Status Executor::BindArguments(const Feeds& feeds, const Workspace& workspace, ValueTable& table) const {
+  for (const ir::Value* arg : program_->block().arguments()) {
+    const bool fed = arg->role() == ir::ValueRole::kDataInput;
+    const std::map<std::string, Tensor>& source = fed ? feeds : workspace;
+    auto it = source.find(arg->name());
+    if (it == source.end()) {
+      if (fed) return absl::InvalidArgumentError(absl::StrCat("no feed for data input '", arg->name(), "'"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("workspace has no tensor for '", arg->name(), "' (call InitializeWorkspace first)"));
+    }
+    PDIST_RETURN_IF_ERROR(CheckBoundType(*arg, it->second, fed ? "feed" : "workspace tensor"));
+    table.values[static_cast<size_t>(arg->id())] = it->second;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) const {
+  std::shared_ptr<StreamEvent>& event = table.pending[static_cast<size_t>(id)];
+  if (event == nullptr) return absl::OkStatus();
+  PDIST_RETURN_IF_ERROR(event->Wait());
+  event = nullptr;
+  state.live.Acquire(table.values[static_cast<size_t>(id)]);
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Fail(absl::Status status, RunState& state) const {
+  // Stop the peers too (they may wait for this rank in a collective) before the stream's
+  // thread is joined.
+  if (state.stream != nullptr && options_.comm_groups != nullptr) options_.comm_groups->world().Abort();
+  return status;
+}
+
+void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueTable& table, RunState& state) const {
+  const ir::Operation& op = *program_->block().ops()[i];
+  if (state.stream == nullptr) state.stream = std::make_unique<CommStream>();
+  // Inputs computed here are captured now; inputs from earlier stream ops are read when this op
+  // runs — the stream is in order, so they are written by then.
+  std::vector<Tensor> captured(op.num_operands());
+  std::vector<size_t> from_stream;
+  std::vector<int64_t> dropped_by_stream;  // stream-made inputs whose last use is this op
+  for (size_t k = 0; k < op.num_operands(); ++k) {
+    const ir::Value* v = op.operand(k);
+    if (v == nullptr) continue;
+    if (table.pending[static_cast<size_t>(v->id())] != nullptr) {
+      from_stream.push_back(k);
+      if (std::find(last.begin(), last.end(), v->id()) != last.end()) dropped_by_stream.push_back(v->id());
     } else {
-      auto it = workspace.find(arg->name());
-      if (it == workspace.end()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace has no tensor for '", arg->name(), "' (call InitializeWorkspace first)"));
-      }
-      PDIST_RETURN_IF_ERROR(CheckBoundType(*arg, it->second, "workspace tensor"));
-      values[static_cast<size_t>(arg->id())] = it->second;
+      captured[k] = table.values[static_cast<size_t>(v->id())];
     }
   }
-
-  RunResult result;
-  LiveBytes live;
-  const auto& ops = program.block().ops();
-  // Values produced on the communication stream and not yet waited for: the main thread reads
-  // or frees such a value only after its event has fired.
-  std::vector<std::shared_ptr<StreamEvent>> pending(values.size());
-  std::vector<bool> skip_release(values.size(), false);
-  std::unique_ptr<CommStream> stream;
-  auto await = [&](int64_t id) -> absl::Status {
-    std::shared_ptr<StreamEvent>& event = pending[static_cast<size_t>(id)];
-    if (event == nullptr) return absl::OkStatus();
-    PDIST_RETURN_IF_ERROR(event->Wait());
-    event = nullptr;
-    live.Acquire(values[static_cast<size_t>(id)]);
+  for (int64_t id : dropped_by_stream) table.skip_release[static_cast<size_t>(id)] = true;
+  std::vector<Tensor>* values = &table.values;
+  TimelineSpan span{.name = op.type(), .category = "comm", .track = Track::kComm,
+                    .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1};
+  auto event = state.stream->Submit([this, &op, values, i, captured = std::move(captured), from_stream,
+                                     dropped_by_stream, timeline = state.timeline, span = std::move(span)]() mutable {
+    ScopedSpan timed(timeline, std::move(span));
+    for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
+    for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
+    std::vector<const Tensor*> inputs;
+    for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
+    std::vector<Tensor> outputs(op.num_results());
+    PDIST_RETURN_IF_ERROR(RunKernel(i, op, std::move(inputs), outputs, nullptr));
+    for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
-  };
-  // On failure, stop the peers too (they may wait for this rank in a collective) before the
-  // stream's thread is joined.
-  auto fail = [&](absl::Status status) {
-    if (stream != nullptr && options_.comm_groups != nullptr) options_.comm_groups->world().Abort();
-    return status;
-  };
+  });
+  for (const ir::Value* r : op.results()) table.pending[static_cast<size_t>(r->id())] = event;
+}
 
-  for (size_t i = 0; i < ops.size(); ++i) {
+absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vector<std::vector<int64_t>>& release_after,
+                              ValueTable& table, RunState& state, const OpHook& after_op) const {
+  const auto& ops = program_->block().ops();
+  for (size_t i : indices) {
     const ir::Operation& op = *ops[i];
     if (on_comm_stream_[i]) {
-      if (stream == nullptr) stream = std::make_unique<CommStream>();
-      // Inputs computed here are captured now; inputs from earlier stream ops are read when
-      // this op runs — the stream is in order, so they are written by then.
-      std::vector<Tensor> captured(op.num_operands());
-      std::vector<size_t> from_stream;
-      std::vector<int64_t> dropped_by_stream;  // stream-made inputs whose last use is this op
-      for (size_t k = 0; k < op.num_operands(); ++k) {
-        const ir::Value* v = op.operand(k);
-        if (v == nullptr) continue;
-        if (pending[static_cast<size_t>(v->id())] != nullptr) {
-          from_stream.push_back(k);
-          const auto& last = plan_.release_after[i];
-          if (std::find(last.begin(), last.end(), v->id()) != last.end()) dropped_by_stream.push_back(v->id());
-        } else {
-          captured[k] = values[static_cast<size_t>(v->id())];
-        }
-      }
-      for (int64_t id : dropped_by_stream) skip_release[static_cast<size_t>(id)] = true;
-      auto event = stream->Submit([this, &op, &values, i, captured = std::move(captured), from_stream,
-                                   dropped_by_stream]() mutable {
-        for (size_t k : from_stream) captured[k] = values[static_cast<size_t>(op.operand(k)->id())];
-        for (int64_t id : dropped_by_stream) values[static_cast<size_t>(id)] = Tensor();
-        std::vector<const Tensor*> inputs;
-        for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
-        std::vector<Tensor> outputs(op.num_results());
-        PDIST_RETURN_IF_ERROR(RunKernel(i, op, std::move(inputs), outputs, nullptr));
-        for (size_t r = 0; r < op.num_results(); ++r) values[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
-        return absl::OkStatus();
-      });
-      for (const ir::Value* r : op.results()) pending[static_cast<size_t>(r->id())] = event;
+      SubmitToStream(i, release_after[i], table, state);
     } else {
       std::vector<const Tensor*> inputs;
       inputs.reserve(op.num_operands());
       for (const ir::Value* v : op.operands()) {
         if (v != nullptr) {
-          if (absl::Status s = await(v->id()); !s.ok()) return fail(s);
+          if (absl::Status s = Await(v->id(), table, state); !s.ok()) return Fail(s, state);
         }
-        inputs.push_back(v == nullptr ? nullptr : &values[static_cast<size_t>(v->id())]);
+        inputs.push_back(v == nullptr ? nullptr : &table.values[static_cast<size_t>(v->id())]);
       }
       std::vector<Tensor> outputs(op.num_results());
-      if (absl::Status s = RunKernel(i, op, std::move(inputs), outputs, &result.op_seconds); !s.ok()) return fail(s);
+      if (absl::Status s = RunKernel(i, op, std::move(inputs), outputs, &state.op_seconds); !s.ok()) return Fail(s, state);
       for (size_t r = 0; r < op.num_results(); ++r) {
-        live.Acquire(outputs[r]);
-        values[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
+        state.live.Acquire(outputs[r]);
+        table.values[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
       }
     }
-    for (int64_t id : plan_.release_after[i]) {
+    if (after_op) {
+      if (absl::Status s = after_op(i); !s.ok()) return Fail(s, state);
+    }
+    for (int64_t id : release_after[i]) {
       // An input of a stream op was captured by it; a value the stream made and still reads is
       // dropped by the stream; any other value the stream owes is waited for before it is dropped.
-      if (skip_release[static_cast<size_t>(id)]) continue;
-      if (absl::Status s = await(id); !s.ok()) return fail(s);
-      live.Release(values[static_cast<size_t>(id)]);
-      values[static_cast<size_t>(id)] = Tensor();
+      if (table.skip_release[static_cast<size_t>(id)]) continue;
+      if (absl::Status s = Await(id, table, state); !s.ok()) return Fail(s, state);
+      state.live.Release(table.values[static_cast<size_t>(id)]);
+      table.values[static_cast<size_t>(id)] = Tensor();
     }
   }
-  if (stream != nullptr) {
-    if (absl::Status s = stream->Synchronize(); !s.ok()) return fail(s);
-    for (size_t id = 0; id < pending.size(); ++id) PDIST_RETURN_IF_ERROR(await(static_cast<int64_t>(id)));
-  }
+  return absl::OkStatus();
+}
 
-  result.peak_bytes = live.peak();
+absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) const {
+  if (state.stream == nullptr) return absl::OkStatus();
+  if (absl::Status s = state.stream->Synchronize(); !s.ok()) return Fail(s, state);
+  for (ValueTable* table : tables) {
+    for (size_t id = 0; id < table->pending.size(); ++id) PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), *table, state));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace) const {
+  const ir::Program& program = *program_;
+  ValueTable table(static_cast<size_t>(program.num_values()));
+  PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
+  RunState state;
+  std::vector<size_t> all(program.block().ops().size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  PDIST_RETURN_IF_ERROR(RunOps(all, plan_.release_after, table, state, nullptr));
+  PDIST_RETURN_IF_ERROR(Drain({&table}, state));
+  return Finish(table.values, table.values, state, workspace);
+}
+
+RunResult Executor::Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
+                           Workspace& workspace) const {
+  const ir::Program& program = *program_;
+  RunResult result;
+  result.peak_bytes = state.live.peak();
+  result.op_seconds = std::move(state.op_seconds);
   if (program.loss() != nullptr) {
-    result.loss = values[static_cast<size_t>(program.loss()->id())].At(0);
+    result.loss = loss_source[static_cast<size_t>(program.loss()->id())].At(0);
     result.has_loss = true;
   }
   for (int64_t id : options_.fetch_ids) result.fetched[id] = values[static_cast<size_t>(id)];

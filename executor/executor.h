@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,11 +21,16 @@
 
 #include "absl/status/statusor.h"
 #include "executor/kernel.h"
+#include "executor/job_plan.h"
 #include "executor/memory_planner.h"
+#include "executor/run_state.h"
 #include "executor/tensor.h"
+#include "ir/pipeline_job.h"
 #include "ir/program.h"
 
 namespace pdist::exec {
+
+class TimelineRecorder;  // executor/timeline.h
 
 // Persistent tensors (parameters, optimizer states) by value name.
 using Workspace = std::map<std::string, Tensor>;
@@ -62,13 +68,36 @@ class Executor {
   // state must be in `workspace` (see InitializeWorkspace).
   absl::StatusOr<RunResult> Run(const Feeds& feeds, Workspace& workspace) const;
 
+  // Runs one pipelined step (ir/pipeline_job.h): each job runs the ops of its (role, chunk) on
+  // the tensors of its micro-batch; what the optimizer reads from the micro-batches (gradients,
+  // the loss) is summed over them, and the optimizer job runs once on the sums. Data inputs come
+  // from `micro_feeds[micro_batch]` (the optimizer's from micro-batch 0). RunResult::loss is the
+  // summed loss; peak_bytes counts every micro-batch's live tensors together, so it shows what
+  // the schedule keeps in flight. Spans of jobs and communication go to `timeline` if given.
+  absl::StatusOr<RunResult> RunJobs(const std::vector<ir::PipelineJob>& jobs, const std::vector<Feeds>& micro_feeds,
+                                    Workspace& workspace, TimelineRecorder* timeline = nullptr) const;
+
   const MemoryPlan& memory_plan() const { return plan_; }
+  const JobPlan& job_plan() const { return job_plan_; }
 
  private:
-  Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan,
+  using OpHook = std::function<absl::Status(size_t op_index)>;
+  Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan, JobPlan job_plan,
            std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream)
-      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), kernels_(std::move(kernels)),
-        on_comm_stream_(std::move(on_comm_stream)) {}
+      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), job_plan_(std::move(job_plan)),
+        kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)) {}
+  absl::Status BindArguments(const Feeds& feeds, const Workspace& workspace, ValueTable& table) const;
+  // Runs the ops `indices` (in that order) on `table`, freeing after op i what release_after[i]
+  // lists; `after_op` (optional) sees each op once its compute results are in the table.
+  absl::Status RunOps(const std::vector<size_t>& indices, const std::vector<std::vector<int64_t>>& release_after,
+                      ValueTable& table, RunState& state, const OpHook& after_op) const;
+  void SubmitToStream(size_t i, const std::vector<int64_t>& last_uses, ValueTable& table, RunState& state) const;
+  absl::Status Await(int64_t id, ValueTable& table, RunState& state) const;
+  // Waits for the stream and every value it owes.
+  absl::Status Drain(std::vector<ValueTable*> tables, RunState& state) const;
+  absl::Status Fail(absl::Status status, RunState& state) const;
+  RunResult Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
+                   Workspace& workspace) const;
   // Runs op `index`'s kernel and checks its results' types; times it into op_seconds if given.
   absl::Status RunKernel(size_t index, const ir::Operation& op, std::vector<const Tensor*> inputs,
                          std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const;
@@ -76,6 +105,7 @@ class Executor {
   const ir::Program* program_;
   ExecutorOptions options_;
   MemoryPlan plan_;
+  JobPlan job_plan_;
   std::vector<const KernelFn*> kernels_;  // per op, in program order
   std::vector<bool> on_comm_stream_;      // per op
 };

@@ -63,6 +63,8 @@ absl::StatusOr<std::vector<Value*>> Builder::Create(const std::string& type, con
   PDIST_ASSIGN_OR_RETURN(AttributeMap normalized, NormalizeAttributes(*def, attrs));
   PDIST_ASSIGN_OR_RETURN(std::vector<TensorType> result_types, InferResultTypes(*def, operands, normalized));
   auto op = std::make_unique<Operation>(type, operands, std::move(normalized));
+  op->set_role(op_role_);
+  op->set_chunk(op_chunk_);
   std::vector<Value*> results;
   for (TensorType& t : result_types) {
     Value* v = program_->NewValue(std::move(t), result_role_);

@@ -42,12 +42,21 @@ class Builder {
 
   void set_result_role(ValueRole role) { result_role_ = role; }
   ValueRole result_role() const { return result_role_; }
+  // Role and model chunk of the ops created from now on (ir/pipeline_job.h).
+  void set_op_role(OpRole role) { op_role_ = role; }
+  void set_op_chunk(int64_t chunk) { op_chunk_ = chunk; }
+  void SetOpRoleAndChunkFrom(const Operation& op) {
+    op_role_ = op.role();
+    op_chunk_ = op.chunk();
+  }
   // New ops go before the op at `index` (and the point advances); -1 appends at the end.
   void SetInsertionPoint(int64_t index) { insertion_point_ = index; }
 
  private:
   Program* program_;
   ValueRole result_role_ = ValueRole::kActivation;
+  OpRole op_role_ = OpRole::kForward;
+  int64_t op_chunk_ = 0;
   int64_t insertion_point_ = -1;
 };
 

@@ -59,6 +59,7 @@ Program Program::Clone() const {
     std::vector<Value*> operands;
     for (const Value* v : op->operands()) operands.push_back(map(v));
     auto c = std::make_unique<Operation>(op->type(), std::move(operands), op->attrs());
+    c->CopyRoleAndChunk(*op);
     for (const Value* r : op->results()) c->add_result(map(r));
     copy.block_.Append(std::move(c));
   }

@@ -22,6 +22,7 @@
 
 #include "ir/attribute.h"
 #include "ir/dist/dist_attr.h"
+#include "ir/pipeline_job.h"
 #include "ir/types.h"
 
 namespace pdist::ir {
@@ -107,11 +108,25 @@ class Operation {
   // "matmul(%3, %4)" — for error messages.
   std::string Describe() const;
 
+  // Where the op runs in a pipelined step (ir/pipeline_job.h): its role and model chunk. The
+  // passes that make ops set them (autodiff: backward, the optimizer pass: optimizer, the stage
+  // split: chunks) and every rewrite keeps them, like Paddle's op_role and chunk_id.
+  OpRole role() const { return role_; }
+  void set_role(OpRole role) { role_ = role; }
+  int64_t chunk() const { return chunk_; }
+  void set_chunk(int64_t chunk) { chunk_ = chunk; }
+  void CopyRoleAndChunk(const Operation& from) {
+    role_ = from.role_;
+    chunk_ = from.chunk_;
+  }
+
  private:
   std::string type_;
   std::vector<Value*> operands_;
   std::vector<Value*> results_;
   AttributeMap attrs_;
+  OpRole role_ = OpRole::kForward;
+  int64_t chunk_ = 0;
 };
 
 class Block {

@@ -47,6 +47,8 @@ absl::Status AppendBackward(ir::Program& program, Value* loss) {
 
   ir::Builder b(&program);
   b.set_result_role(ir::ValueRole::kGradient);
+  b.set_op_role(ir::OpRole::kBackward);
+  if (loss->producer() != nullptr) b.set_op_chunk(loss->producer()->chunk());
   std::unordered_map<const Value*, Value*> grads;
   PDIST_ASSIGN_OR_RETURN(grads[loss], b.Op1("full", {}, {{"shape", loss->type().shape}, {"value", 1.0},
                                                           {"dtype", loss->type().dtype}}));
@@ -75,6 +77,7 @@ absl::Status AppendBackward(ir::Program& program, Value* loss) {
       return absl::UnimplementedError(
           absl::StrCat("autodiff: ", op.Describe(), " is a gradient op; higher-order gradients are not supported"));
     }
+    b.set_op_chunk(op.chunk());  // a gradient runs in its forward op's chunk
     absl::StatusOr<std::vector<Value*>> in_grads = def->grad(b, op, out_grads);
     if (!in_grads.ok()) return Annotate(in_grads.status(), absl::StrCat("autodiff of ", op.Describe()));
     if (in_grads->size() != op.num_operands()) {

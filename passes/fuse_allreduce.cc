@@ -19,10 +19,11 @@ struct Bucket {
   size_t first_use = std::numeric_limits<size_t>::max();  // earliest use of any member's result
 };
 
-// Group, reduction and dtype: what members of one bucket share.
+// Group, reduction, dtype and pipeline job (role, chunk): what members of one bucket share.
 std::string BucketKey(const ir::Operation& op) {
   return absl::StrCat(ir::AttributeToString(op.attrs().at("ranks")), "|", ir::AttributeToString(op.attrs().at("reduce")),
-                      "|", ir::DataTypeName(op.operand(0)->type().dtype));
+                      "|", ir::DataTypeName(op.operand(0)->type().dtype), "|", ir::OpRoleName(op.role()), "|",
+                      op.chunk());
 }
 
 // Moves every c_allreduce right after the op that produces its operand (completion puts it
@@ -109,6 +110,7 @@ absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t b
     std::vector<ir::Value*> operands;
     for (size_t m : it->second->members) operands.push_back(old[m]->operand(0));
     auto bucket = std::make_unique<ir::Operation>("c_allreduce_coalesced", operands, old[i]->attrs());
+    bucket->CopyRoleAndChunk(*old[i]);
     for (size_t m : it->second->members) bucket->add_result(old[m]->result(0));
     local.block().Append(std::move(bucket));
   }

@@ -30,6 +30,7 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   }
   if (!program.updates().empty()) return absl::FailedPreconditionError("optimizer: the program already has updates");
   ir::Builder b(&program);
+  b.set_op_role(ir::OpRole::kOptimizer);
   const ir::DataType lr_dtype = program.gradients().front().state->type().dtype;
   ir::Value* lr = program.FindArgument(kLearningRateFeed);
   if (lr == nullptr) lr = b.Data(kLearningRateFeed, {{}, lr_dtype});

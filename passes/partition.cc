@@ -38,7 +38,11 @@ class Partitioner {
     std::vector<std::unique_ptr<Operation>> ops = std::move(local.block().mutable_ops());
     local.block().mutable_ops().clear();
     ir::Builder b(&local);
+    for (const std::unique_ptr<Operation>& op : ops) {
+      for (const Value* v : op->operands()) first_use_.emplace(v, op.get());
+    }
     for (std::unique_ptr<Operation>& op : ops) {
+      b.SetOpRoleAndChunkFrom(*op);
       if (op->type() == "reshard") {  // planned from the global DistAttrs, before any remapping
         PDIST_RETURN_IF_ERROR(Annotate(LowerReshard(b, *op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
         continue;
@@ -112,11 +116,23 @@ class Partitioner {
     // lives on a mesh without this rank.
     Value* current = absent_.count(x) ? nullptr : Remapped(x);
     const DistAttr* state = &*x->dist_attr();
+    // In a pipelined step (ir/pipeline_job.h) a move between meshes is sent in the job that
+    // made the tensor and received in the job that first reads it; the steps of one mesh run
+    // where the reshard stands. A once-per-step reshard (the optimizer's) stays in one job.
+    const bool between_meshes = std::any_of(plan.steps.begin(), plan.steps.end(), [](const ReshardStep& step) {
+      return step.kind == ReshardStep::Kind::kSendRecv;
+    });
+    const Operation& sender = between_meshes && op.role() != ir::OpRole::kOptimizer && x->producer() != nullptr
+                                  ? *x->producer() : op;
+    auto first_use = first_use_.find(y);
+    const Operation& receiver = between_meshes && op.role() != ir::OpRole::kOptimizer && first_use != first_use_.end()
+                                    ? *first_use->second : op;
+    b.SetOpRoleAndChunkFrom(sender);
     for (const ReshardStep& step : plan.steps) {
       Value* before = current;
       if (step.kind == ReshardStep::Kind::kSendRecv) {
         PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, {global_shapes_.at(y), y->type().dtype},
-                                                      current));
+                                                      current, receiver));
       } else if (step.after.mesh.Contains(rank_)) {
         PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
       }
@@ -139,7 +155,7 @@ class Partitioner {
   // the (replicated) tensor from source rank t mod |source|. Returns this rank's piece on the
   // target, or nullptr when it is not in the target mesh.
   absl::StatusOr<Value*> LowerSendRecv(ir::Builder& b, const DistAttr& from, const DistAttr& to,
-                                       const ir::TensorType& global, Value* piece) {
+                                       const ir::TensorType& global, Value* piece, const Operation& receiver) {
     const std::vector<int64_t>& senders = from.mesh.process_ids();
     const std::vector<int64_t>& receivers = to.mesh.process_ids();
     const bool same_shape = from.mesh.shape() == to.mesh.shape();
@@ -153,6 +169,7 @@ class Partitioner {
         PDIST_RETURN_IF_ERROR(b.Create("c_send", {piece}, {{"peer", receivers[t]}}).status());
       }
     }
+    b.SetOpRoleAndChunkFrom(receiver);  // what follows runs on the target mesh
     for (size_t t = 0; t < receivers.size(); ++t) {
       if (receivers[t] != rank_ || sender_of(t) == rank_) continue;
       const ir::TensorType type{to.LocalShape(global.shape), global.dtype};
@@ -270,6 +287,7 @@ class Partitioner {
   std::unordered_map<const Value*, ir::Shape> global_shapes_;
   std::unordered_map<Value*, Value*> replaced_;
   std::unordered_set<const Value*> absent_;  // values on meshes without this rank
+  std::unordered_map<const Value*, const Operation*> first_use_;  // the first op that reads each value
 };
 
 }  // namespace

@@ -56,7 +56,7 @@ class ReshardInserter {
         state_.Set(v, mesh, r->inputs[i], origin);
         continue;
       }
-      op->set_operand(i, ReshardOf(v, mesh, r->inputs[i], origin));
+      op->set_operand(i, ReshardOf(v, mesh, r->inputs[i], origin, op.get()));
     }
 
     std::vector<size_t> mismatched;  // annotated results the op cannot give as they are
@@ -88,6 +88,7 @@ class ReshardInserter {
   absl::Status SplitAnnotatedResults(std::unique_ptr<Operation> op, MeshId mesh, const ir::SpmdResult& r,
                                      const std::vector<size_t>& mismatched) {
     auto copy = std::make_unique<Operation>(op->type(), op->operands(), op->attrs());
+    copy->CopyRoleAndChunk(*op);
     std::vector<std::pair<Value*, Value*>> splits;  // (fresh, annotated)
     for (size_t j = 0; j < op->num_results(); ++j) {
       Value* result = op->result(j);
@@ -101,9 +102,11 @@ class ReshardInserter {
       splits.emplace_back(fresh, result);
     }
     state_.RetargetOrigins(op.get(), copy.get());
+    const Operation* made = copy.get();
     out_.push_back(std::move(copy));
     for (auto [fresh, annotated] : splits) {
       auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{fresh}, ir::AttributeMap{});
+      reshard->CopyRoleAndChunk(*made);
       reshard->add_result(annotated);  // now produced by the reshard; it keeps its annotation
       out_.push_back(std::move(reshard));
       ++inserted_;
@@ -113,7 +116,9 @@ class ReshardInserter {
 
   // A reshard of v to `target` on `mesh`, made once per (v, target) and placed where it is
   // first needed.
-  Value* ReshardOf(Value* v, MeshId mesh, const ir::TensorDistSpec& target, const DistOrigin& origin) {
+  // It runs where its first user does (ir/pipeline_job.h); a state update's runs with the optimizer.
+  Value* ReshardOf(Value* v, MeshId mesh, const ir::TensorDistSpec& target, const DistOrigin& origin,
+                   const Operation* user) {
     std::vector<Value*>& made = cache_[v];
     for (Value* resharded : made) {
       if (state_.Matches(resharded, mesh, target)) return resharded;
@@ -122,6 +127,11 @@ class ReshardInserter {
     const bool keeps_role = v->role() == ir::ValueRole::kActivation || v->role() == ir::ValueRole::kGradient;
     Value* out = program_.NewValue(v->type(), keeps_role ? v->role() : ir::ValueRole::kActivation);
     auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
+    if (user != nullptr) {
+      reshard->CopyRoleAndChunk(*user);
+    } else {
+      reshard->set_role(ir::OpRole::kOptimizer);
+    }
     reshard->add_result(out);
     out_.push_back(std::move(reshard));
     state_.Set(out, mesh, target, origin);
@@ -139,7 +149,7 @@ class ReshardInserter {
       const ir::TensorDistSpec spec{updates[u].state->type().shape, target.dims_mapping, target.partial};
       if (state_.Matches(updates[u].new_value, target.mesh, spec)) continue;
       updates[u].new_value = ReshardOf(updates[u].new_value, target.mesh, spec,
-                                       {DistOrigin::Kind::kReshardInserted, nullptr, static_cast<int>(u)});
+                                       {DistOrigin::Kind::kReshardInserted, nullptr, static_cast<int>(u)}, nullptr);
       changed = true;
     }
     if (!changed) return;

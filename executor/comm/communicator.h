@@ -95,7 +95,9 @@ class Communicator {
   absl::Status AllToAll(const Tensor& in, Tensor& out);
   // Root's `buffer` is copied into every other rank's `buffer`.
   absl::Status Broadcast(Tensor& buffer, int root);
-  // Point to point; a Send to `peer` pairs with that peer's Recv from this rank, in order.
+  // Point to point; a Send to `peer` pairs with that peer's Recv from this rank, in order. A Send
+  // is buffered: it returns once the tensor is copied out, without waiting for the Recv, so
+  // that pipeline stages can send and go on (a rendezvous send deadlocks 1F1B on one stream).
   absl::Status Send(const Tensor& tensor, int peer);
   absl::Status Recv(Tensor& tensor, int peer);
   absl::Status Barrier();

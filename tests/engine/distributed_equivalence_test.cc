@@ -4,8 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "ir/models/gpt.h"
-#include "ir/models/llama.h"
 #include "tests/engine/distributed_test_util.h"
 
 namespace pdist::engine {
@@ -16,8 +14,8 @@ using testing::RunOutcome;
 using testing::TrainSteps;
 
 constexpr int64_t kSteps = 10;
-constexpr int64_t kVocab = 64;
-constexpr int64_t kHeads = 4;
+constexpr int64_t kVocab = testing::kSmallVocab;
+constexpr int64_t kHeads = testing::kSmallHeads;
 
 struct Case {
   std::string name;
@@ -30,32 +28,8 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.p
 // ctest lists a parameter by this, not by its bytes.
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-// GPT and LLaMA share these config fields; small enough for the suite, divisible by 4 ranks.
-template <typename Config>
-Config SmallConfig(ir::DataType dtype) {
-  Config cfg;
-  cfg.vocab = kVocab;
-  cfg.hidden = 32;
-  cfg.layers = 2;
-  cfg.heads = kHeads;
-  cfg.seq_len = 8;
-  cfg.batch = 4;
-  cfg.dtype = dtype;
-  return cfg;
-}
-
-ir::Program BuildModel(const Case& c) {
-  if (c.model == "llama") return *ir::models::BuildLlama(SmallConfig<ir::models::LlamaConfig>(c.dtype));
-  return *ir::models::BuildGpt(SmallConfig<ir::models::GptConfig>(c.dtype));
-}
-
-EngineOptions Options() {
-  EngineOptions o;
-  o.lr.base = 1e-3;
-  o.optimizer.weight_decay = 0.01;
-  o.seed = 7;
-  return o;
-}
+ir::Program BuildModel(const Case& c) { return testing::BuildSmallModel(c.model, c.dtype); }
+EngineOptions Options() { return testing::EquivalenceOptions(); }
 
 class DistributedEquivalenceTest : public ::testing::TestWithParam<Case> {};
 

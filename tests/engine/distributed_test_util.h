@@ -13,9 +13,43 @@
 
 #include "engine/engine.h"
 #include "executor/tensor.h"
+#include "ir/models/gpt.h"
+#include "ir/models/llama.h"
 #include "ir/program.h"
 
 namespace pdist::engine::testing {
+
+constexpr int64_t kSmallVocab = 64;
+constexpr int64_t kSmallHeads = 4;
+
+// GPT and LLaMA share these config fields; small enough for the suite, divisible by 4 ranks.
+template <typename Config>
+Config SmallConfig(ir::DataType dtype, int64_t layers, int64_t batch) {
+  Config cfg;
+  cfg.vocab = kSmallVocab;
+  cfg.hidden = 32;
+  cfg.layers = layers;
+  cfg.heads = kSmallHeads;
+  cfg.seq_len = 8;
+  cfg.batch = batch;
+  cfg.dtype = dtype;
+  return cfg;
+}
+
+// "gpt" or "llama".
+inline ir::Program BuildSmallModel(const std::string& model, ir::DataType dtype, int64_t layers = 2, int64_t batch = 4) {
+  if (model == "llama") return *ir::models::BuildLlama(SmallConfig<ir::models::LlamaConfig>(dtype, layers, batch));
+  return *ir::models::BuildGpt(SmallConfig<ir::models::GptConfig>(dtype, layers, batch));
+}
+
+// AdamW with weight decay: every parameter moves, so a wrong gradient anywhere shows.
+inline EngineOptions EquivalenceOptions() {
+  EngineOptions o;
+  o.lr.base = 1e-3;
+  o.optimizer.weight_decay = 0.01;
+  o.seed = 7;
+  return o;
+}
 
 // Tokens and labels of shape [batch, seq] from a fixed LCG: the same batches on every run.
 inline exec::Feeds RandomTokenBatch(const ir::Program& model, int64_t step, int64_t vocab) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
@@ -87,6 +88,14 @@ class GlooCommunicator : public Communicator {
         root_store_(std::move(root_store)),
         device_(std::move(device)),
         context_(std::move(context)) {}
+  // Buffered sends still in flight are delivered first: the receiver may not have posted its
+  // recv yet (the last stage's final send of a step), and Gloo sends only when it has.
+  ~GlooCommunicator() override {
+    try {
+      ReapSends(0);
+    } catch (...) {
+    }
+  }
 
   // Connects rank `rank` of `size` through `root_store` under the key prefix `prefix`.
   static absl::StatusOr<std::shared_ptr<Communicator>> Connect(
@@ -110,6 +119,20 @@ class GlooCommunicator : public Communicator {
   // or one buffer to / from `call.peer` (send/recv), on unbound buffers.
   void PointToPoint(const Call& call);
   void Wait(gloo::transport::UnboundBuffer& buffer, bool recv, int times, absl::Time deadline);
+  // A buffered send (Communicator::Send): the fingerprint and a copy of the tensor are posted,
+  // and the call returns; Gloo delivers them when the peer posts its recv.
+  absl::Status PostSend(const Call& call);
+  // Waits for the oldest posted sends until at most `keep` remain; throws on a broken peer.
+  void ReapSends(size_t keep);
+
+  struct PendingSend {
+    std::shared_ptr<Wire> fingerprint;
+    std::shared_ptr<std::vector<char>> data;
+    std::shared_ptr<gloo::transport::UnboundBuffer> fingerprint_buffer, data_buffer;
+    Fingerprint fp;
+  };
+  // Enough for every activation and gradient a pipeline stage has in flight.
+  static constexpr size_t kMaxPendingSends = 256;
 
   // Buffers of an operation that timed out: Gloo may still write into them, so they are kept
   // (never freed while the context lives). Declared first: destroyed after context_.
@@ -118,6 +141,7 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::vector<char> scratch_;
+  std::deque<PendingSend> pending_sends_;
 };
 
 absl::StatusOr<std::shared_ptr<Communicator>> GlooCommunicator::Connect(
@@ -179,6 +203,8 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
   auto mine = std::make_shared<Wire>(Encode(fp));
   auto theirs = std::shared_ptr<Wire[]>(new Wire[size()]);
   const uint64_t slot = Slot(kFingerprintTag, fp, size(), rank(), call.peer);
+  // A recv hears the sender's fingerprint; the buffered send posted it without waiting.
+  const bool receive_only = fp.kind == CollectiveKind::kRecv;
   std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> sends, recvs;
   std::vector<int> missing;
   std::string detail;
@@ -193,7 +219,7 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
     std::shared_ptr<gloo::transport::UnboundBuffer> send(context_->createUnboundBuffer(mine.get(), sizeof(Wire)));
     std::shared_ptr<gloo::transport::UnboundBuffer> recv(context_->createUnboundBuffer(&theirs[p], sizeof(Wire)));
     try {  // posting fails at once on a connection that already broke
-      send->send(p, slot);
+      if (!receive_only) send->send(p, slot);
       recv->recv(p, slot);
       sends.push_back(send);
       recvs.push_back(recv);
@@ -206,7 +232,7 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
   for (size_t i = 0; i < posted.size(); ++i) {
     try {
       Wait(*recvs[i], /*recv=*/true, 1, call.deadline);
-      Wait(*sends[i], /*recv=*/false, 1, call.deadline);
+      if (!receive_only) Wait(*sends[i], /*recv=*/false, 1, call.deadline);
     } catch (const std::exception& e) {
       lost(posted[i], e);
     }
@@ -233,12 +259,10 @@ void GlooCommunicator::PointToPoint(const Call& call) {
   const Fingerprint& fp = call.fp;
   const uint64_t slot = Slot(kDataTag, fp, size(), rank(), call.peer);
   const int64_t bytes = fp.count * ir::DataTypeSize(fp.dtype);
-  if (fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv) {
-    const bool sending = fp.kind == CollectiveKind::kSend;
-    void* data = sending ? call.in->raw() : call.out->raw();
-    auto buffer = context_->createUnboundBuffer(data, bytes);
-    if (sending) buffer->send(call.peer, slot); else buffer->recv(call.peer, slot);
-    Wait(*buffer, !sending, 1, call.deadline);
+  if (fp.kind == CollectiveKind::kRecv) {  // sends are posted by PostSend
+    auto buffer = context_->createUnboundBuffer(call.out->raw(), bytes);
+    buffer->recv(call.peer, slot);
+    Wait(*buffer, /*recv=*/true, 1, call.deadline);
     return;
   }
   // all_to_all: stage the input when it is also the output (peers read it while we write).
@@ -312,7 +336,50 @@ absl::Status GlooCommunicator::MoveData(const Call& call) {
   return absl::OkStatus();
 }
 
+absl::Status GlooCommunicator::PostSend(const Call& call) {
+  const Fingerprint& fp = call.fp;
+  PendingSend send;
+  send.fp = fp;
+  send.fingerprint = std::make_shared<Wire>(Encode(fp));
+  const char* raw = static_cast<const char*>(call.in->raw());
+  send.data = std::make_shared<std::vector<char>>(raw, raw + fp.count * ir::DataTypeSize(fp.dtype));
+  send.fingerprint_buffer = context_->createUnboundBuffer(send.fingerprint.get(), sizeof(Wire));
+  send.data_buffer = context_->createUnboundBuffer(send.data->data(), send.data->size());
+  try {  // posting fails at once on a connection that already broke
+    send.fingerprint_buffer->send(call.peer, Slot(kFingerprintTag, fp, size(), rank(), call.peer));
+    send.data_buffer->send(call.peer, Slot(kDataTag, fp, size(), rank(), call.peer));
+  } catch (const std::exception& e) {
+    abandoned_.insert(abandoned_.end(), {send.fingerprint, send.data, send.fingerprint_buffer, send.data_buffer});
+    return LostRanks(fp, {call.peer}, absl::StrCat("gloo: ", e.what()));
+  }
+  pending_sends_.push_back(std::move(send));
+  ReapSends(kMaxPendingSends);
+  return absl::OkStatus();
+}
+
+void GlooCommunicator::ReapSends(size_t keep) {
+  while (pending_sends_.size() > keep) {
+    PendingSend& oldest = pending_sends_.front();
+    const absl::Time deadline = absl::Now() + config().timeout;
+    try {
+      Wait(*oldest.fingerprint_buffer, /*recv=*/false, 1, deadline);
+      Wait(*oldest.data_buffer, /*recv=*/false, 1, deadline);
+    } catch (...) {
+      abandoned_.insert(abandoned_.end(),
+                        {oldest.fingerprint, oldest.data, oldest.fingerprint_buffer, oldest.data_buffer});
+      pending_sends_.pop_front();
+      throw;
+    }
+    pending_sends_.pop_front();
+  }
+}
+
 absl::Status GlooCommunicator::Run(const Call& call) {
+  try {
+    if (call.fp.kind == CollectiveKind::kSend) return PostSend(call);
+  } catch (const std::exception& e) {  // an earlier send, reaped to make room, failed
+    return absl::UnavailableError(absl::StrCat("in group '", name(), "' an earlier send failed: gloo: ", e.what()));
+  }
   PDIST_RETURN_IF_ERROR(ExchangeFingerprints(call));
   try {
     return MoveData(call);

@@ -31,6 +31,7 @@ struct Slot {
   std::vector<std::vector<bool>> reached;
   std::vector<int> count;
   int left = 0;
+  std::vector<char> staged;  // a send's copy of its tensor: the sender does not wait for the receiver
 };
 
 class Group {
@@ -68,6 +69,16 @@ class Group {
       return absl::AbortedError(absl::StrCat("group '", fp.group, "' was aborted during ", fp.ToString()));
     }
     return absl::OkStatus();
+  }
+
+  // Marks participant `me` at every phase at once, without waiting: a buffered send.
+  void Post(Slot& slot, int me) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int phase = 0; phase < Slot::kPhases; ++phase) {
+      slot.reached[phase][me] = true;
+      ++slot.count[phase];
+    }
+    cv_.notify_all();
   }
 
   void Leave(const std::string& key, Slot& slot) {
@@ -161,6 +172,16 @@ absl::Status InprocCommunicator::Run(const Call& call) {
   const bool aliased = call.in != nullptr && call.out != nullptr && call.in->raw() == call.out->raw();
 
   std::shared_ptr<Slot> slot = group_->Join(key, ranks);
+  if (fp.kind == CollectiveKind::kSend) {
+    // Sends are buffered, as pipeline schedules need: a stage sends an activation and goes on to
+    // its next job, which may receive from the same peer before that peer receives this.
+    slot->staged.assign(static_cast<const char*>(call.in->raw()), static_cast<const char*>(call.in->raw()) + bytes);
+    slot->fps[me] = fp;
+    slot->in[me] = slot->staged.data();
+    group_->Post(*slot, me);
+    group_->Leave(key, *slot);
+    return absl::OkStatus();
+  }
   // Publish, then wait for everyone.
   void* temp = nullptr;
   if (fp.kind == CollectiveKind::kAllReduce) {

@@ -1,0 +1,44 @@
+// JobPlan: how a pipelined step runs a rank's local program — which ops each job runs, when a
+// micro-batch's tensors are freed, and which values are summed over micro-batches.
+//
+//   F (chunk c):  ops of role forward, chunk c
+//   B (chunk c):  ops of role backward and backward_weight, chunk c   (B and W when split)
+//   O:            ops of role optimizer, once, on the sums
+//
+// A micro-batch's jobs run its sections in the order F(0) … F(v-1), B(v-1) … B(0) (B before W
+// of a chunk when split), whatever the schedule interleaves between micro-batches, so a tensor
+// is freed after its last use in that order. A value that a forward or backward op makes and an
+// optimizer op reads (a gradient, the loss) is accumulated: summed over the micro-batches.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/pipeline_job.h"
+#include "ir/program.h"
+
+namespace pdist::exec {
+
+struct JobPlan {
+  int64_t chunks = 1;
+  // Ops of each (job kind, chunk), in program order; the optimizer's under chunk 0.
+  std::map<std::pair<ir::JobKind, int64_t>, std::vector<size_t>> ops;
+  // release_after[i]: ids freed from a micro-batch's tensors after op i (for O ops: from the
+  // optimizer's); one plan for whole backward jobs, one for split (B, W) ones.
+  std::vector<std::vector<int64_t>> release_whole;
+  std::vector<std::vector<int64_t>> release_split;
+  // Values summed over micro-batches, by id.
+  std::set<int64_t> accumulated;
+
+  const std::vector<size_t>& OpsOf(const ir::PipelineJob& job) const;
+};
+
+// `keep`: values to keep to the end of the step (fetches). Errors name a value that would have
+// to be accumulated but is not floating-point.
+absl::StatusOr<JobPlan> PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep);
+
+}  // namespace pdist::exec

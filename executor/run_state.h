@@ -1,0 +1,54 @@
+// The state of one executor run, shared by the whole-program run and the pipelined one
+// (executor.cc, pipeline_run.cc): live-byte accounting and the tensors of a value table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "executor/comm_stream.h"
+#include "executor/tensor.h"
+#include "ir/pipeline_job.h"
+
+namespace pdist::exec {
+
+class TimelineRecorder;  // executor/timeline.h
+
+// Live bytes of intermediate tensors, counted once per distinct buffer (views share one).
+class LiveBytes {
+ public:
+  void Acquire(const Tensor& t);
+  void Release(const Tensor& t);
+  int64_t peak() const { return peak_; }
+  int64_t live() const { return live_; }
+
+ private:
+  std::unordered_map<const void*, std::pair<int64_t, int>> buffers_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+};
+
+// The tensors of one run of a program (or of one micro-batch of a pipelined step), by value id.
+struct ValueTable {
+  explicit ValueTable(size_t num_values) : values(num_values), pending(num_values), skip_release(num_values, false) {}
+  std::vector<Tensor> values;
+  // Values the communication stream still owes: read or freed only after their event fired.
+  std::vector<std::shared_ptr<StreamEvent>> pending;
+  // Inputs a stream op frees itself (it reads them later than the compute thread would free them).
+  std::vector<bool> skip_release;
+};
+
+// What every table of one run shares: the stream, the accounting, the profile.
+struct RunState {
+  LiveBytes live;
+  std::unique_ptr<CommStream> stream;
+  std::map<std::string, double> op_seconds;
+  TimelineRecorder* timeline = nullptr;  // spans of jobs and of communication, when given
+  ir::PipelineJob job;                   // the job running (a whole-program run: none)
+  bool in_job = false;
+};
+
+}  // namespace pdist::exec

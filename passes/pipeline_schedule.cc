@@ -1,0 +1,297 @@
+// Pipeline schedules per stage, and the simulator that times them.
+#include "passes/pipeline_schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::JobKind;
+using ir::PipelineJob;
+
+constexpr std::array<std::pair<std::string_view, ScheduleMode>, 4> kModes = {{
+    {"FThenB", ScheduleMode::kFThenB},
+    {"1F1B", ScheduleMode::k1F1B},
+    {"VPP", ScheduleMode::kVPP},
+    {"ZBH1", ScheduleMode::kZBH1},
+}};
+
+// 1F1B, or ZBH1 when `split`: the same order of F's and B's, so ZBH1 keeps 1F1B's warm-up (and
+// its bound on live activations) and only adds each W s steps after its B, where it fills the
+// slots in which 1F1B's stage s would wait for the backward coming down from later stages.
+std::vector<PipelineJob> OneFOneB(int64_t p, int64_t m, int64_t s, bool split) {
+  std::vector<PipelineJob> jobs;
+  const int64_t warmup = std::min(p - s - 1, m);
+  auto backward = [&](int64_t i) {
+    if (!split) {
+      jobs.push_back({JobKind::kBackward, i, 0});
+      return;
+    }
+    jobs.push_back({JobKind::kBackwardInput, i, 0});
+    if (i >= s) jobs.push_back({JobKind::kBackwardWeight, i - s, 0});
+  };
+  for (int64_t i = 0; i < warmup; ++i) jobs.push_back({JobKind::kForward, i, 0});
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    jobs.push_back({JobKind::kForward, warmup + i, 0});
+    backward(i);
+  }
+  for (int64_t i = m - warmup; i < m; ++i) backward(i);
+  if (split) {
+    for (int64_t i = std::max<int64_t>(m - s, 0); i < m; ++i) jobs.push_back({JobKind::kBackwardWeight, i, 0});
+  }
+  return jobs;
+}
+
+// Megatron's interleaved order: micro-batches in groups of p go through chunk 0, then chunk 1,
+// …; backward walks the chunks the other way.
+PipelineJob VppStep(int64_t step, bool forward, int64_t p, int64_t v) {
+  const int64_t in_group = step % (p * v);
+  const int64_t micro_batch = step / (p * v) * p + step % p;
+  if (forward) return {JobKind::kForward, micro_batch, in_group / p};
+  return {JobKind::kBackward, micro_batch, v - 1 - in_group / p};
+}
+
+std::vector<PipelineJob> Interleaved(int64_t p, int64_t m, int64_t v, int64_t s) {
+  const int64_t total = m * v;
+  const int64_t warmup = m == p ? total : std::min(2 * (p - s - 1) + (v - 1) * p, total);
+  std::vector<PipelineJob> jobs;
+  for (int64_t k = 0; k < warmup; ++k) jobs.push_back(VppStep(k, true, p, v));
+  for (int64_t k = 0; k < total - warmup; ++k) {
+    jobs.push_back(VppStep(warmup + k, true, p, v));
+    jobs.push_back(VppStep(k, false, p, v));
+  }
+  for (int64_t k = total - warmup; k < total; ++k) jobs.push_back(VppStep(k, false, p, v));
+  return jobs;
+}
+
+absl::Status CheckCounts(const ScheduleShape& shape) {
+  if (shape.stages < 1) return absl::InvalidArgumentError(absl::StrCat("stages must be >= 1, got ", shape.stages));
+  if (shape.micro_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("micro_batches must be >= 1, got ", shape.micro_batches));
+  }
+  if (shape.chunks < 1) return absl::InvalidArgumentError(absl::StrCat("chunks must be >= 1, got ", shape.chunks));
+  return absl::OkStatus();
+}
+
+// Finish times of every (micro-batch, virtual stage) job while a simulation runs; -1: not yet.
+class Timeline {
+ public:
+  Timeline(const ScheduleShape& shape, const JobCosts& costs)
+      : p_(shape.stages), virtual_stages_(shape.stages * shape.chunks), costs_(costs),
+        forward_(shape.micro_batches * virtual_stages_, -1), backward_(forward_) {}
+
+  // When `job` of `stage` may start as far as other jobs go; nullopt, with the job it waits for
+  // in *blocker, while one of its dependencies has not run.
+  std::optional<double> Ready(int64_t stage, const PipelineJob& job, std::string* blocker) const {
+    const int64_t k = job.chunk * p_ + stage;
+    double ready = 0;
+    auto need = [&](const std::vector<double>& ends, JobKind kind, int64_t at) {
+      const int64_t at_stage = at % p_;
+      const double end = ends[job.micro_batch * virtual_stages_ + at];
+      if (end < 0) {
+        *blocker = absl::StrCat(PipelineJob{kind, job.micro_batch, at / p_}.ToString(), " on stage ", at_stage);
+        return false;
+      }
+      ready = std::max(ready, end + (at_stage == stage ? 0 : costs_.p2p));
+      return true;
+    };
+    switch (job.kind) {
+      case JobKind::kForward:
+        if (k > 0 && !need(forward_, JobKind::kForward, k - 1)) return std::nullopt;
+        break;
+      case JobKind::kBackward:
+      case JobKind::kBackwardInput:
+        if (!need(forward_, JobKind::kForward, k)) return std::nullopt;
+        if (k + 1 < virtual_stages_ && !need(backward_, job.kind, k + 1)) return std::nullopt;
+        break;
+      case JobKind::kBackwardWeight:
+        if (!need(backward_, JobKind::kBackwardInput, k)) return std::nullopt;
+        break;
+      case JobKind::kOptimizer:
+        break;
+    }
+    return ready;
+  }
+
+  double Cost(JobKind kind) const {
+    switch (kind) {
+      case JobKind::kForward: return costs_.forward;
+      case JobKind::kBackward: return costs_.backward;
+      case JobKind::kBackwardInput: return costs_.backward_input;
+      case JobKind::kBackwardWeight: return costs_.backward_weight;
+      case JobKind::kOptimizer: return costs_.optimizer;
+    }
+    return 0;
+  }
+
+  void Finish(int64_t stage, const PipelineJob& job, double end) {
+    const int64_t index = job.micro_batch * virtual_stages_ + job.chunk * p_ + stage;
+    if (job.kind == JobKind::kForward) forward_[index] = end;
+    if (job.kind == JobKind::kBackward || job.kind == JobKind::kBackwardInput) backward_[index] = end;
+  }
+
+ private:
+  int64_t p_;
+  int64_t virtual_stages_;
+  JobCosts costs_;
+  std::vector<double> forward_, backward_;  // B or B-input; nothing waits for a W
+};
+
+// One F and one B, or one F, one B-input and one W, per (micro-batch, chunk); at most one O.
+absl::Status CheckJobList(const std::vector<PipelineJob>& jobs, const ScheduleShape& shape, int64_t stage) {
+  const int64_t m = shape.micro_batches, v = shape.chunks;
+  std::vector<std::array<int64_t, 4>> count(m * v, std::array<int64_t, 4>{});  // by kind F, B, B-input, W
+  int64_t optimizers = 0;
+  for (const PipelineJob& job : jobs) {
+    if (job.kind == JobKind::kOptimizer) {
+      if (++optimizers > 1) return absl::InvalidArgumentError(absl::StrCat("stage ", stage, " has more than one O"));
+      continue;
+    }
+    if (job.micro_batch < 0 || job.micro_batch >= m || job.chunk < 0 || job.chunk >= v) {
+      return absl::InvalidArgumentError(absl::StrCat("stage ", stage, ": job ", job.ToString(),
+                                                     " is outside micro_batches=", m, ", chunks=", v));
+    }
+    ++count[job.micro_batch * v + job.chunk][static_cast<int>(job.kind)];
+  }
+  for (int64_t i = 0; i < m * v; ++i) {
+    const auto& [f, b, bi, w] = count[i];
+    if (f == 1 && ((b == 1 && bi == 0 && w == 0) || (b == 0 && bi == 1 && w == 1))) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stage ", stage, ", micro-batch ", i / v, ", chunk ", i % v,
+        ": want one F and one B (or one B-input and one W), got ", f, " F, ", b, " B, ", bi, " B-input, ", w, " W"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ScheduleMode> ParseScheduleMode(std::string_view name) {
+  for (const auto& [mode_name, mode] : kModes) {
+    if (name == mode_name) return mode;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown pipeline schedule \"", std::string(name), "\"; valid: FThenB, 1F1B, VPP, ZBH1"));
+}
+
+const char* ScheduleModeName(ScheduleMode mode) {
+  for (const auto& [mode_name, m] : kModes) {
+    if (m == mode) return mode_name.data();
+  }
+  return "?";
+}
+
+absl::Status CheckScheduleShape(ScheduleMode mode, const ScheduleShape& shape) {
+  PDIST_RETURN_IF_ERROR(CheckCounts(shape));
+  if (mode != ScheduleMode::kVPP && shape.chunks != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ScheduleModeName(mode), " runs one chunk per stage, got chunks=", shape.chunks, " (only VPP interleaves)"));
+  }
+  if (mode == ScheduleMode::kVPP && shape.chunks < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("VPP needs chunks >= 2, got chunks=", shape.chunks));
+  }
+  if (mode == ScheduleMode::kVPP && shape.micro_batches % shape.stages != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("VPP needs micro_batches divisible by stages, got micro_batches=",
+                                                   shape.micro_batches, ", stages=", shape.stages));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PipelineJob>> BuildSchedule(ScheduleMode mode, const ScheduleShape& shape, int64_t stage) {
+  PDIST_RETURN_IF_ERROR(CheckScheduleShape(mode, shape));
+  if (stage < 0 || stage >= shape.stages) {
+    return absl::InvalidArgumentError(absl::StrCat("stage ", stage, " is outside [0, ", shape.stages, ")"));
+  }
+  const int64_t p = shape.stages, m = shape.micro_batches;
+  std::vector<PipelineJob> jobs;
+  switch (mode) {
+    case ScheduleMode::kFThenB:
+      for (int64_t i = 0; i < m; ++i) jobs.push_back({JobKind::kForward, i, 0});
+      for (int64_t i = 0; i < m; ++i) jobs.push_back({JobKind::kBackward, i, 0});
+      break;
+    case ScheduleMode::k1F1B: jobs = OneFOneB(p, m, stage, /*split=*/false); break;
+    case ScheduleMode::kZBH1: jobs = OneFOneB(p, m, stage, /*split=*/true); break;
+    case ScheduleMode::kVPP: jobs = Interleaved(p, m, shape.chunks, stage); break;
+  }
+  jobs.push_back({JobKind::kOptimizer, 0, 0});
+  return jobs;
+}
+
+std::string JobsToString(const std::vector<PipelineJob>& jobs) {
+  return absl::StrJoin(jobs, " ", [](std::string* out, const PipelineJob& job) { out->append(job.ToString()); });
+}
+
+absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector<PipelineJob>>& per_stage,
+                                                   const ScheduleShape& shape, const JobCosts& costs) {
+  PDIST_RETURN_IF_ERROR(CheckCounts(shape));
+  const int64_t p = shape.stages;
+  if (static_cast<int64_t>(per_stage.size()) != p) {
+    return absl::InvalidArgumentError(absl::StrCat("got job lists for ", per_stage.size(), " stages, want ", p));
+  }
+  for (double cost : {costs.forward, costs.backward, costs.backward_input, costs.backward_weight, costs.optimizer,
+                      costs.p2p}) {
+    if (cost < 0) return absl::InvalidArgumentError(absl::StrCat("job costs must be >= 0, got ", cost));
+  }
+  for (int64_t s = 0; s < p; ++s) {
+    PDIST_RETURN_IF_ERROR(CheckJobList(per_stage[s], shape, s));
+  }
+
+  // Each pass runs, on every stage, the jobs whose dependencies have finished; a job's times
+  // depend only on finished jobs, so the order of the passes does not change them.
+  Timeline timeline(shape, costs);
+  SimulatedSchedule result;
+  result.stages.resize(p);
+  std::vector<double> clock(p, 0);
+  std::string blocker;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < p; ++s) {
+      std::vector<SimulatedJob>& done = result.stages[s];
+      while (done.size() < per_stage[s].size()) {
+        const PipelineJob& job = per_stage[s][done.size()];
+        const std::optional<double> ready = timeline.Ready(s, job, &blocker);
+        if (!ready) break;
+        const double start = std::max(clock[s], *ready);
+        clock[s] = start + timeline.Cost(job.kind);
+        done.push_back({job, start, clock[s]});
+        timeline.Finish(s, job, clock[s]);
+        progress = true;
+      }
+    }
+  }
+
+  std::vector<std::string> stuck;
+  for (int64_t s = 0; s < p; ++s) {
+    const size_t at = result.stages[s].size();
+    if (at == per_stage[s].size()) continue;
+    timeline.Ready(s, per_stage[s][at], &blocker);
+    stuck.push_back(absl::StrCat("stage ", s, " stuck at job ", at, " (", per_stage[s][at].ToString(),
+                                 ") waiting for ", blocker));
+  }
+  if (!stuck.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("pipeline schedule deadlocks: ", absl::StrJoin(stuck, "; ")));
+  }
+
+  result.makespan = *std::max_element(clock.begin(), clock.end());
+  for (int64_t s = 0; s < p; ++s) {
+    double busy = 0;
+    int64_t alive = 0, peak = 0;
+    for (const SimulatedJob& sim : result.stages[s]) {
+      busy += sim.end - sim.start;
+      // Jobs of a stage never overlap, so counting in list order is counting in time.
+      if (sim.job.kind == JobKind::kForward) peak = std::max(peak, ++alive);
+      if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardWeight) --alive;
+    }
+    result.bubble_fraction.push_back(result.makespan > 0 ? (result.makespan - busy) / result.makespan : 0);
+    result.peak_in_flight.push_back(peak);
+  }
+  return result;
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,198 @@
+// Pipeline stages: balanced cuts where few values cross, stage meshes, boundary reshards.
+#include "passes/pipeline_stages.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "ir/dist/shard_tensor.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+#include "passes/annotate_from_strategy.h"
+#include "passes/completion.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::Operation;
+using ir::Value;
+
+double ForwardFlops(const Operation& op) {
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+  if (def == nullptr || !def->cost) return 0;
+  ir::InputTypes inputs;
+  for (const Value* v : op.operands()) inputs.push_back(v == nullptr ? nullptr : &v->type());
+  std::vector<ir::TensorType> outputs;
+  for (const Value* r : op.results()) outputs.push_back(r->type());
+  return def->cost(inputs, outputs, op.attrs()).flops;
+}
+
+// crossing[c]: values made before op c and read at or after it (c = 1 … n-1).
+std::vector<int64_t> CrossingValues(const ir::Program& program) {
+  const auto& ops = program.block().ops();
+  std::unordered_map<const Value*, size_t> last_use;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const Value* v : ops[i]->operands()) {
+      if (v != nullptr && !v->is_argument()) last_use[v] = i;
+    }
+  }
+  std::vector<int64_t> delta(ops.size() + 1, 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const Value* r : ops[i]->results()) {
+      auto it = last_use.find(r);
+      if (it == last_use.end() || it->second <= i) continue;
+      ++delta[i + 1];
+      --delta[it->second + 1];
+    }
+  }
+  std::vector<int64_t> crossing(ops.size(), 0);
+  int64_t running = 0;
+  for (size_t c = 1; c < ops.size(); ++c) crossing[c] = running += delta[c];
+  return crossing;
+}
+
+// Places to cut: where the fewest values cross, loosening the bound until there are `needed`.
+std::vector<size_t> CutCandidates(const std::vector<int64_t>& crossing, size_t needed) {
+  std::vector<int64_t> levels(crossing.begin() + (crossing.empty() ? 0 : 1), crossing.end());
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  std::vector<size_t> cuts;
+  for (int64_t bound : levels) {
+    cuts.clear();
+    for (size_t c = 1; c < crossing.size(); ++c) {
+      if (crossing[c] <= bound) cuts.push_back(c);
+    }
+    if (cuts.size() >= needed) break;
+  }
+  return cuts;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, int64_t virtual_stages) {
+  const auto& ops = forward.block().ops();
+  const size_t n = ops.size();
+  if (virtual_stages < 1) return absl::InvalidArgumentError(absl::StrCat("stages: need at least 1, got ", virtual_stages));
+  std::vector<int64_t> stage_of(n, 0);
+  if (virtual_stages == 1) return stage_of;
+  const size_t k = static_cast<size_t>(virtual_stages);
+  const std::vector<size_t> cuts = CutCandidates(CrossingValues(forward), k - 1);
+  if (cuts.size() < k - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("stages: the program (", n, " ops) can be cut in only ", cuts.size(),
+                                                   " places; ", virtual_stages,
+                                                   " pipeline stages (pp_degree × vpp_degree) need ", k - 1));
+  }
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + ForwardFlops(*ops[i]) + 1;  // +1: every op costs something
+  // Linear partition over the candidate positions P = {0, cuts…, n}: best[j][i] is the smallest
+  // possible cost of the heaviest of j stages covering ops [0, P[i]).
+  std::vector<size_t> pos = {0};
+  pos.insert(pos.end(), cuts.begin(), cuts.end());
+  pos.push_back(n);
+  const size_t m = pos.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(k + 1, std::vector<double>(m, inf));
+  std::vector<std::vector<size_t>> from(k + 1, std::vector<size_t>(m, 0));
+  best[0][0] = 0;
+  for (size_t j = 1; j <= k; ++j) {
+    for (size_t i = 1; i < m; ++i) {
+      for (size_t prev = j - 1; prev < i; ++prev) {
+        if (best[j - 1][prev] == inf) continue;
+        const double cost = std::max(best[j - 1][prev], prefix[pos[i]] - prefix[pos[prev]]);
+        if (cost < best[j][i]) {
+          best[j][i] = cost;
+          from[j][i] = prev;
+        }
+      }
+    }
+  }
+  for (size_t j = k, i = m - 1; j >= 1; --j) {
+    const size_t prev = from[j][i];
+    for (size_t op = pos[prev]; op < pos[i]; ++op) stage_of[op] = static_cast<int64_t>(j - 1);
+    i = prev;
+  }
+  return stage_of;
+}
+
+absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& strategy, ir::Program& forward) {
+  const int64_t pp = strategy.pp_degree;
+  const int64_t vpp = strategy.pipeline.vpp_degree;
+  if (pp < 1 || vpp < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("stages: pp_degree and vpp_degree must be ≥ 1, got ", pp, " and ", vpp));
+  }
+  if (!strategy.annotations.empty() && pp > 1) {
+    return absl::UnimplementedError("stages: per-tensor annotations together with pp_degree > 1 are not supported; "
+                                    "give degrees only, or write the stage meshes in the program");
+  }
+  strategy::Strategy per_stage = strategy;
+  per_stage.pp_degree = 1;
+  PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, PlanStrategyAnnotations(per_stage, forward));
+
+  // Where a value crosses a cut, the next stage receives it as this stage would hold it: the
+  // per-stage plan completed on one mesh says how.
+  ir::Program single = forward.Clone();
+  for (const StrategyAnnotation& a : plan.annotations) {
+    PDIST_RETURN_IF_ERROR(ir::ShardTensor(single.FindValue(a.value->id()), plan.mesh, a.placements));
+  }
+  PDIST_RETURN_IF_ERROR(Annotate(CompleteDistAttrs(single).status(), "stages: completing one stage"));
+
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, BalanceStages(forward, pp * vpp));
+  PipelineStages out;
+  const int64_t per_mesh = strategy.dp_degree * strategy.mp_degree;
+  for (int64_t s = 0; s < pp; ++s) {
+    std::vector<int64_t> ids;
+    for (int64_t r = 0; r < per_mesh; ++r) ids.push_back(s * per_mesh + r);
+    PDIST_ASSIGN_OR_RETURN(ir::ProcessMesh mesh,
+                           ir::ProcessMesh::Create({strategy.dp_degree, strategy.mp_degree}, ids, {"dp", "mp"}));
+    out.meshes.push_back(std::move(mesh));
+  }
+  out.flops.assign(static_cast<size_t>(pp * vpp), 0);
+
+  // A value's home: the virtual stage of its producer, or of an argument's first reader.
+  const auto& ops = forward.block().ops();
+  std::unordered_map<const Value*, int64_t> home;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const Value* v : ops[i]->operands()) {
+      if (v != nullptr) home.emplace(v, stage_of[i]);
+    }
+    for (const Value* r : ops[i]->results()) home[r] = stage_of[i];
+    out.flops[static_cast<size_t>(stage_of[i])] += ForwardFlops(*ops[i]);
+  }
+  auto home_of = [&](const Value* v) { auto it = home.find(v); return it == home.end() ? int64_t{0} : it->second; };
+  for (const StrategyAnnotation& a : plan.annotations) {
+    PDIST_RETURN_IF_ERROR(ir::ShardTensor(a.value, out.meshes[static_cast<size_t>(home_of(a.value) % pp)], a.placements));
+  }
+
+  std::vector<std::unique_ptr<Operation>> old = std::move(forward.block().mutable_ops());
+  forward.block().mutable_ops().clear();
+  std::map<std::pair<const Value*, int64_t>, Value*> moved;  // (value, virtual stage) → its copy there
+  for (size_t i = 0; i < old.size(); ++i) {
+    const int64_t stage = stage_of[i];
+    for (size_t k = 0; k < old[i]->num_operands(); ++k) {
+      Value* v = old[i]->operand(k);
+      if (v == nullptr || home_of(v) == stage) continue;
+      Value*& copy = moved[{v, stage}];
+      if (copy == nullptr) {
+        ir::DistAttr target = single.FindValue(v->id())->dist_attr().value_or(ir::DistAttr::Replicated(plan.mesh, v->type().rank()));
+        target.partial.clear();
+        target.mesh = out.meshes[static_cast<size_t>(stage % pp)];
+        copy = forward.NewValue(v->type(), ir::ValueRole::kActivation);
+        copy->set_dist_attr(std::move(target));
+        copy->set_dist_annotated(true);
+        auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
+        reshard->set_chunk(stage / pp);
+        reshard->add_result(copy);
+        forward.block().Append(std::move(reshard));
+        ++out.boundary_reshards;
+      }
+      old[i]->set_operand(k, copy);
+    }
+    old[i]->set_chunk(stage / pp);
+    forward.block().Append(std::move(old[i]));
+  }
+  return out;
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,41 @@
+// Pipeline stages: a forward program cut into `pp_degree × vpp_degree` virtual stages, each on
+// its stage's sub-mesh, with every value that crosses a cut moved by an explicit `reshard`.
+//
+//   pp 2, dp 1, mp 2 (ranks 0,1 = stage 0; ranks 2,3 = stage 1), GPT with 4 layers:
+//     embedding, layers 0-1       chunk 0 on mesh [1,2] ids [0,1]
+//     %90 = reshard(%89)          the residual stream, to mesh [1,2] ids [2,3] (same placements)
+//     layers 2-3, norm, head      chunk 0 on mesh [1,2] ids [2,3]
+//
+// Cuts go only where the fewest values cross (between layers: the residual stream), and are
+// chosen so that the most expensive stage (by the ops' registered FLOPs, embedding and head
+// included) is as cheap as possible. Virtual stage k belongs to stage k mod pp and is model chunk
+// k / pp there (interleaved 1F1B, Megatron-LM). Within each stage the strategy's dp/mp/sp are
+// planned as for a single stage (passes/annotate_from_strategy.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/dist/process_mesh.h"
+#include "ir/program.h"
+#include "strategy/strategy.h"
+
+namespace pdist::passes {
+
+// The virtual stage (0 … virtual_stages-1) of every op of `forward`, in program order, never
+// decreasing. Errors name the number of places the program can be cut when there are too few.
+absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, int64_t virtual_stages);
+
+struct PipelineStages {
+  std::vector<ir::ProcessMesh> meshes;  // per stage: [dp, mp], ids stage·dp·mp …
+  std::vector<double> flops;            // per virtual stage, forward
+  int64_t boundary_reshards = 0;
+};
+
+// Annotates `forward` for the strategy's pp_degree × pipeline.vpp_degree virtual stages: sets
+// each op's chunk, places arguments on the stage of their first reader, and inserts the
+// boundary reshards. Fails for strategy annotations (per-tensor meshes) together with pp > 1.
+absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& strategy, ir::Program& forward);
+
+}  // namespace pdist::passes
