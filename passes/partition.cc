@@ -128,11 +128,14 @@ class Partitioner {
     const Operation& receiver = between_meshes && op.role() != ir::OpRole::kOptimizer && first_use != first_use_.end()
                                     ? *first_use->second : op;
     b.SetOpRoleAndChunkFrom(sender);
+    // Every rank lowers every reshard in the same order, so the moves between meshes are
+    // numbered alike everywhere: the number tags their messages.
+    const int64_t tag = between_meshes ? next_message_tag_++ : 0;
     for (const ReshardStep& step : plan.steps) {
       Value* before = current;
       if (step.kind == ReshardStep::Kind::kSendRecv) {
         PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, {global_shapes_.at(y), y->type().dtype},
-                                                      current, receiver));
+                                                      current, receiver, tag));
       } else if (step.after.mesh.Contains(rank_)) {
         PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
       }
@@ -155,7 +158,8 @@ class Partitioner {
   // the (replicated) tensor from source rank t mod |source|. Returns this rank's piece on the
   // target, or nullptr when it is not in the target mesh.
   absl::StatusOr<Value*> LowerSendRecv(ir::Builder& b, const DistAttr& from, const DistAttr& to,
-                                       const ir::TensorType& global, Value* piece, const Operation& receiver) {
+                                       const ir::TensorType& global, Value* piece, const Operation& receiver,
+                                       int64_t tag) {
     const std::vector<int64_t>& senders = from.mesh.process_ids();
     const std::vector<int64_t>& receivers = to.mesh.process_ids();
     const bool same_shape = from.mesh.shape() == to.mesh.shape();
@@ -166,7 +170,7 @@ class Partitioner {
       if (receivers[t] == rank_) {
         received = piece;  // this rank is on both sides: no message
       } else {
-        PDIST_RETURN_IF_ERROR(b.Create("c_send", {piece}, {{"peer", receivers[t]}}).status());
+        PDIST_RETURN_IF_ERROR(b.Create("c_send", {piece}, {{"peer", receivers[t]}, {"tag", tag}}).status());
       }
     }
     b.SetOpRoleAndChunkFrom(receiver);  // what follows runs on the target mesh
@@ -174,7 +178,7 @@ class Partitioner {
       if (receivers[t] != rank_ || sender_of(t) == rank_) continue;
       const ir::TensorType type{to.LocalShape(global.shape), global.dtype};
       PDIST_ASSIGN_OR_RETURN(received, b.Op1("c_recv", {}, {{"peer", sender_of(t)}, {"shape", type.shape},
-                                                             {"dtype", type.dtype}}));
+                                                             {"dtype", type.dtype}, {"tag", tag}}));
     }
     return received;
   }
@@ -288,6 +292,7 @@ class Partitioner {
   std::unordered_map<Value*, Value*> replaced_;
   std::unordered_set<const Value*> absent_;  // values on meshes without this rank
   std::unordered_map<const Value*, const Operation*> first_use_;  // the first op that reads each value
+  int64_t next_message_tag_ = 1;  // of the moves between meshes, in program order
 };
 
 }  // namespace

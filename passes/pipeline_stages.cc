@@ -164,6 +164,17 @@ absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& 
   for (const StrategyAnnotation& a : plan.annotations) {
     PDIST_RETURN_IF_ERROR(ir::ShardTensor(a.value, out.meshes[static_cast<size_t>(home_of(a.value) % pp)], a.placements));
   }
+  // Every other argument is pinned to its home stage too, as one stage's completion places it:
+  // left open, completion could put a tied embedding on the stage of its second reader, which
+  // would then send it upstream inside each forward and wait on itself.
+  for (Value* arg : forward.block().arguments()) {
+    if (arg->dist_attr()) continue;
+    ir::DistAttr attr = single.FindValue(arg->id())->dist_attr().value_or(ir::DistAttr::Replicated(plan.mesh, arg->type().rank()));
+    attr.partial.clear();
+    attr.mesh = out.meshes[static_cast<size_t>(home_of(arg) % pp)];
+    arg->set_dist_attr(std::move(attr));
+    arg->set_dist_annotated(true);
+  }
 
   std::vector<std::unique_ptr<Operation>> old = std::move(forward.block().mutable_ops());
   forward.block().mutable_ops().clear();

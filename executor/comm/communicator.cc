@@ -41,7 +41,7 @@ std::string Fingerprint::ToString() const {
   }
   if (kind == CollectiveKind::kBroadcast) absl::StrAppend(&s, "(root=", root, ")");
   if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) {
-    absl::StrAppend(&s, "(from=", root, ")");
+    absl::StrAppend(&s, "(from=", root, tag != 0 ? absl::StrCat(", tag=", tag) : "", ")");
   }
   absl::StrAppend(&s, " ", ir::DataTypeName(dtype), " x", count, " in ", group, "#", seq);
   return s;
@@ -129,7 +129,7 @@ absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<cons
 // ---- Collectives: check, number, run, remember the first failure ----------------------------
 
 absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in,
-                                 Tensor* out, int root_or_peer) {
+                                 Tensor* out, int root_or_peer, int64_t tag) {
   const std::string what = absl::StrCat(CollectiveName(kind), " in group '", name(), "' (rank ",
                                         rank_, " of ", size_, ")");
   auto bad = [&](const std::string& why) {
@@ -185,7 +185,8 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
       const int src = kind == CollectiveKind::kSend ? rank_ : root_or_peer;
       const int dst = kind == CollectiveKind::kSend ? root_or_peer : rank_;
       fp.root = src;
-      fp.seq = p2p_seq_[{src, dst}]++;
+      fp.tag = tag;
+      fp.seq = p2p_seq_[{src, dst, tag}]++;
       call.peer = root_or_peer;
     } else {
       fp.root = kind == CollectiveKind::kBroadcast ? root_or_peer : -1;
@@ -218,11 +219,11 @@ absl::Status Communicator::AllToAll(const Tensor& in, Tensor& out) {
 absl::Status Communicator::Broadcast(Tensor& buffer, int root) {
   return Start(CollectiveKind::kBroadcast, ReduceOp::kSum, &buffer, &buffer, root);
 }
-absl::Status Communicator::Send(const Tensor& tensor, int peer) {
-  return Start(CollectiveKind::kSend, ReduceOp::kSum, &tensor, nullptr, peer);
+absl::Status Communicator::Send(const Tensor& tensor, int peer, int64_t tag) {
+  return Start(CollectiveKind::kSend, ReduceOp::kSum, &tensor, nullptr, peer, tag);
 }
-absl::Status Communicator::Recv(Tensor& tensor, int peer) {
-  return Start(CollectiveKind::kRecv, ReduceOp::kSum, nullptr, &tensor, peer);
+absl::Status Communicator::Recv(Tensor& tensor, int peer, int64_t tag) {
+  return Start(CollectiveKind::kRecv, ReduceOp::kSum, nullptr, &tensor, peer, tag);
 }
 absl::Status Communicator::Barrier() {
   return Start(CollectiveKind::kBarrier, ReduceOp::kSum, nullptr, nullptr, -1);

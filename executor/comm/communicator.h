@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,11 +54,12 @@ struct Fingerprint {
   int64_t count = 0;   // elements of the (per-rank) input
   int root = -1;       // broadcast root; for send/recv the (group) rank of the sender
   std::string group;
-  int64_t seq = 0;     // per-group sequence number (per ordered pair for send/recv)
+  int64_t seq = 0;     // per-group sequence number (per ordered pair and tag for send/recv)
+  int64_t tag = 0;     // send/recv: the channel; a recv takes the next message of its tag
 
   bool operator==(const Fingerprint& o) const {
     return kind == o.kind && reduce == o.reduce && dtype == o.dtype && count == o.count &&
-           root == o.root && group == o.group && seq == o.seq;
+           root == o.root && group == o.group && seq == o.seq && tag == o.tag;
   }
   std::string ToString() const;
 };
@@ -98,8 +100,8 @@ class Communicator {
   // Point to point; a Send to `peer` pairs with that peer's Recv from this rank, in order. A Send
   // is buffered: it returns once the tensor is copied out, without waiting for the Recv, so
   // that pipeline stages can send and go on (a rendezvous send deadlocks 1F1B on one stream).
-  absl::Status Send(const Tensor& tensor, int peer);
-  absl::Status Recv(Tensor& tensor, int peer);
+  absl::Status Send(const Tensor& tensor, int peer, int64_t tag = 0);
+  absl::Status Recv(Tensor& tensor, int peer, int64_t tag = 0);
   absl::Status Barrier();
 
   // Collective over this communicator (like ncclCommSplit): ranks with the same `color` form
@@ -143,13 +145,13 @@ class Communicator {
 
  private:
   absl::Status Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in, Tensor* out,
-                     int root_or_peer);
+                     int root_or_peer, int64_t tag = 0);
 
   int rank_;
   int size_;
   CommConfig config_;
   int64_t seq_ = 0;                          // next collective's sequence number
-  std::map<std::pair<int, int>, int64_t> p2p_seq_;  // (src, dst) → next send/recv number
+  std::map<std::tuple<int, int, int64_t>, int64_t> p2p_seq_;  // (src, dst, tag) → next send/recv number
   mutable std::mutex mu_;
   absl::Status error_;                       // sticky first error
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;

@@ -88,13 +88,15 @@ absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
 absl::Status SendKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
-  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer));
+  PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
+  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer), tag);
 }
 
 absl::Status RecvKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_recv needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
-  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer));
+  PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
+  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer), tag);
 }
 
 }  // namespace

@@ -154,9 +154,11 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(coalesced)));
 
   // Point to point between meshes (pipeline stages): `peer` is a global rank. A c_send pairs
-  // with the peer's c_recv of the same type, in program order.
+  // with the peer's c_recv of the same `tag`, in order: messages of different tags (an
+  // activation and a gradient between the same stages) may be received in another order than
+  // they were sent, as a pipeline schedule runs jobs in another order on each stage.
   OpDef send = CollectiveDef(
-      "c_send", {{"peer", int64_t{0}}},
+      "c_send", {{"peer", int64_t{0}}, {"tag", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
         return std::vector<TensorType>{};
@@ -169,7 +171,8 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   send.outputs = {};
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(send)));
   OpDef recv = CollectiveDef(
-      "c_recv", {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32}},
+      "c_recv", {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32},
+                 {"tag", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
         PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, GetIntList(attrs, "shape"));

@@ -42,19 +42,24 @@ Millis Remaining(absl::Time deadline) {
 // Context::nextSlot(); ours live in the top byte so the two never collide.
 constexpr uint64_t kFingerprintTag = uint64_t{1} << 56;
 constexpr uint64_t kDataTag = uint64_t{2} << 56;
-// Send/recv pairs (src, dst) get their own numbering: pair index src·size + dst + 1.
+// Send/recv pairs (src, dst) get their own numbering: pair index src·size + dst + 1, and within
+// a pair the message tag (12 bits) and its sequence number (24 bits) share the low 36 bits.
+// Both wrap: a slot is reused only after 4096 tags or 16M messages of one tag, long after the
+// message it once carried was received.
 uint64_t Slot(uint64_t tag, const Fingerprint& fp, int size, int my_rank, int peer) {
   const bool p2p = fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv;
   const int dst = fp.kind == CollectiveKind::kSend ? peer : my_rank;
   const uint64_t pair = p2p ? uint64_t(fp.root) * size + dst + 1 : 0;  // collectives: pair 0
-  return tag | (pair << 36) | (uint64_t(fp.seq) & ((uint64_t{1} << 36) - 1));
+  const uint64_t low = p2p ? ((uint64_t(fp.tag) & 0xFFF) << 24) | (uint64_t(fp.seq) & 0xFFFFFF)
+                           : uint64_t(fp.seq) & ((uint64_t{1} << 36) - 1);
+  return tag | (pair << 36) | low;
 }
 
-// A fingerprint as 6 integers on the wire; a send and its recv encode alike.
-using Wire = std::array<int64_t, 6>;
+// A fingerprint as 7 integers on the wire; a send and its recv encode alike.
+using Wire = std::array<int64_t, 7>;
 Wire Encode(const Fingerprint& fp) {
   const auto kind = fp.kind == CollectiveKind::kRecv ? CollectiveKind::kSend : fp.kind;
-  return {int64_t(kind), int64_t(fp.reduce), int64_t(fp.dtype), fp.count, fp.root, fp.seq};
+  return {int64_t(kind), int64_t(fp.reduce), int64_t(fp.dtype), fp.count, fp.root, fp.seq, fp.tag};
 }
 Fingerprint Decode(const Wire& w, const std::string& group) {
   Fingerprint fp;
@@ -64,6 +69,7 @@ Fingerprint Decode(const Wire& w, const std::string& group) {
   fp.count = w[3];
   fp.root = int(w[4]);
   fp.seq = w[5];
+  fp.tag = w[6];
   fp.group = group;
   return fp;
 }

@@ -161,7 +161,7 @@ absl::Status InprocCommunicator::Run(const Call& call) {
   if (p2p) {
     const int dst = fp.kind == CollectiveKind::kSend ? call.peer : rank();
     ranks = {fp.root, dst};
-    key = absl::StrCat("p2p ", fp.root, ">", dst, "#", fp.seq);
+    key = absl::StrCat("p2p ", fp.root, ">", dst, "@", fp.tag, "#", fp.seq);
   } else {
     for (int r = 0; r < n; ++r) ranks.push_back(r);
     key = absl::StrCat("#", fp.seq);
