@@ -10,6 +10,7 @@
 #include "passes/autodiff.h"
 #include "passes/completion.h"
 #include "passes/micro_batch.h"
+#include "passes/split_weight_grad.h"
 #include "passes/partition.h"
 
 namespace pdist::engine {
@@ -105,6 +106,9 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
   DistributedPrograms out{annotated.Clone(), annotated.Clone(), {}, WorldSizeOf(strategy, forward), std::move(pipeline)};
   PDIST_RETURN_IF_ERROR(passes::AppendBackward(out.train, out.train.loss()));
   PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(out.train, optimizer));
+  if (out.pipeline.enabled() && out.pipeline.schedule == passes::ScheduleMode::kZBH1) {
+    PDIST_RETURN_IF_ERROR(passes::SplitWeightGradients(out.train).status());
+  }
   PDIST_RETURN_IF_ERROR(Complete(out.train, "training program", out.world_size));
   PDIST_RETURN_IF_ERROR(Complete(out.eval, "evaluation program", out.world_size));
   out.meshes = passes::MeshesOf(out.train);

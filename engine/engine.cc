@@ -167,15 +167,27 @@ absl::StatusOr<exec::Workspace> Engine::WholeState() const {
   // Each rank holds the tensors of its mesh; on several meshes (stages) they add up.
   exec::Workspace whole;
   for (exec::Workspace& state : states) whole.merge(state);
+  if (options_.backend == "gloo" && world_size_ > 1) PDIST_RETURN_IF_ERROR(SendOtherMeshesToRankZero(whole));
+  return whole;
+}
+
+// Under gloo a process holds only its stage's tensors: the first rank of each other mesh sends
+// them to rank 0, in the global program's order (tag 0: training's moves use tags from 1).
+absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
+  const int64_t me = first_local_rank();
+  exec::comm::Communicator& world = *worlds_.front();
   for (const ir::Value* arg : train_.block().arguments()) {
-    if (arg->is_persistent() && !whole.count(arg->name())) {
-      return absl::UnimplementedError(absl::StrCat(
-          "'", arg->name(), "' lives on mesh ", arg->dist_attr()->mesh.ToString(),
-          ", whose ranks are other processes: whole tensors of a program over several meshes are gathered only "
-          "with in-process ranks"));
+    if (!arg->is_persistent() || arg->dist_attr()->mesh.Contains(0)) continue;
+    const int64_t owner = arg->dist_attr()->mesh.process_ids().front();
+    if (me == owner) {
+      PDIST_RETURN_IF_ERROR(Annotate(world.Send(whole.at(arg->name()), 0), absl::StrCat("sending '", arg->name(), "'")));
+    } else if (me == 0) {
+      exec::Tensor t = exec::Tensor::Empty(arg->type());
+      PDIST_RETURN_IF_ERROR(Annotate(world.Recv(t, static_cast<int>(owner)), absl::StrCat("receiving '", arg->name(), "'")));
+      whole[arg->name()] = std::move(t);
     }
   }
-  return whole;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {

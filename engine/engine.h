@@ -88,7 +88,8 @@ class Engine {
   const ir::Program& train_program() const { return train_; }
   // The first local rank's parameters and optimizer states (its pieces, when distributed).
   const exec::Workspace& workspace() const;
-  // Every parameter and optimizer state, whole. Collective under gloo: every rank calls it.
+  // Every parameter and optimizer state, whole. Collective under gloo: every rank calls it, and
+  // rank 0 gets every tensor (the others those of their own pipeline stage).
   absl::StatusOr<exec::Workspace> WholeState() const;
   int64_t step() const { return step_; }
   // Ranks of the job, and the ones this process runs (all under inproc, one under gloo).
@@ -109,6 +110,7 @@ class Engine {
   // is not such an abort is returned.
   absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn) const;
   absl::Status WriteTimeline() const;
+  absl::Status SendOtherMeshesToRankZero(exec::Workspace& whole) const;
 
   ir::Program forward_;
   ir::Program train_;

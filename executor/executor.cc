@@ -66,7 +66,7 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
     on_comm_stream.push_back(options.overlap_communication && options.comm_groups != nullptr && def != nullptr &&
                              def->communicates);
   }
-  PDIST_ASSIGN_OR_RETURN(JobPlan job_plan, PlanJobs(program, options.fetch_ids));
+  JobPlan job_plan = PlanJobs(program, options.fetch_ids);
   return Executor(program, std::move(options), std::move(plan), std::move(job_plan), std::move(fns),
                   std::move(on_comm_stream));
 }

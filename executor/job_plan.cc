@@ -56,7 +56,7 @@ const std::vector<size_t>& JobPlan::OpsOf(const ir::PipelineJob& job) const {
   return it == ops.end() ? kNone : it->second;
 }
 
-absl::StatusOr<JobPlan> PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
+JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
   JobPlan plan;
   const auto& ops = program.block().ops();
   for (const auto& op : ops) plan.chunks = std::max(plan.chunks, op->chunk() + 1);
@@ -97,10 +97,11 @@ absl::StatusOr<JobPlan> PlanJobs(const ir::Program& program, const std::vector<i
   for (int64_t id : plan.accumulated) {
     const ir::Value* v = program.FindValue(id);
     if (!ir::IsFloatingPoint(v->type().dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat("pipeline: %", id, " (", v->type().ToString(), ", made by ",
+      plan.unsummable = absl::InvalidArgumentError(absl::StrCat("pipeline: %", id, " (", v->type().ToString(), ", made by ",
                                                      v->producer()->Describe(),
                                                      ") is read once per step but made per micro-batch; only "
                                                      "floating-point values can be summed over micro-batches"));
+      break;
     }
   }
   plan.release_whole = ReleasePlan(program, plan.chunks, /*split=*/false, kept);

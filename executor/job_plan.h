@@ -33,12 +33,14 @@ struct JobPlan {
   std::vector<std::vector<int64_t>> release_split;
   // Values summed over micro-batches, by id.
   std::set<int64_t> accumulated;
+  // Why the program cannot run as pipeline jobs (a value to sum that is not floating-point),
+  // reported by a pipelined run; a whole-program run does not care.
+  absl::Status unsummable;
 
   const std::vector<size_t>& OpsOf(const ir::PipelineJob& job) const;
 };
 
-// `keep`: values to keep to the end of the step (fetches). Errors name a value that would have
-// to be accumulated but is not floating-point.
-absl::StatusOr<JobPlan> PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep);
+// `keep`: values to keep to the end of the step (fetches).
+JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep);
 
 }  // namespace pdist::exec

@@ -48,6 +48,7 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
   const size_t num_values = static_cast<size_t>(program.num_values());
   const int64_t micro_batches = static_cast<int64_t>(micro_feeds.size());
   if (micro_batches < 1) return absl::InvalidArgumentError("pipelined step: no micro-batch feeds");
+  PDIST_RETURN_IF_ERROR(job_plan_.unsummable);
   std::vector<int64_t> jobs_left(static_cast<size_t>(micro_batches), 0);
   for (const ir::PipelineJob& job : jobs) {
     if (job.kind == ir::JobKind::kOptimizer) continue;

@@ -143,17 +143,6 @@ TEST(EngineTest, LoadRejectsCheckpointOfAnotherModel) {
   std::remove(path.c_str());
 }
 
-TEST(EngineTest, PipelineStrategyIsUnimplementedWithClearError) {
-  auto model = ir::models::BuildGpt(SmallGpt());
-  ASSERT_TRUE(model.ok());
-  EngineOptions o = FastOptions();
-  o.strategy_json = R"({"pp_degree": 2})";
-  auto engine = Engine::Create(std::move(*model), o);
-  ASSERT_FALSE(engine.ok());
-  EXPECT_EQ(engine.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(std::string(engine.status().message()).find("pipeline"), std::string::npos) << engine.status();
-}
-
 TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {
   LearningRateSchedule s{.base = 1.0, .warmup_steps = 4, .decay_steps = 10, .min_ratio = 0.1};
   EXPECT_DOUBLE_EQ(s.At(0), 0.25);

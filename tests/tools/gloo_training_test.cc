@@ -115,6 +115,12 @@ TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF64) {
   CompareWithSingleRank("f64", 4, R"({"dp_degree": 2, "mp_degree": 2})");
 }
 
+// Two pipeline stages as two processes: stage 0 cannot hold the other stage's tensors, so the
+// checkpoint (which the comparison reads) also proves they reach rank 0.
+constexpr char kTwoStages[] = R"({"pp_degree": 2, "pipeline": {"schedule_mode": "1F1B", "accumulate_steps": 4}})";
+TEST_F(GlooTrainingTest, TwoPipelineStagesTwoProcessesF32) { CompareWithSingleRank("f32", 2, kTwoStages); }
+TEST_F(GlooTrainingTest, TwoPipelineStagesTwoProcessesF64) { CompareWithSingleRank("f64", 2, kTwoStages); }
+
 // Two ranks started without the launcher (which would stop the survivor itself); rank 1 is
 // then killed (SIGKILL: its sockets close) or frozen (SIGSTOP: it holds them open and says
 // nothing). Either way rank 0 must fail on its own, with an error, in bounded time: at once
@@ -127,10 +133,10 @@ struct Survivor {
 
 class GlooFailureTest : public GlooTrainingTest {
  protected:
-  Survivor SignalRankOne(int signal, int timeout_s) {
+  Survivor SignalRankOne(int signal, int timeout_s, const std::string& strategy_json = R"({"dp_degree": 2})") {
     Survivor out;
     const std::string model = ExportModel("f32");
-    Strategy("dp2.json", R"({"dp_degree": 2})");
+    Strategy("dp2.json", strategy_json);
     LaunchOptions o;
     o.nprocs = 2;
     o.command = {PDIST_TRAIN_BIN, model, "--data", std::string(PDIST_SOURCE_DIR) + "/data/essay.txt", "--steps",
@@ -170,6 +176,16 @@ TEST_F(GlooFailureTest, KilledRankEndsTheOtherAtOnce) {
   const Survivor s = SignalRankOne(SIGKILL, 30);
   EXPECT_LT(s.seconds, 10.0) << s.log;
   // Lost at the handshake (naming the rank) or mid-transfer (Gloo names the connection).
+  EXPECT_TRUE(s.log.find("ranks that closed it (exited or crashed?): 1") != std::string::npos ||
+              s.log.find("a peer exited or crashed mid-collective") != std::string::npos)
+      << s.log;
+}
+
+// The second pipeline stage dies mid-schedule: the first, waiting for a gradient or sending an
+// activation, ends at once too.
+TEST_F(GlooFailureTest, KilledPipelineStageEndsTheOtherAtOnce) {
+  const Survivor s = SignalRankOne(SIGKILL, 30, kTwoStages);
+  EXPECT_LT(s.seconds, 10.0) << s.log;
   EXPECT_TRUE(s.log.find("ranks that closed it (exited or crashed?): 1") != std::string::npos ||
               s.log.find("a peer exited or crashed mid-collective") != std::string::npos)
       << s.log;

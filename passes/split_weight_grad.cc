@@ -1,0 +1,127 @@
+// SplitWeightGradients: matmul_grad as two matmuls, then W roles by reverse reachability.
+#include "passes/split_weight_grad.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::Operation;
+using ir::Value;
+
+bool UsedOnce(const Value* v, const std::unordered_map<const Value*, int>& uses) {
+  auto it = uses.find(v);
+  return it != uses.end() && it->second > 0;
+}
+
+// A matmul producing `result` (an existing value: its uses and bindings stay as they are).
+absl::StatusOr<std::unique_ptr<Operation>> Matmul(const Operation& like, Value* x, Value* y, bool trans_x, bool trans_y,
+                                                  Value* result) {
+  PDIST_ASSIGN_OR_RETURN(const ir::OpDef* def, ir::OpRegistry::Global().Lookup("matmul"));
+  PDIST_ASSIGN_OR_RETURN(ir::AttributeMap attrs, ir::NormalizeAttributes(*def, {{"trans_x", trans_x}, {"trans_y", trans_y}}));
+  PDIST_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ir::InferResultTypes(*def, {x, y}, attrs));
+  if (types[0] != result->type()) {
+    return absl::InternalError(absl::StrCat("split of ", like.Describe(), ": a product gives ", types[0].ToString(),
+                                            ", the gradient is ", result->type().ToString()));
+  }
+  auto op = std::make_unique<Operation>("matmul", std::vector<Value*>{x, y}, std::move(attrs));
+  op->CopyRoleAndChunk(like);
+  op->add_result(result);
+  return op;
+}
+
+// matmul_grad's two products, in the order they run; the reshapes flatten the batch dims.
+absl::StatusOr<std::vector<std::unique_ptr<Operation>>> SplitMatmulGrad(ir::Program& program, Operation& op) {
+  Value* x = op.operand(0);
+  Value* w = op.operand(1);
+  Value* dy = op.operand(2);
+  PDIST_ASSIGN_OR_RETURN(bool trans_y, ir::GetBool(op.attrs(), "trans_y"));
+  std::vector<std::unique_ptr<Operation>> made;
+  PDIST_ASSIGN_OR_RETURN(made.emplace_back(), Matmul(op, dy, w, false, !trans_y, op.result(0)));
+  Value* x2 = x;
+  Value* dy2 = dy;
+  if (x->type().rank() > 2) {
+    const size_t before = program.block().ops().size();
+    ir::Builder b(&program);  // appends; moved into `made` below
+    b.SetOpRoleAndChunkFrom(op);
+    b.set_result_role(ir::ValueRole::kGradient);
+    const int64_t k = x->type().shape.back();
+    const int64_t n = dy->type().shape.back();
+    const int64_t rows = x->type().num_elements() / k;
+    PDIST_ASSIGN_OR_RETURN(x2, b.Op1("reshape", {x}, {{"shape", std::vector<int64_t>{rows, k}}}));
+    PDIST_ASSIGN_OR_RETURN(dy2, b.Op1("reshape", {dy}, {{"shape", std::vector<int64_t>{rows, n}}}));
+    auto& ops = program.block().mutable_ops();
+    for (size_t i = before; i < ops.size(); ++i) made.push_back(std::move(ops[i]));
+    ops.resize(before);
+  }
+  // The weight [k,n] is x2ᵀ·dy2; with trans_y it is [n,k] = dy2ᵀ·x2.
+  PDIST_ASSIGN_OR_RETURN(made.emplace_back(), trans_y ? Matmul(op, dy2, x2, true, false, op.result(1))
+                                                      : Matmul(op, x2, dy2, true, false, op.result(1)));
+  return made;
+}
+
+}  // namespace
+
+absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
+  WeightGradientSplit out;
+  std::unordered_map<const Value*, int> uses;
+  for (const auto& op : program.block().ops()) {
+    for (const Value* v : op->operands()) {
+      if (v != nullptr) ++uses[v];
+    }
+  }
+  for (const ir::StateUpdate& g : program.gradients()) ++uses[g.new_value];
+
+  std::vector<std::unique_ptr<Operation>> old = std::move(program.block().mutable_ops());
+  program.block().mutable_ops().clear();
+  for (std::unique_ptr<Operation>& op : old) {
+    const bool splittable = op->type() == "matmul_grad" && op->role() == ir::OpRole::kBackward &&
+                            op->operand(1)->type().rank() == 2 && op->operand(0)->type().rank() >= 2 &&
+                            !ir::GetBool(op->attrs(), "trans_x").value_or(true) && UsedOnce(op->result(0), uses) &&
+                            UsedOnce(op->result(1), uses);
+    if (!splittable) {
+      program.block().Append(std::move(op));
+      continue;
+    }
+    PDIST_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Operation>> made, SplitMatmulGrad(program, *op));
+    for (auto& m : made) program.block().Append(std::move(m));
+    ++out.matmuls_split;
+  }
+
+  // W: a backward op whose every result is read only by the optimizer or by other W ops.
+  std::unordered_map<const Value*, std::vector<const Operation*>> readers;
+  for (const auto& op : program.block().ops()) {
+    for (const Value* v : op->operands()) {
+      if (v != nullptr) readers[v].push_back(op.get());
+    }
+  }
+  std::unordered_set<const Value*> bound;  // the loss and bindings are read after the step
+  if (program.loss() != nullptr) bound.insert(program.loss());
+  std::unordered_set<const Operation*> weight;
+  auto& ops = program.block().mutable_ops();
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    Operation& op = **it;
+    if (op.role() != ir::OpRole::kBackward || op.num_results() == 0) continue;
+    bool only_weights = true;
+    for (const Value* r : op.results()) {
+      if (bound.count(r)) only_weights = false;
+      for (const Operation* reader : readers[r]) {
+        if (reader->role() != ir::OpRole::kOptimizer && !weight.count(reader)) only_weights = false;
+      }
+    }
+    if (!only_weights) continue;
+    op.set_role(ir::OpRole::kBackwardWeight);
+    weight.insert(&op);
+    ++out.weight_ops;
+  }
+  return out;
+}
+
+}  // namespace pdist::passes

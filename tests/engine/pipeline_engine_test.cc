@@ -1,0 +1,116 @@
+// The engine runs each rank's schedule as it is defined: job order (from the timeline each rank
+// records), zero-bubble's split backward, the memory 1F1B saves over FThenB, and the errors a
+// pipeline strategy can raise.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "passes/pipeline_schedule.h"
+#include "tests/engine/distributed_test_util.h"
+
+namespace pdist::engine {
+namespace {
+
+std::string Pipeline(int64_t pp, const std::string& schedule, int64_t micro_batches, int64_t vpp = 1) {
+  return absl::StrCat(R"({"pp_degree": )", pp, R"(, "pipeline": {"enable": true, "schedule_mode": ")", schedule,
+                      R"(", "accumulate_steps": )", micro_batches, R"(, "vpp_degree": )", vpp, "}}");
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> PipelinedGpt(const std::string& strategy, const std::string& timeline_dir = "") {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = strategy;
+  o.timeline_dir = timeline_dir;
+  return Engine::Create(testing::BuildSmallModel("gpt", ir::DataType::kFloat32, /*layers=*/4, /*batch=*/8), o);
+}
+
+// The jobs a rank ran, in order, from its timeline.
+std::string JobsRun(const RankRunner& runner) {
+  std::vector<std::string> names;
+  for (const exec::TimelineSpan& span : runner.timeline()->Spans()) {
+    if (span.track == exec::Track::kCompute) names.push_back(span.name);
+  }
+  return absl::StrJoin(names, " ");
+}
+
+struct OrderCase {
+  std::string schedule;
+  int64_t pp, micro_batches, vpp;
+};
+
+class PipelineJobOrderTest : public ::testing::TestWithParam<OrderCase> {};
+
+TEST_P(PipelineJobOrderTest, EachRankRunsItsScheduleAndWritesTimelines) {
+  const OrderCase& c = GetParam();
+  const std::string dir = absl::StrCat(::testing::TempDir(), "pipeline_timeline_", c.schedule, c.pp);
+  auto engine = PipelinedGpt(Pipeline(c.pp, c.schedule, c.micro_batches, c.vpp), dir);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_EQ((*engine)->world_size(), c.pp);
+  const ir::Program& model = (*engine)->forward_program();
+  ASSERT_TRUE((*engine)->TrainStep(testing::RandomTokenBatch(model, 0, testing::kSmallVocab)).ok());
+  auto mode = passes::ParseScheduleMode(c.schedule);
+  ASSERT_TRUE(mode.ok());
+  for (const auto& runner : (*engine)->local_ranks()) {
+    auto jobs = passes::BuildSchedule(*mode, {c.pp, c.micro_batches, c.vpp}, runner->rank());
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    EXPECT_EQ(JobsRun(*runner), passes::JobsToString(*jobs)) << "rank " << runner->rank();
+    EXPECT_TRUE(std::filesystem::exists(absl::StrCat(dir, "/rank", runner->rank(), ".trace.json")));
+  }
+  std::ifstream svg(absl::StrCat(dir, "/pipeline.svg"));
+  std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, PipelineJobOrderTest,
+                         ::testing::Values(OrderCase{"FThenB", 2, 4, 1}, OrderCase{"1F1B", 4, 4, 1},
+                                           OrderCase{"VPP", 2, 4, 2}, OrderCase{"ZBH1", 2, 4, 1}),
+                         [](const auto& info) { return absl::StrCat(info.param.schedule, "_pp", info.param.pp); });
+
+TEST(PipelineEngineTest, ZeroBubbleRunsWeightGradientsInTheirOwnJobs) {
+  auto engine = PipelinedGpt(Pipeline(2, "ZBH1", 4));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  int64_t weight_ops = 0, matmul_grads = 0;
+  for (const auto& op : (*engine)->train_program().block().ops()) {
+    weight_ops += op->role() == ir::OpRole::kBackwardWeight;
+    matmul_grads += op->type() == "matmul_grad";
+  }
+  EXPECT_GT(weight_ops, 0);
+  EXPECT_EQ(matmul_grads, 0) << "every matmul_grad of a weight is split into two products";
+}
+
+// 1F1B keeps at most p micro-batches in flight on the first stage, FThenB all m of them (the
+// peak also holds the gradient sums, as large as the parameters: docs/benchmarks.md separates
+// activations on a model where they dominate).
+TEST(PipelineEngineTest, OneForwardOneBackwardHoldsFewerActivationsThanFThenB) {
+  auto peak_of_first_stage = [](const std::string& schedule) -> int64_t {
+    auto engine = PipelinedGpt(Pipeline(2, schedule, 8));
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok()) return 0;
+    auto r = (*engine)->TrainStep(testing::RandomTokenBatch((*engine)->forward_program(), 0, testing::kSmallVocab));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->rank_peak_bytes.at(0) : 0;
+  };
+  const int64_t fthenb = peak_of_first_stage("FThenB");
+  const int64_t one_f_one_b = peak_of_first_stage("1F1B");
+  EXPECT_GT(one_f_one_b, 0);
+  EXPECT_LT(one_f_one_b, fthenb) << "1F1B " << one_f_one_b << " bytes, FThenB " << fthenb;
+}
+
+TEST(PipelineEngineTest, StrategiesThatCannotRunSayWhy) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Pipeline(2, "VPP", 3, 2), "VPP needs micro_batches divisible by stages"},
+      {Pipeline(2, "1F1B", 3), "not divisible by 3 micro-batches"},
+      {Pipeline(1000, "1F1B", 4), "can be cut in only"},
+      {Pipeline(2, "1F1B", 4, 2), "only VPP interleaves"},
+  };
+  for (const auto& [strategy, message] : cases) {
+    auto engine = PipelinedGpt(strategy);
+    ASSERT_FALSE(engine.ok()) << strategy;
+    EXPECT_NE(std::string(engine.status().message()).find(message), std::string::npos) << engine.status();
+  }
+}
+
+}  // namespace
+}  // namespace pdist::engine
