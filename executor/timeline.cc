@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/status.h"
@@ -298,6 +300,48 @@ std::vector<double> BubbleFractions(const TimelineRows& rows) {
     bubbles[i] = std::clamp(1 - covered / (t1 - t0), 0.0, 1.0);
   }
   return bubbles;
+}
+
+absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir) {
+  std::map<int64_t, std::vector<TimelineSpan>> by_rank;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return PathError("read directory", dir, ec.value());
+  for (const fs::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("rank", 0) != 0 || !absl::EndsWith(name, ".trace.json")) continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat(entry.path().string(), ": not a pdist trace (", why, ")"));
+    };
+    if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array()) return bad("no traceEvents array");
+    for (const nlohmann::json& e : j["traceEvents"]) {
+      if (!e.is_object() || e.value("ph", "") != "X") continue;
+      if (!e.contains("pid") || !e["pid"].is_number_integer() || !e.contains("ts") || !e["ts"].is_number() ||
+          !e.contains("dur") || !e["dur"].is_number() || !e.contains("name") || !e["name"].is_string()) {
+        return bad("an event lacks pid, ts, dur or name");
+      }
+      TimelineSpan span;
+      span.name = e["name"].get<std::string>();
+      span.category = e.value("cat", "");
+      span.track = e.value("tid", 0) == 1 ? Track::kComm : Track::kCompute;
+      span.start_s = e["ts"].get<double>() * 1e-6;
+      span.end_s = span.start_s + e["dur"].get<double>() * 1e-6;
+      if (e.contains("args") && e["args"].is_object()) {
+        span.micro_batch = e["args"].value("micro_batch", int64_t{-1});
+        span.chunk = e["args"].value("chunk", int64_t{-1});
+      }
+      by_rank[e["pid"].get<int64_t>()].push_back(std::move(span));
+    }
+  }
+  return TimelineRows(by_rank.begin(), by_rank.end());
+}
+
+absl::Status DrawPipelineFromTraces(const std::string& dir, const PipelineSvgOptions& options) {
+  PDIST_ASSIGN_OR_RETURN(TimelineRows rows, ReadChromeTraces(dir));
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat("no rank<k>.trace.json in ", dir));
+  return WriteFile(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
 }
 
 }  // namespace pdist::exec

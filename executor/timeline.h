@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace pdist::exec {
 
@@ -129,6 +130,12 @@ absl::Status WriteTimelines(const std::string& dir, const TimelineRows& rows,
                             const PipelineSvgOptions& options);
 // Only <dir>/rank<k>.trace.json: a rank that runs as its own process writes its part.
 absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::vector<TimelineSpan>& spans);
+
+// The rows of every <dir>/rank<k>.trace.json (as ChromeTraceJson writes them), by rank, and
+// <dir>/pipeline.svg drawn from them: what pdist-run does after ranks that ran as processes
+// each wrote their trace. Errors name the file that does not parse.
+absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir);
+absl::Status DrawPipelineFromTraces(const std::string& dir, const PipelineSvgOptions& options);
 
 // The bubble of each row: 1 - (time covered by its compute spans, overlaps counted once) /
 // (latest end - earliest start over all spans of all rows, comm included) — the fraction of the

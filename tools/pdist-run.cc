@@ -9,11 +9,13 @@
 // when one killed it); 124 after --timeout-s; 128 + the signal when pdist-run was interrupted;
 // 1 when the job could not be started; 2 for bad usage.
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "executor/timeline.h"
 #include "tools/cli.h"
 #include "tools/launcher.h"
 
@@ -44,6 +46,10 @@ int Main(int argc, char** argv) {
                "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must be empty");
   flags.Int("master-port", &master_port, "MASTER_PORT of rank 0's TCP store (0: a free port)");
   flags.Double("timeout-s", &timeout_s, "stop every rank after this many seconds (0: no limit)");
+  std::string timeline;
+  flags.String("timeline", &timeline,
+               "ranks write their step timelines here (PDIST_TIMELINE_DIR, read by pdist-train); afterwards pdist-run "
+               "draws pipeline.svg from them, a row per rank");
 
   // The command starts after the first `--`; everything before it is pdist-run's own, so that
   // the command's flags (even --help) are never taken for pdist-run's.
@@ -71,10 +77,18 @@ int Main(int argc, char** argv) {
   options.timeout = absl::Seconds(timeout_s);
   if (absl::Status s = tools::ValidateLaunchOptions(options); !s.ok()) return UsageError(std::string(s.message()));
 
+  if (!timeline.empty()) ::setenv("PDIST_TIMELINE_DIR", timeline.c_str(), 1);  // the ranks inherit it
   absl::StatusOr<tools::LaunchResult> result = tools::Launch(options);
   if (!result.ok()) {
     std::fprintf(stderr, "pdist-run: %s\n", std::string(result.status().message()).c_str());
     return 1;
+  }
+  if (!timeline.empty() && result->exit_code == 0) {
+    if (absl::Status s = exec::DrawPipelineFromTraces(timeline, {.title = "pdist-run"}); !s.ok()) {
+      std::fprintf(stderr, "pdist-run: timeline: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "pdist-run: timeline in %s (pipeline.svg, rank<k>.trace.json)\n", timeline.c_str());
   }
   return result->exit_code;
 }

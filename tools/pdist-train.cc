@@ -5,6 +5,7 @@
 //   pdist-run --nprocs 4 -- pdist-train model.pb --data ... --strategy dp2mp2.json --backend gloo
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <fstream>
 
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
   using namespace pdist;
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load;
   std::string backend = "inproc";
+  // pdist-run --timeline passes its directory to every rank through the environment.
+  std::string timeline = std::getenv("PDIST_TIMELINE_DIR") != nullptr ? std::getenv("PDIST_TIMELINE_DIR") : "";
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
   double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25;
   bool quiet = false, profile = false;
@@ -83,6 +86,9 @@ int main(int argc, char** argv) {
   flags.Double("collective-timeout-s", &collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &losses_out, "write {\"losses\": [...]} to this JSON file");
+  flags.String("timeline", &timeline,
+               "write the last step's timeline here: a Chrome trace per rank (rank<k>.trace.json, for Perfetto or "
+               "chrome://tracing) and pipeline.svg, a row per rank (docs/pipeline.md)");
   flags.String("save", &save, "write a checkpoint here at the end");
   flags.String("load", &load, "resume from this checkpoint");
   flags.Bool("quiet", &quiet, "no progress bar");
@@ -109,6 +115,7 @@ int main(int argc, char** argv) {
     options.strategy_json = *text;
   }
   options.backend = backend;
+  options.timeline_dir = timeline;
   options.collective_timeout_s = collective_timeout;
   if (bucket_mb < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", bucket_mb)));
   options.gradient_bucket_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);

@@ -189,6 +189,34 @@ TEST(WriteTimelinesTest, ErrorsNameThePath) {
   EXPECT_NE(twice.message().find("rank 1"), std::string::npos) << twice;
 }
 
+// What ranks in separate processes wrote comes back as the spans they recorded, and a file
+// that is not such a trace is named.
+TEST(ReadChromeTracesTest, ReadsBackWhatWasWrittenAndNamesABadFile) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "timeline_read_back";
+  std::filesystem::remove_all(dir);
+  TimelineRows rows = {{1, {Job("B2", "backward", 2, 0.5, 1.25), Comm("c_send", 1.0, 1.5)}},
+                       {0, {Job("F0", "forward", 0, 0, 0.5)}}};
+  ASSERT_TRUE(WriteTimelines(dir.string(), rows, {}).ok());
+  absl::StatusOr<TimelineRows> back = ReadChromeTraces(dir.string());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].first, 0);  // by rank
+  const std::vector<TimelineSpan>& rank1 = (*back)[1].second;
+  ASSERT_EQ(rank1.size(), 2u);
+  EXPECT_EQ(rank1[0].name, "B2");
+  EXPECT_EQ(rank1[0].category, "backward");
+  EXPECT_EQ(rank1[0].micro_batch, 2);
+  EXPECT_NEAR(rank1[0].start_s, 0.5, 1e-9);
+  EXPECT_NEAR(rank1[0].end_s, 1.25, 1e-9);
+  EXPECT_EQ(rank1[1].track, Track::kComm);
+  ASSERT_TRUE(DrawPipelineFromTraces(dir.string(), {}).ok());
+
+  std::ofstream(dir / "rank7.trace.json") << "{\"traceEvents\": 3}";
+  absl::StatusOr<TimelineRows> bad = ReadChromeTraces(dir.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("rank7.trace.json"), std::string::npos) << bad.status();
+}
+
 TEST(TimelineRecorderTest, CollectsSpansFromTwoThreads) {
   TimelineRecorder recorder;
   constexpr int kPerThread = 500;
