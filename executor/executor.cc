@@ -110,7 +110,14 @@ absl::Status Executor::BindArguments(const Feeds& feeds, const Workspace& worksp
 absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) const {
   std::shared_ptr<StreamEvent>& event = table.pending[static_cast<size_t>(id)];
   if (event == nullptr) return absl::OkStatus();
-  PDIST_RETURN_IF_ERROR(event->Wait());
+  {
+    // Time the compute thread spends waiting for communication (a pipeline stage waiting for its
+    // activation): a "wait" span inside the job, so that bubbles count it as idle.
+    const bool timed = state.timeline != nullptr && state.in_job && !event->done();
+    ScopedSpan span(timed ? state.timeline : nullptr,
+                    {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk});
+    PDIST_RETURN_IF_ERROR(event->Wait());
+  }
   event = nullptr;
   state.live.Acquire(table.values[static_cast<size_t>(id)]);
   return absl::OkStatus();

@@ -42,6 +42,7 @@ constexpr std::pair<const char*, const char*> kJobColors[] = {
     {"backward_weight", "#f6b26b"}, {"optimizer", "#999999"},
 };
 constexpr const char* kOtherColor = "#d9d9d9";
+constexpr const char* kWaitCategory = "wait";
 constexpr const char* kCommColor = "#8e7cc3";
 
 const char* FillFor(const std::string& category) {
@@ -286,8 +287,14 @@ std::vector<double> BubbleFractions(const TimelineRows& rows) {
   if (!(t1 > t0)) return bubbles;
   for (size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::pair<double, double>> busy;
+    double waited = 0;  // "wait" spans lie inside jobs and never overlap one another
     for (const TimelineSpan& s : rows[i].second) {
-      if (s.track == Track::kCompute && s.end_s > s.start_s) busy.emplace_back(s.start_s, s.end_s);
+      if (s.track != Track::kCompute || !(s.end_s > s.start_s)) continue;
+      if (s.category == kWaitCategory) {
+        waited += s.end_s - s.start_s;
+      } else {
+        busy.emplace_back(s.start_s, s.end_s);
+      }
     }
     std::sort(busy.begin(), busy.end());
     // Union of the intervals: sweep in start order, counting only what extends past `reached`.
@@ -297,7 +304,7 @@ std::vector<double> BubbleFractions(const TimelineRows& rows) {
       covered += end - std::max(start, reached);
       reached = end;
     }
-    bubbles[i] = std::clamp(1 - covered / (t1 - t0), 0.0, 1.0);
+    bubbles[i] = std::clamp(1 - (covered - waited) / (t1 - t0), 0.0, 1.0);
   }
   return bubbles;
 }

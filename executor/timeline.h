@@ -137,9 +137,10 @@ absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::v
 absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir);
 absl::Status DrawPipelineFromTraces(const std::string& dir, const PipelineSvgOptions& options);
 
-// The bubble of each row: 1 - (time covered by its compute spans, overlaps counted once) /
-// (latest end - earliest start over all spans of all rows, comm included) — the fraction of the
-// step during which the rank's compute thread sat idle. For 1F1B with p stages and m
+// The bubble of each row: 1 - (time covered by its compute spans, overlaps counted once, less
+// the "wait" spans inside them: a job waiting for its activation) / (latest end - earliest start
+// over all spans of all rows, comm included) — the fraction of the step during which the rank's
+// compute thread sat idle. For 1F1B with p stages and m
 // micro-batches of uniform cost (no optimizer, no comm spans) it is the textbook (p-1)/(m+p-1)
 // on every rank. All zeros when the rows hold no time at all.
 std::vector<double> BubbleFractions(const TimelineRows& rows);

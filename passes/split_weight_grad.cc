@@ -95,31 +95,30 @@ absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
     ++out.matmuls_split;
   }
 
-  // W: a backward op whose every result is read only by the optimizer or by other W ops.
+  // B: what the previous stage waits for — the backward reshards (the gradients that cross a
+  // stage boundary; before completion every backward reshard is the gradient of a boundary)
+  // and every op they need. The rest of the backward only feeds the optimizer: W.
   std::unordered_map<const Value*, std::vector<const Operation*>> readers;
   for (const auto& op : program.block().ops()) {
     for (const Value* v : op->operands()) {
       if (v != nullptr) readers[v].push_back(op.get());
     }
   }
-  std::unordered_set<const Value*> bound;  // the loss and bindings are read after the step
-  if (program.loss() != nullptr) bound.insert(program.loss());
-  std::unordered_set<const Operation*> weight;
+  std::unordered_set<const Operation*> upstream;  // B ops: the boundary and what it needs
   auto& ops = program.block().mutable_ops();
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     Operation& op = **it;
-    if (op.role() != ir::OpRole::kBackward || op.num_results() == 0) continue;
-    bool only_weights = true;
+    if (op.role() != ir::OpRole::kBackward) continue;
+    bool needed = op.type() == "reshard";
     for (const Value* r : op.results()) {
-      if (bound.count(r)) only_weights = false;
-      for (const Operation* reader : readers[r]) {
-        if (reader->role() != ir::OpRole::kOptimizer && !weight.count(reader)) only_weights = false;
-      }
+      for (const Operation* reader : readers[r]) needed = needed || upstream.count(reader) > 0;
     }
-    if (!only_weights) continue;
-    op.set_role(ir::OpRole::kBackwardWeight);
-    weight.insert(&op);
-    ++out.weight_ops;
+    if (needed) {
+      upstream.insert(&op);
+    } else {
+      op.set_role(ir::OpRole::kBackwardWeight);
+      ++out.weight_ops;
+    }
   }
   return out;
 }

@@ -8,9 +8,10 @@
 //                                                       %6 = matmul(%7, %8) {trans_x = true}        W
 //
 // Each matmul_grad of a 2-D weight (trans_x false) whose two gradients are both used becomes two
-// products, as Paddle's and the zero-bubble paper's ZB schedules do; then every backward op all
-// of whose results reach only the optimizer (directly or through other such ops) gets the role
-// backward_weight. Run it after the optimizer pass and before completion.
+// products, as Paddle's and the zero-bubble paper's ZB schedules do; then every backward op that
+// the gradients crossing a stage boundary do not need gets the role backward_weight (on the
+// first stage, which sends nothing upstream, that is its whole backward). Run it after the
+// optimizer pass and before completion, while every backward reshard is a boundary's gradient.
 #pragma once
 
 #include <cstdint>

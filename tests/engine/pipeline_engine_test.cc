@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<Engine>> PipelinedGpt(const std::string& strategy
 std::string JobsRun(const RankRunner& runner) {
   std::vector<std::string> names;
   for (const exec::TimelineSpan& span : runner.timeline()->Spans()) {
-    if (span.track == exec::Track::kCompute) names.push_back(span.name);
+    if (span.track == exec::Track::kCompute && span.category != "wait") names.push_back(span.name);
   }
   return absl::StrJoin(names, " ");
 }
@@ -39,6 +39,8 @@ struct OrderCase {
   std::string schedule;
   int64_t pp, micro_batches, vpp;
 };
+
+void PrintTo(const OrderCase& c, std::ostream* os) { *os << c.schedule << " pp" << c.pp; }
 
 class PipelineJobOrderTest : public ::testing::TestWithParam<OrderCase> {};
 
