@@ -8,7 +8,8 @@
 // A micro-batch's jobs run its sections in the order F(0) … F(v-1), B(v-1) … B(0) (B before W
 // of a chunk when split), whatever the schedule interleaves between micro-batches, so a tensor
 // is freed after its last use in that order. A value that a forward or backward op makes and an
-// optimizer op reads (a gradient, the loss) is accumulated: summed over the micro-batches.
+// optimizer op reads (a gradient, the loss) is accumulated: summed over the micro-batches. So
+// is a fetched value made per micro-batch (its sum is what RunResult::fetched returns).
 #pragma once
 
 #include <cstdint>

@@ -117,8 +117,9 @@ class Partitioner {
     Value* current = absent_.count(x) ? nullptr : Remapped(x);
     const DistAttr* state = &*x->dist_attr();
     // In a pipelined step (ir/pipeline_job.h) a move between meshes is sent in the job that
-    // made the tensor and received in the job that first reads it; the steps of one mesh run
-    // where the reshard stands. A once-per-step reshard (the optimizer's) stays in one job.
+    // made the tensor (with the steps on the source mesh) and received in the job that first
+    // reads it (with the steps on the target mesh); a move within one mesh runs where the
+    // reshard stands. A once-per-step reshard (the optimizer's) stays in one job.
     const bool between_meshes = std::any_of(plan.steps.begin(), plan.steps.end(), [](const ReshardStep& step) {
       return step.kind == ReshardStep::Kind::kSendRecv;
     });
@@ -127,6 +128,13 @@ class Partitioner {
     auto first_use = first_use_.find(y);
     const Operation& receiver = between_meshes && op.role() != ir::OpRole::kOptimizer && first_use != first_use_.end()
                                     ? *first_use->second : op;
+    // A move made per micro-batch and received once per step (or the reverse) would leave
+    // messages behind: both ends must run equally often.
+    if ((sender.role() == ir::OpRole::kOptimizer) != (receiver.role() == ir::OpRole::kOptimizer)) {
+      return absl::InternalError(absl::StrCat("the move ", plan.ToString(), " would be sent in a ",
+                                              ir::OpRoleName(sender.role()), " job and received in a ",
+                                              ir::OpRoleName(receiver.role()), " job"));
+    }
     b.SetOpRoleAndChunkFrom(sender);
     // Every rank lowers every reshard in the same order, so the moves between meshes are
     // numbered alike everywhere: the number tags their messages.

@@ -124,7 +124,7 @@ absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& 
   }
   if (!strategy.annotations.empty() && pp > 1) {
     return absl::UnimplementedError("stages: per-tensor annotations together with pp_degree > 1 are not supported; "
-                                    "give degrees only, or write the stage meshes in the program");
+                                    "give the degrees only (dp_degree, mp_degree, sp, pp_degree)");
   }
   strategy::Strategy per_stage = strategy;
   per_stage.pp_degree = 1;

@@ -1,0 +1,148 @@
+// Micro-batch programs and pipeline stages: shapes of one micro-batch, the loss scale, balanced
+// cuts, stage meshes and boundary reshards, and the errors a program or strategy can raise.
+#include <gtest/gtest.h>
+
+#include "ir/builder.h"
+#include "ir/dist/shard_tensor.h"
+#include "ir/models/gpt.h"
+#include "ir/verifier.h"
+#include "passes/micro_batch.h"
+#include "passes/pipeline_stages.h"
+
+namespace pdist::passes {
+namespace {
+
+ir::Program Gpt(int64_t layers = 4, int64_t batch = 8) {
+  ir::models::GptConfig c;
+  c.vocab = 64;
+  c.hidden = 32;
+  c.layers = layers;
+  c.heads = 4;
+  c.seq_len = 8;
+  c.batch = batch;
+  return *ir::models::BuildGpt(c);
+}
+
+// x: f32[8,4] → loss = reduce(x · w) over everything.
+ir::Program Tiny(const std::string& reduce, bool mix_samples = false) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{8, 4}, ir::DataType::kFloat64});
+  ir::Value* w = b.Parameter("w", {{4, 4}, ir::DataType::kFloat64}, "normal(0.1)");
+  ir::Value* y = *b.Op1("matmul", {x, w});
+  if (mix_samples) {  // y - mean over the batch: every sample needs every other
+    ir::Value* centre = *b.Op1("mean", {y}, {{"axis", std::vector<int64_t>{0}}, {"keep_dim", true}});
+    y = *b.Op1("subtract", {y, centre});
+  }
+  p.set_loss(*b.Op1(reduce, {y}));
+  return p;
+}
+
+TEST(SplitMicroBatchesTest, OneMicroBatchOfAGptVerifiesAndScalesTheMeanLoss) {
+  const ir::Program gpt = Gpt();
+  auto micro = SplitMicroBatches(gpt, 4);
+  ASSERT_TRUE(micro.ok()) << micro.status();
+  EXPECT_EQ(micro->program.FindArgument("tokens")->type().shape, (ir::Shape{2, 8}));
+  EXPECT_EQ(micro->program.FindArgument("labels")->type().shape, (ir::Shape{2, 8}));
+  EXPECT_EQ(micro->split_inputs, (std::vector<std::string>{"tokens", "labels"}));
+  EXPECT_TRUE(ir::VerifyProgram(micro->program).ok());
+  const ir::Operation* scale = micro->program.loss()->producer();
+  EXPECT_EQ(scale->type(), "scale");
+  EXPECT_DOUBLE_EQ(std::get<double>(scale->attrs().at("scale")), 0.25);
+  // Parameters keep their shapes: only what comes from the batch is cut.
+  for (const ir::Value* p : micro->program.Parameters()) {
+    EXPECT_EQ(p->type(), gpt.FindArgument(p->name())->type()) << p->name();
+  }
+}
+
+TEST(SplitMicroBatchesTest, ASumLossIsNotScaled) {
+  auto micro = SplitMicroBatches(Tiny("sum"), 2);
+  ASSERT_TRUE(micro.ok()) << micro.status();
+  EXPECT_EQ(micro->program.loss()->producer()->type(), "sum");
+  EXPECT_EQ(micro->program.FindArgument("x")->type().shape, (ir::Shape{4, 4}));
+}
+
+TEST(SplitMicroBatchesTest, ErrorsNameTheCulprit) {
+  auto uneven = SplitMicroBatches(Tiny("mean"), 3);
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("(8, dim 0 of 'x') is not divisible by 3 micro-batches"), std::string::npos)
+      << uneven.status();
+
+  auto mixed = SplitMicroBatches(Tiny("mean", /*mix_samples=*/true), 2);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("reads samples of the whole batch"), std::string::npos) << mixed.status();
+  EXPECT_NE(mixed.status().message().find("subtract"), std::string::npos) << mixed.status();
+
+  auto max_loss = SplitMicroBatches(Tiny("max"), 2);
+  ASSERT_FALSE(max_loss.ok());
+  EXPECT_NE(max_loss.status().message().find("only a sum or a mean"), std::string::npos) << max_loss.status();
+
+  ir::Program annotated = Tiny("mean");
+  ASSERT_TRUE(ir::ShardTensor(annotated.FindArgument("w"), ir::ProcessMesh::Range({2}), {ir::Placement::Replicate()}).ok());
+  auto early = SplitMicroBatches(annotated, 2);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.status().message().find("before it is annotated"), std::string::npos) << early.status();
+}
+
+TEST(BalanceStagesTest, CutsAGptIntoBalancedStagesInProgramOrder) {
+  const ir::Program gpt = Gpt(/*layers=*/8);
+  for (int64_t k : {2, 4}) {
+    auto stages = BalanceStages(gpt, k);
+    ASSERT_TRUE(stages.ok()) << stages.status();
+    EXPECT_TRUE(std::is_sorted(stages->begin(), stages->end()));
+    EXPECT_EQ(stages->front(), 0);
+    EXPECT_EQ(stages->back(), k - 1);
+  }
+  auto too_many = BalanceStages(gpt, 100000);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("can be cut in only"), std::string::npos) << too_many.status();
+}
+
+TEST(AnnotatePipelineStagesTest, StageMeshesBalancedFlopsAndOneBoundaryPerCut) {
+  ir::Program gpt = Gpt(/*layers=*/8);
+  strategy::Strategy s;
+  s.pp_degree = 2;
+  s.dp_degree = 2;
+  auto stages = AnnotatePipelineStages(s, gpt);
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  ASSERT_EQ(stages->meshes.size(), 2u);
+  EXPECT_EQ(stages->meshes[1].process_ids(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(stages->boundary_reshards, 1);  // the residual stream, once
+  const double heavier = std::max(stages->flops[0], stages->flops[1]);
+  const double lighter = std::min(stages->flops[0], stages->flops[1]);
+  EXPECT_LT(heavier / lighter, 1.5) << stages->flops[0] << " vs " << stages->flops[1];
+  for (const ir::Value* arg : gpt.block().arguments()) {
+    ASSERT_TRUE(arg->dist_attr().has_value()) << arg->name();
+    EXPECT_TRUE(arg->dist_annotated()) << arg->name();
+  }
+  EXPECT_EQ(gpt.FindArgument("tokens")->dist_attr()->mesh, stages->meshes[0]);
+  EXPECT_EQ(gpt.FindArgument("labels")->dist_attr()->mesh, stages->meshes[1]);
+}
+
+TEST(AnnotatePipelineStagesTest, InterleavedChunksAlternateBetweenStages) {
+  ir::Program gpt = Gpt(/*layers=*/8);
+  strategy::Strategy s;
+  s.pp_degree = 2;
+  s.pipeline.vpp_degree = 2;
+  auto stages = AnnotatePipelineStages(s, gpt);
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  EXPECT_EQ(stages->flops.size(), 4u);
+  EXPECT_EQ(stages->boundary_reshards, 3);
+  int64_t max_chunk = 0;
+  for (const auto& op : gpt.block().ops()) max_chunk = std::max(max_chunk, op->chunk());
+  EXPECT_EQ(max_chunk, 1);
+  EXPECT_EQ(gpt.FindArgument("labels")->dist_attr()->mesh, stages->meshes[1]);  // virtual stage 3 → stage 1
+}
+
+TEST(AnnotatePipelineStagesTest, PerTensorAnnotationsWithStagesAreRefused) {
+  ir::Program gpt = Gpt();
+  strategy::Strategy s;
+  s.pp_degree = 2;
+  s.annotations.push_back({"gpt.wte", ir::ProcessMesh::Range({2}), {ir::Placement::Replicate()}});
+  auto stages = AnnotatePipelineStages(s, gpt);
+  ASSERT_FALSE(stages.ok());
+  EXPECT_NE(stages.status().message().find("per-tensor annotations"), std::string::npos) << stages.status();
+}
+
+}  // namespace
+}  // namespace pdist::passes
