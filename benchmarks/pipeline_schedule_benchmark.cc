@@ -7,11 +7,13 @@
 // Argument: schedule 0 = FThenB, 1 = 1F1B, 2 = ZBH1, 3 = VPP (2 chunks per stage). Counters, per
 // stage s: peak_s (MiB, the executor's live-tensor peak of the step), act_s (MiB, that peak
 // less the stage's gradient sums, which are as large as its parameters: the activations in
-// flight), bubble_s (measured: 1 - busy / step over the job spans of a recorded step) and
+// flight), bubble_s (measured: 1 - busy / step over the job spans less their waits, median of 7
+// recorded steps) and
 // bubble_theory (the schedule simulator with F = 1, B = 2, split 1 + 1).
 // scripts/bench-pipeline.sh turns the medians into the table of docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -69,19 +71,28 @@ int64_t ParameterBytes(const pdist::engine::RankRunner& runner) {
   return bytes;
 }
 
-// Measured bubble per stage over one recorded step (after a warm-up step).
+// Measured bubble per stage: the median over 7 recorded steps (after a warm-up step).
 std::vector<double> MeasuredBubbles(ScheduleMode mode, const pdist::ir::Program& model) {
   const std::string dir = (std::filesystem::temp_directory_path() / "pdist_pipeline_bench").string();
   auto engine = Engine::Create(model.Clone(), Options(mode, dir));
   if (!engine.ok()) return {};
   const pdist::exec::Feeds feeds = Batch(model);
-  for (int s = 0; s < 2; ++s) {
+  std::vector<std::vector<double>> per_stage(kStages);
+  for (int s = 0; s < 8; ++s) {
     if (!(*engine)->TrainStep(feeds).ok()) return {};
+    if (s == 0) continue;
+    pdist::exec::TimelineRows rows;
+    for (const auto& runner : (*engine)->local_ranks()) rows.emplace_back(runner->rank(), runner->timeline()->Spans());
+    const std::vector<double> bubbles = pdist::exec::BubbleFractions(rows);
+    for (size_t k = 0; k < bubbles.size(); ++k) per_stage[k].push_back(bubbles[k]);
   }
-  pdist::exec::TimelineRows rows;
-  for (const auto& runner : (*engine)->local_ranks()) rows.emplace_back(runner->rank(), runner->timeline()->Spans());
   std::filesystem::remove_all(dir);
-  return pdist::exec::BubbleFractions(rows);
+  std::vector<double> medians;
+  for (std::vector<double>& v : per_stage) {
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
 double TheoreticalBubble(ScheduleMode mode) {

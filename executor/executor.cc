@@ -71,10 +71,11 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
                   std::move(on_comm_stream));
 }
 
-absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, std::vector<const Tensor*> inputs,
+absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                                  std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const {
   KernelContext ctx(op, std::move(inputs), &outputs);
   ctx.set_comm_groups(options_.comm_groups.get());
+  ctx.set_micro_batch(micro_batch);
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   absl::Status status = (*kernels_[index])(ctx);
@@ -152,7 +153,8 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   std::vector<Tensor>* values = &table.values;
   TimelineSpan span{.name = op.type(), .category = "comm", .track = Track::kComm,
                     .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1};
-  auto event = state.stream->Submit([this, &op, values, i, captured = std::move(captured), from_stream,
+  const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
+  auto event = state.stream->Submit([this, &op, values, i, micro_batch, captured = std::move(captured), from_stream,
                                      dropped_by_stream, timeline = state.timeline, span = std::move(span)]() mutable {
     ScopedSpan timed(timeline, std::move(span));
     for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
@@ -160,7 +162,7 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
     std::vector<Tensor> outputs(op.num_results());
-    PDIST_RETURN_IF_ERROR(RunKernel(i, op, std::move(inputs), outputs, nullptr));
+    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, nullptr));
     for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
   });
@@ -184,7 +186,10 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
         inputs.push_back(v == nullptr ? nullptr : &table.values[static_cast<size_t>(v->id())]);
       }
       std::vector<Tensor> outputs(op.num_results());
-      if (absl::Status s = RunKernel(i, op, std::move(inputs), outputs, &state.op_seconds); !s.ok()) return Fail(s, state);
+      const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
+      if (absl::Status s = RunKernel(i, op, micro_batch, std::move(inputs), outputs, &state.op_seconds); !s.ok()) {
+        return Fail(s, state);
+      }
       for (size_t r = 0; r < op.num_results(); ++r) {
         state.live.Acquire(outputs[r]);
         table.values[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);

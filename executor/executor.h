@@ -99,7 +99,7 @@ class Executor {
   RunResult Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
                    Workspace& workspace) const;
   // Runs op `index`'s kernel and checks its results' types; times it into op_seconds if given.
-  absl::Status RunKernel(size_t index, const ir::Operation& op, std::vector<const Tensor*> inputs,
+  absl::Status RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                          std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const;
 
   const ir::Program* program_;

@@ -46,12 +46,17 @@ class KernelContext {
   // The rank's communicators, for collective kernels; nullptr in a single-rank run.
   comm::CommGroups* comm_groups() const { return comm_groups_; }
   void set_comm_groups(comm::CommGroups* groups) { comm_groups_ = groups; }
+  // The micro-batch this op runs for in a pipelined step (0 otherwise): random ops draw the
+  // numbers of that micro-batch's place in the whole batch.
+  int64_t micro_batch() const { return micro_batch_; }
+  void set_micro_batch(int64_t micro_batch) { micro_batch_ = micro_batch; }
 
  private:
   const ir::Operation& op_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor>* outputs_;
   comm::CommGroups* comm_groups_ = nullptr;
+  int64_t micro_batch_ = 0;
 };
 
 using KernelFn = std::function<absl::Status(KernelContext&)>;

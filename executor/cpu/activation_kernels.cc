@@ -229,6 +229,15 @@ absl::Status Dropout(KernelContext& ctx) {
     PDIST_ASSIGN_OR_RETURN(global_index, GlobalIndices(x.shape(), global, offsets));
   }
   const int64_t* g = global_index.empty() ? nullptr : global_index.data();
+  // Micro-batch k of a pipelined step is rows [k·n, (k+1)·n) of the whole batch: its elements
+  // draw the numbers those rows draw in a whole-batch run (n: the micro-batch's element count).
+  int64_t whole = x.num_elements();
+  if (!global_index.empty()) {
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> global, ir::GetIntList(ctx.attrs(), "global_shape"));
+    whole = 1;
+    for (int64_t d : global) whole *= d;
+  }
+  const uint64_t first = static_cast<uint64_t>(ctx.micro_batch() * whole);
   PDIST_DISPATCH_FLOAT(x.dtype(), T, {
     const T* in = x.data<T>();
     T* o = out.data<T>();
@@ -236,7 +245,7 @@ absl::Status Dropout(KernelContext& ctx) {
     // Captured by value: stores through bool* may alias anything, which would force reloads.
     ParallelFor(x.num_elements(), kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const uint64_t n = static_cast<uint64_t>(g == nullptr ? i : g[i]);
+        const uint64_t n = first + static_cast<uint64_t>(g == nullptr ? i : g[i]);
         const bool keep = (Mix64(key + n * kGolden) >> 11) >= threshold;
         mask[i] = keep;
         o[i] = keep ? in[i] * f : T(0);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/builder.h"
 #include "passes/pipeline_schedule.h"
 #include "tests/engine/distributed_test_util.h"
 
@@ -98,6 +99,49 @@ TEST(PipelineEngineTest, OneForwardOneBackwardHoldsFewerActivationsThanFThenB) {
   const int64_t one_f_one_b = peak_of_first_stage("1F1B");
   EXPECT_GT(one_f_one_b, 0);
   EXPECT_LT(one_f_one_b, fthenb) << "1F1B " << one_f_one_b << " bytes, FThenB " << fthenb;
+}
+
+// x → tanh(x·w0) → dropout → x·w1 → tanh → ·w2 → mean(y²): enough places to cut for 2 stages.
+ir::Program DropoutMlp() {
+  ir::Program p;
+  ir::Builder b(&p);
+  const ir::DataType f64 = ir::DataType::kFloat64;
+  ir::Value* x = b.Data("tokens", {{8, 16}, f64});
+  ir::Value* h = *b.Op1("tanh", {*b.Op1("matmul", {x, b.Parameter("w0", {{16, 32}, f64}, "normal(0.2)")})});
+  h = (*b.Create("dropout", {h}, {{"p", 0.3}}))[0];
+  h = *b.Op1("tanh", {*b.Op1("matmul", {h, b.Parameter("w1", {{32, 32}, f64}, "normal(0.2)")})});
+  ir::Value* y = *b.Op1("matmul", {h, b.Parameter("w2", {{32, 4}, f64}, "normal(0.2)")});
+  p.set_loss(*b.Op1("mean", {*b.Op1("multiply", {y, y})}));
+  return p;
+}
+
+// Each micro-batch draws the dropout mask of its rows of the whole batch, so a pipelined run
+// with dropout is the single-rank run (float64, 1e-10) — with data parallelism inside the
+// stages too, where each rank draws at its piece's place.
+TEST(PipelineEngineTest, DropoutMasksAreThoseOfTheWholeBatch) {
+  auto run = [](const std::string& strategy) {
+    testing::RunOutcome out;
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(DropoutMlp(), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok()) return out;
+    for (int64_t s = 0; s < 5; ++s) {
+      std::vector<double> values;
+      for (int64_t i = 0; i < 128; ++i) values.push_back(std::sin(0.37 * static_cast<double>(i + 17 * s)));
+      auto r = (*engine)->TrainStep({{"tokens", exec::TensorFromDoubles({{8, 16}, ir::DataType::kFloat64}, values)}});
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) return out;
+      out.losses.push_back(r->loss);
+    }
+    auto state = (*engine)->WholeState();
+    if (state.ok()) out.state = *state;
+    return out;
+  };
+  const testing::RunOutcome single = run("");
+  testing::ExpectSameTraining(run(Pipeline(2, "1F1B", 4)), single, DropoutMlp(), 1e-10);
+  testing::ExpectSameTraining(run(R"({"dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2}})"), single,
+                              DropoutMlp(), 1e-10);
 }
 
 TEST(PipelineEngineTest, StrategiesThatCannotRunSayWhy) {
