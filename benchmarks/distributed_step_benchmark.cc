@@ -12,6 +12,7 @@
 // the table of docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
+#include "benchmarks/benchmark_batches.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
 
@@ -31,15 +32,6 @@ pdist::ir::Program Model() {
   return *pdist::ir::models::BuildGpt(c);
 }
 
-pdist::exec::Feeds Batch(const pdist::ir::Program& model) {
-  pdist::exec::Feeds feeds;
-  for (const char* name : {"tokens", "labels"}) {
-    pdist::exec::Tensor t = pdist::exec::Tensor::Empty(model.FindArgument(name)->type());
-    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = (i * 37 + 11) % 256;
-    feeds[name] = t;
-  }
-  return feeds;
-}
 
 EngineOptions Options(int64_t layout, bool overlap, bool profile) {
   EngineOptions o;
@@ -57,7 +49,7 @@ double CommSecondsPerStep(int64_t layout) {
   if (layout == 0) return 0;
   const pdist::ir::Program model = Model();
   auto engine = Engine::Create(model.Clone(), Options(layout, false, true));
-  const pdist::exec::Feeds feeds = Batch(model);
+  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
   double total = 0;
   const int steps = 3;
   for (int s = 0; s <= steps; ++s) {
@@ -79,7 +71,7 @@ void BM_DistributedStep(benchmark::State& state) {
     state.SkipWithError(std::string(engine.status().message()).c_str());
     return;
   }
-  const pdist::exec::Feeds feeds = Batch(model);
+  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
   (void)(*engine)->TrainStep(feeds);  // warm-up
   for (auto _ : state) {
     auto r = (*engine)->TrainStep(feeds);

@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "benchmarks/benchmark_batches.h"
 #include "engine/engine.h"
 #include "executor/timeline.h"
 #include "ir/models/gpt.h"
@@ -43,15 +44,6 @@ pdist::ir::Program Model() {
   return *pdist::ir::models::BuildGpt(c);
 }
 
-pdist::exec::Feeds Batch(const pdist::ir::Program& model) {
-  pdist::exec::Feeds feeds;
-  for (const char* name : {"tokens", "labels"}) {
-    pdist::exec::Tensor t = pdist::exec::Tensor::Empty(model.FindArgument(name)->type());
-    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = (i * 37 + 11) % 256;
-    feeds[name] = t;
-  }
-  return feeds;
-}
 
 EngineOptions Options(ScheduleMode mode, const std::string& timeline_dir) {
   EngineOptions o;
@@ -76,7 +68,7 @@ std::vector<double> MeasuredBubbles(ScheduleMode mode, const pdist::ir::Program&
   const std::string dir = (std::filesystem::temp_directory_path() / "pdist_pipeline_bench").string();
   auto engine = Engine::Create(model.Clone(), Options(mode, dir));
   if (!engine.ok()) return {};
-  const pdist::exec::Feeds feeds = Batch(model);
+  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
   std::vector<std::vector<double>> per_stage(kStages);
   for (int s = 0; s < 8; ++s) {
     if (!(*engine)->TrainStep(feeds).ok()) return {};
@@ -114,7 +106,7 @@ void BM_PipelineStep(benchmark::State& state) {
     state.SkipWithError(std::string(engine.status().message()).c_str());
     return;
   }
-  const pdist::exec::Feeds feeds = Batch(model);
+  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
   std::vector<int64_t> peaks;
   if (auto warm = (*engine)->TrainStep(feeds); warm.ok()) peaks = warm->rank_peak_bytes;
   for (auto _ : state) {

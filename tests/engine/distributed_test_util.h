@@ -92,6 +92,30 @@ inline RunOutcome TrainSteps(ir::Program model, EngineOptions options, int64_t s
   return out;
 }
 
+// Trains `model` (one f64 data input "tokens") for `steps` steps on sine batches; `world_size`,
+// when given, receives the engine's.
+inline RunOutcome TrainOnSineBatches(ir::Program model, EngineOptions options, int64_t steps,
+                                     int64_t* world_size = nullptr) {
+  RunOutcome out;
+  const ir::TensorType type = model.FindArgument("tokens")->type();
+  auto engine = Engine::Create(std::move(model), options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return out;
+  if (world_size != nullptr) *world_size = (*engine)->world_size();
+  for (int64_t s = 0; s < steps; ++s) {
+    std::vector<double> values;
+    for (int64_t i = 0; i < type.num_elements(); ++i) values.push_back(std::sin(0.37 * static_cast<double>(i + 17 * s)));
+    auto r = (*engine)->TrainStep({{"tokens", exec::TensorFromDoubles(type, values)}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    out.losses.push_back(r->loss);
+  }
+  auto state = (*engine)->WholeState();
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (state.ok()) out.state = std::move(*state);
+  return out;
+}
+
 // ‖a − b‖ / ‖b‖.
 inline double RelativeNormDistance(const exec::Tensor& a, const exec::Tensor& b) {
   double diff = 0, norm = 0;

@@ -120,23 +120,9 @@ ir::Program DropoutMlp() {
 // stages too, where each rank draws at its piece's place.
 TEST(PipelineEngineTest, DropoutMasksAreThoseOfTheWholeBatch) {
   auto run = [](const std::string& strategy) {
-    testing::RunOutcome out;
     EngineOptions o = testing::EquivalenceOptions();
     o.strategy_json = strategy;
-    auto engine = Engine::Create(DropoutMlp(), o);
-    EXPECT_TRUE(engine.ok()) << engine.status();
-    if (!engine.ok()) return out;
-    for (int64_t s = 0; s < 5; ++s) {
-      std::vector<double> values;
-      for (int64_t i = 0; i < 128; ++i) values.push_back(std::sin(0.37 * static_cast<double>(i + 17 * s)));
-      auto r = (*engine)->TrainStep({{"tokens", exec::TensorFromDoubles({{8, 16}, ir::DataType::kFloat64}, values)}});
-      EXPECT_TRUE(r.ok()) << r.status();
-      if (!r.ok()) return out;
-      out.losses.push_back(r->loss);
-    }
-    auto state = (*engine)->WholeState();
-    if (state.ok()) out.state = *state;
-    return out;
+    return testing::TrainOnSineBatches(DropoutMlp(), o, 5);
   };
   const testing::RunOutcome single = run("");
   testing::ExpectSameTraining(run(Pipeline(2, "1F1B", 4)), single, DropoutMlp(), 1e-10);

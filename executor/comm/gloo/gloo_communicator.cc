@@ -44,8 +44,9 @@ constexpr uint64_t kFingerprintTag = uint64_t{1} << 56;
 constexpr uint64_t kDataTag = uint64_t{2} << 56;
 // Send/recv pairs (src, dst) get their own numbering: pair index src·size + dst + 1, and within
 // a pair the message tag (12 bits) and its sequence number (24 bits) share the low 36 bits.
-// Both wrap: a slot is reused only after 4096 tags or 16M messages of one tag, long after the
-// message it once carried was received.
+// Both wrap: tags t and t + 4096 share slots, which matters only if both have a message in
+// flight between the same pair at once (a program with over 4096 moves between meshes); the
+// fingerprint carries the whole tag, so that is reported as a mismatch, never misdelivered.
 uint64_t Slot(uint64_t tag, const Fingerprint& fp, int size, int my_rank, int peer) {
   const bool p2p = fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv;
   const int dst = fp.kind == CollectiveKind::kSend ? peer : my_rank;
