@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,14 +75,17 @@ struct RunOutcome {
   exec::Workspace state;  // whole tensors
 };
 
-inline RunOutcome TrainSteps(ir::Program model, EngineOptions options, int64_t steps, int64_t vocab) {
+// Trains `model` for `steps` steps on `batch(step)`; the losses and the whole final state.
+// `world_size`, when given, receives the engine's.
+inline RunOutcome TrainOn(ir::Program model, EngineOptions options, int64_t steps,
+                          const std::function<exec::Feeds(int64_t step)>& batch, int64_t* world_size = nullptr) {
   RunOutcome out;
-  const ir::Program reference = model.Clone();
   auto engine = Engine::Create(std::move(model), options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return out;
+  if (world_size != nullptr) *world_size = (*engine)->world_size();
   for (int64_t s = 0; s < steps; ++s) {
-    auto r = (*engine)->TrainStep(RandomTokenBatch(reference, s, vocab));
+    auto r = (*engine)->TrainStep(batch(s));
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return out;
     out.losses.push_back(r->loss);
@@ -92,28 +96,22 @@ inline RunOutcome TrainSteps(ir::Program model, EngineOptions options, int64_t s
   return out;
 }
 
-// Trains `model` (one f64 data input "tokens") for `steps` steps on sine batches; `world_size`,
-// when given, receives the engine's.
+// On RandomTokenBatch batches.
+inline RunOutcome TrainSteps(ir::Program model, EngineOptions options, int64_t steps, int64_t vocab) {
+  const ir::Program reference = model.Clone();
+  return TrainOn(std::move(model), options, steps, [&](int64_t s) { return RandomTokenBatch(reference, s, vocab); });
+}
+
+// On sine batches of the one f64 data input "tokens".
 inline RunOutcome TrainOnSineBatches(ir::Program model, EngineOptions options, int64_t steps,
                                      int64_t* world_size = nullptr) {
-  RunOutcome out;
   const ir::TensorType type = model.FindArgument("tokens")->type();
-  auto engine = Engine::Create(std::move(model), options);
-  EXPECT_TRUE(engine.ok()) << engine.status();
-  if (!engine.ok()) return out;
-  if (world_size != nullptr) *world_size = (*engine)->world_size();
-  for (int64_t s = 0; s < steps; ++s) {
+  auto sine = [&](int64_t s) {
     std::vector<double> values;
     for (int64_t i = 0; i < type.num_elements(); ++i) values.push_back(std::sin(0.37 * static_cast<double>(i + 17 * s)));
-    auto r = (*engine)->TrainStep({{"tokens", exec::TensorFromDoubles(type, values)}});
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok()) return out;
-    out.losses.push_back(r->loss);
-  }
-  auto state = (*engine)->WholeState();
-  EXPECT_TRUE(state.ok()) << state.status();
-  if (state.ok()) out.state = std::move(*state);
-  return out;
+    return exec::Feeds{{"tokens", exec::TensorFromDoubles(type, values)}};
+  };
+  return TrainOn(std::move(model), options, steps, sine, world_size);
 }
 
 // ‖a − b‖ / ‖b‖.
