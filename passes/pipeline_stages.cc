@@ -10,6 +10,7 @@
 #include "ir/dist/shard_tensor.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
+#include "passes/annotate.h"
 #include "passes/annotate_from_strategy.h"
 #include "passes/completion.h"
 
@@ -116,6 +117,30 @@ absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, i
   return stage_of;
 }
 
+absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
+                                                     const std::vector<std::string>& split_before) {
+  const auto& ops = forward.block().ops();
+  std::vector<int64_t> stage_of(ops.size(), 0);
+  size_t previous = 0;
+  for (size_t k = 0; k < split_before.size(); ++k) {
+    size_t start = ops.size();
+    for (size_t i = 0; i < ops.size() && start == ops.size(); ++i) {
+      for (const Value* v : ops[i]->operands()) {
+        if (v != nullptr && v->is_argument() && GlobMatch(split_before[k], v->name())) start = i;
+      }
+    }
+    const std::string key = absl::StrCat("pipeline.split_before[", k, "] '", split_before[k], "'");
+    if (start == ops.size()) return absl::InvalidArgumentError(absl::StrCat(key, " matches no argument an op reads"));
+    if (start <= previous) {
+      return absl::InvalidArgumentError(absl::StrCat(key, " starts at op #", start, ", not after the previous stage's start (op #",
+                                                     previous, "): list the stages in program order"));
+    }
+    for (size_t i = start; i < ops.size(); ++i) stage_of[i] = static_cast<int64_t>(k + 1);
+    previous = start;
+  }
+  return stage_of;
+}
+
 absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& strategy, ir::Program& forward) {
   const int64_t pp = strategy.pp_degree;
   const int64_t vpp = strategy.pipeline.vpp_degree;
@@ -138,7 +163,9 @@ absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& 
   }
   PDIST_RETURN_IF_ERROR(Annotate(CompleteDistAttrs(single).status(), "stages: completing one stage"));
 
-  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, BalanceStages(forward, pp * vpp));
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, strategy.pipeline.split_before.empty()
+                                                            ? BalanceStages(forward, pp * vpp)
+                                                            : StagesFromMarks(forward, strategy.pipeline.split_before));
   PipelineStages out;
   const int64_t per_mesh = strategy.dp_degree * strategy.mp_degree;
   for (int64_t s = 0; s < pp; ++s) {

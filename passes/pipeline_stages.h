@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,12 @@ namespace pdist::passes {
 // The virtual stage (0 … virtual_stages-1) of every op of `forward`, in program order, never
 // decreasing. Errors name the number of places the program can be cut when there are too few.
 absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, int64_t virtual_stages);
+
+// The virtual stage of every op when the user marks where stages start: stage i + 1 begins at
+// the first op that reads an argument whose name matches split_before[i] (passes/annotate.h's
+// glob). Errors name a pattern that matches nothing, or one that starts no later than the last.
+absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
+                                                     const std::vector<std::string>& split_before);
 
 struct PipelineStages {
   std::vector<ir::ProcessMesh> meshes;  // per stage: [dp, mp], ids stage·dp·mp …

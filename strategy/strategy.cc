@@ -183,6 +183,12 @@ absl::Status Validate(const Strategy& s) {
   if (s.pipeline.schedule_mode == "VPP" && s.pipeline.vpp_degree < 2) {
     return absl::InvalidArgumentError("strategy key 'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP");
   }
+  const int64_t cuts = s.pp_degree * s.pipeline.vpp_degree - 1;
+  if (!s.pipeline.split_before.empty() && static_cast<int64_t>(s.pipeline.split_before.size()) != cuts) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy key 'pipeline.split_before' has ",
+                                                   s.pipeline.split_before.size(), " entries; pp_degree × vpp_degree = ",
+                                                   cuts + 1, " stages need ", cuts));
+  }
   return absl::OkStatus();
 }
 
@@ -206,6 +212,11 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
             .Int("accumulate_steps", s.pipeline.accumulate_steps, 1)
             .Int("micro_batch_size", s.pipeline.micro_batch_size, 1)
             .Int("vpp_degree", s.pipeline.vpp_degree, 1)
+            .List("split_before", [&s](const Json& item, const std::string& path) -> absl::Status {
+              if (!item.is_string()) return absl::InvalidArgumentError(absl::StrCat("strategy key '", path, "' must be a string"));
+              s.pipeline.split_before.push_back(item.get<std::string>());
+              return absl::OkStatus();
+            })
             .Read();
       })
       .Object("recompute", [&s](Section& x) {
@@ -242,7 +253,8 @@ std::string StrategyToJson(const Strategy& s) {
         {"schedule_mode", s.pipeline.schedule_mode},
         {"accumulate_steps", s.pipeline.accumulate_steps},
         {"micro_batch_size", s.pipeline.micro_batch_size},
-        {"vpp_degree", s.pipeline.vpp_degree}}},
+        {"vpp_degree", s.pipeline.vpp_degree},
+        {"split_before", s.pipeline.split_before}}},
       {"recompute", {{"enable", s.recompute.enable}}},
       {"amp", {{"enable", s.amp.enable}, {"dtype", s.amp.dtype}, {"level", s.amp.level}}},
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},

@@ -31,6 +31,10 @@ struct PipelineConfig {
   int64_t accumulate_steps = 1;        // micro-batches per step
   int64_t micro_batch_size = 1;
   int64_t vpp_degree = 1;
+  // Stage boundaries marked by the user: the i-th virtual stage after the first starts at the
+  // first op that reads a parameter matching split_before[i] ("gpt.h.6.*"); empty: cut where it
+  // balances the stages. pdist's key (Paddle splits by a layer class, vpp_seg_method).
+  std::vector<std::string> split_before;
 };
 
 struct RecomputeConfig {

@@ -38,9 +38,11 @@ ir::Program BuildModel(const Case& c) {
 }
 
 // {"pp_degree": 2, "pipeline": {"schedule_mode": "1F1B", "accumulate_steps": 4}, ...extra}
-std::string Pipeline(int64_t pp, const std::string& schedule, const std::string& extra = "", int64_t vpp = 1) {
+// `pipeline_extra` goes into the pipeline section, `extra` after it.
+std::string Pipeline(int64_t pp, const std::string& schedule, const std::string& extra = "", int64_t vpp = 1,
+                     const std::string& pipeline_extra = "") {
   return absl::StrCat(R"({"pp_degree": )", pp, R"(, "pipeline": {"enable": true, "schedule_mode": ")", schedule,
-                      R"(", "accumulate_steps": 4, "vpp_degree": )", vpp, "}", extra, "}");
+                      R"(", "accumulate_steps": 4, "vpp_degree": )", vpp, pipeline_extra, "}", extra, "}");
 }
 
 class PipelineEquivalenceTest : public ::testing::TestWithParam<Case> {};
@@ -72,6 +74,8 @@ std::vector<Case> Cases() {
       {"pp4_1F1B", Pipeline(4, "1F1B"), true},
       {"pp4_ZBH1", Pipeline(4, "ZBH1"), false},
       {"pp2_vpp2", Pipeline(2, "VPP", "", 2), true},
+      {"pp4_vpp2", Pipeline(4, "VPP", "", 2), false},
+      {"pp2_marked", Pipeline(2, "1F1B", "", 1, R"(, "split_before": ["gpt.h.3.*"])"), false},
       {"pp2_dp2", Pipeline(2, "1F1B", R"(, "dp_degree": 2)"), false},
       {"pp2_mp2", Pipeline(2, "1F1B", R"(, "mp_degree": 2)"), false},
       {"pp2_mp2_sp", Pipeline(2, "1F1B", R"(, "mp_degree": 2, "sp": true)"), false},

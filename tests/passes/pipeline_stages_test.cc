@@ -98,6 +98,29 @@ TEST(BalanceStagesTest, CutsAGptIntoBalancedStagesInProgramOrder) {
   EXPECT_NE(too_many.status().message().find("can be cut in only"), std::string::npos) << too_many.status();
 }
 
+TEST(StagesFromMarksTest, AStageStartsAtTheFirstReaderOfItsMarkedParameters) {
+  const ir::Program gpt = Gpt(/*layers=*/4);
+  auto stages = StagesFromMarks(gpt, {"gpt.h.1.*", "gpt.h.3.*"});
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  const auto& ops = gpt.block().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* v : ops[i]->operands()) {
+      if (v == nullptr || !v->is_argument()) continue;
+      if (v->name().rfind("gpt.h.0.", 0) == 0) EXPECT_EQ((*stages)[i], 0) << v->name();
+      if (v->name().rfind("gpt.h.1.", 0) == 0 || v->name().rfind("gpt.h.2.", 0) == 0) EXPECT_EQ((*stages)[i], 1) << v->name();
+      if (v->name().rfind("gpt.h.3.", 0) == 0 || v->name() == "labels") EXPECT_EQ((*stages)[i], 2) << v->name();
+    }
+  }
+  auto unmatched = StagesFromMarks(gpt, {"gpt.h.9.*"});
+  ASSERT_FALSE(unmatched.ok());
+  EXPECT_NE(unmatched.status().message().find("pipeline.split_before[0] 'gpt.h.9.*' matches no argument"),
+            std::string::npos) << unmatched.status();
+  auto backwards = StagesFromMarks(gpt, {"gpt.h.3.*", "gpt.h.1.*"});
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_NE(backwards.status().message().find("list the stages in program order"), std::string::npos)
+      << backwards.status();
+}
+
 TEST(AnnotatePipelineStagesTest, StageMeshesBalancedFlopsAndOneBoundaryPerCut) {
   ir::Program gpt = Gpt(/*layers=*/8);
   strategy::Strategy s;

@@ -57,3 +57,27 @@ TEST(StrategyTest, ErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace pdist::strategy
+
+namespace pdist::strategy {
+namespace {
+
+TEST(StrategyTest, SplitBeforeMarksOneStartPerStageAfterTheFirst) {
+  auto s = ParseStrategy(R"({"pp_degree": 2, "pipeline": {"split_before": ["gpt.h.3.*"]}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->pipeline.split_before, (std::vector<std::string>{"gpt.h.3.*"}));
+  auto back = ParseStrategy(StrategyToJson(*s));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->pipeline.split_before, s->pipeline.split_before);
+
+  auto too_few = ParseStrategy(R"({"pp_degree": 2, "pipeline": {"vpp_degree": 2, "schedule_mode": "VPP",
+                                   "split_before": ["gpt.h.3.*"]}})");
+  ASSERT_FALSE(too_few.ok());
+  EXPECT_NE(too_few.status().message().find("has 1 entries; pp_degree × vpp_degree = 4 stages need 3"),
+            std::string::npos) << too_few.status();
+  auto not_string = ParseStrategy(R"({"pp_degree": 2, "pipeline": {"split_before": [3]}})");
+  ASSERT_FALSE(not_string.ok());
+  EXPECT_NE(not_string.status().message().find("pipeline.split_before[0]"), std::string::npos) << not_string.status();
+}
+
+}  // namespace
+}  // namespace pdist::strategy
