@@ -375,8 +375,9 @@ absl::Status Planner::PlanSequenceParallel() {
 
 absl::StatusOr<StrategyAnnotationPlan> Planner::Run() {
   if (s_.pp_degree > 1) {
-    return absl::UnimplementedError(absl::StrCat("annotate from strategy: pipeline parallelism (pp_degree ",
-                                                 s_.pp_degree, ") is not implemented yet; use pp_degree 1"));
+    return absl::InvalidArgumentError(absl::StrCat("annotate from strategy: pp_degree ", s_.pp_degree,
+                                                   " plans one stage at a time: cut the program into stages with "
+                                                   "AnnotatePipelineStages (passes/pipeline_stages.h)"));
   }
   for (const auto& [key, degree] : {std::pair{"dp_degree", s_.dp_degree}, std::pair{"mp_degree", s_.mp_degree}}) {
     if (degree < 1) {

@@ -63,7 +63,7 @@ struct StrategyAnnotationPlan {
 //    the outputs of the row-parallel matmuls and of the vocab-parallel embedding Shard(1) along
 //    mp (a reduce_scatter of their Partial sums).
 // Values the program already annotates are kept (a note says so). Errors:
-//  - Unimplemented for pp_degree > 1 (pipeline parallelism);
+//  - InvalidArgument for pp_degree > 1: stages are cut and planned by passes/pipeline_stages.h;
 //  - InvalidArgument when sp is set with mp_degree 1, when a sharded dim is not divisible by
 //    its degree (naming the tensor, the dim and both sizes: the batch by dp, the columns, rows,
 //    vocabulary, heads and the sequence by mp), when mp_degree > 1 finds no tensor-parallel

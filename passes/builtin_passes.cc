@@ -9,6 +9,7 @@
 #include "passes/completion.h"
 #include "passes/optimizer.h"
 #include "passes/pass_registry.h"
+#include "passes/pipeline_stages.h"
 
 namespace pdist::passes {
 
@@ -104,7 +105,8 @@ class CompletionPass : public Pass {
 
 // `annotate-strategy{dp=2,mp=2,pp=1,sp=false}`: annotates a forward program's data inputs,
 // Megatron tensor-parallel weights and (sp) sequence-parallel activations from the degrees
-// (passes/annotate_from_strategy.h). Explains every annotation, one line each.
+// (passes/annotate_from_strategy.h). Explains every annotation, one line each. With pp > 1 it
+// cuts the program into stages first (passes/pipeline_stages.h), each on its own mesh.
 class AnnotateStrategyPass : public Pass {
  public:
   explicit AnnotateStrategyPass(strategy::Strategy s) : strategy_(std::move(s)) {}
@@ -137,6 +139,7 @@ class AnnotateStrategyPass : public Pass {
   }
 
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    if (strategy_.pp_degree > 1) return RunStages(program, context);
     PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, AnnotateFromStrategyExplained(strategy_, program));
     context.Explain(name(), absl::StrCat(plan.annotations.size(), " values annotated on mesh ", plan.mesh.ToString()));
     const ir::ValueNumbering n(program);
@@ -149,6 +152,17 @@ class AnnotateStrategyPass : public Pass {
   }
 
  private:
+  // pp > 1: the stages of passes/pipeline_stages.h, each planned as above on its own mesh.
+  absl::StatusOr<bool> RunStages(ir::Program& program, PassContext& context) {
+    PDIST_ASSIGN_OR_RETURN(PipelineStages stages, AnnotatePipelineStages(strategy_, program));
+    for (size_t s = 0; s < stages.meshes.size(); ++s) {
+      context.Explain(name(), absl::StrCat("stage ", s, " on mesh ", stages.meshes[s].ToString(), ", forward FLOPs ",
+                                           stages.flops[s]));
+    }
+    context.Explain(name(), absl::StrCat(stages.boundary_reshards, " boundary reshards"));
+    return true;
+  }
+
   strategy::Strategy strategy_;
 };
 

@@ -357,13 +357,14 @@ TEST(AnnotateStrategyPassTest, RunsFromAPipelineAndExplains) {
               HasSubstr("option 'mp' must be >= 1, got 0"));
 }
 
-TEST(AnnotateFromStrategyErrorTest, PipelineIsUnimplemented) {
+// Stages are cut first (passes/pipeline_stages.h), which then plans each one with pp 1.
+TEST(AnnotateFromStrategyErrorTest, StagesArePlannedOneAtATime) {
   ir::Program p = Gpt();
   strategy::Strategy s = Degrees(1, 2);
   s.pp_degree = 2;
   absl::Status status = AnnotateFromStrategy(s, p);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(status.message(), HasSubstr("pipeline"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("AnnotatePipelineStages"));
 }
 
 TEST(AnnotateFromStrategyErrorTest, HeadsNotDivisibleNameTheTensor) {
