@@ -85,7 +85,7 @@ absl::StatusOr<Token> Lexer::Next() {
     token.text = "<-";
     return token;
   }
-  if (std::string_view("=(){}[],:-!").find(c) != std::string_view::npos) {
+  if (std::string_view("=(){}[],:-!@").find(c) != std::string_view::npos) {
     Advance();
     token.text = std::string(1, c);
     return token;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "ir/lexer.h"
@@ -68,6 +69,7 @@ class Parser {
   absl::Status ParseArgument(const Token& name, const Token& role);
   // Called with the op type consumed (`op_token`) and tok_ at '('.
   absl::Status ParseOperation(const Token& op_token, const std::vector<Token>& result_names);
+  absl::Status ParseRoleAndChunk(Operation& op);
   absl::Status ParseBinding();
 
   absl::StatusOr<Value*> ParseUse();
@@ -192,6 +194,27 @@ absl::Status Parser::ParseArgument(const Token& name, const Token& role_token) {
   return Define(name, v);
 }
 
+// `@backward`, `@forward.1`: the op's pipeline role and model chunk (ir/pipeline_job.h).
+absl::Status Parser::ParseRoleAndChunk(Operation& op) {
+  PDIST_RETURN_IF_ERROR(Advance());  // '@'
+  if (tok_.kind != TokenKind::kIdent) return Unexpected("a role after '@' (forward, backward, backward_weight, optimizer)");
+  const Token role_token = tok_;
+  const std::string text = tok_.text;
+  const size_t dot = text.find('.');
+  std::optional<OpRole> role = ParseOpRole(std::string_view(text).substr(0, dot));
+  if (!role) {
+    return Error(role_token, absl::StrCat("unknown role '", text.substr(0, dot),
+                                          "' (forward, backward, backward_weight, optimizer)"));
+  }
+  int64_t chunk = 0;
+  if (dot != std::string::npos && !absl::SimpleAtoi(text.substr(dot + 1), &chunk)) {
+    return Error(role_token, absl::StrCat("chunk '", text.substr(dot + 1), "' after the role is not a number"));
+  }
+  op.set_role(*role);
+  op.set_chunk(chunk);
+  return Advance();
+}
+
 absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Token>& result_names) {
   absl::StatusOr<const OpDef*> def = OpRegistry::Global().Lookup(op_token.text);
   if (!def.ok()) {
@@ -262,6 +285,7 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
     }
   }
   auto op = std::make_unique<Operation>(op_token.text, std::move(operands), *std::move(normalized));
+  if (tok_.Is("@")) PDIST_RETURN_IF_ERROR(ParseRoleAndChunk(*op));
   std::vector<Value*> results;
   for (ResultType& r : result_types) {
     Value* v = program_.NewValue(std::move(r.type), r.role);

@@ -15,6 +15,13 @@ const char* OpRoleName(OpRole role) {
   return "?";
 }
 
+std::optional<OpRole> ParseOpRole(std::string_view name) {
+  for (OpRole role : {OpRole::kForward, OpRole::kBackward, OpRole::kBackwardWeight, OpRole::kOptimizer}) {
+    if (name == OpRoleName(role)) return role;
+  }
+  return std::nullopt;
+}
+
 const char* JobKindName(JobKind kind) {
   switch (kind) {
     case JobKind::kForward: return "forward";

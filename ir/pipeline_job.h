@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace pdist::ir {
 
@@ -23,6 +25,8 @@ enum class OpRole : int8_t {
   kOptimizer = 3,       // runs once per step, on gradients accumulated over micro-batches
 };
 const char* OpRoleName(OpRole role);  // "forward", "backward", "backward_weight", "optimizer"
+// The inverse of OpRoleName; nullopt for any other text.
+std::optional<OpRole> ParseOpRole(std::string_view name);
 
 enum class JobKind : int8_t {
   kForward = 0,         // F: ops of role forward

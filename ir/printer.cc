@@ -85,6 +85,10 @@ std::string PrintOperation(const Operation& op, const ValueNumbering& n) {
     for (const Value* r : op.results()) types.push_back(r ? PrintValueType(*r, true) : "<null>");
     absl::StrAppend(&line, " : ", absl::StrJoin(types, ", "));
   }
+  // The pipeline job the op runs in (ir/pipeline_job.h), unless it is the default forward.0.
+  if (op.role() != OpRole::kForward || op.chunk() != 0) {
+    absl::StrAppend(&line, " @", OpRoleName(op.role()), op.chunk() != 0 ? absl::StrCat(".", op.chunk()) : "");
+  }
   return line;
 }
 

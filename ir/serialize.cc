@@ -109,6 +109,8 @@ proto::Program ProgramToProto(const Program& program) {
       p->add_results(n.Number(r));
     }
     for (const auto& [name, attr] : op->attrs()) AttributeToProto(name, attr, p->add_attrs());
+    p->set_role(static_cast<int32_t>(op->role()));
+    p->set_chunk(op->chunk());
   }
   out.set_loss(program.loss() ? n.Number(program.loss()) : -1);
   for (const StateUpdate& u : program.updates()) {
@@ -242,6 +244,12 @@ absl::Status ProtoReader::ReadOp(int index, const proto::Operation& p) {
     if (normalized.ok()) attrs = *std::move(normalized);
   }
   auto op = std::make_unique<Operation>(p.type(), std::move(operands), std::move(attrs));
+  if (p.role() < 0 || p.role() > static_cast<int32_t>(OpRole::kOptimizer) || p.chunk() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": role ", p.role(), " / chunk ", p.chunk(),
+                                                   " is not a pipeline job (roles 0-3, chunks >= 0)"));
+  }
+  op->set_role(static_cast<OpRole>(p.role()));
+  op->set_chunk(p.chunk());
   for (int64_t id : p.results()) {
     PDIST_ASSIGN_OR_RETURN(Value* v, Define(id, where));
     op->add_result(v);

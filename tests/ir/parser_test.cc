@@ -2,6 +2,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
 
 namespace pdist::ir {
 namespace {
@@ -88,8 +89,8 @@ TEST(ParserErrorTest, BindingsAndStructure) {
   EXPECT_EQ(p.status().message(), "line 1:12: expected end of input after the program's '}', got 'program'");
   p = ParseProgram("program {\n  %0 = data \"x : f32[2]\n}");
   EXPECT_EQ(p.status().message(), "line 2:13: unterminated string");
-  p = ParseProgram("program {\n  %0 = data \"x\" : f32[2] @\n}");
-  EXPECT_EQ(p.status().message(), "line 2:26: unexpected character '@'");
+  p = ParseProgram("program {\n  %0 = data \"x\" : f32[2] $\n}");
+  EXPECT_EQ(p.status().message(), "line 2:26: unexpected character '$'");
   p = ParseProgram("program {\n  % = data \"x\" : f32[2]\n}");
   EXPECT_EQ(p.status().message(), "line 2:3: expected a value name after '%'");
   p = ParseProgram("program {\n  %0 = data \"x\xff\" : f32[2]\n}");
@@ -106,6 +107,36 @@ TEST(ParserTest, EmptyProgramAndOptionalRoleKeyword) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->FindValue(1)->role(), ValueRole::kActivation);
   EXPECT_EQ(p->FindValue(2)->role(), ValueRole::kGradient);
+}
+
+}  // namespace
+}  // namespace pdist::ir
+
+namespace pdist::ir {
+namespace {
+
+// An op's pipeline job survives printing and parsing; a malformed one names the token.
+TEST(ParserTest, RoleAndChunkSuffixRoundTrips) {
+  const std::string text =
+      "program {\n"
+      "  %0 = data \"x\" : f32[2]\n"
+      "  %1 = tanh(%0) : f32[2] @forward.1\n"
+      "  %2 = tanh(%1) : f32[2] @backward_weight\n"
+      "  c_send(%2) {peer = 1, tag = 3} @backward.1\n"
+      "}\n";
+  absl::StatusOr<Program> p = ParseProgram(text);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto& ops = p->block().ops();
+  EXPECT_EQ(ops[0]->role(), OpRole::kForward);
+  EXPECT_EQ(ops[0]->chunk(), 1);
+  EXPECT_EQ(ops[1]->role(), OpRole::kBackwardWeight);
+  EXPECT_EQ(ops[2]->role(), OpRole::kBackward);
+  EXPECT_EQ(ops[2]->chunk(), 1);
+  EXPECT_EQ(PrintProgram(*p), text);
+
+  absl::StatusOr<Program> bad = ParseProgram("program {\n  %0 = data \"x\" : f32[2]\n  %1 = tanh(%0) : f32[2] @sideways\n}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown role 'sideways'"), std::string::npos) << bad.status();
 }
 
 }  // namespace
