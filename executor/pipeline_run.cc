@@ -60,11 +60,13 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
   }
   const auto& release = SplitsBackward(jobs) ? job_plan_.release_split : job_plan_.release_whole;
 
-  RunState state;
-  state.timeline = timeline;
+  // Declared before the state: on an early return the state's stream is joined first, while the
+  // tables its queued ops point into still exist.
   std::vector<std::unique_ptr<ValueTable>> tables(static_cast<size_t>(micro_batches));
   std::unique_ptr<ValueTable> optimizer_table;
   std::vector<Tensor> sums(num_values);
+  RunState state;
+  state.timeline = timeline;
   for (const ir::PipelineJob& job : jobs) {
     const bool optimizer = job.kind == ir::JobKind::kOptimizer;
     std::unique_ptr<ValueTable>& table = optimizer ? optimizer_table : tables[static_cast<size_t>(job.micro_batch)];
