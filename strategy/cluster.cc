@@ -1,0 +1,187 @@
+// Cluster JSON: a strict reader (every key known, every number in range), the writer, presets.
+#include "strategy/cluster.h"
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/status.h"
+
+namespace pdist::strategy {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr double kGiga = 1e9;
+constexpr double kTera = 1e12;
+constexpr double kMicro = 1e-6;
+
+// Reads the keys of one JSON object, each by its handler; unknown keys and missing required ones
+// are errors naming their path.
+absl::Status ReadObject(const Json& j, const std::string& path,
+                        const std::map<std::string, std::function<absl::Status(const Json&, const std::string&)>>& keys,
+                        const std::vector<std::string>& required) {
+  const std::string where = path.empty() ? "cluster" : absl::StrCat("cluster key '", path, "'");
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, " must be a JSON object"));
+  for (const auto& [key, value] : j.items()) {
+    const std::string full = path.empty() ? key : absl::StrCat(path, ".", key);
+    auto it = keys.find(key);
+    if (it == keys.end()) {
+      std::vector<std::string> known;
+      for (const auto& [k, unused] : keys) known.push_back(k);
+      return absl::InvalidArgumentError(absl::StrCat("unknown cluster key '", full, "' (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+    PDIST_RETURN_IF_ERROR(it->second(value, full));
+  }
+  for (const std::string& key : required) {
+    if (!j.contains(key)) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path.empty() ? key : absl::StrCat(path, ".", key),
+                                                     "' is missing"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A positive number, times `scale`.
+auto Positive(double& field, double scale) {
+  return [&field, scale](const Json& v, const std::string& path) -> absl::Status {
+    if (!v.is_number() || !(v.get<double>() > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be a positive number, got ", v.dump()));
+    }
+    field = v.get<double>() * scale;
+    return absl::OkStatus();
+  };
+}
+
+auto Count(int64_t& field) {
+  return [&field](const Json& v, const std::string& path) -> absl::Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be an integer >= 1, got ", v.dump()));
+    }
+    field = v.get<int64_t>();
+    return absl::OkStatus();
+  };
+}
+
+auto Text(std::string& field) {
+  return [&field](const Json& v, const std::string& path) -> absl::Status {
+    if (!v.is_string()) return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be a string"));
+    field = v.get<std::string>();
+    return absl::OkStatus();
+  };
+}
+
+auto LinkOf(Link& link) {
+  return [&link](const Json& v, const std::string& path) {
+    return ReadObject(v, path, {{"bandwidth_gbps", Positive(link.bandwidth, kGiga)}, {"latency_us", Positive(link.latency, kMicro)}},
+                      {"bandwidth_gbps", "latency_us"});
+  };
+}
+
+absl::Status ReadPeaks(Device& device, const Json& v, const std::string& path) {
+  if (!v.is_object() || v.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must map dtypes to TFLOP/s"));
+  }
+  for (const auto& [dtype, value] : v.items()) {
+    if (!ir::ParseDataType(dtype).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, ".", dtype, "': not a dtype (f32, bf16, ...)"));
+    }
+    PDIST_RETURN_IF_ERROR(Positive(device.peak_flops[dtype], kTera)(value, absl::StrCat(path, ".", dtype)));
+  }
+  return absl::OkStatus();
+}
+
+Cluster Dgx(const std::string& name, Device device, Link nvlink, Link network, int64_t nodes) {
+  return Cluster{absl::StrCat(nodes, "x ", name), nodes, 8, std::move(device), nvlink, network};
+}
+
+}  // namespace
+
+absl::StatusOr<double> Cluster::PeakFlops(ir::DataType dtype) const {
+  auto it = device.peak_flops.find(ir::DataTypeName(dtype));
+  if (it != device.peak_flops.end()) return it->second;
+  std::vector<std::string> listed;
+  for (const auto& [name, unused] : device.peak_flops) listed.push_back(name);
+  return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype),
+                                          " (it lists ", absl::StrJoin(listed, ", "), ")"));
+}
+
+absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
+  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("cluster: not valid JSON");
+  Cluster c;
+  auto device = [&c](const Json& v, const std::string& path) {
+    return ReadObject(v, path,
+                      {{"name", Text(c.device.name)},
+                       {"memory_gb", Positive(c.device.memory, kGiga)},
+                       {"memory_bandwidth_gbps", Positive(c.device.memory_bandwidth, kGiga)},
+                       {"peak_tflops", [&c](const Json& p, const std::string& at) { return ReadPeaks(c.device, p, at); }}},
+                      {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops"});
+  };
+  PDIST_RETURN_IF_ERROR(ReadObject(j, "",
+                                   {{"name", Text(c.name)},
+                                    {"nodes", Count(c.nodes)},
+                                    {"devices_per_node", Count(c.devices_per_node)},
+                                    {"device", device},
+                                    {"intra_node", LinkOf(c.intra_node)},
+                                    {"inter_node", LinkOf(c.inter_node)}},
+                                   {"nodes", "devices_per_node", "device", "intra_node", "inter_node"}));
+  return c;
+}
+
+std::string ClusterToJson(const Cluster& c) {
+  Json peaks = Json::object();
+  for (const auto& [dtype, flops] : c.device.peak_flops) peaks[dtype] = flops / kTera;
+  auto link = [](const Link& l) { return Json{{"bandwidth_gbps", l.bandwidth / kGiga}, {"latency_us", l.latency / kMicro}}; };
+  const Json j = {{"name", c.name},
+                  {"nodes", c.nodes},
+                  {"devices_per_node", c.devices_per_node},
+                  {"device",
+                   {{"name", c.device.name},
+                    {"memory_gb", c.device.memory / kGiga},
+                    {"memory_bandwidth_gbps", c.device.memory_bandwidth / kGiga},
+                    {"peak_tflops", peaks}}},
+                  {"intra_node", link(c.intra_node)},
+                  {"inter_node", link(c.inter_node)}};
+  return j.dump(2);
+}
+
+std::vector<std::string> ClusterPresetNames() { return {"dgx-a100", "dgx-h100", "hgx-h200"}; }
+
+// Rates are dense (no 2:4 sparsity); NVLink is per direction (half the bidirectional figure);
+// the network is one NIC per GPU. Latencies are nccl-tests' ring base latencies (docs/cluster.md).
+absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t devices) {
+  const std::string name(name_view);  // absl::StrCat takes absl::string_view, not std::string_view
+  if (devices < 1 || (devices % 8 != 0 && devices > 8)) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster preset '", name, "': ", devices,
+                                                   " devices do not fill 8-device nodes (use 1-8 or a multiple of 8)"));
+  }
+  const int64_t nodes = devices <= 8 ? 1 : devices / 8;
+  const Link nvlink_a100{300 * kGiga, 3.4 * kMicro}, nvlink_h100{450 * kGiga, 3.4 * kMicro};
+  const Link hdr{25 * kGiga, 9.6 * kMicro}, ndr{50 * kGiga, 9.6 * kMicro};
+  Cluster c;
+  if (name == "dgx-a100") {
+    c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, {{"bf16", 312 * kTera}, {"f16", 312 * kTera},
+                                                                      {"f32", 19.5 * kTera}, {"f64", 9.7 * kTera}}},
+            nvlink_a100, hdr, nodes);
+  } else if (name == "dgx-h100") {
+    c = Dgx("dgx-h100", {"H100-SXM5-80GB", 80 * kGiga, 3350 * kGiga, {{"bf16", 989 * kTera}, {"f16", 989 * kTera},
+                                                                     {"f32", 67 * kTera}, {"f64", 34 * kTera}}},
+            nvlink_h100, ndr, nodes);
+  } else if (name == "hgx-h200") {
+    c = Dgx("hgx-h200", {"H200-SXM-141GB", 141 * kGiga, 4800 * kGiga, {{"bf16", 989 * kTera}, {"f16", 989 * kTera},
+                                                                      {"f32", 67 * kTera}, {"f64", 34 * kTera}}},
+            nvlink_h100, ndr, nodes);
+  } else {
+    return absl::NotFoundError(absl::StrCat("no cluster preset '", name, "' (presets: ",
+                                            absl::StrJoin(ClusterPresetNames(), ", "), ")"));
+  }
+  if (devices < 8) {
+    c.devices_per_node = devices;
+    c.name = absl::StrCat(devices, " of ", name);
+  }
+  return c;
+}
+
+}  // namespace pdist::strategy

@@ -1,0 +1,63 @@
+// Cluster: the machines a plan is for — nodes of identical devices, the device's memory and peak
+// rates, and the links inside a node and between nodes — read from JSON or taken from a preset.
+//
+//   {"name": "2x dgx-a100", "nodes": 2, "devices_per_node": 8,
+//    "device": {"name": "A100-SXM4-80GB", "memory_gb": 80, "memory_bandwidth_gbps": 2039,
+//               "peak_tflops": {"bf16": 312, "f16": 312, "f32": 19.5, "f64": 9.7}},
+//    "intra_node": {"bandwidth_gbps": 300, "latency_us": 3.4},
+//    "inter_node": {"bandwidth_gbps": 25, "latency_us": 9.6}}
+//
+// Units in the file are the ones data sheets use: GB (10^9 bytes), GB/s per device and direction,
+// TFLOP/s dense, µs. The struct holds SI units. docs/cluster.md lists the presets and sources.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/types.h"
+
+namespace pdist::strategy {
+
+struct Link {
+  double bandwidth = 0;  // bytes/s per device, one direction
+  double latency = 0;    // seconds per message
+  friend bool operator==(const Link&, const Link&) = default;
+};
+
+struct Device {
+  std::string name;
+  double memory = 0;            // bytes
+  double memory_bandwidth = 0;  // bytes/s
+  std::map<std::string, double> peak_flops;  // FLOP/s, dense, by dtype name ("bf16", "f32", ...)
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+struct Cluster {
+  std::string name;
+  int64_t nodes = 1;
+  int64_t devices_per_node = 1;
+  Device device;
+  Link intra_node;
+  Link inter_node;
+
+  int64_t num_devices() const { return nodes * devices_per_node; }
+  // Peak FLOP/s for `dtype`; NotFound naming the dtypes the device lists.
+  absl::StatusOr<double> PeakFlops(ir::DataType dtype) const;
+  friend bool operator==(const Cluster&, const Cluster&) = default;
+};
+
+// Parses and validates; an unknown key, a wrong type or a value out of range is InvalidArgument
+// naming the key path ("device.peak_tflops.bf16").
+absl::StatusOr<Cluster> ParseCluster(const std::string& json_text);
+std::string ClusterToJson(const Cluster& cluster);
+
+// "dgx-a100", "dgx-h100", "hgx-h200": `devices` devices filled node by node (8 per node; a last
+// node with fewer devices is not allowed: InvalidArgument naming the count).
+absl::StatusOr<Cluster> ClusterPreset(std::string_view name, int64_t devices);
+std::vector<std::string> ClusterPresetNames();
+
+}  // namespace pdist::strategy

@@ -1,0 +1,112 @@
+// Cluster descriptions: presets with their data-sheet numbers, the JSON form and its errors.
+#include "strategy/cluster.h"
+
+#include <gtest/gtest.h>
+
+namespace pdist::strategy {
+namespace {
+
+TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
+  auto a100 = ClusterPreset("dgx-a100", 16);
+  ASSERT_TRUE(a100.ok()) << a100.status();
+  EXPECT_EQ(a100->nodes, 2);
+  EXPECT_EQ(a100->devices_per_node, 8);
+  EXPECT_EQ(a100->num_devices(), 16);
+  EXPECT_DOUBLE_EQ(a100->device.memory, 80e9);
+  EXPECT_DOUBLE_EQ(*a100->PeakFlops(ir::DataType::kBFloat16), 312e12);
+  EXPECT_DOUBLE_EQ(a100->intra_node.bandwidth, 300e9);  // 600 GB/s bidirectional NVLink
+  EXPECT_DOUBLE_EQ(a100->inter_node.bandwidth, 25e9);   // 200 Gb/s HDR per GPU
+
+  auto h200 = ClusterPreset("hgx-h200", 4);
+  ASSERT_TRUE(h200.ok()) << h200.status();
+  EXPECT_EQ(h200->num_devices(), 4);
+  EXPECT_DOUBLE_EQ(h200->device.memory, 141e9);
+  EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
+  EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 450e9);
+
+  auto uneven = ClusterPreset("dgx-h100", 12);
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("12 devices do not fill 8-device nodes"), std::string::npos);
+  auto unknown = ClusterPreset("tpu-v5", 8);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("dgx-a100, dgx-h100, hgx-h200"), std::string::npos) << unknown.status();
+  auto int_peak = a100->PeakFlops(ir::DataType::kInt32);
+  ASSERT_FALSE(int_peak.ok());
+  EXPECT_NE(int_peak.status().message().find("lists bf16, f16, f32, f64"), std::string::npos) << int_peak.status();
+}
+
+TEST(ParseClusterTest, WrittenJsonReadsBack) {
+  for (const std::string& name : ClusterPresetNames()) {
+    auto preset = ClusterPreset(name, 32);
+    ASSERT_TRUE(preset.ok()) << preset.status();
+    auto back = ParseCluster(ClusterToJson(*preset));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->name, preset->name);
+    EXPECT_EQ(back->nodes, 4);
+    EXPECT_EQ(back->device.peak_flops.size(), preset->device.peak_flops.size());
+    for (const auto& [dtype, flops] : preset->device.peak_flops) {
+      EXPECT_NEAR(back->device.peak_flops.at(dtype), flops, flops * 1e-12) << dtype;
+    }
+    EXPECT_NEAR(back->inter_node.latency, preset->inter_node.latency, 1e-18);
+    EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
+  }
+}
+
+TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
+  const std::string good_device =
+      R"("device": {"name": "x", "memory_gb": 16, "memory_bandwidth_gbps": 900, "peak_tflops": {"f32": 15}})";
+  const std::string links = R"("intra_node": {"bandwidth_gbps": 150, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 12.5, "latency_us": 10})";
+  auto ok = ParseCluster("{\"nodes\": 2, \"devices_per_node\": 4, " + good_device + ", " + links + "}");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_DOUBLE_EQ(ok->inter_node.bandwidth, 12.5e9);
+  EXPECT_DOUBLE_EQ(ok->intra_node.latency, 3e-6);
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"nodes\": 2, \"devices_per_node\": 4, \"device\": {\"name\": \"x\", \"memroy_gb\": 16}, " + links + "}",
+       "unknown cluster key 'device.memroy_gb'"},
+      {"{\"nodes\": 0, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
+       "'nodes' must be an integer >= 1, got 0"},
+      {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device + "}", "'intra_node' is missing"},
+      {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device +
+           R"(, "intra_node": {"bandwidth_gbps": -1, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 1, "latency_us": 1}})",
+       "'intra_node.bandwidth_gbps' must be a positive number, got -1"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"fp99": 1}}, )" + links + "}",
+       "'device.peak_tflops.fp99': not a dtype"},
+      {"{not json", "not valid JSON"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto c = ParseCluster(text);
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(std::string(c.status().message()).find(message), std::string::npos) << c.status();
+  }
+}
+
+}  // namespace
+}  // namespace pdist::strategy
+
+#ifdef PDIST_SOURCE_DIR
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace pdist::strategy {
+namespace {
+
+// Every example cluster file parses.
+TEST(ParseClusterTest, ExampleFilesParse) {
+  int parsed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PDIST_SOURCE_DIR) + "/examples/clusters")) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto c = ParseCluster(text.str());
+    EXPECT_TRUE(c.ok()) << entry.path() << ": " << c.status();
+    ++parsed;
+  }
+  EXPECT_GE(parsed, 2);
+}
+
+}  // namespace
+}  // namespace pdist::strategy
+#endif  // PDIST_SOURCE_DIR
