@@ -150,7 +150,7 @@ std::string ClusterToJson(const Cluster& c) {
 std::vector<std::string> ClusterPresetNames() { return {"dgx-a100", "dgx-h100", "hgx-h200"}; }
 
 // Rates are dense (no 2:4 sparsity); NVLink is per direction (half the bidirectional figure);
-// the network is one NIC per GPU. Latencies are nccl-tests' ring base latencies (docs/cluster.md).
+// the network is one NIC per GPU. Latencies are Paddle's alpha–beta defaults (docs/cluster.md).
 absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t devices) {
   const std::string name(name_view);  // absl::StrCat takes absl::string_view, not std::string_view
   if (devices < 1 || (devices % 8 != 0 && devices > 8)) {

@@ -1,0 +1,31 @@
+// Alpha–beta times of collectives over the slowest link of their group.
+#include "planner/comm_cost.h"
+
+namespace pdist::planner {
+
+const strategy::Link& SlowestLink(const strategy::Cluster& cluster, const std::vector<int64_t>& devices) {
+  for (int64_t d : devices) {
+    if (d / cluster.devices_per_node != devices.front() / cluster.devices_per_node) return cluster.inter_node;
+  }
+  return cluster.intra_node;
+}
+
+double CollectiveSeconds(const strategy::Cluster& cluster, Collective kind, double bytes,
+                         const std::vector<int64_t>& devices) {
+  const double n = static_cast<double>(devices.size());
+  if (devices.size() < 2) return 0;
+  const strategy::Link& link = SlowestLink(cluster, devices);
+  const double alpha = link.latency;
+  const double transfer = bytes / link.bandwidth;
+  switch (kind) {
+    case Collective::kAllReduce: return 2 * (n - 1) * alpha + 2 * (n - 1) / n * transfer;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll: return (n - 1) * alpha + (n - 1) / n * transfer;
+    case Collective::kBroadcast: return (n - 1) * alpha + transfer;
+    case Collective::kSendRecv: return alpha + transfer;
+  }
+  return 0;
+}
+
+}  // namespace pdist::planner
