@@ -83,8 +83,9 @@ absl::Status CheckCounts(const ScheduleShape& shape) {
 // Finish times of every (micro-batch, virtual stage) job while a simulation runs; -1: not yet.
 class Timeline {
  public:
-  Timeline(const ScheduleShape& shape, const JobCosts& costs)
-      : p_(shape.stages), virtual_stages_(shape.stages * shape.chunks), costs_(costs),
+  // costs: one per virtual stage k = chunk·p + stage.
+  Timeline(const ScheduleShape& shape, std::vector<JobCosts> costs)
+      : p_(shape.stages), virtual_stages_(shape.stages * shape.chunks), costs_(std::move(costs)),
         forward_(shape.micro_batches * virtual_stages_, -1), backward_(forward_) {}
 
   // When `job` of `stage` may start as far as other jobs go; nullopt, with the job it waits for
@@ -99,7 +100,7 @@ class Timeline {
         *blocker = absl::StrCat(PipelineJob{kind, job.micro_batch, at / p_}.ToString(), " on stage ", at_stage);
         return false;
       }
-      ready = std::max(ready, end + (at_stage == stage ? 0 : costs_.p2p));
+      ready = std::max(ready, end + (at_stage == stage ? 0 : costs_[k].p2p));
       return true;
     };
     switch (job.kind) {
@@ -120,13 +121,14 @@ class Timeline {
     return ready;
   }
 
-  double Cost(JobKind kind) const {
-    switch (kind) {
-      case JobKind::kForward: return costs_.forward;
-      case JobKind::kBackward: return costs_.backward;
-      case JobKind::kBackwardInput: return costs_.backward_input;
-      case JobKind::kBackwardWeight: return costs_.backward_weight;
-      case JobKind::kOptimizer: return costs_.optimizer;
+  double Cost(int64_t stage, const PipelineJob& job) const {
+    const JobCosts& c = costs_[job.chunk * p_ + stage];
+    switch (job.kind) {
+      case JobKind::kForward: return c.forward;
+      case JobKind::kBackward: return c.backward;
+      case JobKind::kBackwardInput: return c.backward_input;
+      case JobKind::kBackwardWeight: return c.backward_weight;
+      case JobKind::kOptimizer: return c.optimizer;
     }
     return 0;
   }
@@ -140,7 +142,7 @@ class Timeline {
  private:
   int64_t p_;
   int64_t virtual_stages_;
-  JobCosts costs_;
+  std::vector<JobCosts> costs_;
   std::vector<double> forward_, backward_;  // B or B-input; nothing waits for a W
 };
 
@@ -230,13 +232,26 @@ std::string JobsToString(const std::vector<PipelineJob>& jobs) {
 absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector<PipelineJob>>& per_stage,
                                                    const ScheduleShape& shape, const JobCosts& costs) {
   PDIST_RETURN_IF_ERROR(CheckCounts(shape));
+  return SimulateSchedule(per_stage, shape, std::vector<JobCosts>(shape.stages * shape.chunks, costs));
+}
+
+absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector<PipelineJob>>& per_stage,
+                                                   const ScheduleShape& shape,
+                                                   const std::vector<JobCosts>& virtual_stage_costs) {
+  PDIST_RETURN_IF_ERROR(CheckCounts(shape));
   const int64_t p = shape.stages;
   if (static_cast<int64_t>(per_stage.size()) != p) {
     return absl::InvalidArgumentError(absl::StrCat("got job lists for ", per_stage.size(), " stages, want ", p));
   }
-  for (double cost : {costs.forward, costs.backward, costs.backward_input, costs.backward_weight, costs.optimizer,
-                      costs.p2p}) {
-    if (cost < 0) return absl::InvalidArgumentError(absl::StrCat("job costs must be >= 0, got ", cost));
+  if (static_cast<int64_t>(virtual_stage_costs.size()) != p * shape.chunks) {
+    return absl::InvalidArgumentError(absl::StrCat("got job costs for ", virtual_stage_costs.size(),
+                                                   " virtual stages, want stages × chunks = ", p * shape.chunks));
+  }
+  for (const JobCosts& costs : virtual_stage_costs) {
+    for (double cost : {costs.forward, costs.backward, costs.backward_input, costs.backward_weight, costs.optimizer,
+                        costs.p2p}) {
+      if (cost < 0) return absl::InvalidArgumentError(absl::StrCat("job costs must be >= 0, got ", cost));
+    }
   }
   for (int64_t s = 0; s < p; ++s) {
     PDIST_RETURN_IF_ERROR(CheckJobList(per_stage[s], shape, s));
@@ -244,7 +259,7 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
 
   // Each pass runs, on every stage, the jobs whose dependencies have finished; a job's times
   // depend only on finished jobs, so the order of the passes does not change them.
-  Timeline timeline(shape, costs);
+  Timeline timeline(shape, virtual_stage_costs);
   SimulatedSchedule result;
   result.stages.resize(p);
   std::vector<double> clock(p, 0);
@@ -258,7 +273,7 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
         const std::optional<double> ready = timeline.Ready(s, job, &blocker);
         if (!ready) break;
         const double start = std::max(clock[s], *ready);
-        clock[s] = start + timeline.Cost(job.kind);
+        clock[s] = start + timeline.Cost(s, job);
         done.push_back({job, start, clock[s]});
         timeline.Finish(s, job, clock[s]);
         progress = true;

@@ -107,4 +107,11 @@ struct SimulatedSchedule {
 absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector<ir::PipelineJob>>& per_stage,
                                                    const ScheduleShape& shape, const JobCosts& costs);
 
+// The same with costs that differ between stages (the first holds the embedding, the last the
+// head): one JobCosts per virtual stage k = chunk·p + stage; a dependency that crosses stages
+// adds the p2p of the job that waits. InvalidArgument unless there are p × chunks of them.
+absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector<ir::PipelineJob>>& per_stage,
+                                                   const ScheduleShape& shape,
+                                                   const std::vector<JobCosts>& virtual_stage_costs);
+
 }  // namespace pdist::passes

@@ -79,6 +79,28 @@ auto LinkOf(Link& link) {
   };
 }
 
+// A number in (0, 1].
+auto Fraction(double& field) {
+  return [&field](const Json& v, const std::string& path) -> absl::Status {
+    if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be a number in (0, 1], got ", v.dump()));
+    }
+    field = v.get<double>();
+    return absl::OkStatus();
+  };
+}
+
+auto EfficiencyOf(Efficiency& e) {
+  return [&e](const Json& v, const std::string& path) {
+    return ReadObject(v, path,
+                      {{"gemm", Fraction(e.gemm)},
+                       {"gemm_half_gflop", Positive(e.gemm_half_flops, kGiga)},
+                       {"memory", Fraction(e.memory)},
+                       {"op_overhead_us", Positive(e.op_overhead, kMicro)}},
+                      {});
+  };
+}
+
 absl::Status ReadPeaks(Device& device, const Json& v, const std::string& path) {
   if (!v.is_object() || v.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must map dtypes to TFLOP/s"));
@@ -116,7 +138,8 @@ absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
                       {{"name", Text(c.device.name)},
                        {"memory_gb", Positive(c.device.memory, kGiga)},
                        {"memory_bandwidth_gbps", Positive(c.device.memory_bandwidth, kGiga)},
-                       {"peak_tflops", [&c](const Json& p, const std::string& at) { return ReadPeaks(c.device, p, at); }}},
+                       {"peak_tflops", [&c](const Json& p, const std::string& at) { return ReadPeaks(c.device, p, at); }},
+                       {"efficiency", EfficiencyOf(c.device.efficiency)}},
                       {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops"});
   };
   PDIST_RETURN_IF_ERROR(ReadObject(j, "",
@@ -141,7 +164,12 @@ std::string ClusterToJson(const Cluster& c) {
                    {{"name", c.device.name},
                     {"memory_gb", c.device.memory / kGiga},
                     {"memory_bandwidth_gbps", c.device.memory_bandwidth / kGiga},
-                    {"peak_tflops", peaks}}},
+                    {"peak_tflops", peaks},
+                    {"efficiency",
+                     {{"gemm", c.device.efficiency.gemm},
+                      {"gemm_half_gflop", c.device.efficiency.gemm_half_flops / kGiga},
+                      {"memory", c.device.efficiency.memory},
+                      {"op_overhead_us", c.device.efficiency.op_overhead / kMicro}}}}},
                   {"intra_node", link(c.intra_node)},
                   {"inter_node", link(c.inter_node)}};
   return j.dump(2);

@@ -220,7 +220,7 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
             .Read();
       })
       .Object("recompute", [&s](Section& x) {
-        return x.Bool("enable", s.recompute.enable).Read();
+        return x.Bool("enable", s.recompute.enable).Enum("granularity", s.recompute.granularity, {"full", "selective"}).Read();
       })
       .Object("amp", [&s](Section& x) {
         return x.Bool("enable", s.amp.enable)
@@ -255,7 +255,7 @@ std::string StrategyToJson(const Strategy& s) {
         {"micro_batch_size", s.pipeline.micro_batch_size},
         {"vpp_degree", s.pipeline.vpp_degree},
         {"split_before", s.pipeline.split_before}}},
-      {"recompute", {{"enable", s.recompute.enable}}},
+      {"recompute", {{"enable", s.recompute.enable}, {"granularity", s.recompute.granularity}}},
       {"amp", {{"enable", s.amp.enable}, {"dtype", s.amp.dtype}, {"level", s.amp.level}}},
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
       {"annotations", Json::array()},

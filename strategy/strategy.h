@@ -37,8 +37,14 @@ struct PipelineConfig {
   std::vector<std::string> split_before;
 };
 
+// Recompute granularities (pdist's key, named as Megatron-LM's; Paddle picks ops by pattern):
+// "full" keeps each layer's input and recomputes the whole layer in the backward; "selective"
+// keeps what matmul-like ops (matmuls, fused attention) produce and recomputes the cheap rest
+// (norms, activations, dropout) — with a fused attention there is no s² tensor to drop, so this
+// is the selective policy that still saves memory.
 struct RecomputeConfig {
   bool enable = false;
+  std::string granularity = "full";  // full | selective
 };
 
 struct AmpConfig {

@@ -1,0 +1,57 @@
+#include "planner/compute_cost.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+
+namespace pdist::planner {
+namespace {
+
+bool IsFloat(ir::DataType dtype) {
+  return dtype == ir::DataType::kFloat32 || dtype == ir::DataType::kFloat64 || dtype == ir::DataType::kBFloat16 ||
+         dtype == ir::DataType::kFloat16;
+}
+
+// Matmul-like: enough arithmetic per byte that the size of the op, not memory, limits it.
+constexpr double kMatmulIntensity = 4;
+
+}  // namespace
+
+bool IsMatmulLike(const ir::OpCost& cost) { return cost.flops > 0 && cost.flops >= kMatmulIntensity * cost.bytes; }
+
+absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost) {
+  auto peak = device.peak_flops.find(ir::DataTypeName(dtype));
+  if (peak == device.peak_flops.end()) {
+    return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype)));
+  }
+  const strategy::Efficiency& e = device.efficiency;
+  double efficiency = e.gemm;
+  if (IsMatmulLike(cost)) {
+    efficiency = e.gemm * cost.flops / (cost.flops + e.gemm_half_flops);
+  }
+  const double compute = cost.flops > 0 ? cost.flops / (peak->second * efficiency) : 0;
+  const double memory = cost.bytes / (device.memory_bandwidth * e.memory);
+  return e.op_overhead + std::max(compute, memory);
+}
+
+absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op) {
+  PDIST_ASSIGN_OR_RETURN(const ir::OpDef* def, ir::OpRegistry::Global().Lookup(op.type()));
+  ir::InputTypes inputs;
+  for (const ir::Value* v : op.operands()) inputs.push_back(v != nullptr ? &v->type() : nullptr);
+  std::vector<ir::TensorType> outputs;
+  for (const ir::Value* v : op.results()) outputs.push_back(v->type());
+  return def->cost(inputs, outputs, op.attrs());
+}
+
+ir::DataType ComputeDtype(const ir::Operation& op) {
+  for (const ir::Value* v : op.operands()) {
+    if (v != nullptr && IsFloat(v->type().dtype)) return v->type().dtype;
+  }
+  for (const ir::Value* v : op.results()) {
+    if (IsFloat(v->type().dtype)) return v->type().dtype;
+  }
+  return ir::DataType::kFloat32;
+}
+
+}  // namespace pdist::planner

@@ -1,0 +1,36 @@
+// Compute cost: the seconds one op of a local program takes on a device, as a roofline whose
+// compute roof depends on the op's size.
+//
+//   t = op_overhead + max(flops / (peak(dtype) · e(flops)),  bytes / (memory_bandwidth · memory))
+//   e(f) = gemm · f / (f + gemm_half_flops)       for matmul-like ops (flops ≥ 4 · bytes)
+//   e(f) = gemm                                   otherwise (they are memory-bound anyway)
+//
+// so a 4096³ matmul on an A100 (137 GFLOP) runs at 0.8 · 312 TFLOP/s, a 256³ one (34 MFLOP) at a
+// twentieth of that. FLOPs and bytes come from the op's registered cost (OpDef::cost) on its
+// local types. The efficiencies are the cluster's (strategy::Efficiency; docs/cost_model.md).
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "ir/op_def.h"
+#include "ir/program.h"
+#include "strategy/cluster.h"
+
+namespace pdist::planner {
+
+// Enough arithmetic per byte (flops ≥ 4 · bytes) that the op's size, not memory, limits it: a
+// matmul, a fused attention. Selective recompute keeps these ops' results and redoes the rest.
+bool IsMatmulLike(const ir::OpCost& cost);
+
+// Seconds of an op with `cost`, computing in `dtype`. NotFound when the device lists no peak
+// for the dtype.
+absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost);
+
+// The registered cost of `op` on its (local) operand and result types. NotFound for an op the
+// registry does not know.
+absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op);
+
+// The dtype an op computes in: that of its first floating-point operand or result (f32 when it
+// has none, e.g. an embedding lookup of integer ids reading no float).
+ir::DataType ComputeDtype(const ir::Operation& op);
+
+}  // namespace pdist::planner

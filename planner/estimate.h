@@ -1,0 +1,90 @@
+// Estimate: the predicted step time and per-rank memory of one candidate, from the profiles of
+// its segments (planner/profile.h), the cluster's links and the schedule's simulation.
+//
+//   Profiler profiler(model, cluster);
+//   PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(candidate, model, cluster, profiler, {}));
+//   e.step_time; e.fits; e.memory.total(); e.time.bubble;
+//
+// How the pieces combine (docs/cost_model.md has the formulas and their sources):
+//   - layers go to the pp × vpp virtual stages so that the slowest is as fast as possible (the
+//     embedding on the first, the head on the last); the cut is written into the strategy;
+//   - a virtual stage's jobs cost the sum of its segments' F, B, W (recompute adds the forward
+//     it redoes to B) and run through the schedule's simulator with p2p on every cross-stage
+//     dependency: bubbles, warm-up and cool-down are counted as they happen;
+//   - the data-parallel gradient all-reduce (ZeRO 1/2: reduce-scatter + all-gather, the same
+//     bus volume; ZeRO 3: reduce-scatter, plus a parameter all-gather before each F and B) is
+//     bucketed by layer and overlaps the last backward except its last bucket;
+//   - memory: parameters, gradients and optimizer states divided by dp as the ZeRO stage says,
+//     activations times the most micro-batches the simulated schedule keeps alive, a layer's
+//     recompute workspace, two fusion buckets; the device's memory less the margin must hold it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/candidate.h"
+#include "planner/planned_model.h"
+#include "planner/profile.h"
+#include "strategy/cluster.h"
+
+namespace pdist::planner {
+
+struct EstimateOptions {
+  // Fraction of device memory kept free for the runtime (CUDA context, NCCL, allocator
+  // fragmentation). docs/cost_model.md says why 10%.
+  double memory_margin = 0.10;
+  double bucket_bytes = 25e6;  // data-parallel gradient fusion bucket
+};
+
+struct TimeBreakdown {
+  double compute = 0;    // F, B, W and optimizer on the busiest rank, without recompute or collectives
+  double recompute = 0;  // the forward redone in the backward
+  double mp_comm = 0;    // tensor-parallel collectives inside the jobs
+  double dp_comm = 0;    // data-parallel / ZeRO communication not hidden behind the backward
+  double pp_comm = 0;    // what pipeline sends add to the step (simulated with and without)
+  double bubble = 0;     // the busiest rank idle, waiting for other stages
+};
+
+struct MemoryBreakdown {
+  double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0, workspace = 0;
+  double total() const { return parameters + gradients + optimizer_states + activations + workspace; }
+};
+
+struct Estimate {
+  Candidate candidate;
+  // False when EstimateCandidate stopped before simulating the schedule because a bound showed
+  // the candidate cannot win (`pruned` says why); step_time and memory are then lower bounds.
+  bool simulated = true;
+  std::string pruned;
+  double step_time = 0;  // seconds
+  TimeBreakdown time;
+  MemoryBreakdown memory;           // of the rank that needs the most
+  double capacity = 0;              // usable bytes per device (memory less the margin)
+  bool fits = false;
+  std::string not_executable;       // empty when pdist's engine runs the strategy; else why not
+  std::vector<std::string> split_before;  // the priced stage cut
+  double tokens_per_s = 0;
+  double tflops_per_device = 0;     // model FLOPs (no recompute) per second per device
+  double mfu = 0;
+};
+
+// The FLOPs of one training step of the whole model (forward and backward, no recompute), from
+// the single-device profile at micro-batch 1 (FLOPs are linear in the batch).
+absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler);
+
+// InvalidArgument naming what does not fit together (degrees whose product is not the device
+// count, a batch the micro-batching does not divide, more virtual stages than layers + 2); a
+// profile's error (a degree the shapes cannot be split by) is passed on.
+//
+// `beat`: the step time a candidate must beat to matter. When the busiest rank's work alone
+// (a lower bound on the step) exceeds it, or the memory without any activation in flight exceeds
+// the capacity, the schedule is not simulated and the estimate comes back with `pruned` set.
+absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedModel& model,
+                                           const strategy::Cluster& cluster, Profiler& profiler,
+                                           const EstimateOptions& options,
+                                           double beat = std::numeric_limits<double>::infinity());
+
+}  // namespace pdist::planner

@@ -1,0 +1,56 @@
+// Profiles: what the embedding, one repeated layer and the head cost one rank, for a tensor-
+// parallel degree, sequence parallelism on or off and a micro-batch size — measured by running
+// the real passes (pdist's engine builds exactly these programs) on the model cut into three
+// pipeline stages and pricing each stage's partitioned local program:
+//
+//   stage 0 = embedding + layer 0,  stage 1 = layer 1,  stage 2 = layers 2 … L-1 + head
+//   layer = stage 1,  embedding = stage 0 − layer,  head = stage 2 − (L−2) · layer
+//
+// The stages run the ZBH1 schedule so that the backward splits into input and weight gradients;
+// a whole backward is their sum. Data parallelism, ZeRO, recompute and the schedule change how
+// these costs combine, not the costs: planner/estimate.h combines them. A profile is cached by
+// its key, so a search over thousands of candidates profiles a handful of programs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "absl/status/statusor.h"
+#include "planner/planned_model.h"
+#include "planner/segment_cost.h"
+#include "strategy/cluster.h"
+
+namespace pdist::planner {
+
+struct ProfileKey {
+  int64_t mp = 1;
+  bool sp = false;
+  int64_t micro_batch = 1;
+  friend bool operator<(const ProfileKey& a, const ProfileKey& b) {
+    return std::tie(a.mp, a.sp, a.micro_batch) < std::tie(b.mp, b.sp, b.micro_batch);
+  }
+};
+
+struct ModelProfile {
+  SegmentCost embedding, layer, head;  // one micro-batch, one rank of the tensor-parallel group
+};
+
+class Profiler {
+ public:
+  Profiler(const PlannedModel& model, const strategy::Cluster& cluster) : model_(model), cluster_(cluster) {}
+
+  // Errors name the key: a degree the model's shapes cannot be split by, a micro-batch that does
+  // not divide the batch.
+  absl::StatusOr<const ModelProfile*> Get(const ProfileKey& key);
+  int64_t programs_profiled() const { return static_cast<int64_t>(cache_.size()); }
+
+ private:
+  absl::StatusOr<ModelProfile> Measure(const ProfileKey& key) const;
+
+  const PlannedModel& model_;
+  const strategy::Cluster& cluster_;
+  std::map<ProfileKey, absl::StatusOr<ModelProfile>> cache_;
+};
+
+}  // namespace pdist::planner

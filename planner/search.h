@@ -1,0 +1,78 @@
+// Search: the fastest candidate that fits, over every factorisation of the devices into data ×
+// tensor × pipeline parallel degrees, sequence parallelism, ZeRO stage, micro-batch size and
+// count, schedule (1F1B, ZBH1, VPP and its degree) and recompute (none, selective, full).
+//
+//   SearchOptions o;
+//   o.fixed.mp = 8;                                   // what the user's strategy file sets
+//   o.progress = [](const SearchProgress& p) { ... };
+//   PDIST_ASSIGN_OR_RETURN(SearchResult r, Search(model, cluster, o));
+//   r.best();                                          // the plan; r.ranked: the others that fit
+//
+// What keeps it fast: segments are profiled once per (mp, sp, micro-batch) (planner/profile.h);
+// a candidate whose busiest rank alone works longer than the best step so far, or whose memory
+// without activations exceeds the device, is not simulated; and recompute or a higher ZeRO stage
+// is not tried once a plan with less of it fits (they only add time, except ZeRO-1's sharded
+// optimizer step, which the loop tries before it stops).
+// Ties (within `tie_tolerance` of the fastest) go to the simpler plan (Candidate::Complexity).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/estimate.h"
+
+namespace pdist::planner {
+
+// What the user fixed (from a strategy file); unset fields are searched.
+struct FixedChoices {
+  std::optional<int64_t> dp, mp, pp, vpp, zero, micro_batch, micro_batches;
+  std::optional<bool> sp;
+  std::optional<passes::ScheduleMode> schedule;
+  std::optional<Recompute> recompute;
+};
+
+struct SearchProgress {
+  int64_t factorisations_done = 0, factorisations = 0;
+  int64_t priced = 0;  // candidates estimated so far
+  double best_step_time = 0;  // 0 until one fits
+};
+
+struct SearchOptions {
+  FixedChoices fixed;
+  bool tensor_parallel_across_nodes = false;  // allow mp beyond one node
+  bool executable_only = false;                // only strategies this build of pdist runs
+  int64_t max_micro_batch = 64;
+  double tie_tolerance = 0.01;
+  EstimateOptions estimate;
+  std::function<void(const SearchProgress&)> progress;
+};
+
+struct SearchResult {
+  std::vector<Estimate> ranked;    // fit (and run, with executable_only), best first
+  std::vector<Estimate> too_big;   // out of memory, least memory first (for --explain); memory is a
+                                   // lower bound where !simulated
+  std::vector<std::string> skipped;  // configurations that cannot be built, with the reason
+  int64_t candidates = 0;   // generated
+  int64_t simulated = 0;    // priced through the schedule simulation
+  int64_t pruned = 0;       // stopped by a bound
+  int64_t programs_profiled = 0;
+  double seconds = 0;       // wall time of the search
+  double model_flops_per_step = 0;
+
+  const Estimate& best() const { return ranked.front(); }
+};
+
+// FailedPrecondition when no candidate fits, naming the leanest candidate and the memory it
+// needs against the capacity; InvalidArgument when the fixed choices contradict the cluster or
+// the batch (a degree that does not divide the device count).
+absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
+                                    const SearchOptions& options);
+
+// The divisors of n in increasing order.
+std::vector<int64_t> Divisors(int64_t n);
+
+}  // namespace pdist::planner

@@ -1,0 +1,122 @@
+#include "planner/segment_cost.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "ir/attribute.h"
+#include "ir/status.h"
+#include "planner/comm_cost.h"
+#include "planner/compute_cost.h"
+
+namespace pdist::planner {
+namespace {
+
+size_t Index(ir::OpRole role) { return static_cast<size_t>(role); }
+
+bool IsBackward(const ir::Operation& op) {
+  return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
+}
+
+// The collective an op of ir/ops/collective.cc performs and the bytes the alpha–beta formula
+// takes (the whole tensor: the gathered result, the scattered input); nullopt for other ops.
+std::optional<std::pair<Collective, double>> CollectiveOf(const ir::Operation& op) {
+  const std::string& t = op.type();
+  auto bytes = [](const std::vector<ir::Value*>& values) {
+    double sum = 0;
+    for (const ir::Value* v : values) sum += v != nullptr ? static_cast<double>(v->type().num_bytes()) : 0;
+    return sum;
+  };
+  if (t == "c_allreduce" || t == "c_allreduce_coalesced") return std::pair{Collective::kAllReduce, bytes(op.operands())};
+  if (t == "c_allgather") return std::pair{Collective::kAllGather, bytes(op.results())};
+  if (t == "c_reduce_scatter") return std::pair{Collective::kReduceScatter, bytes(op.operands())};
+  if (t == "c_alltoall") return std::pair{Collective::kAllToAll, bytes(op.operands())};
+  return std::nullopt;
+}
+
+}  // namespace
+
+SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    seconds[i] += o.seconds[i];
+    mp_comm_seconds[i] += o.mp_comm_seconds[i];
+  }
+  flops += o.flops;
+  param_bytes += o.param_bytes;
+  param_elements += o.param_elements;
+  grad_bytes += o.grad_bytes;
+  optimizer_state_bytes += o.optimizer_state_bytes;
+  saved_bytes += o.saved_bytes;
+  recomputable_bytes += o.recomputable_bytes;
+  recomputable_seconds += o.recomputable_seconds;
+  boundary_bytes += o.boundary_bytes;
+  return *this;
+}
+
+SegmentCost& SegmentCost::operator*=(double k) {
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    seconds[i] *= k;
+    mp_comm_seconds[i] *= k;
+  }
+  for (double* f : {&flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
+                    &recomputable_bytes, &recomputable_seconds, &boundary_bytes}) {
+    *f *= k;
+  }
+  return *this;
+}
+
+absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster) {
+  SegmentCost cost;
+  for (const ir::Value* arg : local.block().arguments()) {
+    const double bytes = static_cast<double>(arg->type().num_bytes());
+    if (arg->role() == ir::ValueRole::kParameter) {
+      cost.param_bytes += bytes;
+      cost.param_elements += static_cast<double>(arg->type().num_elements());
+    }
+    if (arg->role() == ir::ValueRole::kOptimizerState) cost.optimizer_state_bytes += bytes;
+  }
+  for (const ir::StateUpdate& g : local.gradients()) cost.grad_bytes += static_cast<double>(g.new_value->type().num_bytes());
+
+  std::set<const ir::Value*> saved, recomputable;
+  for (const auto& op : local.block().ops()) {
+    const size_t role = Index(op->role());
+    if (op->type() == "c_send" || op->type() == "c_recv") {
+      if (op->type() == "c_send" && op->role() == ir::OpRole::kForward) {
+        cost.boundary_bytes += static_cast<double>(op->operand(0)->type().num_bytes());
+      }
+      continue;
+    }
+    if (auto collective = CollectiveOf(*op)) {
+      PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(op->attrs(), "ranks"));
+      std::vector<int64_t> group;  // the same number of devices, counted from the node's first
+      for (int64_t d = 0; d < static_cast<int64_t>(ranks.size()); ++d) group.push_back(d);
+      const double t = CollectiveSeconds(cluster, collective->first, collective->second, group);
+      cost.seconds[role] += t;
+      cost.mp_comm_seconds[role] += t;
+      continue;
+    }
+    PDIST_ASSIGN_OR_RETURN(ir::OpCost op_cost, CostOf(*op));
+    absl::StatusOr<double> t = ComputeSeconds(cluster.device, ComputeDtype(*op), op_cost);
+    if (!t.ok()) return Annotate(t.status(), absl::StrCat("pricing ", op->Describe()));
+    cost.seconds[role] += *t;
+    if (op->role() != ir::OpRole::kOptimizer) cost.flops += op_cost.flops;
+    if (op->role() == ir::OpRole::kForward && !IsMatmulLike(op_cost)) {
+      cost.recomputable_seconds += *t;
+      recomputable.insert(op->results().begin(), op->results().end());
+    }
+    if (IsBackward(*op)) {
+      for (const ir::Value* v : op->operands()) {
+        if (v == nullptr || saved.count(v) != 0) continue;
+        const bool fed = v->producer() == nullptr && v->role() == ir::ValueRole::kDataInput;
+        const bool forward = v->producer() != nullptr && v->producer()->role() == ir::OpRole::kForward;
+        if (!fed && !forward) continue;
+        saved.insert(v);
+        const double bytes = static_cast<double>(v->type().num_bytes());
+        cost.saved_bytes += bytes;
+        if (recomputable.count(v) != 0) cost.recomputable_bytes += bytes;
+      }
+    }
+  }
+  return cost;
+}
+
+}  // namespace pdist::planner

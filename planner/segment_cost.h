@@ -1,0 +1,47 @@
+// What one micro-batch of one pipeline segment costs one rank: the time of its ops by role
+// (forward, backward, backward_weight, optimizer), its persistent state and the activations it
+// keeps for the backward — measured on a partitioned local program (planner/profile.h) and
+// combined by addition: a stage of 12 layers and the head is 12 · layer + head.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ir/pipeline_job.h"
+#include "ir/program.h"
+#include "strategy/cluster.h"
+
+namespace pdist::planner {
+
+struct SegmentCost {
+  // Seconds by ir::OpRole (forward, backward, backward_weight, optimizer): compute and the
+  // tensor-parallel collectives inside the ops' own program order.
+  std::array<double, 4> seconds{};
+  std::array<double, 4> mp_comm_seconds{};  // of which collectives
+  double flops = 0;                         // forward + backward FLOPs (model FLOPs at mp = 1)
+  double param_bytes = 0;                   // local, as the program holds them
+  double param_elements = 0;
+  double grad_bytes = 0;
+  double optimizer_state_bytes = 0;
+  double saved_bytes = 0;           // forward values (and fed inputs) a backward op reads
+  double recomputable_bytes = 0;    // of which made by ops that are not matmul-like (selective recompute drops them)
+  double recomputable_seconds = 0;  // forward seconds of those ops (what selective recompute redoes)
+  double boundary_bytes = 0;          // what a forward sends to the next stage (c_send)
+
+  double Seconds(ir::OpRole role) const { return seconds[static_cast<size_t>(role)]; }
+  double MpCommSeconds(ir::OpRole role) const { return mp_comm_seconds[static_cast<size_t>(role)]; }
+
+  SegmentCost& operator+=(const SegmentCost& o);
+  SegmentCost& operator*=(double k);
+  friend SegmentCost operator+(SegmentCost a, const SegmentCost& b) { return a += b; }
+  friend SegmentCost operator-(SegmentCost a, SegmentCost b) { return a += (b *= -1); }
+  friend SegmentCost operator*(SegmentCost a, double k) { return a *= k; }
+};
+
+// Prices every op of a rank's local (partitioned) program on `cluster`'s device. Collectives of
+// n ranks are priced as a group of n devices inside one node (tensor parallelism's place);
+// c_send / c_recv are not priced here, the forward sends' bytes become boundary_bytes.
+absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster);
+
+}  // namespace pdist::planner

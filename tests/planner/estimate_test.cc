@@ -1,0 +1,131 @@
+// Estimates against hand-computed values: the roofline of one op, the memory of each ZeRO stage,
+// the activations each schedule keeps in flight, recompute's trade, the written stage cut.
+#include "planner/estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "planner/compute_cost.h"
+#include "planner/stage_layout.h"
+
+namespace pdist::planner {
+namespace {
+
+strategy::Cluster Cluster(int64_t devices) { return *strategy::ClusterPreset("dgx-a100", devices); }
+
+TEST(ComputeCostTest, RooflineWithASizeDependentMatmulRate) {
+  const strategy::Device a100 = Cluster(1).device;  // f32 19.5 TFLOP/s, 2039 GB/s
+  // A 10 GFLOP matmul reaches 0.8 · 1e10 / (1e10 + 5e8) of peak.
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e7}),
+              5e-6 + 1e10 / (19.5e12 * 0.8 * 1e10 / (1e10 + 5e8)), 1e-12);
+  // A small one runs far below: 1 MFLOP at 0.8 · 1e6 / (1e6 + 5e8) ≈ 0.16% of peak.
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 1e4}),
+              5e-6 + 1e6 / (19.5e12 * 0.8 * 1e6 / (1e6 + 5e8)), 1e-12);
+  // An elementwise op is memory-bound: 8 MB at 0.8 of 2039 GB/s.
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
+              5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
+  EXPECT_FALSE(ComputeSeconds(a100, ir::DataType::kInt64, {.flops = 1, .bytes = 1}).ok());
+}
+
+TEST(StageLayoutTest, BalancedGroupsMinimiseTheLargestSum) {
+  EXPECT_EQ(BalancedGroups({1, 1, 1, 1}, 2), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(BalancedGroups({1, 2, 2, 2, 5}, 3), (std::vector<int64_t>{0, 3, 4}));  // sums 5, 2, 5
+  EXPECT_EQ(BalancedGroups({1, 1, 1}, 3), (std::vector<int64_t>{0, 1, 2}));
+}
+
+class EstimateTest : public ::testing::Test {
+ protected:
+  EstimateTest()
+      : model_(*ModelFromSpec("gpt:layers=6,hidden=64,heads=4,vocab=128,seq=16", 16)),
+        cluster_(Cluster(4)),
+        profiler_(model_, cluster_) {}
+
+  Estimate Run(const Candidate& c) {
+    absl::StatusOr<Estimate> e = EstimateCandidate(c, model_, cluster_, profiler_, {});
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? *e : Estimate{};
+  }
+  const ModelProfile& Profile(int64_t b) { return **profiler_.Get({.mp = 1, .sp = false, .micro_batch = b}); }
+  SegmentCost Whole(int64_t b) { return Profile(b).embedding + Profile(b).layer * 6 + Profile(b).head; }
+
+  PlannedModel model_;
+  strategy::Cluster cluster_;
+  Profiler profiler_;
+};
+
+TEST_F(EstimateTest, EachZeroStageShardsItsShareOverDataParallelRanks) {
+  const SegmentCost all = Whole(2);
+  const double dp = 4;
+  for (int64_t zero = 0; zero <= 3; ++zero) {
+    const Estimate e = Run({.dp = 4, .zero = zero, .micro_batch = 2, .micro_batches = 2});
+    SCOPED_TRACE(zero);
+    EXPECT_DOUBLE_EQ(e.memory.parameters, zero >= 3 ? all.param_bytes / dp : all.param_bytes);
+    EXPECT_DOUBLE_EQ(e.memory.gradients, zero >= 2 ? all.grad_bytes / dp : all.grad_bytes);
+    EXPECT_DOUBLE_EQ(e.memory.optimizer_states, zero >= 1 ? all.optimizer_state_bytes / dp : all.optimizer_state_bytes);
+    // One stage: one micro-batch in flight at a time; two fusion buckets.
+    EXPECT_DOUBLE_EQ(e.memory.activations, all.saved_bytes);
+    EXPECT_DOUBLE_EQ(e.memory.workspace, 2 * 25e6);
+    EXPECT_EQ(e.not_executable.empty(), zero == 0);
+  }
+}
+
+TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
+  // pp 2, 4 micro-batches: FThenB keeps all 4 on stage 0, 1F1B min(p, m) = 2.
+  const Estimate one_f = Run({.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4});
+  Candidate all_f{.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4, .schedule = passes::ScheduleMode::kFThenB};
+  const Estimate f_then_b = Run(all_f);
+  ASSERT_EQ(one_f.split_before.size(), 1u);
+  const StageLayout layout = *LayoutStages(Profile(2), model_, 2);
+  const SegmentCost stage0 = Profile(2).embedding + Profile(2).layer * static_cast<double>(layout.stages[0].layers);
+  const SegmentCost stage1 = Profile(2).head + Profile(2).layer * static_cast<double>(layout.stages[1].layers);
+  // The rank with the most memory, by hand: persistent state, in-flight activations, 2 buckets.
+  auto fullest = [&](double in_flight0, double in_flight1) {
+    const double total0 = stage0.param_bytes + stage0.grad_bytes + stage0.optimizer_state_bytes + in_flight0 * stage0.saved_bytes;
+    const double total1 = stage1.param_bytes + stage1.grad_bytes + stage1.optimizer_state_bytes + in_flight1 * stage1.saved_bytes;
+    return std::max(total0, total1) + 2 * 25e6;
+  };
+  EXPECT_DOUBLE_EQ(one_f.memory.total(), fullest(2, 1));
+  EXPECT_DOUBLE_EQ(f_then_b.memory.total(), fullest(4, 4));
+  EXPECT_EQ(one_f.split_before[0], absl::StrCat("gpt.h.", layout.stages[1].first_layer, ".*"));
+  // The step is at least the busiest stage's work, and pipelining leaves a bubble.
+  EXPECT_GT(one_f.time.bubble, 0);
+  EXPECT_NEAR(one_f.time.compute + one_f.time.recompute + one_f.time.mp_comm + one_f.time.dp_comm +
+                  one_f.time.pp_comm + one_f.time.bubble,
+              one_f.step_time, 1e-12);
+}
+
+TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
+  const Estimate none = Run({.dp = 4, .micro_batch = 4, .micro_batches = 1});
+  const Estimate selective = Run({.dp = 4, .micro_batch = 4, .micro_batches = 1, .recompute = Recompute::kSelective});
+  const Estimate full = Run({.dp = 4, .micro_batch = 4, .micro_batches = 1, .recompute = Recompute::kFull});
+  EXPECT_LT(none.step_time, selective.step_time);
+  EXPECT_LT(selective.step_time, full.step_time);
+  EXPECT_GT(none.memory.activations, selective.memory.activations);
+  EXPECT_GT(selective.memory.activations, full.memory.activations);
+  // Full recompute redoes each layer's forward once.
+  EXPECT_NEAR(full.time.recompute, 6 * Profile(4).layer.Seconds(ir::OpRole::kForward), 1e-15);
+  // and keeps each layer's input: b·s·h floats.
+  const SegmentCost all = Whole(4);
+  EXPECT_NEAR(full.memory.activations,
+              all.saved_bytes - 6 * (Profile(4).layer.saved_bytes - 4.0 * 4 * 16 * 64), 1e-6);
+}
+
+TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
+  absl::StatusOr<Estimate> e = EstimateCandidate({.dp = 2, .micro_batch = 2, .micro_batches = 2}, model_, cluster_,
+                                                 profiler_, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("dp × mp × pp = 2 but the cluster has 4 devices"), std::string::npos);
+  e = EstimateCandidate({.dp = 4, .micro_batch = 3, .micro_batches = 1}, model_, cluster_, profiler_, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("not the global batch 16"), std::string::npos) << e.status();
+  e = EstimateCandidate({.dp = 1, .mp = 4, .micro_batch = 16, .micro_batches = 1}, model_, cluster_,
+                        profiler_, {});
+  EXPECT_TRUE(e.ok()) << e.status();
+  e = EstimateCandidate({.dp = 1, .mp = 1, .pp = 4, .vpp = 3, .micro_batch = 4, .micro_batches = 4,
+                         .schedule = passes::ScheduleMode::kVPP},
+                        model_, cluster_, profiler_, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("12 virtual pipeline stages for 6 layers"), std::string::npos) << e.status();
+}
+
+}  // namespace
+}  // namespace pdist::planner

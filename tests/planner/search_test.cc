@@ -1,0 +1,152 @@
+// The search against brute force: on small clusters every candidate of the space is estimated
+// without bounds and the planner's pick must be the fastest that fits (or a simpler one within
+// the tie tolerance); fixed choices are honoured; nothing fitting is an error naming the
+// leanest plan.
+#include "planner/search.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace pdist::planner {
+namespace {
+
+PlannedModel Gpt(const std::string& spec, int64_t batch) { return *ModelFromSpec(spec, batch); }
+
+// `devices` A100s with `memory_gb` each, 4 per node so that some groups cross nodes.
+strategy::Cluster SmallCluster(int64_t devices, double memory_gb) {
+  strategy::Cluster c = *strategy::ClusterPreset("dgx-a100", 8);
+  c.devices_per_node = std::min<int64_t>(devices, 4);
+  c.nodes = devices / c.devices_per_node;
+  c.device.memory = memory_gb * 1e9;
+  return c;
+}
+
+// Every candidate of the search space, estimated without pruning; the fastest that fits.
+std::optional<Estimate> BruteForce(const PlannedModel& model, const strategy::Cluster& cluster, int64_t* count) {
+  Profiler profiler(model, cluster);
+  std::optional<Estimate> best;
+  const int64_t n = cluster.num_devices(), batch = model.global_batch;
+  for (int64_t mp = 1; mp <= cluster.devices_per_node; ++mp) {
+    for (int64_t pp = 1; pp <= model.layers; ++pp) {
+      if (n % (mp * pp) != 0) continue;
+      const int64_t dp = n / (mp * pp);
+      for (int64_t b = 1; b <= batch; ++b) {
+        if (batch % (dp * b) != 0) continue;
+        const int64_t m = batch / (dp * b);
+        for (int sp = 0; sp <= (mp > 1 ? 1 : 0); ++sp) {
+          for (int schedule = 0; schedule < 3; ++schedule) {
+            for (int64_t vpp = 1; vpp <= 8; ++vpp) {
+              const auto mode = std::array{passes::ScheduleMode::k1F1B, passes::ScheduleMode::kZBH1,
+                                           passes::ScheduleMode::kVPP}[schedule];
+              if ((mode == passes::ScheduleMode::kVPP) != (vpp > 1) || (pp == 1 && schedule > 0)) continue;
+              if (vpp > 1 && (m % pp != 0 || pp * vpp > model.layers + 2)) continue;
+              for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+                for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                  Candidate c{.dp = dp, .mp = mp, .pp = pp, .vpp = vpp, .sp = sp == 1, .zero = zero,
+                              .micro_batch = b, .micro_batches = m, .schedule = mode, .recompute = rc};
+                  absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, {});
+                  if (!e.ok()) continue;  // a degree the shapes cannot take
+                  ++*count;
+                  if (e->fits && (!best || e->step_time < best->step_time)) best = *e;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+void ExpectSearchMatchesBruteForce(const PlannedModel& model, const strategy::Cluster& cluster) {
+  int64_t count = 0;
+  const std::optional<Estimate> fastest = BruteForce(model, cluster, &count);
+  ASSERT_TRUE(fastest.has_value());
+  SearchOptions o;
+  absl::StatusOr<SearchResult> r = Search(model, cluster, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Estimate& pick = r->best();
+  EXPECT_TRUE(pick.fits);
+  EXPECT_LE(pick.step_time, fastest->step_time * (1 + o.tie_tolerance))
+      << "planner picked " << pick.candidate.ToString() << ", brute force " << fastest->candidate.ToString();
+  EXPECT_LE(pick.candidate.Complexity(), fastest->candidate.Complexity());
+  // The bounds let it simulate far fewer than the whole space.
+  EXPECT_LT(r->simulated, count);
+}
+
+TEST(SearchTest, MatchesBruteForceOnFourDevices) {
+  ExpectSearchMatchesBruteForce(Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16), SmallCluster(4, 80));
+}
+
+TEST(SearchTest, MatchesBruteForceWhenMemoryIsTight) {
+  // 8 devices of 60 MB: the replicated model with AdamW does not fit; sharding, pipelining or
+  // tensor parallelism must make room.
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16);
+  ExpectSearchMatchesBruteForce(model, SmallCluster(8, 0.06));
+  absl::StatusOr<SearchResult> r = Search(model, SmallCluster(8, 0.06), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Candidate& c = r->best().candidate;
+  EXPECT_TRUE(c.zero > 0 || c.pp > 1 || c.mp > 1) << c.ToString();
+  EXPECT_FALSE(r->too_big.empty());
+}
+
+TEST(SearchTest, FixedChoicesAreKept) {
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16);
+  SearchOptions o;
+  o.fixed.mp = 2;
+  o.fixed.pp = 2;
+  o.fixed.schedule = passes::ScheduleMode::kZBH1;
+  absl::StatusOr<SearchResult> r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const Estimate& e : r->ranked) {
+    EXPECT_EQ(e.candidate.mp, 2);
+    EXPECT_EQ(e.candidate.pp, 2);
+    EXPECT_EQ(e.candidate.dp, 2);
+    EXPECT_EQ(e.candidate.schedule, passes::ScheduleMode::kZBH1);
+  }
+  o.fixed.mp = 3;
+  r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("mp_degree 3 does not divide the 8 devices"), std::string::npos) << r.status();
+}
+
+TEST(SearchTest, ExecutableOnlyKeepsWhatTheEngineRuns) {
+  SearchOptions o;
+  o.executable_only = true;
+  absl::StatusOr<SearchResult> r =
+      Search(Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16), SmallCluster(8, 0.06), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const Estimate& e : r->ranked) EXPECT_EQ(e.not_executable, "") << e.candidate.ToString();
+  EXPECT_EQ(r->best().candidate.zero, 0);
+  EXPECT_EQ(r->best().candidate.recompute, Recompute::kNone);
+}
+
+TEST(SearchTest, NothingFitsNamesTheLeanestPlan) {
+  absl::StatusOr<SearchResult> r =
+      Search(Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16), SmallCluster(4, 0.001), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("no plan fits in 0.0 GB per device"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("the leanest, dp"), std::string::npos) << r.status();
+}
+
+TEST(SearchTest, ProgressReportsEveryFactorisation) {
+  SearchOptions o;
+  std::vector<SearchProgress> seen;
+  o.progress = [&](const SearchProgress& p) { seen.push_back(p); };
+  absl::StatusOr<SearchResult> r =
+      Search(Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16), SmallCluster(4, 80), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().factorisations_done, seen.back().factorisations);
+  EXPECT_EQ(seen.back().priced, r->candidates);
+  EXPECT_GT(seen.back().best_step_time, 0);
+}
+
+TEST(SearchTest, DivisorsInOrder) { EXPECT_EQ(Divisors(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 12})); }
+
+}  // namespace
+}  // namespace pdist::planner
