@@ -58,6 +58,14 @@ absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
   // The layer's own boundary is what every cut sends; the embedding's and head's differences of
   // sends are not theirs.
   profile.embedding.boundary_bytes = profile.head.boundary_bytes = 0;
+  // The first stage has no upstream to send input gradients to, so ZBH1's split puts all of its
+  // backward into W, layer 0's included: stage 0 − layer leaves the embedding a negative B and
+  // a W too large by as much. Their sum is the embedding's backward; it is a weight gradient.
+  for (auto* by_role : {&profile.embedding.seconds, &profile.embedding.mp_comm_seconds}) {
+    auto& r = *by_role;
+    r[static_cast<size_t>(ir::OpRole::kBackwardWeight)] += r[static_cast<size_t>(ir::OpRole::kBackward)];
+    r[static_cast<size_t>(ir::OpRole::kBackward)] = 0;
+  }
   return profile;
 }
 

@@ -63,6 +63,16 @@ TEST(ProfileTest, TensorParallelismSplitsTheLayer) {
   EXPECT_DOUBLE_EQ((*sp)->layer.boundary_bytes, one->layer.boundary_bytes / 2);
   EXPECT_LT((*sp)->layer.saved_bytes, (*two)->layer.saved_bytes);
   EXPECT_EQ(profiler.programs_profiled(), 3);
+  // Segments are differences of stage programs; none may come out negative.
+  for (const ModelProfile* p : {one, *two, *sp}) {
+    for (const SegmentCost* s : {&p->embedding, &p->layer, &p->head}) {
+      for (size_t role = 0; role < 4; ++role) {
+        EXPECT_GE(s->seconds[role], 0) << role;
+        EXPECT_GE(s->mp_comm_seconds[role], -1e-18) << role;
+      }
+      EXPECT_GE(s->saved_bytes, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// The choices a user's strategy file fixes for the search: `pdist-plan --strategy s.json` keeps
+// every key the file sets and searches the rest; a file that sets everything is priced as it is.
+//
+//   {"mp_degree": 8, "pp_degree": 6}                     → mp and pp fixed
+//   {"pipeline": {"schedule_mode": "VPP", "vpp_degree": 2}} → the schedule fixed
+//   {"sharding": {"enable": false}}                       → no ZeRO
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "planner/search.h"
+
+namespace pdist::planner {
+
+// The file is first read as a Strategy (its errors name the key); per-tensor annotations, amp
+// and gradient merge are InvalidArgument: the planner does not plan them.
+absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& json_text);
+
+}  // namespace pdist::planner

@@ -1,0 +1,121 @@
+#include "planner/report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "strategy/strategy.h"
+
+namespace pdist::planner {
+namespace {
+
+constexpr double kGB = 1e9;
+
+std::string Executable(const Estimate& e) {
+  return e.not_executable.empty() ? "runs on this build of pdist" : absl::StrCat("not yet executable: ", e.not_executable);
+}
+
+nlohmann::json TimeJson(const TimeBreakdown& t) {
+  return {{"compute", t.compute}, {"recompute", t.recompute}, {"tensor_parallel", t.mp_comm},
+          {"data_parallel", t.dp_comm}, {"pipeline_p2p", t.pp_comm}, {"bubble", t.bubble}};
+}
+
+nlohmann::json MemoryJson(const MemoryBreakdown& m) {
+  return {{"parameters", m.parameters}, {"gradients", m.gradients}, {"optimizer_states", m.optimizer_states},
+          {"activations", m.activations}, {"workspace", m.workspace}};
+}
+
+nlohmann::json CandidateJson(const Estimate& e) {
+  return {{"plan", e.candidate.ToString()}, {"step_time_s", e.step_time}, {"mfu", e.mfu},
+          {"peak_memory_bytes", e.memory.total()}, {"executable", e.not_executable.empty()}};
+}
+
+}  // namespace
+
+std::string PlanStrategyJson(const Estimate& plan) {
+  return strategy::StrategyToJson(plan.candidate.ToStrategy(plan.split_before));
+}
+
+std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) {
+  const Estimate& e = r.best();
+  const MemoryBreakdown& m = e.memory;
+  const TimeBreakdown& t = e.time;
+  std::string out = absl::StrFormat("plan: %s   (%s)\n", e.candidate.ToString(), Executable(e));
+  absl::StrAppendFormat(&out, "predicted step %.4g s  ·  %.4g tokens/s  ·  %.4g TFLOP/s per device  ·  MFU %.1f%%\n",
+                        e.step_time, e.tokens_per_s, e.tflops_per_device, 100 * e.mfu);
+  absl::StrAppendFormat(&out, "memory per device %.3g GB of %.3g GB usable (%.3g GB less the margin)\n", m.total() / kGB,
+                        e.capacity / kGB, cluster.device.memory / kGB);
+  absl::StrAppendFormat(&out,
+                        "  parameters %.3g  gradients %.3g  optimizer states %.3g  activations %.3g  workspace %.3g "
+                        "(GB)\n",
+                        m.parameters / kGB, m.gradients / kGB, m.optimizer_states / kGB, m.activations / kGB,
+                        m.workspace / kGB);
+  absl::StrAppendFormat(&out,
+                        "step time  compute %.4g  recompute %.4g  tensor-parallel %.4g  data-parallel %.4g  "
+                        "pipeline p2p %.4g  bubble %.4g (s)\n",
+                        t.compute, t.recompute, t.mp_comm, t.dp_comm, t.pp_comm, t.bubble);
+  if (!e.split_before.empty()) {
+    absl::StrAppend(&out, "stages start at ", absl::StrJoin(e.split_before, ", "), "\n");
+  }
+  absl::StrAppendFormat(&out, "searched %d candidates (%d simulated, %d cut by bounds), %d profiles, %.3g s on %s\n",
+                        r.candidates, r.simulated, r.pruned, r.programs_profiled, r.seconds, cluster.name);
+  return out;
+}
+
+std::string ExplainText(const SearchResult& r, int64_t top) {
+  const double best = r.best().step_time;
+  std::string out = absl::StrFormat("%-3s %-42s %12s %9s %7s %10s  %s\n", "#", "plan", "step (s)", "vs pick", "MFU",
+                                    "mem (GB)", "runs here");
+  for (int64_t i = 0; i < std::min<int64_t>(top, static_cast<int64_t>(r.ranked.size())); ++i) {
+    const Estimate& e = r.ranked[i];
+    absl::StrAppendFormat(&out, "%-3d %-42s %12.5g %8.1f%% %6.1f%% %10.3g  %s\n", i + 1, e.candidate.ToString(),
+                          e.step_time, 100 * (e.step_time / best - 1), 100 * e.mfu, e.memory.total() / kGB,
+                          e.not_executable.empty() ? "yes" : "no");
+  }
+  if (r.ranked.size() > 1 && r.ranked[0].step_time > r.ranked[1].step_time) {
+    absl::StrAppendFormat(&out, "(the pick is within the tie tolerance of faster plans and simpler than them)\n");
+  }
+  if (!r.too_big.empty()) {
+    absl::StrAppend(&out, "out of memory (the leanest):\n");
+    for (size_t i = 0; i < std::min<size_t>(5, r.too_big.size()); ++i) {
+      const Estimate& e = r.too_big[i];
+      absl::StrAppendFormat(&out, "    %-42s needs %s%.3g GB, %.3g GB usable\n", e.candidate.ToString(),
+                            e.simulated ? "" : "at least ", e.memory.total() / kGB, e.capacity / kGB);
+    }
+  }
+  absl::StrAppendFormat(&out, "%d candidates were cut without simulating: slower than the pick or out of memory by a bound\n",
+                        r.pruned);
+  for (const std::string& s : r.skipped) absl::StrAppend(&out, "not built: ", s, "\n");
+  return out;
+}
+
+nlohmann::json ReportJson(const SearchResult& r, const strategy::Cluster& cluster, int64_t top) {
+  const Estimate& e = r.best();
+  nlohmann::json j = {
+      {"plan", e.candidate.ToString()},
+      {"strategy", nlohmann::json::parse(PlanStrategyJson(e))},
+      {"step_time_s", e.step_time},
+      {"tokens_per_s", e.tokens_per_s},
+      {"tflops_per_device", e.tflops_per_device},
+      {"mfu", e.mfu},
+      {"peak_memory_bytes", e.memory.total()},
+      {"memory_capacity_bytes", cluster.device.memory},
+      {"memory_usable_bytes", e.capacity},
+      {"executable", e.not_executable.empty()},
+      {"not_executable_reason", e.not_executable},
+      {"time_s", TimeJson(e.time)},
+      {"memory_bytes", MemoryJson(e.memory)},
+      {"model_flops_per_step", r.model_flops_per_step},
+      {"search",
+       {{"candidates", r.candidates}, {"simulated", r.simulated}, {"pruned", r.pruned},
+        {"profiles", r.programs_profiled}, {"seconds", r.seconds}}},
+  };
+  j["top"] = nlohmann::json::array();
+  for (int64_t i = 0; i < std::min<int64_t>(top, static_cast<int64_t>(r.ranked.size())); ++i) {
+    j["top"].push_back(CandidateJson(r.ranked[i]));
+  }
+  return j;
+}
+
+}  // namespace pdist::planner

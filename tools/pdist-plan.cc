@@ -1,0 +1,167 @@
+// pdist-plan: the fastest strategy for a model on a cluster that fits in memory, written as a
+// Strategy JSON that pdist-train runs unchanged, with the prediction and the reasons.
+//
+//   pdist-plan model.pb --gpus 16 -o plan.json                 # 16 A100s (dgx-a100), 8 per node
+//   pdist-plan --model gpt:layers=96,hidden=12288,heads=96,vocab=51200,seq=2048,dtype=bf16 \
+//              --gpus 1024 --cluster dgx-h100 --global-batch 1536 --explain
+//   pdist-plan model.pb --cluster examples/clusters/pcie-4gpu.json --strategy fixed.json --json
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/serialize.h"
+#include "ir/status.h"
+#include "planner/fixed_choices.h"
+#include "planner/report.h"
+#include "planner/search.h"
+#include "strategy/cluster.h"
+#include "tools/cli.h"
+#include "tools/progress_bar.h"
+
+namespace pdist {
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "pdist-plan: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+struct Options {
+  std::string model_spec, cluster = "dgx-a100", strategy_path, output;
+  int64_t gpus = 0, global_batch = 0, seq = 0, top = 5, max_micro_batch = 64;
+  double memory_margin = 0.10;
+  bool explain = false, json = false, executable_only = false, mp_across_nodes = false, quiet = false;
+};
+
+// A cluster file when the path exists, else a preset filled with --gpus devices.
+absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
+  if (std::filesystem::exists(o.cluster)) {
+    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.cluster));
+    absl::StatusOr<strategy::Cluster> c = strategy::ParseCluster(text);
+    if (!c.ok()) return Annotate(c.status(), absl::StrCat("cluster file ", o.cluster));
+    if (o.gpus != 0 && o.gpus != c->num_devices()) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpus ", o.gpus, " but cluster file ", o.cluster, " has ",
+                                                     c->num_devices(), " devices (nodes × devices_per_node)"));
+    }
+    return c;
+  }
+  if (o.gpus < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpus N is needed with the preset '", o.cluster,
+                                                   "' (or give --cluster a cluster file)"));
+  }
+  absl::StatusOr<strategy::Cluster> c = strategy::ClusterPreset(o.cluster, o.gpus);
+  if (!c.ok() && c.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(absl::StrCat("--cluster '", o.cluster, "' is neither a file nor a preset (",
+                                            absl::StrJoin(strategy::ClusterPresetNames(), ", "), ")"));
+  }
+  return c;
+}
+
+absl::StatusOr<planner::PlannedModel> ResolveModel(const Options& o, const std::vector<std::string>& args) {
+  if (args.empty() == o.model_spec.empty()) {
+    return absl::InvalidArgumentError("give either a MODEL file or --model SPEC (one of them)");
+  }
+  if (!o.model_spec.empty()) {
+    const std::string spec = o.seq > 0 ? absl::StrCat(o.model_spec, ",seq=", o.seq) : o.model_spec;
+    return planner::ModelFromSpec(spec, o.global_batch > 0 ? o.global_batch : 8);
+  }
+  PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(args[0]));
+  PDIST_ASSIGN_OR_RETURN(planner::PlannedModel model, planner::ModelFromProgram(std::move(program), args[0]));
+  if (o.global_batch > 0 && o.global_batch != model.global_batch) {
+    return absl::InvalidArgumentError(absl::StrCat("--global-batch ", o.global_batch, " but ", args[0], " has batch ",
+                                                   model.global_batch, "; export it with --batch ", o.global_batch));
+  }
+  if (o.seq > 0 && o.seq != model.seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat("--seq ", o.seq, " but ", args[0], " has sequence length ",
+                                                   model.seq_len, "; export it with --seq ", o.seq));
+  }
+  return model;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text << "\n";
+  out.close();
+  if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write -o file '", path, "'"));
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  cli::FlagSet flags("pdist-plan", "MODEL | --model SPEC  [--gpus N] [--cluster FILE|PRESET] [options]",
+                     "Finds the fastest strategy (data, tensor, pipeline and sequence parallelism, ZeRO, "
+                     "micro-batching, schedule, recompute) that fits the cluster's memory, prints the prediction "
+                     "and writes the Strategy JSON pdist-train runs.");
+  flags.String("model", &o.model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
+                                       "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
+  flags.Int("gpus", &o.gpus, "devices: N of the --cluster preset, filled 8 per node");
+  flags.String("cluster", &o.cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200");
+  flags.Int("global-batch", &o.global_batch, "sequences per step (a MODEL file has its own; --model default 8)");
+  flags.Int("seq", &o.seq, "sequence length (overrides the --model spec's; must match a MODEL file)");
+  flags.String("strategy", &o.strategy_path, "a Strategy JSON whose keys are kept; the planner searches the rest");
+  flags.String("o", &o.output, "write the chosen Strategy JSON here");
+  flags.Int("top", &o.top, "plans listed by --explain and in --json's top");
+  flags.Bool("explain", &o.explain, "list the top plans side by side and why the others lost");
+  flags.Bool("json", &o.json, "print one JSON object instead of the text report");
+  flags.Bool("executable-only", &o.executable_only, "only plans this build of pdist can run (no ZeRO, no recompute yet)");
+  flags.Bool("mp-across-nodes", &o.mp_across_nodes, "allow tensor parallelism beyond one node");
+  flags.Double("memory-margin", &o.memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
+  flags.Int("max-micro-batch", &o.max_micro_batch, "largest micro-batch tried");
+  flags.Bool("quiet", &o.quiet, "no progress line");
+  const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
+  if (args.size() > 1) return Fail(absl::InvalidArgumentError(absl::StrCat("expected one MODEL, got ", args.size())));
+  if (o.memory_margin < 0 || o.memory_margin >= 1) {
+    return Fail(absl::InvalidArgumentError(absl::StrFormat("--memory-margin %g must be in [0, 1)", o.memory_margin)));
+  }
+  if (o.top < 1) return Fail(absl::InvalidArgumentError(absl::StrCat("--top ", o.top, " must be >= 1")));
+
+  absl::StatusOr<strategy::Cluster> cluster = ResolveCluster(o);
+  if (!cluster.ok()) return Fail(cluster.status());
+  absl::StatusOr<planner::PlannedModel> model = ResolveModel(o, args);
+  if (!model.ok()) return Fail(model.status());
+  planner::SearchOptions search;
+  if (!o.strategy_path.empty()) {
+    absl::StatusOr<std::string> text = ir::ReadFileToString(o.strategy_path);
+    if (!text.ok()) return Fail(text.status());
+    absl::StatusOr<planner::FixedChoices> fixed = planner::FixedChoicesFromStrategyJson(*text);
+    if (!fixed.ok()) return Fail(Annotate(fixed.status(), absl::StrCat("strategy file ", o.strategy_path)));
+    search.fixed = *fixed;
+  }
+  search.executable_only = o.executable_only;
+  search.tensor_parallel_across_nodes = o.mp_across_nodes;
+  search.max_micro_batch = o.max_micro_batch;
+  search.estimate.memory_margin = o.memory_margin;
+  std::unique_ptr<tools::ProgressBar> bar;
+  search.progress = [&](const planner::SearchProgress& p) {
+    if (o.quiet) return;
+    if (!bar) bar = std::make_unique<tools::ProgressBar>(p.factorisations, stderr, 1);
+    bar->Update(p.factorisations_done,
+                absl::StrFormat("%d priced  best %s", p.priced,
+                                p.best_step_time > 0 ? absl::StrFormat("%.4g s", p.best_step_time) : "-"));
+  };
+  absl::StatusOr<planner::SearchResult> result = planner::Search(*model, *cluster, search);
+  if (bar) bar->Finish();
+  if (!result.ok()) return Fail(result.status());
+
+  if (!o.output.empty()) {
+    if (absl::Status s = WriteFile(o.output, planner::PlanStrategyJson(result->best())); !s.ok()) return Fail(s);
+  }
+  if (o.json) {
+    std::printf("%s\n", planner::ReportJson(*result, *cluster, o.top).dump(2).c_str());
+    return 0;
+  }
+  std::printf("model: %s, global batch %lld, %s\n", model->description.c_str(),
+              static_cast<long long>(model->global_batch), cluster->name.c_str());
+  std::printf("%s", planner::ReportText(*result, *cluster).c_str());
+  if (o.explain) std::printf("\n%s", planner::ExplainText(*result, o.top).c_str());
+  if (!o.output.empty()) std::printf("strategy written to %s\n", o.output.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace pdist
+
+int main(int argc, char** argv) { return pdist::Main(argc, argv); }
