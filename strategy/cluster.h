@@ -4,7 +4,7 @@
 //   {"name": "2x dgx-a100", "nodes": 2, "devices_per_node": 8,
 //    "device": {"name": "A100-SXM4-80GB", "memory_gb": 80, "memory_bandwidth_gbps": 2039,
 //               "peak_tflops": {"bf16": 312, "f16": 312, "f32": 19.5, "f64": 9.7},
-//               "efficiency": {"gemm": 0.8, "gemm_half_gflop": 0.5, "memory": 0.8, "op_overhead_us": 5}},
+//               "efficiency": {"gemm": 0.5, "gemm_half_gflop": 0.5, "memory": 0.8, "op_overhead_us": 5}},
 //    "intra_node": {"bandwidth_gbps": 300, "latency_us": 3.4},
 //    "inter_node": {"bandwidth_gbps": 25, "latency_us": 9.6}}
 //
@@ -31,9 +31,10 @@ struct Link {
 
 // How close to its peak rates a device runs an op (planner/compute_cost.h): a matmul of f FLOPs
 // reaches gemm · f / (f + gemm_half_flops) of peak; streaming ops reach `memory` of the memory
-// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). Defaults: docs/cluster.md.
+// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). The default `gemm` is
+// calibrated on Megatron-LM's 1.7B A100 row (docs/cost_model.md); the rest are assumptions.
 struct Efficiency {
-  double gemm = 0.8;
+  double gemm = 0.5;
   double gemm_half_flops = 5e8;
   double memory = 0.8;
   double op_overhead = 5e-6;  // seconds

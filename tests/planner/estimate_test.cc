@@ -13,7 +13,8 @@ namespace {
 strategy::Cluster Cluster(int64_t devices) { return *strategy::ClusterPreset("dgx-a100", devices); }
 
 TEST(ComputeCostTest, RooflineWithASizeDependentMatmulRate) {
-  const strategy::Device a100 = Cluster(1).device;  // f32 19.5 TFLOP/s, 2039 GB/s
+  strategy::Device a100 = Cluster(1).device;  // f32 19.5 TFLOP/s, 2039 GB/s
+  a100.efficiency = {.gemm = 0.8, .gemm_half_flops = 5e8, .memory = 0.8, .op_overhead = 5e-6};
   // A 10 GFLOP matmul reaches 0.8 · 1e10 / (1e10 + 5e8) of peak.
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e7}),
               5e-6 + 1e10 / (19.5e12 * 0.8 * 1e10 / (1e10 + 5e8)), 1e-12);
