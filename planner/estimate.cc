@@ -224,6 +224,17 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
     }
     if (st.memory.total() > e.memory.total()) e.memory = st.memory;
   }
+  if (cluster.shared_cores > 0) {
+    const int64_t threads_per_rank = std::max<int64_t>(1, cluster.shared_cores / cluster.devices_per_node);
+    const double at_once = static_cast<double>(std::max<int64_t>(1, cluster.shared_cores / threads_per_rank));
+    double work = 0;
+    for (const StageTotals& st : totals) work += st.busy * static_cast<double>(c.dp * c.mp);
+    const double contended = work / static_cast<double>(cluster.nodes) / std::min(at_once, static_cast<double>(cluster.devices_per_node));
+    if (contended > e.step_time) {
+      e.time.core_sharing = contended - e.step_time;
+      e.step_time = contended;
+    }
+  }
   e.fits = e.memory.total() <= e.capacity;
   if (absl::Status s = engine::CheckExecutable(c.ToStrategy(e.split_before)); !s.ok()) {
     e.not_executable = std::string(s.message());

@@ -14,6 +14,9 @@
 //   - the data-parallel gradient all-reduce (ZeRO 1/2: reduce-scatter + all-gather, the same
 //     bus volume; ZeRO 3: reduce-scatter, plus a parameter all-gather before each F and B) is
 //     bucketed by layer and overlaps the last backward except its last bucket;
+//   - ranks that are threads sharing a machine's cores (Cluster::shared_cores): the step is at
+//     least the node's total work over the number of ranks its cores run at full speed at once;
+//     a rank that idles in a bubble lends its core to the others;
 //   - memory: parameters, gradients and optimizer states divided by dp as the ZeRO stage says,
 //     activations times the most micro-batches the simulated schedule keeps alive, a layer's
 //     recompute workspace, two fusion buckets; the device's memory less the margin must hold it.
@@ -46,6 +49,9 @@ struct TimeBreakdown {
   double dp_comm = 0;    // data-parallel / ZeRO communication not hidden behind the backward
   double pp_comm = 0;    // what pipeline sends add to the step (simulated with and without)
   double bubble = 0;     // the busiest rank idle, waiting for other stages
+  // Ranks that share cores (Cluster::shared_cores): what the step grows by because the node's
+  // work exceeds what its cores do at once.
+  double core_sharing = 0;
 };
 
 struct MemoryBreakdown {

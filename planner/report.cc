@@ -18,7 +18,8 @@ std::string Executable(const Estimate& e) {
 
 nlohmann::json TimeJson(const TimeBreakdown& t) {
   return {{"compute", t.compute}, {"recompute", t.recompute}, {"tensor_parallel", t.mp_comm},
-          {"data_parallel", t.dp_comm}, {"pipeline_p2p", t.pp_comm}, {"bubble", t.bubble}};
+          {"data_parallel", t.dp_comm}, {"pipeline_p2p", t.pp_comm}, {"bubble", t.bubble},
+          {"core_sharing", t.core_sharing}};
 }
 
 nlohmann::json MemoryJson(const MemoryBreakdown& m) {
@@ -53,8 +54,9 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
                         m.workspace / kGB);
   absl::StrAppendFormat(&out,
                         "step time  compute %.4g  recompute %.4g  tensor-parallel %.4g  data-parallel %.4g  "
-                        "pipeline p2p %.4g  bubble %.4g (s)\n",
-                        t.compute, t.recompute, t.mp_comm, t.dp_comm, t.pp_comm, t.bubble);
+                        "pipeline p2p %.4g  bubble %.4g%s (s)\n",
+                        t.compute, t.recompute, t.mp_comm, t.dp_comm, t.pp_comm, t.bubble,
+                        t.core_sharing > 0 ? absl::StrFormat("  waiting for shared cores %.4g", t.core_sharing) : "");
   if (!e.split_before.empty()) {
     absl::StrAppend(&out, "stages start at ", absl::StrJoin(e.split_before, ", "), "\n");
   }

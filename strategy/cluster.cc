@@ -148,7 +148,8 @@ absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
                                     {"devices_per_node", Count(c.devices_per_node)},
                                     {"device", device},
                                     {"intra_node", LinkOf(c.intra_node)},
-                                    {"inter_node", LinkOf(c.inter_node)}},
+                                    {"inter_node", LinkOf(c.inter_node)},
+                                    {"shared_cores", Count(c.shared_cores)}},
                                    {"nodes", "devices_per_node", "device", "intra_node", "inter_node"}));
   return c;
 }
@@ -157,7 +158,7 @@ std::string ClusterToJson(const Cluster& c) {
   Json peaks = Json::object();
   for (const auto& [dtype, flops] : c.device.peak_flops) peaks[dtype] = flops / kTera;
   auto link = [](const Link& l) { return Json{{"bandwidth_gbps", l.bandwidth / kGiga}, {"latency_us", l.latency / kMicro}}; };
-  const Json j = {{"name", c.name},
+  Json j = {{"name", c.name},
                   {"nodes", c.nodes},
                   {"devices_per_node", c.devices_per_node},
                   {"device",
@@ -172,6 +173,7 @@ std::string ClusterToJson(const Cluster& c) {
                       {"op_overhead_us", c.device.efficiency.op_overhead / kMicro}}}}},
                   {"intra_node", link(c.intra_node)},
                   {"inter_node", link(c.inter_node)}};
+  if (c.shared_cores > 0) j["shared_cores"] = c.shared_cores;
   return j.dump(2);
 }
 

@@ -57,6 +57,9 @@ struct Cluster {
   Device device;
   Link intra_node;
   Link inter_node;
+  // > 0: the node's devices are threads of one machine sharing this many cores (pdist's CPU
+  // ranks); ranks that wait leave their cores to the others. 0: each device computes alone.
+  int64_t shared_cores = 0;
 
   int64_t num_devices() const { return nodes * devices_per_node; }
   // Peak FLOP/s for `dtype`; NotFound naming the dtypes the device lists.

@@ -5,6 +5,8 @@
 //   pdist-plan --model gpt:layers=96,hidden=12288,heads=96,vocab=51200,seq=2048,dtype=bf16 \
 //              --gpus 1024 --cluster dgx-h100 --global-batch 1536 --explain
 //   pdist-plan model.pb --cluster examples/clusters/pcie-4gpu.json --strategy fixed.json --json
+//   pdist-plan --calibrate --gpus 4 -o cpu4.json                 # this machine as 4 CPU ranks
+//   pdist-plan model.pb --cluster cpu-local --gpus 4              # measure, then plan
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
+#include "planner/calibrate.h"
 #include "planner/fixed_choices.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -33,11 +36,21 @@ struct Options {
   std::string model_spec, cluster = "dgx-a100", strategy_path, output;
   int64_t gpus = 0, global_batch = 0, seq = 0, top = 5, max_micro_batch = 64;
   double memory_margin = 0.10;
-  bool explain = false, json = false, executable_only = false, mp_across_nodes = false, quiet = false;
+  bool explain = false, json = false, executable_only = false, mp_across_nodes = false, quiet = false,
+       calibrate = false;
 };
 
-// A cluster file when the path exists, else a preset filled with --gpus devices.
+absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
+  const int64_t ranks = o.gpus > 0 ? o.gpus : 4;
+  return planner::CalibrateCpu(ranks, [&](const std::string& what) {
+    if (!o.quiet) std::fprintf(stderr, "calibrating %lld CPU ranks: %s\n", static_cast<long long>(ranks), what.c_str());
+  });
+}
+
+// A cluster file when the path exists, cpu-local measured here, else a preset filled with
+// --gpus devices.
 absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
+  if (o.cluster == "cpu-local") return CalibrateHere(o);
   if (std::filesystem::exists(o.cluster)) {
     PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.cluster));
     absl::StatusOr<strategy::Cluster> c = strategy::ParseCluster(text);
@@ -98,11 +111,14 @@ int Main(int argc, char** argv) {
   flags.String("model", &o.model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
                                        "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
   flags.Int("gpus", &o.gpus, "devices: N of the --cluster preset, filled 8 per node");
-  flags.String("cluster", &o.cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200");
+  flags.String("cluster", &o.cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200, cpu-local "
+                                      "(this machine as --gpus CPU ranks, measured now)");
+  flags.Bool("calibrate", &o.calibrate, "measure this machine as --gpus CPU ranks (default 4) and print the cluster "
+                                        "JSON (or write it to -o), then exit");
   flags.Int("global-batch", &o.global_batch, "sequences per step (a MODEL file has its own; --model default 8)");
   flags.Int("seq", &o.seq, "sequence length (overrides the --model spec's; must match a MODEL file)");
   flags.String("strategy", &o.strategy_path, "a Strategy JSON whose keys are kept; the planner searches the rest");
-  flags.String("o", &o.output, "write the chosen Strategy JSON here");
+  flags.String("o", &o.output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
   flags.Int("top", &o.top, "plans listed by --explain and in --json's top");
   flags.Bool("explain", &o.explain, "list the top plans side by side and why the others lost");
   flags.Bool("json", &o.json, "print one JSON object instead of the text report");
@@ -117,6 +133,22 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrFormat("--memory-margin %g must be in [0, 1)", o.memory_margin)));
   }
   if (o.top < 1) return Fail(absl::InvalidArgumentError(absl::StrCat("--top ", o.top, " must be >= 1")));
+  if (o.calibrate) {
+    if (!args.empty() || !o.model_spec.empty()) {
+      return Fail(absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL"));
+    }
+    absl::StatusOr<strategy::Cluster> measured = CalibrateHere(o);
+    if (!measured.ok()) return Fail(measured.status());
+    const std::string json = strategy::ClusterToJson(*measured);
+    if (o.output.empty()) {
+      std::printf("%s\n", json.c_str());
+    } else if (absl::Status s = WriteFile(o.output, json); !s.ok()) {
+      return Fail(s);
+    } else {
+      std::printf("cluster written to %s\n", o.output.c_str());
+    }
+    return 0;
+  }
 
   absl::StatusOr<strategy::Cluster> cluster = ResolveCluster(o);
   if (!cluster.ok()) return Fail(cluster.status());
@@ -137,7 +169,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<tools::ProgressBar> bar;
   search.progress = [&](const planner::SearchProgress& p) {
     if (o.quiet) return;
-    if (!bar) bar = std::make_unique<tools::ProgressBar>(p.factorisations, stderr, 1);
+    if (!bar) bar = std::make_unique<tools::ProgressBar>(p.factorisations, stderr, 1, "dp×mp×pp");
     bar->Update(p.factorisations_done,
                 absl::StrFormat("%d priced  best %s", p.priced,
                                 p.best_step_time > 0 ? absl::StrFormat("%.4g s", p.best_step_time) : "-"));

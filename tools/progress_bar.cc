@@ -9,8 +9,8 @@
 
 namespace pdist::tools {
 
-ProgressBar::ProgressBar(int64_t total, FILE* out, int64_t plain_every)
-    : total_(total), out_(out), tty_(isatty(fileno(out)) != 0), plain_every_(plain_every),
+ProgressBar::ProgressBar(int64_t total, FILE* out, int64_t plain_every, std::string label)
+    : total_(total), out_(out), tty_(isatty(fileno(out)) != 0), plain_every_(plain_every), label_(std::move(label)),
       start_(std::chrono::steady_clock::now()) {}
 
 void ProgressBar::Update(int64_t done, const std::string& fields) {
@@ -22,8 +22,8 @@ void ProgressBar::Update(int64_t done, const std::string& fields) {
   std::string bar(static_cast<size_t>(kWidth), ' ');
   for (int i = 0; i < filled; ++i) bar[static_cast<size_t>(i)] = '=';
   if (filled < kWidth) bar[static_cast<size_t>(filled)] = '>';
-  const std::string line = absl::StrFormat("step %*d/%d [%s] %3d%%  %s  ETA %s", static_cast<int>(std::to_string(total_).size()),
-                                           done, total_, bar, static_cast<int>(fraction * 100), fields, FormatDuration(eta));
+  const std::string line = absl::StrFormat("%s %*d/%d [%s] %3d%%  %s  ETA %s", label_,
+                                           static_cast<int>(std::to_string(total_).size()), done, total_, bar, static_cast<int>(fraction * 100), fields, FormatDuration(eta));
   if (tty_) {
     std::fprintf(out_, "\r%s\x1b[K", line.c_str());
   } else if (done == total_ || done % plain_every_ == 0 || done == 1) {

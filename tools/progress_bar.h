@@ -13,7 +13,8 @@ namespace pdist::tools {
 
 class ProgressBar {
  public:
-  ProgressBar(int64_t total, FILE* out = stderr, int64_t plain_every = 10);
+  // `label` names what is counted ("step", "factorisation").
+  ProgressBar(int64_t total, FILE* out = stderr, int64_t plain_every = 10, std::string label = "step");
   // `done` items finished; `fields` is appended after the bar (e.g. "loss 2.34  41k tok/s").
   void Update(int64_t done, const std::string& fields);
   // Ends the line.
@@ -24,6 +25,7 @@ class ProgressBar {
   FILE* out_;
   bool tty_;
   int64_t plain_every_;
+  std::string label_;
   std::chrono::steady_clock::time_point start_;
 };
 

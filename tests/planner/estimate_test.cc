@@ -130,3 +130,35 @@ TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
 
 }  // namespace
 }  // namespace pdist::planner
+
+namespace pdist::planner {
+namespace {
+
+// Four ranks that are threads on two cores: two run at full speed at once, so a data-parallel
+// step takes twice one rank's work, and a pipeline's bubbles are filled by the other stages.
+TEST(SharedCoresTest, RanksSharingCoresTakeTheNodesWorkOverItsCores) {
+  const PlannedModel model = *ModelFromSpec("gpt:layers=6,hidden=64,heads=4,vocab=128,seq=16", 16);
+  strategy::Cluster own = *strategy::ClusterPreset("dgx-a100", 4);
+  strategy::Cluster shared = own;
+  shared.shared_cores = 2;
+  Profiler profiler_own(model, own), profiler_shared(model, shared);
+  const Candidate dp{.dp = 4, .micro_batch = 4};
+  const Estimate alone = *EstimateCandidate(dp, model, own, profiler_own, {});
+  const Estimate sharing = *EstimateCandidate(dp, model, shared, profiler_shared, {});
+  EXPECT_DOUBLE_EQ(sharing.step_time, 2 * alone.step_time);
+  EXPECT_DOUBLE_EQ(sharing.time.core_sharing, alone.step_time);
+  // pp 4: the step is at least the sum of the four stages' work over 2.
+  const Candidate pp{.pp = 4, .micro_batch = 4, .micro_batches = 4};
+  const Estimate pipe = *EstimateCandidate(pp, model, shared, profiler_shared, {});
+  const Estimate pipe_alone = *EstimateCandidate(pp, model, own, profiler_own, {});
+  EXPECT_GE(pipe.step_time, pipe_alone.step_time);
+  const double work = pipe_alone.step_time - pipe_alone.time.bubble - pipe_alone.time.pp_comm;  // busiest stage
+  EXPECT_GE(pipe.step_time, work);
+  // 16 cores for 4 ranks: no one waits.
+  shared.shared_cores = 16;
+  Profiler profiler_many(model, shared);
+  EXPECT_DOUBLE_EQ(EstimateCandidate(dp, model, shared, profiler_many, {})->step_time, alone.step_time);
+}
+
+}  // namespace
+}  // namespace pdist::planner

@@ -39,6 +39,8 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
   for (const std::string& name : ClusterPresetNames()) {
     auto preset = ClusterPreset(name, 32);
     ASSERT_TRUE(preset.ok()) << preset.status();
+    preset->shared_cores = 3;
+    preset->device.efficiency.gemm = 0.75;
     auto back = ParseCluster(ClusterToJson(*preset));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->name, preset->name);
@@ -48,6 +50,8 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
       EXPECT_NEAR(back->device.peak_flops.at(dtype), flops, flops * 1e-12) << dtype;
     }
     EXPECT_NEAR(back->inter_node.latency, preset->inter_node.latency, 1e-18);
+    EXPECT_EQ(back->shared_cores, 3);
+    EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
   }
 }
@@ -74,6 +78,11 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
           "peak_tflops": {"fp99": 1}}, )" + links + "}",
        "'device.peak_tflops.fp99': not a dtype"},
       {"{not json", "not valid JSON"},
+      {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores\": 0, " + good_device + ", " + links + "}",
+       "'shared_cores' must be an integer >= 1, got 0"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
+       "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
   };
   for (const auto& [text, message] : cases) {
     auto c = ParseCluster(text);

@@ -1,0 +1,168 @@
+#include "planner/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "executor/comm/inproc/inproc_communicator.h"
+#include "executor/executor.h"
+#include "ir/parser.h"
+#include "ir/status.h"
+#include "planner/compute_cost.h"
+
+namespace pdist::planner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Runs `measure` on `ranks` threads at once, each with `threads` kernel threads, and returns the
+// median of what they measured (seconds).
+absl::StatusOr<double> OnRanks(int64_t ranks, int threads, const std::function<absl::StatusOr<double>(int)>& measure) {
+  std::vector<absl::StatusOr<double>> results(static_cast<size_t>(ranks), 0.0);
+  std::vector<std::thread> pool;
+  std::latch start(ranks);  // they measure together, so they contend as ranks do
+  for (int r = 0; r < ranks; ++r) {
+    pool.emplace_back([&, r] {
+      exec::SetKernelThreadsOfThisThread(threads);
+      start.arrive_and_wait();
+      results[r] = measure(r);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  std::vector<double> seconds;
+  for (const auto& r : results) {
+    PDIST_RETURN_IF_ERROR(r.status());
+    seconds.push_back(*r);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Seconds of one op of `program` (copies of one op on parameters): the median of `runs` runs
+// after a warm-up, divided by the number of copies.
+absl::StatusOr<double> SecondsPerOp(const ir::Program& program, int runs) {
+  PDIST_ASSIGN_OR_RETURN(exec::Executor executor, exec::Executor::Create(program, {.overlap_communication = false}));
+  exec::Workspace workspace;
+  PDIST_RETURN_IF_ERROR(exec::InitializeWorkspace(program, 1, workspace));
+  PDIST_RETURN_IF_ERROR(executor.Run({}, workspace).status());
+  std::vector<double> seconds;
+  for (int i = 0; i < runs; ++i) {
+    const Clock::time_point start = Clock::now();
+    PDIST_RETURN_IF_ERROR(executor.Run({}, workspace).status());
+    seconds.push_back(Since(start));
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2] / static_cast<double>(program.block().ops().size());
+}
+
+// `copies` of `op` applied to two parameters of `type`.
+std::string CopiesOf(const std::string& op, const std::string& type, const std::string& result, int copies) {
+  std::string text = absl::StrCat("program {\n  %a = param \"a\" : ", type, " {init = \"normal(0.02)\"}\n",
+                                  "  %b = param \"b\" : ", type, " {init = \"normal(0.02)\"}\n");
+  for (int i = 0; i < copies; ++i) absl::StrAppend(&text, "  %c", i, " = ", op, "(%a, %b) : ", result, "\n");
+  return absl::StrCat(text, "}\n");
+}
+
+struct OpTiming {
+  double seconds = 0;  // per op, on each of the ranks running at once
+  ir::OpCost cost;
+};
+
+// `at_once` ranks running the op together, each with the kernel threads the engine gives a rank.
+absl::StatusOr<OpTiming> TimeOp(int64_t at_once, int threads, const std::string& op, const std::string& type,
+                                int copies, int runs) {
+  PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::ParseProgram(CopiesOf(op, type, type, copies)));
+  OpTiming t;
+  PDIST_ASSIGN_OR_RETURN(t.cost, CostOf(*program.block().ops().front()));
+  PDIST_ASSIGN_OR_RETURN(t.seconds, OnRanks(at_once, threads, [&](int) { return SecondsPerOp(program, runs); }));
+  return t;
+}
+
+// Seconds of an inproc all-reduce of `elements` f32 on every rank (median of `runs`).
+absl::StatusOr<double> AllReduceSeconds(int64_t ranks, int64_t elements, int runs) {
+  auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(ranks));
+  return OnRanks(ranks, 1, [&](int rank) -> absl::StatusOr<double> {
+    PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(world, rank));
+    exec::Tensor x = exec::Tensor::Zeros({{elements}, ir::DataType::kFloat32});
+    PDIST_RETURN_IF_ERROR(comm->AllReduce(x, x, exec::comm::ReduceOp::kSum));  // warm-up
+    std::vector<double> seconds;
+    for (int i = 0; i < runs; ++i) {
+      const Clock::time_point start = Clock::now();
+      PDIST_RETURN_IF_ERROR(comm->AllReduce(x, x, exec::comm::ReduceOp::kSum));
+      seconds.push_back(Since(start));
+    }
+    std::sort(seconds.begin(), seconds.end());
+    return seconds[seconds.size() / 2];
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::function<void(const std::string&)>& progress) {
+  if (ranks < 1) return absl::InvalidArgumentError(absl::StrCat("calibration needs ranks >= 1, got ", ranks));
+  auto say = [&](const std::string& what) {
+    if (progress) progress(what);
+  };
+  strategy::Cluster c;
+  c.name = absl::StrCat("cpu-local (", ranks, " ranks as threads)");
+  c.devices_per_node = ranks;
+  // The ranks share the machine's cores; each computes with the engine's share of them, and the
+  // estimate counts how many can run at once (strategy::Cluster::shared_cores).
+  c.shared_cores = std::max(1, exec::KernelThreadsOfThisThread());
+  const int threads = static_cast<int>(std::max<int64_t>(1, c.shared_cores / ranks));
+  const int64_t at_once = std::min<int64_t>(ranks, std::max<int64_t>(1, c.shared_cores / threads));
+  c.device.name = "cpu-rank";
+  strategy::Efficiency& e = c.device.efficiency;
+  e.gemm = 1;
+  e.memory = 1;
+
+  say("per-op overhead");
+  PDIST_ASSIGN_OR_RETURN(OpTiming tiny, TimeOp(at_once, threads, "add", "f32[4]", 200, 9));
+  e.op_overhead = tiny.seconds;
+
+  say("memory bandwidth");
+  // Activation-sized tensors (1 MiB), as the ops of the models planned here move.
+  PDIST_ASSIGN_OR_RETURN(OpTiming stream, TimeOp(at_once, threads, "add", "f32[262144]", 8, 9));
+  c.device.memory_bandwidth = stream.cost.bytes / std::max(stream.seconds - e.op_overhead, 1e-9);
+
+  // rate(f) = P·f/(f + h) from a large and a small matmul (overhead taken out): two equations.
+  double half = 0;
+  for (const char* dtype : {"f32", "f64"}) {
+    say(absl::StrCat("GEMM ", dtype));
+    PDIST_ASSIGN_OR_RETURN(OpTiming large, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[512,512]"), 4, 5));
+    PDIST_ASSIGN_OR_RETURN(OpTiming small, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[48,48]"), 50, 9));
+    const double fl = large.cost.flops, fs = small.cost.flops;
+    const double rl = fl / std::max(large.seconds - e.op_overhead, 1e-12);
+    const double rs = fs / std::max(small.seconds - e.op_overhead, 1e-12);
+    const double q = std::min(rs / rl, 0.999);
+    const double h = q * fl > fs ? fs * fl * (1 - q) / (q * fl - fs) : 0;
+    c.device.peak_flops[dtype] = rl * (fl + h) / fl;
+    if (std::string(dtype) == "f32") half = std::max(h, 1.0);
+  }
+  e.gemm_half_flops = half;
+
+  say("inproc all-reduce");
+  const double n = static_cast<double>(ranks);
+  if (ranks > 1) {
+    const int64_t big = int64_t{4} << 20;  // 16 MiB of f32
+    PDIST_ASSIGN_OR_RETURN(double big_s, AllReduceSeconds(ranks, big, 5));
+    PDIST_ASSIGN_OR_RETURN(double small_s, AllReduceSeconds(ranks, 1, 21));
+    c.intra_node.latency = std::max(small_s / (2 * (n - 1)), 1e-9);
+    const double transfer = std::max(big_s - 2 * (n - 1) * c.intra_node.latency, 1e-9);
+    c.intra_node.bandwidth = 2 * (n - 1) / n * static_cast<double>(big * 4) / transfer;
+  } else {
+    c.intra_node = {c.device.memory_bandwidth, 1e-6};
+  }
+  c.inter_node = c.intra_node;
+  c.device.memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / n;
+  return c;
+}
+
+}  // namespace pdist::planner
