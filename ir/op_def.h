@@ -75,6 +75,8 @@ struct OpDef {
   // The kernel talks to other ranks (collectives, the vocab-parallel cross entropy): the
   // executor runs such ops on the rank's communication stream, in program order.
   bool communicates = false;
+  // A local form's base op (c_embedding: embedding; ir/ops/local_forms.cc); empty otherwise.
+  std::string local_form_of;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

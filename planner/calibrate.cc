@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <chrono>
 #include <latch>
 #include <thread>
@@ -11,9 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/inproc/inproc_communicator.h"
 #include "executor/executor.h"
+#include "engine/distributed_programs.h"
+#include "engine/engine.h"
+#include "ir/models/gpt.h"
 #include "ir/parser.h"
 #include "ir/status.h"
 #include "planner/compute_cost.h"
+#include "planner/segment_cost.h"
 
 namespace pdist::planner {
 namespace {
@@ -103,6 +109,61 @@ absl::StatusOr<double> AllReduceSeconds(int64_t ranks, int64_t elements, int run
   });
 }
 
+// The reference step the op scales come from: a small GPT, one rank, AdamW.
+ir::Program ReferenceModel() {
+  return *ir::models::BuildGpt({.vocab = 256, .hidden = 128, .layers = 2, .heads = 4, .seq_len = 64, .batch = 8});
+}
+
+// Kernel seconds per op type of one training step of the reference model, on each of `at_once`
+// single-rank engines running together (averaged over ranks and 3 steps after a warm-up).
+absl::StatusOr<std::map<std::string, double>> MeasuredSecondsByType(int64_t at_once, int threads) {
+  const ir::Program model = ReferenceModel();
+  exec::Feeds feeds;
+  for (const char* name : {"tokens", "labels"}) {
+    exec::Tensor t = exec::Tensor::Empty(model.FindArgument(name)->type());
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = (i * 37 + 11) % 256;
+    feeds[name] = t;
+  }
+  constexpr int kSteps = 3;
+  std::vector<std::map<std::string, double>> per_rank(static_cast<size_t>(at_once));
+  PDIST_RETURN_IF_ERROR(OnRanks(at_once, threads, [&](int rank) -> absl::StatusOr<double> {
+                          engine::EngineOptions options;
+                          options.profile = true;
+                          PDIST_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create(model.Clone(), options));
+                          PDIST_RETURN_IF_ERROR(engine->TrainStep(feeds).status());
+                          for (int s = 0; s < kSteps; ++s) {
+                            PDIST_ASSIGN_OR_RETURN(engine::StepResult r, engine->TrainStep(feeds));
+                            for (const auto& [type, seconds] : r.op_seconds) per_rank[rank][type] += seconds;
+                          }
+                          return 0.0;
+                        }).status());
+  std::map<std::string, double> mean;
+  for (const auto& rank : per_rank) {
+    for (const auto& [type, seconds] : rank) mean[type] += seconds / static_cast<double>(kSteps * at_once);
+  }
+  return mean;
+}
+
+// Measured over predicted kernel time per op type of the reference step, for the types the
+// roofline misjudges by more than 10% (clamped to [1/20, 20]).
+absl::StatusOr<std::map<std::string, double>> OpScales(const strategy::Cluster& cluster, int64_t at_once,
+                                                       int threads) {
+  using SecondsByType = std::map<std::string, double>;
+  PDIST_ASSIGN_OR_RETURN(SecondsByType measured, MeasuredSecondsByType(at_once, threads));
+  PDIST_ASSIGN_OR_RETURN(engine::DistributedPrograms programs,
+                         engine::BuildDistributedPrograms(ReferenceModel(), strategy::Strategy{}, {}));
+  std::map<std::string, double> predicted;
+  PDIST_RETURN_IF_ERROR(PriceLocalProgram(programs.train, cluster, &predicted).status());
+  std::map<std::string, double> scales;
+  for (const auto& [type, seconds] : predicted) {
+    auto m = measured.find(type);
+    if (m == measured.end() || seconds <= 0 || m->second <= 0) continue;
+    const double scale = std::clamp(m->second / seconds, 0.05, 20.0);
+    if (std::abs(scale - 1) > 0.1) scales[type] = scale;
+  }
+  return scales;
+}
+
 }  // namespace
 
 absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::function<void(const std::string&)>& progress) {
@@ -161,6 +222,9 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
     c.intra_node = {c.device.memory_bandwidth, 1e-6};
   }
   c.inter_node = c.intra_node;
+
+  say("op scales (a reference training step)");
+  PDIST_ASSIGN_OR_RETURN(e.op_scale, OpScales(c, at_once, threads));
   c.device.memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / n;
   return c;
 }

@@ -13,6 +13,8 @@
 //   stream    an add of 256 Ki elements (1 MiB, activation-sized): memory_bandwidth
 //   overhead  200 adds of 4 elements: efficiency.op_overhead_us
 //   links     inproc all-reduce of 16 MiB (bus bandwidth) and of one element (latency)
+//   op_scale  a reference training step (GPT 2 × 128, s 64, b 8) run with kernel timing: per op
+//             type, measured over the roofline's time where they differ by more than 10%
 // Memory is the machine's physical memory divided among the ranks.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include "ir/attribute.h"
 #include "ir/status.h"
 #include "planner/comm_cost.h"
+#include "ir/op_def.h"
 #include "planner/compute_cost.h"
 
 namespace pdist::planner {
@@ -31,6 +32,12 @@ std::optional<std::pair<Collective, double>> CollectiveOf(const ir::Operation& o
   if (t == "c_reduce_scatter") return std::pair{Collective::kReduceScatter, bytes(op.operands())};
   if (t == "c_alltoall") return std::pair{Collective::kAllToAll, bytes(op.operands())};
   return std::nullopt;
+}
+
+// The op type whose calibrated scale applies: a local form's base (c_embedding → embedding).
+std::string ScaledAs(const std::string& type) {
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(type);
+  return def != nullptr && !def->local_form_of.empty() ? def->local_form_of : type;
 }
 
 }  // namespace
@@ -64,7 +71,9 @@ SegmentCost& SegmentCost::operator*=(double k) {
   return *this;
 }
 
-absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster) {
+absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster,
+                                              std::map<std::string, double>* unscaled_by_type) {
+  const std::map<std::string, double>& op_scale = cluster.device.efficiency.op_scale;
   SegmentCost cost;
   for (const ir::Value* arg : local.block().arguments()) {
     const double bytes = static_cast<double>(arg->type().num_bytes());
@@ -97,6 +106,8 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     PDIST_ASSIGN_OR_RETURN(ir::OpCost op_cost, CostOf(*op));
     absl::StatusOr<double> t = ComputeSeconds(cluster.device, ComputeDtype(*op), op_cost);
     if (!t.ok()) return Annotate(t.status(), absl::StrCat("pricing ", op->Describe()));
+    if (unscaled_by_type != nullptr) (*unscaled_by_type)[op->type()] += *t;
+    if (auto scale = op_scale.find(ScaledAs(op->type())); scale != op_scale.end()) *t *= scale->second;
     cost.seconds[role] += *t;
     if (op->role() != ir::OpRole::kOptimizer) cost.flops += op_cost.flops;
     if (op->role() == ir::OpRole::kForward && !IsMatmulLike(op_cost)) {

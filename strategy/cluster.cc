@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/op_def.h"
 #include "ir/status.h"
 
 namespace pdist::strategy {
@@ -96,7 +97,19 @@ auto EfficiencyOf(Efficiency& e) {
                       {{"gemm", Fraction(e.gemm)},
                        {"gemm_half_gflop", Positive(e.gemm_half_flops, kGiga)},
                        {"memory", Fraction(e.memory)},
-                       {"op_overhead_us", Positive(e.op_overhead, kMicro)}},
+                       {"op_overhead_us", Positive(e.op_overhead, kMicro)},
+                       {"op_scale", [&e](const Json& scales, const std::string& at) -> absl::Status {
+                          if (!scales.is_object()) {
+                            return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, "' must map op types to factors"));
+                          }
+                          for (const auto& [op, factor] : scales.items()) {
+                            if (ir::OpRegistry::Global().Find(op) == nullptr) {
+                              return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, ".", op, "': no op '", op, "'"));
+                            }
+                            PDIST_RETURN_IF_ERROR(Positive(e.op_scale[op], 1)(factor, absl::StrCat(at, ".", op)));
+                          }
+                          return absl::OkStatus();
+                        }}},
                       {});
   };
 }
@@ -170,7 +183,8 @@ std::string ClusterToJson(const Cluster& c) {
                      {{"gemm", c.device.efficiency.gemm},
                       {"gemm_half_gflop", c.device.efficiency.gemm_half_flops / kGiga},
                       {"memory", c.device.efficiency.memory},
-                      {"op_overhead_us", c.device.efficiency.op_overhead / kMicro}}}}},
+                      {"op_overhead_us", c.device.efficiency.op_overhead / kMicro},
+                      {"op_scale", c.device.efficiency.op_scale}}}}},
                   {"intra_node", link(c.intra_node)},
                   {"inter_node", link(c.inter_node)}};
   if (c.shared_cores > 0) j["shared_cores"] = c.shared_cores;

@@ -4,7 +4,8 @@
 //   {"name": "2x dgx-a100", "nodes": 2, "devices_per_node": 8,
 //    "device": {"name": "A100-SXM4-80GB", "memory_gb": 80, "memory_bandwidth_gbps": 2039,
 //               "peak_tflops": {"bf16": 312, "f16": 312, "f32": 19.5, "f64": 9.7},
-//               "efficiency": {"gemm": 0.5, "gemm_half_gflop": 0.5, "memory": 0.8, "op_overhead_us": 5}},
+//               "efficiency": {"gemm": 0.5, "gemm_half_gflop": 0.5, "memory": 0.8, "op_overhead_us": 5,
+//                              "op_scale": {"add_grad": 2.5}}},
 //    "intra_node": {"bandwidth_gbps": 300, "latency_us": 3.4},
 //    "inter_node": {"bandwidth_gbps": 25, "latency_us": 9.6}}
 //
@@ -38,6 +39,9 @@ struct Efficiency {
   double gemm_half_flops = 5e8;
   double memory = 0.8;
   double op_overhead = 5e-6;  // seconds
+  // Per op type, measured time over the roofline's on a reference step (calibration only):
+  // kernels the roofline misjudges (a bias gradient's reduction, tanh) are priced as measured.
+  std::map<std::string, double> op_scale;
   friend bool operator==(const Efficiency&, const Efficiency&) = default;
 };
 

@@ -29,6 +29,7 @@ absl::Status RegisterLocalForm(OpRegistry& registry, const std::string& base, co
   if (base_def == nullptr) return absl::FailedPreconditionError(absl::StrCat(name, " needs ", base, " registered first"));
   OpDef def = *base_def;
   def.name = name;
+  def.local_form_of = base;
   for (AttrSpec& a : extra_attrs) def.attrs.push_back(std::move(a));
   ops::MarkLocalOnly(def, description);
   def.communicates = communicates;
