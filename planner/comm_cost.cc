@@ -1,6 +1,9 @@
 // Alpha–beta times of collectives over the slowest link of their group.
 #include "planner/comm_cost.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace pdist::planner {
 
 const strategy::Link& SlowestLink(const strategy::Cluster& cluster, const std::vector<int64_t>& devices) {
@@ -18,7 +21,11 @@ double CollectiveSeconds(const strategy::Cluster& cluster, Collective kind, doub
   const double alpha = link.latency;
   const double transfer = bytes / link.bandwidth;
   switch (kind) {
-    case Collective::kAllReduce: return 2 * (n - 1) * alpha + 2 * (n - 1) / n * transfer;
+    case Collective::kAllReduce: {
+      const double ring = 2 * (n - 1) * alpha + 2 * (n - 1) / n * transfer;
+      const double tree = 2 * std::ceil(std::log2(n)) * alpha + 2 * transfer;
+      return std::min(ring, tree);  // NCCL's tuner takes the faster
+    }
     case Collective::kAllGather:
     case Collective::kReduceScatter:
     case Collective::kAllToAll: return (n - 1) * alpha + (n - 1) / n * transfer;

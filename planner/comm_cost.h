@@ -1,7 +1,10 @@
 // Communication cost: the time of a collective on a group of devices of a cluster, in the
 // alpha–beta form with the ring algorithm's bus-bandwidth factors (those nccl-tests reports):
 //
-//   all_reduce                      2(n−1)·α + 2(n−1)/n · S / B
+//   all_reduce                      2(n−1)·α + 2(n−1)/n · S / B      ring
+//                                   2⌈log₂n⌉·α + 2 · S / B           (double binary) tree, NCCL's
+//                                                                    choice for small messages on
+//                                                                    many ranks: the faster of the two
 //   all_gather, reduce_scatter,     (n−1)·α  +  (n−1)/n · S / B     S: the whole (gathered) tensor
 //   all_to_all
 //   broadcast                       (n−1)·α  +  S / B               pipelined ring

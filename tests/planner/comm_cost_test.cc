@@ -21,6 +21,19 @@ TEST(CommCostTest, RingFormulasInsideANode) {
   EXPECT_EQ(CollectiveSeconds(c, Collective::kAllReduce, 1e9, {5}), 0);
 }
 
+TEST(CommCostTest, SmallAllReducesOnManyRanksTakeTheTree) {
+  const strategy::Cluster c = *strategy::ClusterPreset("dgx-a100", 1024);
+  std::vector<int64_t> all(1024);
+  for (int64_t i = 0; i < 1024; ++i) all[i] = i;
+  // 1 KB over 1024 ranks: the ring pays 2046 latencies, the tree 20.
+  EXPECT_NEAR(CollectiveSeconds(c, Collective::kAllReduce, 1e3, all), 20 * 9.6e-6 + 2 * 1e3 / 25e9, 1e-12);
+  // 1 GB: 1023 latencies each way outweigh the ring's 1/1024 saving of bytes: still the tree.
+  EXPECT_NEAR(CollectiveSeconds(c, Collective::kAllReduce, 1e9, all), 20 * 9.6e-6 + 2 * 1e9 / 25e9, 1e-12);
+  // 1 GB inside a node: the ring's 2·7/8 of the bytes beats the tree's 2 (5.88 ms against 6.69).
+  const std::vector<int64_t> node = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_NEAR(CollectiveSeconds(c, Collective::kAllReduce, 1e9, node), 14 * 3.4e-6 + 1.75e9 / 300e9, 1e-12);
+}
+
 TEST(CommCostTest, AGroupAcrossNodesGoesAtTheNetworksSpeed) {
   const strategy::Cluster c = TwoNodes();
   EXPECT_EQ(&SlowestLink(c, {0, 7}), &c.intra_node);

@@ -150,3 +150,30 @@ TEST(SearchTest, DivisorsInOrder) { EXPECT_EQ(Divisors(12), (std::vector<int64_t
 
 }  // namespace
 }  // namespace pdist::planner
+
+namespace pdist::planner {
+namespace {
+
+// Model specs with a wrong key, value or model are InvalidArgument naming them.
+TEST(ModelSpecTest, BadSpecsNameTheirCulprit) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bert:layers=4,hidden=64,heads=4,vocab=64,seq=8", "unknown model 'bert'"},
+      {"gpt:layers=4,hiden=64,heads=4,vocab=64,seq=8", "unknown key 'hiden'"},
+      {"gpt:layers=four,hidden=64,heads=4,vocab=64,seq=8", "layers='four' is not a non-negative integer"},
+      {"gpt:layers=4,hidden=64,heads=4,vocab=64", "needs seq=N"},
+      {"gpt:layers=2,hidden=64,heads=4,vocab=64,seq=8", "needs layers >= 3, got 2"},
+      {"gpt:layers=4,hidden=64,heads=5,vocab=64,seq=8", "divisible"},
+      {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,dtype=f99", "dtype 'f99'"},
+      {"llama:layers=4,hidden=64,heads=4,vocab=64,seq=8,tied=-1", "tied='-1'"},
+  };
+  for (const auto& [spec, message] : cases) {
+    absl::StatusOr<PlannedModel> m = ModelFromSpec(spec, 8);
+    ASSERT_FALSE(m.ok()) << spec;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(m.status().message().find(message), std::string::npos) << m.status();
+  }
+  EXPECT_TRUE(ModelFromSpec("llama:layers=4,hidden=64,heads=4,vocab=64,seq=8", 8).ok());
+}
+
+}  // namespace
+}  // namespace pdist::planner
