@@ -88,6 +88,23 @@ std::string ExplainText(const SearchResult& r, int64_t top) {
   }
   absl::StrAppendFormat(&out, "%d candidates were cut without simulating: slower than the pick or out of memory by a bound\n",
                         r.pruned);
+  absl::StrAppend(&out, "by layout (dp × mp × pp):\n");
+  for (const LayoutOutcome& l : r.layouts) {
+    const std::string name = absl::StrFormat("    dp%d mp%d pp%d", l.dp, l.mp, l.pp);
+    if (l.best) {
+      absl::StrAppendFormat(&out, "%-20s best %-34s %.5g s (%+.1f%%)\n", name, l.best->candidate.ToString(),
+                            l.best->step_time, 100 * (l.best->step_time / best - 1));
+    } else if (l.slower_bound > 0) {
+      absl::StrAppendFormat(&out, "%-20s slower: its busiest rank alone works at least %.5g s (%+.1f%%)\n", name,
+                            l.slower_bound, 100 * (l.slower_bound / best - 1));
+    } else if (l.leanest) {
+      absl::StrAppendFormat(&out, "%-20s out of memory: the leanest, %s, needs %s%.3g GB of %.3g\n", name,
+                            l.leanest->candidate.ToString(), l.leanest->simulated ? "" : "at least ",
+                            l.leanest->memory.total() / kGB, l.leanest->capacity / kGB);
+    } else {
+      absl::StrAppendFormat(&out, "%-20s not built: %s\n", name, l.not_built);
+    }
+  }
   for (const std::string& s : r.skipped) absl::StrAppend(&out, "not built: ", s, "\n");
   return out;
 }

@@ -95,14 +95,20 @@ absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::C
   std::optional<Estimate> leanest;  // least memory of any candidate, for the "nothing fits" error
   double best = std::numeric_limits<double>::infinity();
   SearchProgress progress{0, static_cast<int64_t>(factorisations.size()), 0, 0};
+  LayoutOutcome* layout = nullptr;  // the factorisation being searched
   auto consider = [&](const Candidate& c) -> absl::StatusOr<bool> {  // true: it fits
     ++result.candidates;
     PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(c, model, cluster, profiler, options.estimate,
                                                          best * (1 + options.tie_tolerance)));
     if (!leanest || e.memory.total() < leanest->memory.total()) leanest = e;
+    const bool slower = !e.simulated && e.pruned.rfind("slower", 0) == 0;
+    if (slower) {
+      layout->slower_bound = layout->slower_bound > 0 ? std::min(layout->slower_bound, e.step_time) : e.step_time;
+    } else if (!e.fits && (!layout->leanest || e.memory.total() < layout->leanest->memory.total())) {
+      layout->leanest = e;
+    }
     if (!e.simulated) {
       ++result.pruned;
-      const bool slower = e.pruned.rfind("slower", 0) == 0;
       if (!slower) result.too_big.push_back(std::move(e));
       return slower;  // more recompute cannot make a slower plan win: end the loop as for a fit
     }
@@ -113,13 +119,17 @@ absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::C
     }
     if (options.executable_only && !e.not_executable.empty()) return true;
     best = std::min(best, e.step_time);
+    if (!layout->best || e.step_time < layout->best->step_time) layout->best = e;
     result.ranked.push_back(std::move(e));
     return true;
   };
 
+  result.layouts.reserve(factorisations.size());
   for (const auto& [mp, pp] : factorisations) {
     const int64_t dp = n / (mp * pp);
+    layout = &result.layouts.emplace_back(LayoutOutcome{.dp = dp, .mp = mp, .pp = pp});
     if (batch % dp != 0) {
+      layout->not_built = absl::StrCat("dp ", dp, " does not divide the global batch ", batch);
       skipped.insert(absl::StrCat("dp ", dp, ": does not divide the global batch ", batch));
     } else {
       for (int64_t b : Choices<int64_t>(fixed.micro_batch, Divisors(batch / dp))) {
@@ -131,6 +141,7 @@ absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::C
           if (sp && mp == 1) continue;
           if (absl::StatusOr<const ModelProfile*> p = profiler.Get({mp, sp, b}); !p.ok()) {
             skipped.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
+            layout->not_built = std::string(p.status().message());
             continue;
           }
           for (const Schedule& schedule : SchedulesFor(pp, m, model.layers, fixed)) {

@@ -51,11 +51,21 @@ struct SearchOptions {
   std::function<void(const SearchProgress&)> progress;
 };
 
+// How one dp × mp × pp layout fared: its fastest plan that fits, or why it has none.
+struct LayoutOutcome {
+  int64_t dp = 1, mp = 1, pp = 1;
+  std::optional<Estimate> best;     // fastest that fits
+  std::optional<Estimate> leanest;  // least memory, when nothing fits
+  double slower_bound = 0;          // the least work bound of candidates cut as slower (s)
+  std::string not_built;            // why its candidates could not be built, if they could not
+};
+
 struct SearchResult {
   std::vector<Estimate> ranked;    // fit (and run, with executable_only), best first
   std::vector<Estimate> too_big;   // out of memory, least memory first (for --explain); memory is a
                                    // lower bound where !simulated
   std::vector<std::string> skipped;  // configurations that cannot be built, with the reason
+  std::vector<LayoutOutcome> layouts;  // every factorisation tried, in search order
   int64_t candidates = 0;   // generated
   int64_t simulated = 0;    // priced through the schedule simulation
   int64_t pruned = 0;       // stopped by a bound

@@ -3,8 +3,9 @@
 #   1. plan: pdist-plan picks the fastest strategy that fits for a 1.3B GPT on 16 A100s (two
 #      DGX nodes) and explains it;
 #   2. plan and train: a small GPT is exported, planned for 4 simulated CPU ranks (threads of one
-#      process, examples/clusters/cpu-4ranks.json) and trained on the text the repository ships
-#      with the strategy file pdist-plan wrote, with a progress bar (step, loss, tokens/s, ETA).
+#      process; `--cluster cpu-local` measures this machine first, a few seconds) and trained on
+#      the text the repository ships with the strategy file pdist-plan wrote, with a progress bar
+#      (step, loss, tokens/s, ETA).
 # STRATEGY=file trains with that strategy instead of the plan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,6 @@ mkdir -p out
 ./build/pdist-plan --model gpt:layers=24,hidden=2048,heads=16,vocab=51200,seq=2048,dtype=bf16 \
   --gpus 16 --global-batch 512 --explain --top 5 -o out/gpt-1.3b-16gpu.json
 ./build/pdist-export gpt --layers 4 --hidden 128 --heads 4 --vocab 256 --seq 64 --batch 16 -o out/gpt.pb
-./build/pdist-plan out/gpt.pb --cluster examples/clusters/cpu-4ranks.json --executable-only -o out/plan.json
+./build/pdist-plan out/gpt.pb --cluster cpu-local --gpus 4 --executable-only -o out/plan.json
 ./build/pdist-train out/gpt.pb --data data/essay.txt --steps "${STEPS:-300}" --lr 3e-3 --warmup 20 \
   --strategy "${STRATEGY:-out/plan.json}" --losses-out out/losses.json

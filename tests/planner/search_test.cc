@@ -144,6 +144,19 @@ TEST(SearchTest, ProgressReportsEveryFactorisation) {
   EXPECT_EQ(seen.back().factorisations_done, seen.back().factorisations);
   EXPECT_EQ(seen.back().priced, r->candidates);
   EXPECT_GT(seen.back().best_step_time, 0);
+  // Every layout says how it fared; the pick's holds the pick.
+  ASSERT_EQ(static_cast<int64_t>(r->layouts.size()), seen.back().factorisations);
+  int64_t holding_pick = 0;
+  for (const LayoutOutcome& l : r->layouts) {
+    EXPECT_TRUE(l.best || l.leanest || l.slower_bound > 0 || !l.not_built.empty()) << l.dp << l.mp << l.pp;
+    if (l.best) EXPECT_GE(l.best->step_time, r->ranked.front().step_time * (1 - o.tie_tolerance));
+    const Candidate& c = r->best().candidate;
+    if (l.dp == c.dp && l.mp == c.mp && l.pp == c.pp) {
+      ++holding_pick;
+      ASSERT_TRUE(l.best.has_value());
+    }
+  }
+  EXPECT_EQ(holding_pick, 1);
 }
 
 TEST(SearchTest, DivisorsInOrder) { EXPECT_EQ(Divisors(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 12})); }
