@@ -123,6 +123,16 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   });
 }
 
+// A rank that finishes first must not close its connections while a peer is still inside the
+// last collective: the peer's data would go down with the socket ("connection closed by peer"
+// on a loaded machine). So every gloo rank meets the others at a closing barrier, which it can
+// only pass once every peer has finished all earlier collectives. Errors are ignored: after a
+// failure the barrier fails fast (an aborted or closed communicator, or a fingerprint that
+// names the collective a peer is stuck in).
+Engine::~Engine() {
+  if (options_.backend == "gloo" && world_size_ > 1 && !worlds_.empty()) worlds_.front()->Barrier().IgnoreError();
+}
+
 absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
   if (runners_.size() == 1) {
     absl::Status status = fn(0, *runners_[0]);

@@ -66,6 +66,8 @@ class Engine {
  public:
   // Takes the forward program (data inputs, parameters, ops, a scalar loss).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(ir::Program forward, EngineOptions options);
+  // Under gloo, waits for the other ranks at a closing barrier (see engine.cc).
+  ~Engine();
 
   // One optimizer step on `feeds` (every data input of the model except the learning rate).
   absl::StatusOr<StepResult> TrainStep(const exec::Feeds& feeds);
