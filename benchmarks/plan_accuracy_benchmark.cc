@@ -16,6 +16,7 @@
 #include "benchmarks/benchmark_batches.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
+#include "ir/op_def.h"
 #include "ir/serialize.h"
 #include "planner/calibrate.h"
 #include "planner/estimate.h"
@@ -58,26 +59,45 @@ double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / std::sqrt(sxx * syy);
 }
 
-double MeasuredStepSeconds(const pdist::ir::Program& model, const std::string& strategy_json, int steps) {
+// What one strategy's step measured: its median time, and where rank 0 spent one profiled step.
+struct Measured {
+  double step = NAN;     // seconds, median of the unprofiled steps
+  double compute = NAN;  // rank 0's kernels that do not communicate (profiled step)
+  double comm = NAN;     // rank 0's communicating kernels, waiting for peers included
+};
+
+Measured MeasureStep(const pdist::ir::Program& model, const std::string& strategy_json, int steps) {
+  Measured m;
   pdist::engine::EngineOptions o;
   o.lr.base = 1e-4;
   o.strategy_json = strategy_json;
   auto engine = pdist::engine::Engine::Create(model.Clone(), o);
-  if (!engine.ok()) {
-    std::fprintf(stderr, "engine: %s\n", std::string(engine.status().message()).c_str());
-    return NAN;
+  o.profile = true;  // a second engine: timing every kernel slows the step it times
+  auto profiled = pdist::engine::Engine::Create(model.Clone(), o);
+  if (!engine.ok() || !profiled.ok()) {
+    std::fprintf(stderr, "engine: %s\n", std::string((engine.ok() ? profiled : engine).status().message()).c_str());
+    return m;
   }
   const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
-  (void)(*engine)->TrainStep(feeds);  // warm-up
+  // Warm-up: the first steps run up to 3× slower while every rank's allocator grows.
+  for (int s = 0; s < 3; ++s) (void)(*engine)->TrainStep(feeds);
   std::vector<double> seconds;
   for (int s = 0; s < steps; ++s) {
     const auto start = std::chrono::steady_clock::now();
-    auto r = (*engine)->TrainStep(feeds);
-    if (!r.ok()) return NAN;
+    if (!(*engine)->TrainStep(feeds).ok()) return m;
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
+  m.step = seconds[seconds.size() / 2];
+  (void)(*profiled)->TrainStep(feeds);
+  auto r = (*profiled)->TrainStep(feeds);
+  if (!r.ok()) return m;
+  m.compute = m.comm = 0;
+  for (const auto& [type, s] : r->op_seconds) {
+    const pdist::ir::OpDef* def = pdist::ir::OpRegistry::Global().Find(type);
+    (def != nullptr && def->communicates ? m.comm : m.compute) += s;
+  }
+  return m;
 }
 
 }  // namespace
@@ -108,8 +128,8 @@ int main(int argc, char** argv) {
       {.pp = 4, .micro_batch = 2, .micro_batches = 8, .schedule = ScheduleMode::kZBH1},
       {.mp = 2, .pp = 2, .micro_batch = 4, .micro_batches = 4},
   };
-  std::printf("cluster: %s\n%-34s %12s %12s %8s\n", cluster->name.c_str(), "strategy", "predicted ms", "measured ms",
-              "error");
+  std::printf("cluster: %s\n%-34s %10s %10s %7s | %24s | %24s\n", cluster->name.c_str(), "strategy", "predicted",
+              "measured", "error", "predicted comp/comm/idle", "rank 0 comp/comm/other");
   std::vector<double> predicted, measured;
   for (const Candidate& c : candidates) {
     absl::StatusOr<pdist::planner::Estimate> e =
@@ -118,11 +138,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", c.ToString().c_str(), std::string(e.status().message()).c_str());
       return 1;
     }
-    const double m = MeasuredStepSeconds(model, pdist::planner::PlanStrategyJson(*e), steps);
+    const Measured m = MeasureStep(model, pdist::planner::PlanStrategyJson(*e), steps);
     predicted.push_back(e->step_time);
-    measured.push_back(m);
-    std::printf("%-34s %12.2f %12.2f %+7.0f%%\n", c.ToString().c_str(), 1e3 * e->step_time, 1e3 * m,
-                100 * (e->step_time / m - 1));
+    measured.push_back(m.step);
+    // Milliseconds side by side: the prediction's compute (with recompute), communication and
+    // idle (bubble, core sharing); rank 0's kernel time in one profiled step and the rest of
+    // the measured step (executor overhead, waiting outside collectives).
+    const pdist::planner::TimeBreakdown& t = e->time;
+    std::printf("%-34s %10.2f %10.2f %+6.0f%% | %7.2f %7.2f %8.2f | %7.2f %7.2f %8.2f\n", c.ToString().c_str(),
+                1e3 * e->step_time, 1e3 * m.step, 100 * (e->step_time / m.step - 1), 1e3 * (t.compute + t.recompute),
+                1e3 * (t.mp_comm + t.dp_comm + t.pp_comm), 1e3 * (t.bubble + t.core_sharing), 1e3 * m.compute,
+                1e3 * m.comm, 1e3 * (m.step - m.compute - m.comm));
     std::fflush(stdout);
   }
   double error = 0;

@@ -155,14 +155,15 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
                     .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1};
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
   auto event = state.stream->Submit([this, &op, values, i, micro_batch, captured = std::move(captured), from_stream,
-                                     dropped_by_stream, timeline = state.timeline, span = std::move(span)]() mutable {
+                                     dropped_by_stream, timeline = state.timeline, span = std::move(span),
+                                     op_seconds = &state.stream_op_seconds]() mutable {
     ScopedSpan timed(timeline, std::move(span));
     for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
     for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
     std::vector<Tensor> outputs(op.num_results());
-    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, nullptr));
+    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, op_seconds));
     for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
   });
@@ -237,6 +238,7 @@ RunResult Executor::Finish(const std::vector<Tensor>& loss_source, const std::ve
   RunResult result;
   result.peak_bytes = state.live.peak();
   result.op_seconds = std::move(state.op_seconds);
+  for (const auto& [type, seconds] : state.stream_op_seconds) result.op_seconds[type] += seconds;  // drained by now
   if (program.loss() != nullptr) {
     result.loss = loss_source[static_cast<size_t>(program.loss()->id())].At(0);
     result.has_loss = true;

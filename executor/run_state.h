@@ -44,6 +44,10 @@ struct ValueTable {
 // What every table of one run shares: the stream, the accounting, the profile.
 struct RunState {
   LiveBytes live;
+  // The communication stream's kernels, timed by its own thread (waiting for peers included) and
+  // merged into op_seconds once it is drained. Declared before `stream`, so that it outlives the
+  // stream's thread.
+  std::map<std::string, double> stream_op_seconds;
   std::unique_ptr<CommStream> stream;
   std::map<std::string, double> op_seconds;
   TimelineRecorder* timeline = nullptr;  // spans of jobs and of communication, when given

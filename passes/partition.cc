@@ -218,8 +218,10 @@ class Partitioner {
         // average or max of equal values is the value itself.
         if (step.reduce != ir::ReduceType::kSum || CoordAlong(attr, step.mesh_dim, rank_) == 0) return x;
         return b.Op1("scale", {x}, {{"scale", 0.0}, {"bias", 0.0}});
+      case ReshardStep::Kind::kSendRecv:
+        break;  // a move between meshes is lowered with its peer (see above), never step by step
     }
-    return absl::InternalError("unknown reshard step");
+    return absl::InternalError(absl::StrCat("reshard step ", step.ToString(), " has no single-rank lowering"));
   }
 
   // Attributes that carry global sizes become local; vocab-parallel ops take their c_* form.

@@ -110,46 +110,82 @@ absl::StatusOr<double> AllReduceSeconds(int64_t ranks, int64_t elements, int run
 }
 
 // The reference step the op scales come from: a small GPT, one rank, AdamW.
-ir::Program ReferenceModel() {
-  return *ir::models::BuildGpt({.vocab = 256, .hidden = 128, .layers = 2, .heads = 4, .seq_len = 64, .batch = 8});
+constexpr int64_t kReferenceBatch = 8;
+ir::Program ReferenceModel(int64_t batch = kReferenceBatch) {
+  return *ir::models::BuildGpt({.vocab = 256, .hidden = 128, .layers = 2, .heads = 4, .seq_len = 64, .batch = batch});
 }
 
-// Kernel seconds per op type of one training step of the reference model, on each of `at_once`
-// single-rank engines running together (averaged over ranks and 3 steps after a warm-up).
-absl::StatusOr<std::map<std::string, double>> MeasuredSecondsByType(int64_t at_once, int threads) {
-  const ir::Program model = ReferenceModel();
+exec::Feeds ReferenceFeeds(const ir::Program& model) {
   exec::Feeds feeds;
   for (const char* name : {"tokens", "labels"}) {
     exec::Tensor t = exec::Tensor::Empty(model.FindArgument(name)->type());
     for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = (i * 37 + 11) % 256;
     feeds[name] = t;
   }
-  constexpr int kSteps = 3;
-  std::vector<std::map<std::string, double>> per_rank(static_cast<size_t>(at_once));
-  PDIST_RETURN_IF_ERROR(OnRanks(at_once, threads, [&](int rank) -> absl::StatusOr<double> {
-                          engine::EngineOptions options;
-                          options.profile = true;
-                          PDIST_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create(model.Clone(), options));
-                          PDIST_RETURN_IF_ERROR(engine->TrainStep(feeds).status());
-                          for (int s = 0; s < kSteps; ++s) {
-                            PDIST_ASSIGN_OR_RETURN(engine::StepResult r, engine->TrainStep(feeds));
-                            for (const auto& [type, seconds] : r.op_seconds) per_rank[rank][type] += seconds;
-                          }
-                          return 0.0;
-                        }).status());
-  std::map<std::string, double> mean;
-  for (const auto& rank : per_rank) {
-    for (const auto& [type, seconds] : rank) mean[type] += seconds / static_cast<double>(kSteps * at_once);
+  return feeds;
+}
+
+constexpr int kWarmUpSteps = 3;  // the first steps run up to 3× slower while the allocator grows
+constexpr int kTimedSteps = 5;
+
+// Wall seconds per step of `engine` (mean of kTimedSteps after the warm-up); `after_step` sees
+// each timed step's result.
+absl::StatusOr<double> SecondsPerStep(engine::Engine& engine, const exec::Feeds& feeds,
+                                      const std::function<void(const engine::StepResult&)>& after_step = nullptr) {
+  for (int s = 0; s < kWarmUpSteps; ++s) PDIST_RETURN_IF_ERROR(engine.TrainStep(feeds).status());
+  const Clock::time_point start = Clock::now();
+  for (int s = 0; s < kTimedSteps; ++s) {
+    PDIST_ASSIGN_OR_RETURN(engine::StepResult r, engine.TrainStep(feeds));
+    if (after_step) after_step(r);
   }
-  return mean;
+  return Since(start) / kTimedSteps;
+}
+
+// Training steps of the reference model on each of `at_once` single-rank engines running
+// together: wall seconds per step (median over ranks) and, when profiled, kernel seconds per op
+// type (averaged over ranks and steps).
+struct ReferenceSteps {
+  double step_seconds = 0;
+  std::map<std::string, double> kernel_seconds;
+};
+
+absl::StatusOr<ReferenceSteps> RunReferenceSteps(int64_t at_once, int threads, bool profile) {
+  const ir::Program model = ReferenceModel();
+  const exec::Feeds feeds = ReferenceFeeds(model);
+  std::vector<std::map<std::string, double>> per_rank(static_cast<size_t>(at_once));
+  ReferenceSteps out;
+  PDIST_ASSIGN_OR_RETURN(out.step_seconds, OnRanks(at_once, threads, [&](int rank) -> absl::StatusOr<double> {
+                           engine::EngineOptions options;
+                           options.profile = profile;
+                           PDIST_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create(model.Clone(), options));
+                           return SecondsPerStep(*engine, feeds, [&](const engine::StepResult& r) {
+                             for (const auto& [type, seconds] : r.op_seconds) per_rank[rank][type] += seconds;
+                           });
+                         }));
+  for (const auto& rank : per_rank) {
+    for (const auto& [type, seconds] : rank) {
+      out.kernel_seconds[type] += seconds / static_cast<double>(kTimedSteps * at_once);
+    }
+  }
+  return out;
+}
+
+// Wall seconds per step of the reference model trained data parallel on `ranks` in-process
+// ranks of one engine, each rank with the reference batch: the ranks as training runs them.
+absl::StatusOr<double> DataParallelStepSeconds(int64_t ranks) {
+  const ir::Program model = ReferenceModel(kReferenceBatch * ranks);
+  engine::EngineOptions options;
+  options.strategy_json = absl::StrCat("{\"dp_degree\": ", ranks, "}");
+  PDIST_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create(model.Clone(), options));
+  return SecondsPerStep(*engine, ReferenceFeeds(model));
 }
 
 // Measured over predicted kernel time per op type of the reference step, for the types the
 // roofline misjudges by more than 10% (clamped to [1/20, 20]).
 absl::StatusOr<std::map<std::string, double>> OpScales(const strategy::Cluster& cluster, int64_t at_once,
                                                        int threads) {
-  using SecondsByType = std::map<std::string, double>;
-  PDIST_ASSIGN_OR_RETURN(SecondsByType measured, MeasuredSecondsByType(at_once, threads));
+  PDIST_ASSIGN_OR_RETURN(ReferenceSteps steps, RunReferenceSteps(at_once, threads, /*profile=*/true));
+  const std::map<std::string, double>& measured = steps.kernel_seconds;
   PDIST_ASSIGN_OR_RETURN(engine::DistributedPrograms programs,
                          engine::BuildDistributedPrograms(ReferenceModel(), strategy::Strategy{}, {}));
   std::map<std::string, double> predicted;
@@ -225,6 +261,23 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
 
   say("op scales (a reference training step)");
   PDIST_ASSIGN_OR_RETURN(e.op_scale, OpScales(c, at_once, threads));
+
+  if (ranks > at_once) {
+    // More ranks than run at once: the reference step data parallel on all of them in one
+    // engine, against the time the cores would take if slicing them cost nothing (the step on
+    // as many independent engines as run at once, times ranks / at_once). The gradient
+    // all-reduce of this small model is a few per cent of its step.
+    // Scheduling makes single runs vary by ±25%: the median of 5 paired runs.
+    say("time slicing");
+    std::vector<double> efficiency;
+    for (int run = 0; run < 5; ++run) {
+      PDIST_ASSIGN_OR_RETURN(ReferenceSteps together, RunReferenceSteps(at_once, threads, /*profile=*/false));
+      PDIST_ASSIGN_OR_RETURN(double sliced, DataParallelStepSeconds(ranks));
+      efficiency.push_back(together.step_seconds * static_cast<double>(ranks) / static_cast<double>(at_once) / sliced);
+    }
+    std::sort(efficiency.begin(), efficiency.end());
+    c.shared_cores_efficiency = std::clamp(efficiency[efficiency.size() / 2], 0.05, 1.0);
+  }
   c.device.memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)) / n;
   return c;
 }

@@ -193,16 +193,20 @@ absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<Vir
   return out;
 }
 
-// Ranks that are threads sharing a node's cores: the node's work over the ranks its cores run
-// at full speed at once, when that exceeds the simulated step.
+// Ranks that are threads sharing a node's cores: the node's compute over the ranks its cores
+// run at full speed at once, when that exceeds the simulated step. Time in collectives is not
+// counted: a rank waiting for its peers leaves its core to the others. Where the node holds more
+// ranks than run at once, the cores are time-sliced at the measured efficiency.
 void ShareCores(const Candidate& c, const strategy::Cluster& cluster, const std::vector<StageTotals>& totals,
                 Estimate& e) {
   if (cluster.shared_cores <= 0) return;
   const int64_t threads_per_rank = std::max<int64_t>(1, cluster.shared_cores / cluster.devices_per_node);
   const int64_t at_once = std::min(cluster.devices_per_node, std::max<int64_t>(1, cluster.shared_cores / threads_per_rank));
   double work = 0;
-  for (const StageTotals& st : totals) work += st.busy * static_cast<double>(c.dp * c.mp);
-  const double contended = work / static_cast<double>(cluster.nodes) / static_cast<double>(at_once);
+  for (const StageTotals& st : totals) work += (st.time.compute + st.time.recompute) * static_cast<double>(c.dp * c.mp);
+  const bool sliced = cluster.devices_per_node > at_once;
+  const double contended = work / static_cast<double>(cluster.nodes) / static_cast<double>(at_once) /
+                           (sliced ? cluster.shared_cores_efficiency : 1.0);
   if (contended > e.step_time) {
     e.time.core_sharing = contended - e.step_time;
     e.step_time = contended;

@@ -162,7 +162,8 @@ absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
                                     {"device", device},
                                     {"intra_node", LinkOf(c.intra_node)},
                                     {"inter_node", LinkOf(c.inter_node)},
-                                    {"shared_cores", Count(c.shared_cores)}},
+                                    {"shared_cores", Count(c.shared_cores)},
+                                    {"shared_cores_efficiency", Fraction(c.shared_cores_efficiency)}},
                                    {"nodes", "devices_per_node", "device", "intra_node", "inter_node"}));
   return c;
 }
@@ -188,6 +189,7 @@ std::string ClusterToJson(const Cluster& c) {
                   {"intra_node", link(c.intra_node)},
                   {"inter_node", link(c.inter_node)}};
   if (c.shared_cores > 0) j["shared_cores"] = c.shared_cores;
+  if (c.shared_cores_efficiency != 1) j["shared_cores_efficiency"] = c.shared_cores_efficiency;
   return j.dump(2);
 }
 

@@ -64,6 +64,10 @@ struct Cluster {
   // > 0: the node's devices are threads of one machine sharing this many cores (pdist's CPU
   // ranks); ranks that wait leave their cores to the others. 0: each device computes alone.
   int64_t shared_cores = 0;
+  // Of the time those cores are time-sliced among more ranks than they run at once, the fraction
+  // that does the ranks' work (the rest: scheduler gaps, caches refilled after each switch).
+  // Measured by `pdist-plan --calibrate`; 1 = perfect sharing.
+  double shared_cores_efficiency = 1;
 
   int64_t num_devices() const { return nodes * devices_per_node; }
   // Peak FLOP/s for `dtype`; NotFound naming the dtypes the device lists.

@@ -2,7 +2,7 @@
 // Strategy JSON that pdist-train runs unchanged, with the prediction and the reasons.
 //
 //   pdist-plan model.pb --gpus 16 -o plan.json                 # 16 A100s (dgx-a100), 8 per node
-//   pdist-plan --model gpt:layers=96,hidden=12288,heads=96,vocab=51200,seq=2048,dtype=bf16 \
+//   pdist-plan --model gpt:layers=96,hidden=12288,heads=96,vocab=51200,seq=2048,dtype=bf16
 //              --gpus 1024 --cluster dgx-h100 --global-batch 1536 --explain
 //   pdist-plan model.pb --cluster examples/clusters/pcie-4gpu.json --strategy fixed.json --json
 //   pdist-plan --calibrate --gpus 4 -o cpu4.json                 # this machine as 4 CPU ranks

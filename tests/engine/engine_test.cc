@@ -143,6 +143,24 @@ TEST(EngineTest, LoadRejectsCheckpointOfAnotherModel) {
   std::remove(path.c_str());
 }
 
+// Profiling times the kernels of both streams: the matmuls on the compute thread and the
+// gradient all-reduce on the communication stream (data parallel over 2 in-process ranks).
+TEST(EngineTest, ProfileTimesComputeAndCommunicationKernels) {
+  EngineOptions o = FastOptions();
+  o.profile = true;
+  o.strategy_json = R"({"dp_degree": 2})";
+  const ir::Program model = *ir::models::BuildGpt(SmallGpt());
+  TokenDataset ds = PeriodicDataset(model, 3);
+  auto engine = Engine::Create(model.Clone(), o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  auto r = (*engine)->TrainStep(*BatchesFrom(ds)());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->op_seconds["matmul"], 0);
+  EXPECT_GT(r->op_seconds["adamw"], 0);
+  // The gradients go out in buckets (c_allreduce_coalesced) or one by one (c_allreduce).
+  EXPECT_GT(r->op_seconds["c_allreduce_coalesced"] + r->op_seconds["c_allreduce"], 0);
+}
+
 TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {
   LearningRateSchedule s{.base = 1.0, .warmup_steps = 4, .decay_steps = 10, .min_ratio = 0.1};
   EXPECT_DOUBLE_EQ(s.At(0), 0.25);

@@ -32,7 +32,9 @@ TEST(OpRegistryTest, EveryOpIsCompleteAndGradientOpsAreNamedSo) {
     EXPECT_TRUE(def->infer_meta) << name;
     EXPECT_TRUE(def->cost) << name;
     EXPECT_TRUE(def->infer_spmd && def->infer_spmd_reverse && def->describe_spmd) << name;
-    if (def->grad_kind == ir::GradKind::kDifferentiable) EXPECT_TRUE(def->grad) << name;
+    if (def->grad_kind == ir::GradKind::kDifferentiable) {
+      EXPECT_TRUE(def->grad) << name;
+    }
     // A *_grad op is a gradient op: it must not claim a gradient of its own.
     if (name.size() > 5 && name.substr(name.size() - 5) == "_grad") {
       EXPECT_EQ(def->grad_kind, ir::GradKind::kGradientOp) << name;

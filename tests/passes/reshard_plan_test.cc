@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace pdist::passes {
 namespace {
 
@@ -19,8 +21,8 @@ std::string Plan(const ir::ProcessMesh& mesh, std::vector<Placement> from, std::
                           Attr(mesh, static_cast<int64_t>(shape.size()), to), shape);
   if (!plan.ok()) return std::string(plan.status().message());
   std::string steps;
-  for (const ReshardStep& s : plan->steps) steps += " " + s.ToString();
-  return plan->ToString() + " :" + steps;
+  for (const ReshardStep& s : plan->steps) absl::StrAppend(&steps, " ", s.ToString());
+  return absl::StrCat(plan->ToString(), " :", steps);
 }
 
 const Placement R = Placement::Replicate();

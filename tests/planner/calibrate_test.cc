@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "executor/executor.h"
 #include "planner/compute_cost.h"
 
 namespace pdist::planner {
@@ -17,7 +19,7 @@ TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
   absl::StatusOr<strategy::Cluster> c = CalibrateCpu(2, [&](const std::string& s) { steps.push_back(s); });
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_devices(), 2);
-  EXPECT_EQ(steps.size(), 6u);
+  EXPECT_EQ(steps.size(), c->shared_cores >= 2 ? 6u : 7u);  // one core: the time-slicing step too
   // The reference step's kernels are scaled where the roofline misjudges them.
   EXPECT_FALSE(c->device.efficiency.op_scale.empty());
   for (const auto& [op, scale] : c->device.efficiency.op_scale) EXPECT_TRUE(scale >= 0.05 && scale <= 20) << op;
@@ -35,6 +37,18 @@ TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_NEAR(back->device.peak_flops.at("f32"), c->device.peak_flops.at("f32"), 1e-9 * c->device.peak_flops.at("f32"));
   EXPECT_FALSE(CalibrateCpu(0).ok());
+}
+
+// Twice as many ranks as cores: the ranks are time-sliced, and how well is measured.
+TEST(CalibrateTest, MeasuresTimeSlicingOfMoreRanksThanCores) {
+  std::vector<std::string> steps;
+  const int64_t cores = std::max(1, exec::KernelThreadsOfThisThread());
+  absl::StatusOr<strategy::Cluster> c = CalibrateCpu(2 * cores, [&](const std::string& s) { steps.push_back(s); });
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->shared_cores, cores);
+  EXPECT_EQ(steps.back(), "time slicing");
+  EXPECT_GT(c->shared_cores_efficiency, 0.05);
+  EXPECT_LE(c->shared_cores_efficiency, 1.0);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // the activations each schedule keeps in flight, recompute's trade, the written stage cut.
 #include "planner/estimate.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "planner/compute_cost.h"
@@ -136,17 +138,32 @@ namespace {
 
 // Four ranks that are threads on two cores: two run at full speed at once, so a data-parallel
 // step takes twice one rank's work, and a pipeline's bubbles are filled by the other stages.
-TEST(SharedCoresTest, RanksSharingCoresTakeTheNodesWorkOverItsCores) {
+TEST(SharedCoresTest, RanksSharingCoresTakeTheNodesComputeOverItsCores) {
   const PlannedModel model = *ModelFromSpec("gpt:layers=6,hidden=64,heads=4,vocab=128,seq=16", 16);
   strategy::Cluster own = *strategy::ClusterPreset("dgx-a100", 4);
   strategy::Cluster shared = own;
   shared.shared_cores = 2;
   Profiler profiler_own(model, own), profiler_shared(model, shared);
+  // dp 4: the step is the 4 ranks' compute over 2 cores; the gradient all-reduce is waiting, not
+  // work, and does not count.
   const Candidate dp{.dp = 4, .micro_batch = 4};
   const Estimate alone = *EstimateCandidate(dp, model, own, profiler_own, {});
   const Estimate sharing = *EstimateCandidate(dp, model, shared, profiler_shared, {});
-  EXPECT_DOUBLE_EQ(sharing.step_time, 2 * alone.step_time);
-  EXPECT_DOUBLE_EQ(sharing.time.core_sharing, alone.step_time);
+  ASSERT_GT(alone.time.dp_comm, 0);
+  const double compute = alone.time.compute + alone.time.recompute;
+  EXPECT_DOUBLE_EQ(sharing.step_time, 2 * compute);
+  EXPECT_DOUBLE_EQ(sharing.time.core_sharing, 2 * compute - alone.step_time);
+  // Time-slicing 4 ranks on 2 cores at 80% efficiency: the same compute takes 1/0.8 as long.
+  shared.shared_cores_efficiency = 0.8;
+  EXPECT_DOUBLE_EQ(EstimateCandidate(dp, model, shared, profiler_shared, {})->step_time, 2 * compute / 0.8);
+  // mp 4: the collectives inside the layers do not count as work either.
+  const Candidate mp{.mp = 4, .micro_batch = 16};
+  Profiler profiler_mp(model, own);
+  const Estimate mp_alone = *EstimateCandidate(mp, model, own, profiler_mp, {});
+  ASSERT_GT(mp_alone.time.mp_comm, 0);
+  EXPECT_DOUBLE_EQ(EstimateCandidate(mp, model, shared, profiler_shared, {})->step_time,
+                   std::max(mp_alone.step_time, 2 * (mp_alone.time.compute + mp_alone.time.recompute) / 0.8));
+  shared.shared_cores_efficiency = 1;
   // pp 4: the step is at least the sum of the four stages' work over 2.
   const Candidate pp{.pp = 4, .micro_batch = 4, .micro_batches = 4};
   const Estimate pipe = *EstimateCandidate(pp, model, shared, profiler_shared, {});

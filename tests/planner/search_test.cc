@@ -149,7 +149,9 @@ TEST(SearchTest, ProgressReportsEveryFactorisation) {
   int64_t holding_pick = 0;
   for (const LayoutOutcome& l : r->layouts) {
     EXPECT_TRUE(l.best || l.leanest || l.slower_bound > 0 || !l.not_built.empty()) << l.dp << l.mp << l.pp;
-    if (l.best) EXPECT_GE(l.best->step_time, r->ranked.front().step_time * (1 - o.tie_tolerance));
+    if (l.best) {
+      EXPECT_GE(l.best->step_time, r->ranked.front().step_time * (1 - o.tie_tolerance));
+    }
     const Candidate& c = r->best().candidate;
     if (l.dp == c.dp && l.mp == c.mp && l.pp == c.pp) {
       ++holding_pick;

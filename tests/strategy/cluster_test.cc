@@ -40,6 +40,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     auto preset = ClusterPreset(name, 32);
     ASSERT_TRUE(preset.ok()) << preset.status();
     preset->shared_cores = 3;
+    preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
     auto back = ParseCluster(ClusterToJson(*preset));
     ASSERT_TRUE(back.ok()) << back.status();
@@ -51,6 +52,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     }
     EXPECT_NEAR(back->inter_node.latency, preset->inter_node.latency, 1e-18);
     EXPECT_EQ(back->shared_cores, 3);
+    EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
   }
@@ -80,6 +82,8 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
       {"{not json", "not valid JSON"},
       {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores\": 0, " + good_device + ", " + links + "}",
        "'shared_cores' must be an integer >= 1, got 0"},
+      {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores_efficiency\": 1.2, " + good_device + ", " + links + "}",
+       "'shared_cores_efficiency' must be a number in (0, 1], got 1.2"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
        "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
