@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,14 @@ using GradFn = std::function<absl::StatusOr<std::vector<Value*>>(Builder& b, con
                                                                   const std::vector<Value*>& out_grads)>;
 
 struct OpCost {
-  double flops = 0;  // floating-point operations (a multiply-add is 2)
+  double flops = 0;  // floating-point operations the kernel performs (a multiply-add is 2)
   double bytes = 0;  // bytes read and written, assuming each operand and result moves once
+  // The FLOPs that model-FLOPs utilisation credits, where they differ from `flops`: the
+  // convention of Megatron-LM and PaLM counts attention without its causal mask and a backward
+  // as twice its forward, whatever the kernel skips or recomputes (flash_attn).
+  std::optional<double> model_flops;
+
+  double ModelFlops() const { return model_flops.value_or(flops); }
 };
 using CostFn = std::function<OpCost(const InputTypes&, const std::vector<TensorType>& outputs, const AttributeMap&)>;
 

@@ -8,22 +8,13 @@
 #include "ir/status.h"
 #include "planner/comm_cost.h"
 #include "planner/stage_layout.h"
+#include "planner/virtual_stage.h"
 
 namespace pdist::planner {
 namespace {
 
 using ir::OpRole;
 using passes::JobCosts;
-
-// Devices of stage s (its first data-parallel replica's first tensor-parallel rank and so on):
-// rank = (s · dp + d) · mp + t, as the engine numbers them.
-int64_t DeviceOf(const Candidate& c, int64_t stage, int64_t d, int64_t t) { return (stage * c.dp + d) * c.mp + t; }
-
-std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage) {
-  std::vector<int64_t> group;
-  for (int64_t d = 0; d < c.dp; ++d) group.push_back(DeviceOf(c, stage, d, 0));
-  return group;
-}
 
 absl::Status CheckShape(const Candidate& c, const PlannedModel& model, const strategy::Cluster& cluster) {
   if (c.dp < 1 || c.mp < 1 || c.pp < 1 || c.vpp < 1 || c.micro_batch < 1 || c.micro_batches < 1) {
@@ -44,69 +35,12 @@ absl::Status CheckShape(const Candidate& c, const PlannedModel& model, const str
   return passes::CheckScheduleShape(c.schedule, {.stages = c.pp, .micro_batches = c.micro_batches, .chunks = c.vpp});
 }
 
-// Everything about one virtual stage that the jobs and the memory need.
-struct VirtualStage {
-  SegmentCost cost;   // its segments, one micro-batch
-  int64_t layers = 0;
-  JobCosts jobs;
-  double recompute = 0;  // seconds added to its backward
-  double gather = 0;     // ZeRO-3 parameter all-gather before each F and B, exposed part
-  double saved = 0;      // activation bytes one in-flight micro-batch keeps
-};
-
 struct StageTotals {
   double busy = 0;   // seconds of jobs in one step
   double saved = 0;  // activation bytes per micro-batch in flight (the largest chunk's)
   TimeBreakdown time;
   MemoryBreakdown memory;
 };
-
-
-// Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
-// recompute adds to its backward, ZeRO-3's gathers, the activations a micro-batch keeps.
-VirtualStage PriceVirtualStage(const Candidate& c, const ModelProfile& profile, const StageLayout::Segments& seg,
-                               int64_t k, const strategy::Cluster& cluster) {
-  VirtualStage s;
-  const int64_t stage = k % c.pp;
-  const double n = static_cast<double>(seg.layers);
-  const double boundary = profile.layer.boundary_bytes;
-  s.layers = seg.layers;
-  s.cost = profile.layer * n;
-  if (seg.embedding) s.cost += profile.embedding;
-  if (seg.head) s.cost += profile.head;
-  switch (c.recompute) {
-    case Recompute::kNone: s.saved = s.cost.saved_bytes; break;
-    case Recompute::kSelective:
-      s.recompute = n * profile.layer.recomputable_seconds;
-      s.saved = s.cost.saved_bytes - n * profile.layer.recomputable_bytes;
-      break;
-    case Recompute::kFull:  // keeps each layer's input only
-      s.recompute = n * profile.layer.Seconds(OpRole::kForward);
-      s.saved = s.cost.saved_bytes - n * (profile.layer.saved_bytes - boundary);
-      break;
-  }
-  if (c.zero == 3 && c.dp > 1) {
-    const double gather =
-        CollectiveSeconds(cluster, Collective::kAllGather, s.cost.param_bytes, DataParallelGroup(c, stage));
-    // Prefetched one segment ahead: hidden behind the job except the first segment's share
-    // and whatever exceeds the job's compute.
-    const double segments = std::max(1.0, n + (seg.embedding ? 1 : 0) + (seg.head ? 1 : 0));
-    s.gather = gather / segments + std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
-  }
-  s.jobs.forward = s.cost.Seconds(OpRole::kForward) + s.gather;
-  s.jobs.backward_input = s.cost.Seconds(OpRole::kBackward) + s.recompute + s.gather;
-  s.jobs.backward_weight = s.cost.Seconds(OpRole::kBackwardWeight);
-  s.jobs.backward = s.jobs.backward_input + s.jobs.backward_weight;
-  s.jobs.optimizer = s.cost.Seconds(OpRole::kOptimizer) / (c.zero > 0 ? static_cast<double>(c.dp) : 1.0);
-  // A cross-stage dependency waits for a send from a neighbouring stage: the slower link.
-  for (int64_t neighbour : {stage - 1, stage + 1}) {
-    if (c.pp == 1) break;
-    const int64_t other = (neighbour + c.pp) % c.pp;
-    s.jobs.p2p = std::max(s.jobs.p2p, CollectiveSeconds(cluster, Collective::kSendRecv, boundary,
-                                                        {DeviceOf(c, stage, 0, 0), DeviceOf(c, other, 0, 0)}));
-  }
-  return s;
-}
 
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
 // (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
@@ -217,7 +151,7 @@ void ShareCores(const Candidate& c, const strategy::Cluster& cluster, const std:
 
 absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler) {
   PDIST_ASSIGN_OR_RETURN(const ModelProfile* p, profiler.Get({.mp = 1, .sp = false, .micro_batch = 1}));
-  return (p->embedding.flops + p->layer.flops * static_cast<double>(model.layers) + p->head.flops) *
+  return (p->embedding.model_flops + p->layer.model_flops * static_cast<double>(model.layers) + p->head.model_flops) *
          static_cast<double>(model.global_batch);
 }
 

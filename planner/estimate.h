@@ -15,8 +15,9 @@
 //     bus volume; ZeRO 3: reduce-scatter, plus a parameter all-gather before each F and B) is
 //     bucketed by layer and overlaps the last backward except its last bucket;
 //   - ranks that are threads sharing a machine's cores (Cluster::shared_cores): the step is at
-//     least the node's total work over the number of ranks its cores run at full speed at once;
-//     a rank that idles in a bubble lends its core to the others;
+//     least the node's compute over the number of ranks its cores run at full speed at once, at
+//     the measured time-slicing efficiency; a rank idle in a bubble or waiting in a collective
+//     lends its core to the others;
 //   - memory: parameters, gradients and optimizer states divided by dp as the ZeRO stage says,
 //     activations times the most micro-batches the simulated schedule keeps alive, a layer's
 //     recompute workspace, two fusion buckets; the device's memory less the margin must hold it.
@@ -77,8 +78,9 @@ struct Estimate {
   double mfu = 0;
 };
 
-// The FLOPs of one training step of the whole model (forward and backward, no recompute), from
-// the single-device profile at micro-batch 1 (FLOPs are linear in the batch).
+// The model FLOPs of one training step (forward and backward, no recompute, attention without
+// its causal mask: the count MFU and TFLOP/s per device use, ir::OpCost::model_flops), from the
+// single-device profile at micro-batch 1 (FLOPs are linear in the batch).
 absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler);
 
 // InvalidArgument naming what does not fit together (degrees whose product is not the device

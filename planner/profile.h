@@ -38,7 +38,9 @@ struct ModelProfile {
 
 class Profiler {
  public:
-  Profiler(const PlannedModel& model, const strategy::Cluster& cluster) : model_(model), cluster_(cluster) {}
+  // Keeps a reference to `model` (it must outlive the profiler) and a copy of `cluster` (a
+  // temporary from ClusterPreset is fine).
+  Profiler(const PlannedModel& model, strategy::Cluster cluster) : model_(model), cluster_(std::move(cluster)) {}
 
   // Errors name the key: a degree the model's shapes cannot be split by, a micro-batch that does
   // not divide the batch.
@@ -49,7 +51,7 @@ class Profiler {
   absl::StatusOr<ModelProfile> Measure(const ProfileKey& key) const;
 
   const PlannedModel& model_;
-  const strategy::Cluster& cluster_;
+  const strategy::Cluster cluster_;
   std::map<ProfileKey, absl::StatusOr<ModelProfile>> cache_;
 };
 

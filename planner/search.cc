@@ -50,8 +50,6 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t la
   return out;
 }
 
-std::string Describe(const Candidate& c) { return c.ToString(); }
-
 }  // namespace
 
 std::vector<int64_t> Divisors(int64_t n) {
@@ -62,143 +60,187 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
-                                    const SearchOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
-  const FixedChoices& fixed = options.fixed;
-  const int64_t n = cluster.num_devices(), batch = model.global_batch;
-  for (const auto& [name, value] : {std::pair{"dp_degree", fixed.dp}, {"mp_degree", fixed.mp}, {"pp_degree", fixed.pp}}) {
-    if (value && (*value < 1 || n % *value != 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " ", *value, " does not divide the ", n, " devices of the cluster"));
-    }
-  }
-  Profiler profiler(model, cluster);
-  SearchResult result;
-  PDIST_ASSIGN_OR_RETURN(result.model_flops_per_step, ModelFlopsPerStep(model, profiler));
+namespace {
 
-  // The (mp, pp) pairs to try; dp follows.
-  std::vector<std::pair<int64_t, int64_t>> factorisations;
-  for (int64_t mp : Choices<int64_t>(fixed.mp, Divisors(n))) {
-    if (!fixed.mp && !options.tensor_parallel_across_nodes && mp > cluster.devices_per_node) continue;
-    for (int64_t pp : Choices<int64_t>(fixed.pp, Divisors(n / mp))) {
-      if (n % (mp * pp) != 0 || pp > model.layers) continue;
-      if (fixed.dp && *fixed.dp != n / (mp * pp)) continue;
-      factorisations.push_back({mp, pp});
+// One search: the state the candidates update as they are priced, and its steps.
+class SearchRun {
+ public:
+  SearchRun(const PlannedModel& model, const strategy::Cluster& cluster, const SearchOptions& options)
+      : model_(model), cluster_(cluster), options_(options), fixed_(options.fixed), profiler_(model, cluster) {}
+
+  absl::StatusOr<SearchResult> Run() {
+    const auto started = std::chrono::steady_clock::now();
+    PDIST_ASSIGN_OR_RETURN(const auto factorisations, Factorisations());
+    PDIST_ASSIGN_OR_RETURN(result_.model_flops_per_step, ModelFlopsPerStep(model_, profiler_));
+    SearchProgress progress{0, static_cast<int64_t>(factorisations.size()), 0, 0};
+    result_.layouts.reserve(factorisations.size());
+    for (const auto& [mp, pp] : factorisations) {
+      LayoutOutcome& layout =
+          result_.layouts.emplace_back(LayoutOutcome{.dp = cluster_.num_devices() / (mp * pp), .mp = mp, .pp = pp});
+      PDIST_RETURN_IF_ERROR(SearchLayout(layout));
+      ++progress.factorisations_done;
+      progress.priced = result_.candidates;
+      progress.best_step_time = std::isinf(best_) ? 0 : best_;
+      if (options_.progress) options_.progress(progress);
     }
-  }
-  if (factorisations.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("no dp × mp × pp factorisation of ", n,
-                                                   " devices agrees with the fixed degrees"));
+    result_.skipped.assign(skipped_.begin(), skipped_.end());
+    result_.programs_profiled = profiler_.programs_profiled();
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return Finish();
   }
 
-  std::set<std::string> skipped;
-  std::optional<Estimate> leanest;  // least memory of any candidate, for the "nothing fits" error
-  double best = std::numeric_limits<double>::infinity();
-  SearchProgress progress{0, static_cast<int64_t>(factorisations.size()), 0, 0};
-  LayoutOutcome* layout = nullptr;  // the factorisation being searched
-  auto consider = [&](const Candidate& c) -> absl::StatusOr<bool> {  // true: it fits
-    ++result.candidates;
-    PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(c, model, cluster, profiler, options.estimate,
-                                                         best * (1 + options.tie_tolerance)));
-    if (!leanest || e.memory.total() < leanest->memory.total()) leanest = e;
-    const bool slower = !e.simulated && e.pruned.rfind("slower", 0) == 0;
-    if (slower) {
-      layout->slower_bound = layout->slower_bound > 0 ? std::min(layout->slower_bound, e.step_time) : e.step_time;
-    } else if (!e.fits && (!layout->leanest || e.memory.total() < layout->leanest->memory.total())) {
-      layout->leanest = e;
+ private:
+  // The (mp, pp) pairs to try (dp follows), tensor parallel inside a node unless allowed across.
+  absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Factorisations() const {
+    const int64_t n = cluster_.num_devices();
+    for (const auto& [name, value] :
+         {std::pair{"dp_degree", fixed_.dp}, {"mp_degree", fixed_.mp}, {"pp_degree", fixed_.pp}}) {
+      if (value && (*value < 1 || n % *value != 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(name, " ", *value, " does not divide the ", n, " devices of the cluster"));
+      }
     }
-    if (!e.simulated) {
-      ++result.pruned;
-      if (!slower) result.too_big.push_back(std::move(e));
-      return slower;  // more recompute cannot make a slower plan win: end the loop as for a fit
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int64_t mp : Choices<int64_t>(fixed_.mp, Divisors(n))) {
+      if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
+      for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
+        if (n % (mp * pp) != 0 || pp > model_.layers) continue;
+        if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
+        out.push_back({mp, pp});
+      }
     }
-    ++result.simulated;
-    if (!e.fits) {
-      result.too_big.push_back(e);
-      return false;
+    if (out.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees"));
     }
-    if (options.executable_only && !e.not_executable.empty()) return true;
-    best = std::min(best, e.step_time);
-    if (!layout->best || e.step_time < layout->best->step_time) layout->best = e;
-    result.ranked.push_back(std::move(e));
-    return true;
-  };
+    return out;
+  }
 
-  result.layouts.reserve(factorisations.size());
-  for (const auto& [mp, pp] : factorisations) {
-    const int64_t dp = n / (mp * pp);
-    layout = &result.layouts.emplace_back(LayoutOutcome{.dp = dp, .mp = mp, .pp = pp});
+  // Every micro-batching, sp and schedule of one dp × mp × pp layout.
+  absl::Status SearchLayout(LayoutOutcome& layout) {
+    const int64_t batch = model_.global_batch, dp = layout.dp, mp = layout.mp;
     if (batch % dp != 0) {
-      layout->not_built = absl::StrCat("dp ", dp, " does not divide the global batch ", batch);
-      skipped.insert(absl::StrCat("dp ", dp, ": does not divide the global batch ", batch));
-    } else {
-      for (int64_t b : Choices<int64_t>(fixed.micro_batch, Divisors(batch / dp))) {
-        if (b > options.max_micro_batch && !fixed.micro_batch) continue;
-        if ((batch / dp) % b != 0) continue;
-        const int64_t m = batch / (dp * b);
-        if (fixed.micro_batches && *fixed.micro_batches != m) continue;
-        for (bool sp : Choices<bool>(fixed.sp, mp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
-          if (sp && mp == 1) continue;
-          if (absl::StatusOr<const ModelProfile*> p = profiler.Get({mp, sp, b}); !p.ok()) {
-            skipped.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
-            layout->not_built = std::string(p.status().message());
-            continue;
-          }
-          for (const Schedule& schedule : SchedulesFor(pp, m, model.layers, fixed)) {
-            for (int64_t zero : Choices<int64_t>(fixed.zero, dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
-                                                                    : std::vector<int64_t>{0})) {
-              bool fits_without_recompute = false;
-              for (Recompute rc : Choices<Recompute>(fixed.recompute, {Recompute::kNone, Recompute::kSelective,
-                                                                        Recompute::kFull})) {
-                const Candidate c{.dp = dp, .mp = mp, .pp = pp, .vpp = schedule.vpp, .sp = sp, .zero = zero,
-                                  .micro_batch = b, .micro_batches = m, .schedule = schedule.mode, .recompute = rc};
-                PDIST_ASSIGN_OR_RETURN(bool fits, consider(c));
-                if (fits) {
-                  fits_without_recompute = rc == Recompute::kNone;
-                  break;  // more recompute only adds time
-                }
-              }
-              // ZeRO-2 is ZeRO-1's time with less memory, ZeRO-3 slower: once a stage ≥ 1 fits
-              // without recompute, the higher ones cannot win.
-              if (fits_without_recompute && zero >= 1) break;
-            }
-          }
+      layout.not_built = absl::StrCat("dp ", dp, " does not divide the global batch ", batch);
+      skipped_.insert(absl::StrCat("dp ", dp, ": does not divide the global batch ", batch));
+      return absl::OkStatus();
+    }
+    for (int64_t b : Choices<int64_t>(fixed_.micro_batch, Divisors(batch / dp))) {
+      if (b > options_.max_micro_batch && !fixed_.micro_batch) continue;
+      if ((batch / dp) % b != 0) continue;
+      const int64_t m = batch / (dp * b);
+      if (fixed_.micro_batches && *fixed_.micro_batches != m) continue;
+      for (bool sp : Choices<bool>(fixed_.sp, mp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
+        if (sp && mp == 1) continue;
+        if (absl::StatusOr<const ModelProfile*> p = profiler_.Get({mp, sp, b}); !p.ok()) {
+          skipped_.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
+          layout.not_built = std::string(p.status().message());
+          continue;
+        }
+        for (const Schedule& schedule : SchedulesFor(layout.pp, m, model_.layers, fixed_)) {
+          const Candidate base{.dp = dp, .mp = mp, .pp = layout.pp, .vpp = schedule.vpp, .sp = sp,
+                               .micro_batch = b, .micro_batches = m, .schedule = schedule.mode};
+          PDIST_RETURN_IF_ERROR(SearchMemorySavings(base, layout));
         }
       }
     }
-    ++progress.factorisations_done;
-    progress.priced = result.candidates;
-    progress.best_step_time = std::isinf(best) ? 0 : best;
-    if (options.progress) options.progress(progress);
+    return absl::OkStatus();
   }
-  result.skipped.assign(skipped.begin(), skipped.end());
-  result.programs_profiled = profiler.programs_profiled();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  std::sort(result.too_big.begin(), result.too_big.end(),
-            [](const Estimate& a, const Estimate& b) { return a.memory.total() < b.memory.total(); });
-  if (result.too_big.size() > kTooBigKept) result.too_big.resize(kTooBigKept);
-  if (result.ranked.empty()) {
-    if (!leanest) {
-      return absl::FailedPreconditionError(absl::StrCat("no candidate could be built: ",
-                                                        result.skipped.empty() ? "" : result.skipped.front()));
+  // ZeRO stages and recompute policies of one candidate, least memory saving first: recompute
+  // only adds time, so it stops at the first policy that fits; ZeRO-2 is ZeRO-1's time with
+  // less memory and ZeRO-3 slower, so once a stage ≥ 1 fits without recompute the higher ones
+  // cannot win.
+  absl::Status SearchMemorySavings(const Candidate& base, LayoutOutcome& layout) {
+    for (int64_t zero : Choices<int64_t>(fixed_.zero, base.dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
+                                                                   : std::vector<int64_t>{0})) {
+      bool fits_without_recompute = false;
+      for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
+        Candidate c = base;
+        c.zero = zero;
+        c.recompute = rc;
+        PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
+        if (done) {
+          fits_without_recompute = rc == Recompute::kNone;
+          break;
+        }
+      }
+      if (fits_without_recompute && zero >= 1) break;
     }
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB",
-        cluster.device.memory / 1e9, leanest->capacity / 1e9, options.estimate.memory_margin * 100,
-        Describe(leanest->candidate), leanest->simulated ? "" : "at least ", leanest->memory.total() / 1e9));
+    return absl::OkStatus();
   }
-  std::stable_sort(result.ranked.begin(), result.ranked.end(),
-                   [](const Estimate& a, const Estimate& b) { return a.step_time < b.step_time; });
-  // Ties to the simpler plan.
-  const double limit = result.ranked.front().step_time * (1 + options.tie_tolerance);
-  size_t pick = 0;
-  for (size_t i = 1; i < result.ranked.size() && result.ranked[i].step_time <= limit; ++i) {
-    if (result.ranked[i].candidate.Complexity() < result.ranked[pick].candidate.Complexity()) pick = i;
+
+  // Prices one candidate and files it. True when more recompute cannot help it: it fits, or a
+  // bound showed it slower than the best so far.
+  absl::StatusOr<bool> Consider(const Candidate& c, LayoutOutcome& layout) {
+    ++result_.candidates;
+    PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(c, model_, cluster_, profiler_, options_.estimate,
+                                                         best_ * (1 + options_.tie_tolerance)));
+    if (!leanest_ || e.memory.total() < leanest_->memory.total()) leanest_ = e;
+    const bool slower = !e.simulated && e.pruned.rfind("slower", 0) == 0;
+    if (slower) {
+      layout.slower_bound = layout.slower_bound > 0 ? std::min(layout.slower_bound, e.step_time) : e.step_time;
+    } else if (!e.fits && (!layout.leanest || e.memory.total() < layout.leanest->memory.total())) {
+      layout.leanest = e;
+    }
+    if (!e.simulated) {
+      ++result_.pruned;
+      if (!slower) result_.too_big.push_back(std::move(e));
+      return slower;
+    }
+    ++result_.simulated;
+    if (!e.fits) {
+      result_.too_big.push_back(e);
+      return false;
+    }
+    if (options_.executable_only && !e.not_executable.empty()) return true;
+    best_ = std::min(best_, e.step_time);
+    if (!layout.best || e.step_time < layout.best->step_time) layout.best = e;
+    result_.ranked.push_back(std::move(e));
+    return true;
   }
-  std::rotate(result.ranked.begin(), result.ranked.begin() + static_cast<ptrdiff_t>(pick),
-              result.ranked.begin() + static_cast<ptrdiff_t>(pick) + 1);
-  return result;
+
+  // Ranks what fits (ties within the tolerance to the simpler plan), or says why nothing does.
+  absl::StatusOr<SearchResult> Finish() {
+    std::sort(result_.too_big.begin(), result_.too_big.end(),
+              [](const Estimate& a, const Estimate& b) { return a.memory.total() < b.memory.total(); });
+    if (result_.too_big.size() > kTooBigKept) result_.too_big.resize(kTooBigKept);
+    if (result_.ranked.empty()) {
+      if (!leanest_) {
+        return absl::FailedPreconditionError(absl::StrCat("no candidate could be built: ",
+                                                          result_.skipped.empty() ? "" : result_.skipped.front()));
+      }
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB",
+          cluster_.device.memory / 1e9, leanest_->capacity / 1e9, options_.estimate.memory_margin * 100,
+          leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9));
+    }
+    std::stable_sort(result_.ranked.begin(), result_.ranked.end(),
+                     [](const Estimate& a, const Estimate& b) { return a.step_time < b.step_time; });
+    const double limit = result_.ranked.front().step_time * (1 + options_.tie_tolerance);
+    size_t pick = 0;
+    for (size_t i = 1; i < result_.ranked.size() && result_.ranked[i].step_time <= limit; ++i) {
+      if (result_.ranked[i].candidate.Complexity() < result_.ranked[pick].candidate.Complexity()) pick = i;
+    }
+    std::rotate(result_.ranked.begin(), result_.ranked.begin() + static_cast<ptrdiff_t>(pick),
+                result_.ranked.begin() + static_cast<ptrdiff_t>(pick) + 1);
+    return std::move(result_);
+  }
+
+  const PlannedModel& model_;
+  const strategy::Cluster& cluster_;
+  const SearchOptions& options_;
+  const FixedChoices& fixed_;
+  Profiler profiler_;
+  SearchResult result_;
+  std::set<std::string> skipped_;
+  std::optional<Estimate> leanest_;  // least memory of any candidate, for the "nothing fits" error
+  double best_ = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace
+
+absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
+                                    const SearchOptions& options) {
+  return SearchRun(model, cluster, options).Run();
 }
 
 }  // namespace pdist::planner

@@ -48,6 +48,7 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
     mp_comm_seconds[i] += o.mp_comm_seconds[i];
   }
   flops += o.flops;
+  model_flops += o.model_flops;
   param_bytes += o.param_bytes;
   param_elements += o.param_elements;
   grad_bytes += o.grad_bytes;
@@ -64,7 +65,7 @@ SegmentCost& SegmentCost::operator*=(double k) {
     seconds[i] *= k;
     mp_comm_seconds[i] *= k;
   }
-  for (double* f : {&flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
+  for (double* f : {&flops, &model_flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
                     &recomputable_bytes, &recomputable_seconds, &boundary_bytes}) {
     *f *= k;
   }
@@ -109,7 +110,10 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     if (unscaled_by_type != nullptr) (*unscaled_by_type)[op->type()] += *t;
     if (auto scale = op_scale.find(ScaledAs(op->type())); scale != op_scale.end()) *t *= scale->second;
     cost.seconds[role] += *t;
-    if (op->role() != ir::OpRole::kOptimizer) cost.flops += op_cost.flops;
+    if (op->role() != ir::OpRole::kOptimizer) {
+      cost.flops += op_cost.flops;
+      cost.model_flops += op_cost.ModelFlops();
+    }
     if (op->role() == ir::OpRole::kForward && !IsMatmulLike(op_cost)) {
       cost.recomputable_seconds += *t;
       recomputable.insert(op->results().begin(), op->results().end());

@@ -21,7 +21,8 @@ struct SegmentCost {
   // tensor-parallel collectives inside the ops' own program order.
   std::array<double, 4> seconds{};
   std::array<double, 4> mp_comm_seconds{};  // of which collectives
-  double flops = 0;                         // forward + backward FLOPs (model FLOPs at mp = 1)
+  double flops = 0;        // forward + backward FLOPs the kernels perform
+  double model_flops = 0;  // forward + backward FLOPs as MFU credits them (ir::OpCost::model_flops)
   double param_bytes = 0;                   // local, as the program holds them
   double param_elements = 0;
   double grad_bytes = 0;

@@ -104,7 +104,8 @@ absl::StatusOr<std::vector<Value*>> FlashAttnGrad(Builder& b, const Operation& o
 
 // Forward FLOPs are those of q·kᵀ and p·v: 2·b·hq·sq·sk·(d + dv), i.e. 4·b·h·s²·d when dv = d.
 // The backward pass costs `factor` = 2.5 times that: it recomputes q·kᵀ and forms dv, dp, dq and
-// dk (five products instead of two). A causal mask halves both (square case).
+// dk (five products instead of two). A causal mask halves both (square case). Model FLOPs count
+// neither the mask nor the recompute: the forward's full products, the backward twice them.
 CostFn AttentionCost(double factor) {
   return [factor](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap& attrs) {
     const Shape& q = in[0]->shape;
@@ -113,7 +114,9 @@ CostFn AttentionCost(double factor) {
     const double forward = 2.0 * static_cast<double>(q[0] * q[2] * q[1] * k[1]) * static_cast<double>(q[3] + v[3]);
     absl::StatusOr<bool> causal = GetBool(attrs, "causal");
     const double causal_factor = causal.ok() && *causal ? 0.5 : 1.0;
-    return OpCost{forward * factor * causal_factor, ops::TotalBytes(in, out)};
+    return OpCost{.flops = forward * factor * causal_factor,
+                  .bytes = ops::TotalBytes(in, out),
+                  .model_flops = forward * (factor == 1.0 ? 1.0 : 2.0)};
   };
 }
 

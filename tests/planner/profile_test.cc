@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "ir/models/gpt.h"
+#include "planner/estimate.h"
 
 namespace pdist::planner {
 namespace {
@@ -32,10 +34,14 @@ TEST(ProfileTest, LayerParametersAndFlopsMatchTheClosedForms) {
   EXPECT_DOUBLE_EQ((*p)->layer.param_bytes, 4 * (*p)->layer.param_elements);
   EXPECT_DOUBLE_EQ((*p)->layer.grad_bytes, (*p)->layer.param_bytes);
   EXPECT_GE((*p)->layer.optimizer_state_bytes, 2 * (*p)->layer.param_bytes);
-  // Matmul FLOPs of a layer, forward + backward = 3 × forward: 3 · (24·b·s·h² + 4·b·s²·h).
+  // Model FLOPs of a layer, forward + backward = 3 × forward: 3 · (24·b·s·h² + 4·b·s²·h) for
+  // the products, a few per cent more for the elementwise ops.
   const double matmul = 3 * (24 * b * s * h * h + 4 * b * s * s * h);
-  EXPECT_GE((*p)->layer.flops, matmul);
-  EXPECT_LE((*p)->layer.flops, 1.1 * matmul);
+  EXPECT_GE((*p)->layer.model_flops, matmul);
+  EXPECT_LE((*p)->layer.model_flops, 1.1 * matmul);
+  // The kernels do less: causal attention skips half of q·kᵀ and p·v (and recomputes in the
+  // backward): 12·b·s²·h of model FLOPs are 7·b·s²·h of kernel FLOPs.
+  EXPECT_DOUBLE_EQ((*p)->layer.model_flops - (*p)->layer.flops, 5 * b * s * s * h);
   // The residual stream crosses each cut: b·s·h floats.
   EXPECT_DOUBLE_EQ((*p)->layer.boundary_bytes, 4 * b * s * h);
   EXPECT_GT((*p)->layer.recomputable_bytes, 0);
@@ -72,6 +78,33 @@ TEST(ProfileTest, TensorParallelismSplitsTheLayer) {
       }
       EXPECT_GE(s->saved_bytes, 0);
     }
+  }
+}
+
+// The whole model against the standard closed forms for GPT (Narayanan et al., SC'21), on sizes
+// from tiny to GPT-3 175B: parameters 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) with a tied head
+// (plus the final LayerNorm's 2h, which the form leaves out), and model FLOPs per step
+// 72·B·l·s·h²·(1 + s/(6h) + V/(12·l·h)), which counts the matmuls only: the profile's count may
+// exceed it by the elementwise ops, a share that shrinks as h grows.
+TEST(ProfileTest, WholeModelMatchesTheClosedFormsOnSeveralSizes) {
+  struct Size {
+    double l, h, heads, V, s, B, flops_slack;
+  };
+  for (const Size& z : {Size{4, 64, 4, 128, 16, 8, 0.06}, Size{24, 1024, 16, 51200, 1024, 512, 0.01},
+                        Size{96, 12288, 96, 51200, 2048, 1536, 0.002}}) {
+    const std::string spec = absl::StrCat("gpt:layers=", z.l, ",hidden=", z.h, ",heads=", z.heads, ",vocab=", z.V,
+                                          ",seq=", z.s, ",tied=1");
+    const PlannedModel model = *ModelFromSpec(spec, static_cast<int64_t>(z.B));
+    Profiler profiler(model, *strategy::ClusterPreset("dgx-a100", 8));
+    absl::StatusOr<const ModelProfile*> p = profiler.Get({.mp = 1, .sp = false, .micro_batch = 1});
+    ASSERT_TRUE(p.ok()) << spec << ": " << p.status();
+    const double params = (*p)->embedding.param_elements + z.l * (*p)->layer.param_elements + (*p)->head.param_elements;
+    const double closed_params = 12 * z.l * z.h * z.h * (1 + 13 / (12 * z.h) + (z.V + z.s) / (12 * z.l * z.h));
+    EXPECT_DOUBLE_EQ(params, closed_params + 2 * z.h) << spec;
+    const double flops = *ModelFlopsPerStep(model, profiler);
+    const double closed_flops = 72 * z.B * z.l * z.s * z.h * z.h * (1 + z.s / (6 * z.h) + z.V / (12 * z.l * z.h));
+    EXPECT_GE(flops, closed_flops) << spec;
+    EXPECT_LE(flops, closed_flops * (1 + z.flops_slack)) << spec << ": " << flops / closed_flops - 1;
   }
 }
 

@@ -1,0 +1,40 @@
+// A virtual stage of a candidate (pipeline stage k mod pp, chunk k / pp) priced from its
+// segments' profiles: the costs of its F, B, W and optimizer jobs as the schedule's simulator
+// takes them, what recompute adds, ZeRO-3's exposed gathers and the activations one micro-batch
+// keeps alive. planner/estimate.cc combines the virtual stages into a step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "passes/pipeline_schedule.h"
+#include "planner/candidate.h"
+#include "planner/profile.h"
+#include "planner/segment_cost.h"
+#include "planner/stage_layout.h"
+#include "strategy/cluster.h"
+
+namespace pdist::planner {
+
+// Devices of stage s (its first data-parallel replica's first tensor-parallel rank and so on):
+// rank = (s · dp + d) · mp + t, as the engine numbers them.
+int64_t DeviceOf(const Candidate& c, int64_t stage, int64_t d, int64_t t);
+// The first tensor-parallel rank of every data-parallel replica of `stage`.
+std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage);
+
+// Everything about one virtual stage that the jobs and the memory need.
+struct VirtualStage {
+  SegmentCost cost;   // its segments, one micro-batch
+  int64_t layers = 0;
+  passes::JobCosts jobs;
+  double recompute = 0;  // seconds added to its backward
+  double gather = 0;     // ZeRO-3 parameter all-gather before each F and B, exposed part
+  double saved = 0;      // activation bytes one in-flight micro-batch keeps
+};
+
+// Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
+// recompute adds to its backward, ZeRO-3's gathers, the activations a micro-batch keeps.
+VirtualStage PriceVirtualStage(const Candidate& c, const ModelProfile& profile, const StageLayout::Segments& seg,
+                               int64_t k, const strategy::Cluster& cluster);
+
+}  // namespace pdist::planner
