@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/comm_cost.h"
 #include "planner/compute_cost.h"
 #include "planner/stage_layout.h"
 
@@ -54,6 +55,17 @@ class EstimateTest : public ::testing::Test {
   strategy::Cluster cluster_;
   Profiler profiler_;
 };
+
+// The gradient all-reduce hides behind the backward where the engine overlaps it (one
+// micro-batch per step) and is all exposed where it runs after the last micro-batch.
+TEST_F(EstimateTest, DataParallelSyncOverlapsTheBackwardOnlyWithoutMicroBatches) {
+  const Estimate one = Run({.dp = 4, .micro_batch = 4});
+  const Estimate two = Run({.dp = 4, .micro_batch = 2, .micro_batches = 2});
+  const double sync = CollectiveSeconds(cluster_, Collective::kAllReduce, Whole(2).grad_bytes, {0, 1, 2, 3});
+  EXPECT_DOUBLE_EQ(two.time.dp_comm, sync);
+  EXPECT_LT(one.time.dp_comm, sync);
+  EXPECT_GE(one.time.dp_comm, sync / 6);  // the last of the 6 layers' buckets
+}
 
 TEST_F(EstimateTest, EachZeroStageShardsItsShareOverDataParallelRanks) {
   const SegmentCost all = Whole(2);
