@@ -1,5 +1,7 @@
 // Executor::RunJobs: a pipelined step — per-micro-batch tables, sums over micro-batches, the
 // optimizer once, spans for the timeline.
+#include <algorithm>
+#include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +41,61 @@ bool SplitsBackward(const std::vector<ir::PipelineJob>& jobs) {
   return false;
 }
 
+// The gradient all-reduces of the optimizer job that may start before it: each as soon as the
+// last micro-batch has added its share to every gradient it reduces, so that it overlaps the
+// rest of that micro-batch's backward (as Megatron-LM overlaps the last micro-batch's), not the
+// optimizer job's start. Only all-reduces of gradients qualify: every rank of their group holds
+// the same stage and runs the same jobs, so all of them move the same collectives ahead of the
+// same stream ops, and each reaches them once its own backward has; a collective that a rank of
+// another stage waits on (the loss's send) stays in O, where starting it early could deadlock.
+// They go on the stream in program order.
+struct EarlyGradientSync {
+  std::vector<size_t> ops;                   // optimizer-job ops, in program order
+  std::vector<std::vector<int64_t>> inputs;  // the sums each reads
+  std::map<int64_t, int64_t> shares_left;    // per summed gradient: jobs still to add to it
+  size_t submitted = 0;                      // ops[0, submitted) are on the stream
+
+  bool Ready(size_t k) const {
+    for (int64_t id : inputs[k]) {
+      if (shares_left.at(id) > 0) return false;
+    }
+    return true;
+  }
+};
+
+EarlyGradientSync PlanEarlyGradientSync(const ir::Program& program, const JobPlan& plan,
+                                        const std::vector<bool>& on_comm_stream,
+                                        const std::vector<ir::PipelineJob>& jobs) {
+  EarlyGradientSync early;
+  const auto& ops = program.block().ops();
+  for (const ir::PipelineJob& job : jobs) {
+    if (job.kind == ir::JobKind::kOptimizer) continue;
+    for (size_t i : plan.OpsOf(job)) {
+      for (const ir::Value* r : ops[i]->results()) {
+        if (plan.accumulated.count(r->id())) ++early.shares_left[r->id()];
+      }
+    }
+  }
+  auto is_gradient = [&](const ir::Value* v) {
+    if (v == nullptr || !early.shares_left.count(v->id()) || v->producer() == nullptr) return false;
+    const ir::OpRole role = v->producer()->role();
+    return role == ir::OpRole::kBackward || role == ir::OpRole::kBackwardWeight;
+  };
+  for (size_t i : plan.OpsOf({.kind = ir::JobKind::kOptimizer})) {
+    if (!on_comm_stream[i]) continue;
+    const ir::Operation& op = *ops[i];
+    const bool gradient_sync = (op.type() == "c_allreduce" || op.type() == "c_allreduce_coalesced") &&
+                               op.num_operands() > 0 &&
+                               std::all_of(op.operands().begin(), op.operands().end(), is_gradient);
+    if (!gradient_sync) continue;
+    early.ops.push_back(i);
+    std::vector<int64_t> ids;
+    for (const ir::Value* v : op.operands()) ids.push_back(v->id());
+    early.inputs.push_back(std::move(ids));
+  }
+  return early;
+}
+
 }  // namespace
 
 absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& jobs,
@@ -67,15 +124,46 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
   std::vector<Tensor> sums(num_values);
   RunState state;
   state.timeline = timeline;
+  EarlyGradientSync early = options_.overlap_communication
+                                ? PlanEarlyGradientSync(program, job_plan_, on_comm_stream_, jobs)
+                                : EarlyGradientSync{};
+  std::vector<bool> sum_handed_over(num_values, false);  // to an early gradient sync already
+  auto open_optimizer_table = [&]() -> absl::Status {
+    if (optimizer_table != nullptr) return absl::OkStatus();
+    optimizer_table = std::make_unique<ValueTable>(num_values);
+    return BindArguments(micro_feeds[0], workspace, *optimizer_table);
+  };
+  // Puts the gradient syncs whose sums are complete on the stream, as the optimizer job would,
+  // and frees their inputs after them as it would.
+  auto start_ready_syncs = [&]() -> absl::Status {
+    for (; early.submitted < early.ops.size() && early.Ready(early.submitted); ++early.submitted) {
+      PDIST_RETURN_IF_ERROR(open_optimizer_table());
+      const size_t i = early.ops[early.submitted];
+      for (int64_t id : early.inputs[early.submitted]) {
+        optimizer_table->values[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
+        sum_handed_over[static_cast<size_t>(id)] = true;
+      }
+      SubmitToStream(i, release[i], *optimizer_table, state);
+      for (int64_t id : release[i]) {
+        if (optimizer_table->skip_release[static_cast<size_t>(id)]) continue;
+        PDIST_RETURN_IF_ERROR(Await(id, *optimizer_table, state));
+        state.live.Release(optimizer_table->values[static_cast<size_t>(id)]);
+        optimizer_table->values[static_cast<size_t>(id)] = Tensor();
+      }
+    }
+    return absl::OkStatus();
+  };
   for (const ir::PipelineJob& job : jobs) {
     const bool optimizer = job.kind == ir::JobKind::kOptimizer;
     std::unique_ptr<ValueTable>& table = optimizer ? optimizer_table : tables[static_cast<size_t>(job.micro_batch)];
-    if (table == nullptr) {
-      table = std::make_unique<ValueTable>(num_values);
-      PDIST_RETURN_IF_ERROR(BindArguments(micro_feeds[optimizer ? 0 : static_cast<size_t>(job.micro_batch)], workspace, *table));
-      if (optimizer) {
-        for (int64_t id : job_plan_.accumulated) table->values[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
+    if (optimizer) {
+      PDIST_RETURN_IF_ERROR(open_optimizer_table());
+      for (int64_t id : job_plan_.accumulated) {
+        if (!sum_handed_over[static_cast<size_t>(id)]) table->values[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
       }
+    } else if (table == nullptr) {
+      table = std::make_unique<ValueTable>(num_values);
+      PDIST_RETURN_IF_ERROR(BindArguments(micro_feeds[static_cast<size_t>(job.micro_batch)], workspace, *table));
     }
     ValueTable& values = *table;
     auto accumulate = [&](size_t i) -> absl::Status {
@@ -84,6 +172,9 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
         if (!job_plan_.accumulated.count(r->id())) continue;
         PDIST_RETURN_IF_ERROR(Await(r->id(), values, state));
         PDIST_RETURN_IF_ERROR(AddInto(sums[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state.live));
+        if (auto left = early.shares_left.find(r->id()); left != early.shares_left.end() && --left->second == 0) {
+          PDIST_RETURN_IF_ERROR(start_ready_syncs());
+        }
       }
       return absl::OkStatus();
     };
@@ -92,7 +183,16 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
     {
       ScopedSpan span(timeline, {.name = job.ToString(), .category = ir::JobKindName(job.kind),
                                  .micro_batch = optimizer ? -1 : job.micro_batch, .chunk = optimizer ? -1 : job.chunk});
-      PDIST_RETURN_IF_ERROR(RunOps(job_plan_.OpsOf(job), release, values, state, accumulate));
+      const std::vector<size_t>& ops = job_plan_.OpsOf(job);
+      if (!optimizer || early.submitted == 0) {
+        PDIST_RETURN_IF_ERROR(RunOps(ops, release, values, state, accumulate));
+      } else {  // without the syncs already on the stream
+        std::vector<size_t> rest;
+        const auto started = early.ops.begin() + static_cast<ptrdiff_t>(early.submitted);
+        std::copy_if(ops.begin(), ops.end(), std::back_inserter(rest),
+                     [&](size_t i) { return std::find(early.ops.begin(), started, i) == started; });
+        PDIST_RETURN_IF_ERROR(RunOps(rest, release, values, state, accumulate));
+      }
     }
     // A micro-batch whose last job ran keeps nothing: once the stream has run what reads its
     // tensors (a send of the last gradient), they are freed.

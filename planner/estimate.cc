@@ -43,8 +43,7 @@ struct StageTotals {
 };
 
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
-// (bucketed by layer: all but the last bucket overlap it, where the engine overlaps at all);
-// added to the stage's optimizer job.
+// (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
 std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::Cluster& cluster,
                                            std::vector<VirtualStage>& vs) {
   std::vector<double> exposed(static_cast<size_t>(c.pp), 0.0);
@@ -59,11 +58,9 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
     const double sync = CollectiveSeconds(cluster, kind, grads, DataParallelGroup(c, stage));
     const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
-    // The engine overlaps the synchronisation with the backward only in a step of one
-    // micro-batch; a pipelined step (pp > 1 or several micro-batches) runs it in the optimizer
-    // job after the last micro-batch (docs/pipeline.md), all of it exposed.
-    const bool overlapped = c.pp == 1 && c.micro_batches == 1;
-    exposed[stage] = overlapped ? std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets)) : sync;
+    // In a pipelined step too the engine starts each bucket once the last micro-batch has added
+    // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
+    exposed[stage] = std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets));
     last.jobs.optimizer += exposed[stage];
   }
   return exposed;

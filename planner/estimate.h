@@ -13,8 +13,7 @@
 //     dependency: bubbles, warm-up and cool-down are counted as they happen;
 //   - the data-parallel gradient all-reduce (ZeRO 1/2: reduce-scatter + all-gather, the same
 //     bus volume; ZeRO 3: reduce-scatter, plus a parameter all-gather before each F and B) is
-//     bucketed by layer and overlaps the backward except its last bucket in a step of one
-//     micro-batch; a pipelined step runs it after the last micro-batch, as the engine does;
+//     bucketed by layer and overlaps the (last micro-batch's) backward except its last bucket;
 //   - ranks that are threads sharing a machine's cores (Cluster::shared_cores): the step is at
 //     least the node's compute over the number of ranks its cores run at full speed at once, at
 //     the measured time-slicing efficiency; a rank idle in a bubble or waiting in a collective

@@ -71,6 +71,32 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelineJobOrderTest,
                                            OrderCase{"VPP", 2, 4, 2}, OrderCase{"ZBH1", 2, 4, 1}),
                          [](const auto& info) { return absl::StrCat(info.param.schedule, "_pp", info.param.pp); });
 
+// A pipelined step's gradient all-reduce starts as soon as the last micro-batch has added its
+// share, inside that micro-batch's backward: on every rank its span on the communication stream
+// begins before the optimizer job does.
+TEST(PipelineEngineTest, GradientSyncStartsBeforeTheOptimizerJob) {
+  for (const std::string schedule : {"1F1B", "ZBH1"}) {
+    std::string strategy = Pipeline(2, schedule, 4);
+    strategy.insert(1, R"("dp_degree": 2, )");
+    const std::string dir = absl::StrCat(::testing::TempDir(), "gradient_sync_", schedule);
+    auto engine = PipelinedGpt(strategy, dir);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    ASSERT_TRUE((*engine)->TrainStep(testing::RandomTokenBatch((*engine)->forward_program(), 0, testing::kSmallVocab)).ok());
+    for (const auto& runner : (*engine)->local_ranks()) {
+      double sync_start = -1, optimizer_start = -1;
+      for (const exec::TimelineSpan& span : runner->timeline()->Spans()) {
+        if (span.track == exec::Track::kComm && span.name.rfind("c_allreduce", 0) == 0 && sync_start < 0) {
+          sync_start = span.start_s;
+        }
+        if (span.track == exec::Track::kCompute && span.name == "O") optimizer_start = span.start_s;
+      }
+      ASSERT_GE(sync_start, 0) << schedule << " rank " << runner->rank() << ": no gradient all-reduce";
+      ASSERT_GE(optimizer_start, 0) << schedule << " rank " << runner->rank();
+      EXPECT_LT(sync_start, optimizer_start) << schedule << " rank " << runner->rank();
+    }
+  }
+}
+
 TEST(PipelineEngineTest, ZeroBubbleRunsWeightGradientsInTheirOwnJobs) {
   auto engine = PipelinedGpt(Pipeline(2, "ZBH1", 4));
   ASSERT_TRUE(engine.ok()) << engine.status();

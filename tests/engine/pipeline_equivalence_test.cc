@@ -77,6 +77,10 @@ std::vector<Case> Cases() {
       {"pp4_vpp2", Pipeline(4, "VPP", "", 2), false},
       {"pp2_marked", Pipeline(2, "1F1B", "", 1, R"(, "split_before": ["gpt.h.3.*"])"), false},
       {"pp2_dp2", Pipeline(2, "1F1B", R"(, "dp_degree": 2)"), false},
+      // The gradient all-reduce starts in the last micro-batch's backward (B, or W under ZBH1).
+      {"acc4_dp2", Pipeline(1, "1F1B", R"(, "dp_degree": 2)"), false},
+      {"pp2_ZBH1_dp2", Pipeline(2, "ZBH1", R"(, "dp_degree": 2)"), false},
+      {"pp2_vpp2_dp2", Pipeline(2, "VPP", R"(, "dp_degree": 2)", 2), false},
       {"pp2_mp2", Pipeline(2, "1F1B", R"(, "mp_degree": 2)"), false},
       {"pp2_mp2_sp", Pipeline(2, "1F1B", R"(, "mp_degree": 2, "sp": true)"), false},
       {"pp2_mp2_dp2", Pipeline(2, "1F1B", R"(, "mp_degree": 2, "dp_degree": 2)"), true},
@@ -88,6 +92,7 @@ std::vector<Case> Cases() {
       if (s.llama) cases.push_back({absl::StrCat("llama_", s.name, "_", suffix), "llama", s.json, dtype});
     }
     cases.push_back({absl::StrCat("gpt_tied_pp2_1F1B_", suffix), "gpt_tied", Pipeline(2, "1F1B"), dtype});
+    cases.push_back({absl::StrCat("gpt_tied_pp2_dp2_", suffix), "gpt_tied", Pipeline(2, "1F1B", R"(, "dp_degree": 2)"), dtype});
   }
   return cases;
 }
