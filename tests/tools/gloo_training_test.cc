@@ -120,6 +120,12 @@ TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF64) {
 constexpr char kTwoStages[] = R"({"pp_degree": 2, "pipeline": {"schedule_mode": "1F1B", "accumulate_steps": 4}})";
 TEST_F(GlooTrainingTest, TwoPipelineStagesTwoProcessesF32) { CompareWithSingleRank("f32", 2, kTwoStages); }
 TEST_F(GlooTrainingTest, TwoPipelineStagesTwoProcessesF64) { CompareWithSingleRank("f64", 2, kTwoStages); }
+// Each stage's two replicas start their gradient all-reduce inside the last micro-batch's
+// backward, on the same communication stream as the stage-to-stage sends.
+TEST_F(GlooTrainingTest, TwoPipelineStagesTimesTwoReplicasFourProcessesF64) {
+  CompareWithSingleRank(
+      "f64", 4, R"({"dp_degree": 2, "pp_degree": 2, "pipeline": {"schedule_mode": "1F1B", "accumulate_steps": 2}})");
+}
 
 // Two ranks started without the launcher (which would stop the survivor itself); rank 1 is
 // then killed (SIGKILL: its sockets close) or frozen (SIGSTOP: it holds them open and says
