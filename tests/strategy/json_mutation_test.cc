@@ -58,6 +58,7 @@ void ExpectValueOrInvalidArgument(const std::string& valid, Parse parse) {
 TEST(JsonMutationTest, ClusterFiles) {
   Cluster c = *ClusterPreset("dgx-a100", 16);
   c.shared_cores = 2;
+  c.shared_cores_efficiency = 0.7;
   c.device.efficiency.op_scale = {{"matmul", 1.5}, {"add_grad", 3}};
   ExpectValueOrInvalidArgument(ClusterToJson(c), [](const std::string& t) { return ParseCluster(t); });
 }
