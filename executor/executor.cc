@@ -199,14 +199,19 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
     if (after_op) {
       if (absl::Status s = after_op(i); !s.ok()) return Fail(s, state);
     }
-    for (int64_t id : release_after[i]) {
-      // An input of a stream op was captured by it; a value the stream made and still reads is
-      // dropped by the stream; any other value the stream owes is waited for before it is dropped.
-      if (table.skip_release[static_cast<size_t>(id)]) continue;
-      if (absl::Status s = Await(id, table, state); !s.ok()) return Fail(s, state);
-      state.live.Release(table.values[static_cast<size_t>(id)]);
-      table.values[static_cast<size_t>(id)] = Tensor();
-    }
+    if (absl::Status s = Release(release_after[i], table, state); !s.ok()) return Fail(s, state);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const {
+  for (int64_t id : ids) {
+    // An input of a stream op was captured by it; a value the stream made and still reads is
+    // dropped by the stream; any other value the stream owes is waited for before it is dropped.
+    if (table.skip_release[static_cast<size_t>(id)]) continue;
+    PDIST_RETURN_IF_ERROR(Await(id, table, state));
+    state.live.Release(table.values[static_cast<size_t>(id)]);
+    table.values[static_cast<size_t>(id)] = Tensor();
   }
   return absl::OkStatus();
 }

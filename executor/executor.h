@@ -92,6 +92,8 @@ class Executor {
   absl::Status RunOps(const std::vector<size_t>& indices, const std::vector<std::vector<int64_t>>& release_after,
                       ValueTable& table, RunState& state, const OpHook& after_op) const;
   void SubmitToStream(size_t i, const std::vector<int64_t>& last_uses, ValueTable& table, RunState& state) const;
+  // Frees the values `ids` (an op's last uses) from `table`, waiting for those the stream owes.
+  absl::Status Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const;
   absl::Status Await(int64_t id, ValueTable& table, RunState& state) const;
   // Waits for the stream and every value it owes.
   absl::Status Drain(std::vector<ValueTable*> tables, RunState& state) const;

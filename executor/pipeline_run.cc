@@ -128,6 +128,7 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
                                 ? PlanEarlyGradientSync(program, job_plan_, on_comm_stream_, jobs)
                                 : EarlyGradientSync{};
   std::vector<bool> sum_handed_over(num_values, false);  // to an early gradient sync already
+  std::vector<bool> started_early(program.block().ops().size(), false);  // by op index
   auto open_optimizer_table = [&]() -> absl::Status {
     if (optimizer_table != nullptr) return absl::OkStatus();
     optimizer_table = std::make_unique<ValueTable>(num_values);
@@ -144,12 +145,8 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
         sum_handed_over[static_cast<size_t>(id)] = true;
       }
       SubmitToStream(i, release[i], *optimizer_table, state);
-      for (int64_t id : release[i]) {
-        if (optimizer_table->skip_release[static_cast<size_t>(id)]) continue;
-        PDIST_RETURN_IF_ERROR(Await(id, *optimizer_table, state));
-        state.live.Release(optimizer_table->values[static_cast<size_t>(id)]);
-        optimizer_table->values[static_cast<size_t>(id)] = Tensor();
-      }
+      started_early[i] = true;
+      PDIST_RETURN_IF_ERROR(Release(release[i], *optimizer_table, state));
     }
     return absl::OkStatus();
   };
@@ -188,9 +185,7 @@ absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& 
         PDIST_RETURN_IF_ERROR(RunOps(ops, release, values, state, accumulate));
       } else {  // without the syncs already on the stream
         std::vector<size_t> rest;
-        const auto started = early.ops.begin() + static_cast<ptrdiff_t>(early.submitted);
-        std::copy_if(ops.begin(), ops.end(), std::back_inserter(rest),
-                     [&](size_t i) { return std::find(early.ops.begin(), started, i) == started; });
+        std::copy_if(ops.begin(), ops.end(), std::back_inserter(rest), [&](size_t i) { return !started_early[i]; });
         PDIST_RETURN_IF_ERROR(RunOps(rest, release, values, state, accumulate));
       }
     }
