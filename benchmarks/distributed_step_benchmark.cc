@@ -12,7 +12,7 @@
 // the table of docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
-#include "benchmarks/benchmark_batches.h"
+#include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
 
@@ -49,7 +49,7 @@ double CommSecondsPerStep(int64_t layout) {
   if (layout == 0) return 0;
   const pdist::ir::Program model = Model();
   auto engine = Engine::Create(model.Clone(), Options(layout, false, true));
-  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
   double total = 0;
   const int steps = 3;
   for (int s = 0; s <= steps; ++s) {
@@ -71,7 +71,7 @@ void BM_DistributedStep(benchmark::State& state) {
     state.SkipWithError(std::string(engine.status().message()).c_str());
     return;
   }
-  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
   (void)(*engine)->TrainStep(feeds);  // warm-up
   for (auto _ : state) {
     auto r = (*engine)->TrainStep(feeds);

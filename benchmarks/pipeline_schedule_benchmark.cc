@@ -17,7 +17,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "benchmarks/benchmark_batches.h"
+#include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
 #include "executor/timeline.h"
 #include "ir/models/gpt.h"
@@ -68,7 +68,7 @@ std::vector<double> MeasuredBubbles(ScheduleMode mode, const pdist::ir::Program&
   const std::string dir = (std::filesystem::temp_directory_path() / "pdist_pipeline_bench").string();
   auto engine = Engine::Create(model.Clone(), Options(mode, dir));
   if (!engine.ok()) return {};
-  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
   std::vector<std::vector<double>> per_stage(kStages);
   for (int s = 0; s < 8; ++s) {
     if (!(*engine)->TrainStep(feeds).ok()) return {};
@@ -106,7 +106,7 @@ void BM_PipelineStep(benchmark::State& state) {
     state.SkipWithError(std::string(engine.status().message()).c_str());
     return;
   }
-  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
   std::vector<int64_t> peaks;
   if (auto warm = (*engine)->TrainStep(feeds); warm.ok()) peaks = warm->rank_peak_bytes;
   for (auto _ : state) {

@@ -1,5 +1,5 @@
 // Predicted against measured: the planner's step time for strategies of a small GPT on 4
-// in-process CPU ranks (this machine, calibrated by planner/calibrate.h or read from a cluster
+// in-process CPU ranks (this machine, calibrated by calibration/calibrate.h or read from a cluster
 // file) next to the step time the engine measures for the same strategy file. Prints a table
 // and the rank correlation (Spearman) and mean relative error; scripts/bench-plan-accuracy.sh
 // runs it for docs/benchmarks.md.
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "benchmarks/benchmark_batches.h"
+#include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
 #include "ir/op_def.h"
 #include "ir/serialize.h"
-#include "planner/calibrate.h"
+#include "calibration/calibrate.h"
 #include "planner/estimate.h"
 #include "planner/report.h"
 
@@ -78,7 +78,7 @@ Measured MeasureStep(const pdist::ir::Program& model, const std::string& strateg
     std::fprintf(stderr, "engine: %s\n", std::string((engine.ok() ? profiled : engine).status().message()).c_str());
     return m;
   }
-  const pdist::exec::Feeds feeds = pdist::bench::FixedTokenBatch(model);
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
   // Warm-up: the first steps run up to 3× slower while every rank's allocator grows.
   for (int s = 0; s < 3; ++s) (void)(*engine)->TrainStep(feeds);
   std::vector<double> seconds;
@@ -104,7 +104,7 @@ Measured MeasureStep(const pdist::ir::Program& model, const std::string& strateg
 
 int main(int argc, char** argv) {
   absl::StatusOr<pdist::strategy::Cluster> cluster =
-      argc > 1 ? pdist::strategy::ParseCluster(*pdist::ir::ReadFileToString(argv[1])) : pdist::planner::CalibrateCpu(4);
+      argc > 1 ? pdist::strategy::ParseCluster(*pdist::ir::ReadFileToString(argv[1])) : pdist::calibration::CalibrateCpu(4);
   if (!cluster.ok()) {
     std::fprintf(stderr, "cluster: %s\n", std::string(cluster.status().message()).c_str());
     return 1;

@@ -74,9 +74,9 @@ pdist_status pdist_program_shard_tensor(pdist_program* program, const char* tens
   absl::StatusOr<pdist::ir::Value*> value = FindTensor(program->program, tensor_name);
   if (!value.ok()) return ToCode(value.status());
   absl::StatusOr<pdist::ir::ProcessMesh> mesh = MakeMesh(mesh_shape, mesh_ndim, dim_names);
-  if (!mesh.ok()) return ToCode(pdist::Annotate(mesh.status(), absl::StrCat("shard_tensor('", tensor_name, "')")));
+  if (!mesh.ok()) return ToCode(pdist::WithContext(mesh.status(), absl::StrCat("shard_tensor('", tensor_name, "')")));
   absl::StatusOr<std::vector<pdist::ir::Placement>> parsed = pdist::ir::ParsePlacements(placements);
-  if (!parsed.ok()) return ToCode(pdist::Annotate(parsed.status(), absl::StrCat("shard_tensor('", tensor_name, "')")));
+  if (!parsed.ok()) return ToCode(pdist::WithContext(parsed.status(), absl::StrCat("shard_tensor('", tensor_name, "')")));
   return ToCode(pdist::ir::ShardTensor(*value, *mesh, *parsed));
 }
 

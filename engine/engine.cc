@@ -7,12 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
-#include "engine/distributed_programs.h"
-#include "executor/comm/inproc/inproc_communicator.h"
-#include "engine/gloo_world.h"
+#include "passes/distributed_programs.h"
+#include "engine/comm_backend.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
-#include "passes/autodiff.h"
 
 namespace pdist::engine {
 
@@ -33,19 +31,17 @@ RunnerOptions RunnerOptionsOf(const EngineOptions& o) {
 
 }  // namespace
 
-Engine::Engine(ir::Program forward, EngineOptions options)
-    : forward_(std::move(forward)), options_(std::move(options)) {}
+Engine::Engine(ir::Program forward, EngineOptions options, const CommBackend* backend)
+    : forward_(std::move(forward)), options_(std::move(options)), backend_(backend) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, EngineOptions options) {
   if (forward.loss() == nullptr) return absl::InvalidArgumentError("the model has no loss");
   if (!forward.gradients().empty() || !forward.updates().empty()) {
     return absl::InvalidArgumentError("the model already has backward or optimizer ops; give the forward program");
   }
-  if (options.backend != "inproc" && options.backend != "gloo") {
-    return absl::InvalidArgumentError(absl::StrCat("backend '", options.backend, "': expected inproc or gloo"));
-  }
-  PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(forward), "model"));
-  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options)));
+  PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend(options.backend));
+  PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
+  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend));
   PDIST_RETURN_IF_ERROR(engine->Prepare());
   return engine;
 }
@@ -61,20 +57,20 @@ absl::Status Engine::Prepare() {
   if (!options_.strategy_json.empty()) {
     PDIST_ASSIGN_OR_RETURN(strategy, strategy::ParseStrategy(options_.strategy_json));
   }
-  PDIST_RETURN_IF_ERROR(Annotate(CheckExecutable(strategy), "strategy"));
+  PDIST_RETURN_IF_ERROR(WithContext(passes::CheckExecutable(strategy), "strategy"));
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
   const bool micro_batched = strategy.pipeline.accumulate_steps > 1;
-  if (WorldSizeOf(strategy, forward_) == 1 && !annotated && !micro_batched) return PrepareSingleRank();
+  if (passes::WorldSizeOf(strategy, forward_) == 1 && !annotated && !micro_batched) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
 
 absl::Status Engine::PrepareSingleRank() {
   train_ = forward_.Clone();
-  PDIST_RETURN_IF_ERROR(passes::AppendBackward(train_, train_.loss()));
-  PDIST_RETURN_IF_ERROR(passes::AppendOptimizer(train_, options_.optimizer));
-  PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(train_), "training program"));
+  passes::PassContext context;
+  PDIST_RETURN_IF_ERROR(
+      passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer), train_, context, "training program"));
   passes::ReshardPlanCache plans;
   PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, forward_, /*rank=*/-1, plans, RunnerOptionsOf(options_)));
   PDIST_RETURN_IF_ERROR(runner->Initialize(options_.seed));
@@ -83,30 +79,16 @@ absl::Status Engine::PrepareSingleRank() {
 }
 
 absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
-  PDIST_ASSIGN_OR_RETURN(DistributedPrograms programs,
-                         BuildDistributedPrograms(forward_, strategy, options_.optimizer));
+  PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
+                         passes::BuildDistributedPrograms(forward_, strategy, options_.optimizer));
   world_size_ = programs.world_size;
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;
   config.timeout = absl::Seconds(options_.collective_timeout_s);
 
+  PDIST_ASSIGN_OR_RETURN(worlds_, backend_->create_world(world_size_, config));
   std::vector<int64_t> ranks;
-  if (options_.backend == "inproc") {
-    for (int64_t r = 0; r < world_size_; ++r) ranks.push_back(r);
-    auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size_));
-    for (int64_t r : ranks) {
-      PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(world, static_cast<int>(r), config));
-      worlds_.push_back(std::move(comm));
-    }
-  } else {
-    PDIST_ASSIGN_OR_RETURN(auto comm, CreateGlooWorld(config));
-    if (comm->size() != world_size_) {
-      return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE is ", comm->size(), " but the strategy needs ",
-                                                     world_size_, " ranks (dp_degree × mp_degree × pp_degree)"));
-    }
-    ranks.push_back(comm->rank());
-    worlds_.push_back(std::move(comm));
-  }
+  for (const auto& world : worlds_) ranks.push_back(world->rank());
   // Ranks that are threads of this process share its cores.
   kernel_threads_per_rank_ = std::max(1, exec::KernelThreadsOfThisThread() / static_cast<int>(ranks.size()));
 
@@ -125,12 +107,12 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
 
 // A rank that finishes first must not close its connections while a peer is still inside the
 // last collective: the peer's data would go down with the socket ("connection closed by peer"
-// on a loaded machine). So every gloo rank meets the others at a closing barrier, which it can
+// on a loaded machine). So every rank that is a process of its own meets the others at a closing barrier, which it can
 // only pass once every peer has finished all earlier collectives. Errors are ignored: after a
 // failure the barrier fails fast (an aborted or closed communicator, or a fingerprint that
 // names the collective a peer is stuck in).
 Engine::~Engine() {
-  if (options_.backend == "gloo" && world_size_ > 1 && !worlds_.empty()) worlds_.front()->Barrier().IgnoreError();
+  if (backend_->process_per_rank && world_size_ > 1 && !worlds_.empty()) worlds_.front()->Barrier().IgnoreError();
 }
 
 absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
@@ -155,11 +137,11 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   // The root cause: a failure that is not another rank's abort.
   for (size_t i = 0; i < statuses.size(); ++i) {
     if (!statuses[i].ok() && !absl::IsAborted(statuses[i])) {
-      return Annotate(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+      return WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
     }
   }
   for (size_t i = 0; i < statuses.size(); ++i) {
-    if (!statuses[i].ok()) return Annotate(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+    if (!statuses[i].ok()) return WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
   }
   return absl::OkStatus();
 }
@@ -177,11 +159,11 @@ absl::StatusOr<exec::Workspace> Engine::WholeState() const {
   // Each rank holds the tensors of its mesh; on several meshes (stages) they add up.
   exec::Workspace whole;
   for (exec::Workspace& state : states) whole.merge(state);
-  if (options_.backend == "gloo" && world_size_ > 1) PDIST_RETURN_IF_ERROR(SendOtherMeshesToRankZero(whole));
+  if (backend_->process_per_rank && world_size_ > 1) PDIST_RETURN_IF_ERROR(SendOtherMeshesToRankZero(whole));
   return whole;
 }
 
-// Under gloo a process holds only its stage's tensors: the first rank of each other mesh sends
+// With a process per rank (gloo), a process holds only its stage's tensors: the first rank of each other mesh sends
 // them to rank 0, in the global program's order (tag 0: training's moves use tags from 1).
 absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
   const int64_t me = first_local_rank();
@@ -190,10 +172,10 @@ absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
     if (!arg->is_persistent() || arg->dist_attr()->mesh.Contains(0)) continue;
     const int64_t owner = arg->dist_attr()->mesh.process_ids().front();
     if (me == owner) {
-      PDIST_RETURN_IF_ERROR(Annotate(world.Send(whole.at(arg->name()), 0), absl::StrCat("sending '", arg->name(), "'")));
+      PDIST_RETURN_IF_ERROR(WithContext(world.Send(whole.at(arg->name()), 0), absl::StrCat("sending '", arg->name(), "'")));
     } else if (me == 0) {
       exec::Tensor t = exec::Tensor::Empty(arg->type());
-      PDIST_RETURN_IF_ERROR(Annotate(world.Recv(t, static_cast<int>(owner)), absl::StrCat("receiving '", arg->name(), "'")));
+      PDIST_RETURN_IF_ERROR(WithContext(world.Recv(t, static_cast<int>(owner)), absl::StrCat("receiving '", arg->name(), "'")));
       whole[arg->name()] = std::move(t);
     }
   }
@@ -236,7 +218,7 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
 absl::Status Engine::WriteTimeline() const {
   exec::TimelineRows rows;
   for (const auto& runner : runners_) rows.emplace_back(std::max<int64_t>(0, runner->rank()), runner->timeline()->Spans());
-  if (options_.backend == "gloo") {  // one rank per process: its trace only; pdist-run draws the picture
+  if (backend_->process_per_rank) {  // its trace only; pdist-run draws the picture
     return exec::WriteChromeTrace(options_.timeline_dir, rows.front().first, rows.front().second);
   }
   return exec::WriteTimelines(options_.timeline_dir, rows, {.title = absl::StrCat("step ", step_ - 1)});

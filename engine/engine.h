@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/comm_backend.h"
 #include "engine/rank_runner.h"
 #include "executor/executor.h"
 #include "ir/program.h"
+#include "passes/fuse_allreduce.h"
 #include "passes/optimizer.h"
 #include "strategy/strategy.h"
 
@@ -36,8 +38,8 @@ struct EngineOptions {
   uint64_t seed = 1;           // parameter initialisation
   std::string strategy_json;   // optional; see docs/strategy.md
   bool profile = false;        // time kernels: StepResult::op_seconds
-  // How the strategy's ranks run: "inproc" — all of them, as threads of this process;
-  // "gloo" — this process is one rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT or
+  // How the strategy's ranks run (engine/comm_backend.h): "inproc" — all of them, as threads of
+  // this process; "gloo" — this process is one rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT or
   // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them).
   std::string backend = "inproc";
   // How long a collective waits for the other ranks before the step fails.
@@ -46,7 +48,7 @@ struct EngineOptions {
   bool overlap_communication = true;
   // Gradient all-reduces are fused into buckets of this many bytes (passes/fuse_allreduce.h);
   // 0: one per gradient. PyTorch DDP's default.
-  int64_t gradient_bucket_bytes = int64_t{25} << 20;
+  int64_t gradient_bucket_bytes = passes::kDefaultGradientBucketBytes;
   // When set, every train step writes its timeline here (executor/timeline.h): a Chrome trace
   // per rank (rank<k>.trace.json) and, with in-process ranks, pipeline.svg; the last step's stay.
   std::string timeline_dir;
@@ -66,7 +68,7 @@ class Engine {
  public:
   // Takes the forward program (data inputs, parameters, ops, a scalar loss).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(ir::Program forward, EngineOptions options);
-  // Under gloo, waits for the other ranks at a closing barrier (see engine.cc).
+  // With a process per rank (gloo), waits for the other ranks at a closing barrier (engine.cc).
   ~Engine();
 
   // One optimizer step on `feeds` (every data input of the model except the learning rate).
@@ -103,7 +105,7 @@ class Engine {
   int64_t tokens_per_step() const { return tokens_per_step_; }
 
  private:
-  Engine(ir::Program forward, EngineOptions options);
+  Engine(ir::Program forward, EngineOptions options, const CommBackend* backend);
   absl::Status Prepare();
   absl::Status PrepareSingleRank();
   absl::Status PrepareDistributed(const strategy::Strategy& strategy);
@@ -117,6 +119,7 @@ class Engine {
   ir::Program forward_;
   ir::Program train_;
   EngineOptions options_;
+  const CommBackend* backend_;  // options_.backend's
   int64_t world_size_ = 1;
   std::vector<std::unique_ptr<RankRunner>> runners_;
   std::vector<std::shared_ptr<exec::comm::Communicator>> worlds_;  // one per local rank

@@ -5,8 +5,6 @@
 #include "engine/shard_io.h"
 #include "ir/dist/local_slice.h"
 #include "ir/status.h"
-#include "passes/fuse_allreduce.h"
-#include "passes/partition.h"
 
 namespace pdist::engine {
 
@@ -17,9 +15,9 @@ absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program
   if (rank < 0) {
     runner.reset(new RankRunner(train.Clone(), eval.Clone(), rank, options));
   } else {
-    PDIST_ASSIGN_OR_RETURN(ir::Program local_train, passes::PartitionProgram(train, rank, plans));
-    PDIST_ASSIGN_OR_RETURN(ir::Program local_eval, passes::PartitionProgram(eval, rank, plans));
-    PDIST_RETURN_IF_ERROR(passes::ScheduleGradientAllReduces(local_train, options.gradient_bucket_bytes).status());
+    PDIST_ASSIGN_OR_RETURN(ir::Program local_train,
+                           passes::LocalProgram(train, passes::RankPipeline(rank, options.gradient_bucket_bytes), plans));
+    PDIST_ASSIGN_OR_RETURN(ir::Program local_eval, passes::LocalProgram(eval, passes::RankPipeline(rank, {}), plans));
     runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, options));
   }
   if (options.pipeline.enabled()) {
@@ -65,7 +63,7 @@ absl::StatusOr<exec::Feeds> RankRunner::LocalFeeds(const ir::Program& program, c
       continue;
     }
     absl::StatusOr<exec::Tensor> piece = SliceForRank(tensor, *arg->dist_attr(), rank_);
-    if (!piece.ok()) return Annotate(piece.status(), absl::StrCat("feed '", name, "'"));
+    if (!piece.ok()) return WithContext(piece.status(), absl::StrCat("feed '", name, "'"));
     local[name] = *std::move(piece);
   }
   return local;
@@ -78,7 +76,7 @@ absl::StatusOr<exec::RunResult> RankRunner::Step(const exec::Executor& executor,
     PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(program, whole_feeds));
     return executor.Run(feeds, workspace);
   }
-  const PipelinePlan& pipeline = options_.pipeline;
+  const passes::PipelinePlan& pipeline = options_.pipeline;
   PDIST_ASSIGN_OR_RETURN(std::vector<exec::Feeds> micro,
                          SplitMicroBatchFeeds(whole_feeds, pipeline.split_inputs, pipeline.micro_batches));
   for (exec::Feeds& feeds : micro) {

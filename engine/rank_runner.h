@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor/comm/comm_groups.h"
-#include "engine/distributed_programs.h"
+#include "passes/distributed_programs.h"
 #include "executor/executor.h"
 #include "executor/timeline.h"
 #include "ir/program.h"
@@ -25,7 +25,7 @@ struct RunnerOptions {
   bool profile = false;                // time kernels
   bool overlap_communication = true;   // exec::ExecutorOptions::overlap_communication
   int64_t gradient_bucket_bytes = 0;   // passes/fuse_allreduce.h; 0: one all-reduce per gradient
-  PipelinePlan pipeline;               // micro-batches and schedule; disabled: whole-program steps
+  passes::PipelinePlan pipeline;               // micro-batches and schedule; disabled: whole-program steps
   bool timeline = false;               // record spans of jobs and communication (timeline())
 };
 

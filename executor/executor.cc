@@ -80,7 +80,7 @@ absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t 
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   absl::Status status = (*kernels_[index])(ctx);
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok()) return Annotate(status, absl::StrCat("op #", index, " ", op.Describe()));
+  if (!status.ok()) return WithContext(status, absl::StrCat("op #", index, " ", op.Describe()));
   for (size_t r = 0; r < op.num_results(); ++r) {
     const ir::Value* result = op.result(r);
     if (!outputs[r].defined() || outputs[r].type() != result->type()) {

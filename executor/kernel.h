@@ -2,8 +2,8 @@
 //
 // The executor allocates nothing for a kernel: a kernel receives its inputs and writes its
 // outputs, which it creates (Tensor::Empty with the result type, or an alias of an input for
-// view-like ops such as reshape). Kernels for CPU live in executor/cpu/, for CUDA in
-// executor/cuda/ (later), each registered by the family function named in kernels.h.
+// view-like ops such as reshape). Kernels for CPU live in executor/cpu/, each family registered
+// by its function in executor/cpu/cpu_kernels.h (RegisterCpuKernels calls them all).
 #pragma once
 
 #include <cstdint>

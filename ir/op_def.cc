@@ -35,6 +35,10 @@ absl::Status OpRegistry::Register(OpDef def) {
   for (size_t i = 0; i + 1 < def.inputs.size(); ++i) {
     if (def.inputs[i].variadic) return absl::InvalidArgumentError(absl::StrCat("op '", name, "': only the last input may be variadic"));
   }
+  if (!def.result_shape_attr.empty() && (def.FindAttr(def.result_shape_attr) == nullptr || def.outputs.size() != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", name, "': result_shape_attr '", def.result_shape_attr,
+                                                   "' must be a declared attribute of an op with one result"));
+  }
   defs_.emplace(name, std::move(def));
   return absl::OkStatus();
 }

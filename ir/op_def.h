@@ -66,6 +66,9 @@ enum class GradKind : int8_t {
   kGradientOp,      // the op is itself a gradient (matmul_grad); higher orders are not supported
 };
 
+// The collective a communicating op performs, for the cost model (planner/comm_cost.h).
+enum class CollectiveKind : int8_t { kNone, kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+
 struct OpDef {
   std::string name;
   std::vector<OperandSpec> inputs;
@@ -82,8 +85,15 @@ struct OpDef {
   // The kernel talks to other ranks (collectives, the vocab-parallel cross entropy): the
   // executor runs such ops on the rank's communication stream, in program order.
   bool communicates = false;
+  // The collective the op performs (kNone for every other op). It is priced on the bytes of the
+  // whole tensor the group shares: an all-gather's result, every other collective's operands.
+  CollectiveKind collective = CollectiveKind::kNone;
   // A local form's base op (c_embedding: embedding; ir/ops/local_forms.cc); empty otherwise.
   std::string local_form_of;
+  // The attribute that spells the result's whole shape (reshape's and full's `shape`), empty
+  // when none does. Passes that give values other shapes (partition: a rank's piece; micro-batch:
+  // a micro-batch's) rewrite it from the op's new result type.
+  std::string result_shape_attr;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

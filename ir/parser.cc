@@ -110,6 +110,13 @@ absl::StatusOr<Program> Parser::Parse() {
   PDIST_RETURN_IF_ERROR(Advance());
   if (!tok_.IsIdent("program")) return Unexpected("'program'");
   PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.IsIdent("rank")) {  // a local program: `program rank 1 {`
+    PDIST_RETURN_IF_ERROR(Advance());
+    if (tok_.kind != TokenKind::kInt) return Unexpected("a rank (a non-negative integer) after 'program rank'");
+    PDIST_ASSIGN_OR_RETURN(int64_t rank, ParseInt(tok_));
+    program_.set_local_rank(rank);
+    PDIST_RETURN_IF_ERROR(Advance());
+  }
   PDIST_RETURN_IF_ERROR(Expect("{", "after 'program'"));
   while (!tok_.Is("}")) {
     if (tok_.kind == TokenKind::kEof) return Unexpected("'}' at the end of the program");

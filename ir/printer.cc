@@ -94,7 +94,11 @@ std::string PrintOperation(const Operation& op, const ValueNumbering& n) {
 
 void PrintProgram(const Program& program, std::ostream& os) {
   const ValueNumbering n(program);
-  os << "program {\n";
+  if (program.local_rank() >= 0) {
+    os << "program rank " << program.local_rank() << " {\n";
+  } else {
+    os << "program {\n";
+  }
   for (const Value* v : program.block().arguments()) {
     os << "  " << (v ? PrintArgument(*v, n) : "<null argument>") << "\n";
   }

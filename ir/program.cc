@@ -66,6 +66,7 @@ Program Program::Clone() const {
   copy.loss_ = map(loss_);
   for (const StateUpdate& u : updates_) copy.updates_.push_back({map(u.state), map(u.new_value)});
   for (const StateUpdate& g : gradients_) copy.gradients_.push_back({map(g.state), map(g.new_value)});
+  copy.local_rank_ = local_rank_;
   return copy;
 }
 

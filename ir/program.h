@@ -193,11 +193,18 @@ class Program {
   // Parameters in declaration order.
   std::vector<Value*> Parameters() const;
 
+  // The rank whose local program this is (set by partition: every value's type is that rank's
+  // piece of the tensor its DistAttr describes), or -1 for a global program. Printed as
+  // `program rank 1 {`.
+  int64_t local_rank() const { return local_rank_; }
+  void set_local_rank(int64_t rank) { local_rank_ = rank; }
+
  private:
   std::vector<std::unique_ptr<Value>> values_;  // indexed by id
   Block block_;
   Value* loss_ = nullptr;
   std::vector<StateUpdate> updates_;
+  int64_t local_rank_ = -1;
   std::vector<StateUpdate> gradients_;
 };
 

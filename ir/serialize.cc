@@ -113,6 +113,7 @@ proto::Program ProgramToProto(const Program& program) {
     p->set_chunk(op->chunk());
   }
   out.set_loss(program.loss() ? n.Number(program.loss()) : -1);
+  if (program.local_rank() >= 0) out.set_local_rank(program.local_rank());
   for (const StateUpdate& u : program.updates()) {
     proto::StateUpdate* p = out.add_updates();
     p->set_state(n.Number(u.state));
@@ -259,6 +260,10 @@ absl::Status ProtoReader::ReadOp(int index, const proto::Operation& p) {
 }
 
 absl::Status ProtoReader::ReadBindings() {
+  if (p_.has_local_rank()) {
+    if (p_.local_rank() < 0) return Corrupt(absl::StrCat("local_rank ", p_.local_rank(), " is negative"));
+    program_.set_local_rank(p_.local_rank());
+  }
   if (p_.loss() != -1) {
     PDIST_ASSIGN_OR_RETURN(Value* loss, Ref(p_.loss(), "loss"));
     program_.set_loss(loss);
@@ -294,7 +299,7 @@ absl::StatusOr<Program> ProtoReader::Read() {
     }
   }
   PDIST_RETURN_IF_ERROR(ReadBindings());
-  PDIST_RETURN_IF_ERROR(Annotate(VerifyProgram(program_), "invalid model.pb"));
+  PDIST_RETURN_IF_ERROR(WithContext(VerifyProgram(program_), "invalid model.pb"));
   return std::move(program_);
 }
 
@@ -315,7 +320,7 @@ bool LooksLikeText(std::string_view content) {
 }  // namespace
 
 absl::StatusOr<std::string> SerializeProgram(const Program& program) {
-  PDIST_RETURN_IF_ERROR(Annotate(VerifyProgram(program), "cannot serialise an invalid program"));
+  PDIST_RETURN_IF_ERROR(WithContext(VerifyProgram(program), "cannot serialise an invalid program"));
   const proto::Program p = ProgramToProto(program);
   std::string bytes;
   {
@@ -391,14 +396,14 @@ absl::Status SaveProgram(const Program& program, const std::string& path) {
 absl::StatusOr<Program> LoadProgram(const std::string& path) {
   PDIST_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
   absl::StatusOr<Program> program = DeserializeProgram(bytes);
-  if (!program.ok()) return Annotate(program.status(), path);
+  if (!program.ok()) return WithContext(program.status(), path);
   return program;
 }
 
 absl::StatusOr<Program> LoadProgramAuto(const std::string& path) {
   PDIST_ASSIGN_OR_RETURN(std::string content, ReadFileToString(path));
   absl::StatusOr<Program> program = DecodeProgram(content);
-  if (!program.ok()) return Annotate(program.status(), path);
+  if (!program.ok()) return WithContext(program.status(), path);
   return program;
 }
 

@@ -27,7 +27,7 @@
 namespace pdist {
 
 // Returns `status` with `context: ` prepended to its message (same code).
-inline absl::Status Annotate(const absl::Status& status, std::string_view context) {
+inline absl::Status WithContext(const absl::Status& status, std::string_view context) {
   if (status.ok()) return status;
   return absl::Status(status.code(), std::string(context) + ": " + std::string(status.message()));
 }

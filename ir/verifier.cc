@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
+#include "ir/dist/local_slice.h"
 #include "ir/op_def.h"
 #include "ir/printer.h"
 #include "ir/status.h"
@@ -231,11 +232,17 @@ absl::Status Verifier::CheckBindings() {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", Name(b.state), " is not a ",
                                                      params_only ? "parameter" : "parameter or optimizer state"));
     }
-    if (b.state->type() != b.new_value->type()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": type mismatch: ", b.state->type().ToString(), " vs ",
-                                                     b.new_value->type().ToString()));
+    if (b.state->type() == b.new_value->type()) return absl::OkStatus();
+    // In a local program the two are pieces, and a gradient may be split otherwise than its
+    // parameter (a Partial sum, a sequence-parallel shard): the tensors they are pieces of match.
+    if (program_.local_rank() >= 0 && b.state->dist_attr() && b.new_value->dist_attr() &&
+        b.state->type().dtype == b.new_value->type().dtype &&
+        GlobalShapeOf(*b.state->dist_attr(), b.state->type().shape) ==
+            GlobalShapeOf(*b.new_value->dist_attr(), b.new_value->type().shape)) {
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(where, ": type mismatch: ", b.state->type().ToString(), " vs ",
+                                                   b.new_value->type().ToString()));
   };
   absl::flat_hash_set<const Value*> bound;
   for (const StateUpdate& g : program_.gradients()) {

@@ -96,7 +96,7 @@ absl::Status ApplyAnnotations(const strategy::Strategy& strategy, ir::Program& p
         s.value->set_dist_attr(s.dist);
         s.value->set_dist_annotated(s.annotated);
       }
-      return Annotate(status, absl::StrCat("annotations[", i, "] (\"", a.tensor, "\")"));
+      return WithContext(status, absl::StrCat("annotations[", i, "] (\"", a.tensor, "\")"));
     }
   }
   return absl::OkStatus();

@@ -172,9 +172,11 @@ std::vector<size_t> SplitOfLastDim(const ir::Shape& in, const ir::Shape& out) {
   return dims;
 }
 
-class Planner {
+// Turns the strategy's degrees into the annotations of one forward program: data along dp,
+// Megatron column/row pairs along mp, sequence-parallel activations (not the cost-model planner).
+class AnnotationPlanner {
  public:
-  Planner(const strategy::Strategy& s, const ir::Program& program)
+  AnnotationPlanner(const strategy::Strategy& s, const ir::Program& program)
       : s_(s), program_(program), uses_(program), numbering_(program) {}
 
   absl::StatusOr<StrategyAnnotationPlan> Run();
@@ -214,7 +216,7 @@ class Planner {
   bool tp_found_ = false;                   // any tensor-parallel pattern, annotated or kept
 };
 
-absl::Status Planner::Add(const Value* v, int64_t dp_dim, int64_t mp_dim, const std::string& role,
+absl::Status AnnotationPlanner::Add(const Value* v, int64_t dp_dim, int64_t mp_dim, const std::string& role,
                           const std::string& mp_meaning, std::string reason) {
   if (v->dist_annotated()) {
     plan_.notes.push_back(absl::StrCat(Name(v), ": kept as the program annotates it (", role, ")"));
@@ -252,7 +254,7 @@ absl::Status Planner::Add(const Value* v, int64_t dp_dim, int64_t mp_dim, const 
   return absl::OkStatus();
 }
 
-absl::Status Planner::PlanData() {
+absl::Status AnnotationPlanner::PlanData() {
   for (const Value* v : program_.block().arguments()) {
     if (v->role() != ir::ValueRole::kDataInput || v->type().rank() == 0 || v->name() == "learning_rate") continue;
     PDIST_RETURN_IF_ERROR(Add(v, 0, -1, "data input", "the batch",
@@ -261,7 +263,7 @@ absl::Status Planner::PlanData() {
   return absl::OkStatus();
 }
 
-absl::Status Planner::CheckWholeHeads(const Operation& column, const Region& region) const {
+absl::Status AnnotationPlanner::CheckWholeHeads(const Operation& column, const Region& region) const {
   const ir::Shape& out = column.result(0)->type().shape;
   for (const Operation* reshape : region.reshapes) {
     const ir::Shape& in = reshape->operand(0)->type().shape;
@@ -280,7 +282,7 @@ absl::Status Planner::CheckWholeHeads(const Operation& column, const Region& reg
   return absl::OkStatus();
 }
 
-absl::Status Planner::PlanTensorParallel() {
+absl::Status AnnotationPlanner::PlanTensorParallel() {
   absl::flat_hash_set<const Operation*> rows;
   for (const auto& op_ptr : program_.block().ops()) {
     const Operation& op = *op_ptr;
@@ -336,7 +338,7 @@ absl::Status Planner::PlanTensorParallel() {
   return absl::OkStatus();
 }
 
-absl::Status Planner::PlanSequenceParallel() {
+absl::Status AnnotationPlanner::PlanSequenceParallel() {
   auto require_3d = [this](const Value* v, const Operation& op) -> absl::Status {
     if (v->type().rank() == 3) return absl::OkStatus();
     return absl::UnimplementedError(
@@ -373,7 +375,7 @@ absl::Status Planner::PlanSequenceParallel() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StrategyAnnotationPlan> Planner::Run() {
+absl::StatusOr<StrategyAnnotationPlan> AnnotationPlanner::Run() {
   if (s_.pp_degree > 1) {
     return absl::InvalidArgumentError(absl::StrCat("annotate from strategy: pp_degree ", s_.pp_degree,
                                                    " plans one stage at a time: cut the program into stages with "
@@ -420,7 +422,7 @@ struct Saved {
 
 absl::StatusOr<StrategyAnnotationPlan> PlanStrategyAnnotations(const strategy::Strategy& strategy,
                                                                const ir::Program& forward) {
-  return Planner(strategy, forward).Run();
+  return AnnotationPlanner(strategy, forward).Run();
 }
 
 absl::StatusOr<StrategyAnnotationPlan> AnnotateFromStrategyExplained(const strategy::Strategy& strategy,
@@ -438,7 +440,7 @@ absl::StatusOr<StrategyAnnotationPlan> AnnotateFromStrategyExplained(const strat
     absl::Status status = ir::ShardTensor(a.value, plan.mesh, a.placements);
     if (!status.ok()) {
       restore();
-      return Annotate(status, absl::StrCat("annotate from strategy (", a.reason, ")"));
+      return WithContext(status, absl::StrCat("annotate from strategy (", a.reason, ")"));
     }
   }
   absl::Status status = ApplyAnnotations(strategy, forward);  // all or nothing itself

@@ -79,7 +79,7 @@ absl::Status AppendBackward(ir::Program& program, Value* loss) {
     }
     b.set_op_chunk(op.chunk());  // a gradient runs in its forward op's chunk
     absl::StatusOr<std::vector<Value*>> in_grads = def->grad(b, op, out_grads);
-    if (!in_grads.ok()) return Annotate(in_grads.status(), absl::StrCat("autodiff of ", op.Describe()));
+    if (!in_grads.ok()) return WithContext(in_grads.status(), absl::StrCat("autodiff of ", op.Describe()));
     if (in_grads->size() != op.num_operands()) {
       return absl::InternalError(absl::StrCat("autodiff: gradient builder of '", op.type(), "' returned ",
                                               in_grads->size(), " gradients for ", op.num_operands(), " operands"));

@@ -1,5 +1,7 @@
 // Built-in passes: thin Pass wrappers over AppendBackward, AppendOptimizer,
 // AnnotateFromStrategy and CompleteDistAttrs, and their registration (RegisterBuiltinPasses).
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
 #include "ir/printer.h"
@@ -42,7 +44,7 @@ class OptimizerPass : public Pass {
     std::string type = OptimizerTypeName(config.type);
     PDIST_RETURN_IF_ERROR(reader.Read("type", &type));
     absl::StatusOr<OptimizerType> parsed = ParseOptimizerType(type);
-    if (!parsed.ok()) return Annotate(parsed.status(), "pass 'optimizer'");
+    if (!parsed.ok()) return WithContext(parsed.status(), "pass 'optimizer'");
     config.type = *parsed;
     PDIST_RETURN_IF_ERROR(reader.Read("beta1", &config.beta1));
     PDIST_RETURN_IF_ERROR(reader.Read("beta2", &config.beta2));
@@ -56,22 +58,7 @@ class OptimizerPass : public Pass {
 
   std::string_view name() const override { return "optimizer"; }
 
-  // The type always (so the pipeline says which optimizer runs), other fields when they differ
-  // from OptimizerConfig's defaults.
-  PassOptions options() const override {
-    const OptimizerConfig defaults;
-    PassOptions options = {{"type", OptimizerTypeName(config_.type)}};
-    auto put = [&options](const char* key, double value, double default_value) {
-      if (value != default_value) options[key] = ir::DoubleToString(value);
-    };
-    put("beta1", config_.beta1, defaults.beta1);
-    put("beta2", config_.beta2, defaults.beta2);
-    put("epsilon", config_.epsilon, defaults.epsilon);
-    put("weight_decay", config_.weight_decay, defaults.weight_decay);
-    put("momentum", config_.momentum, defaults.momentum);
-    if (config_.use_nesterov != defaults.use_nesterov) options["use_nesterov"] = config_.use_nesterov ? "true" : "false";
-    return options;
-  }
+  PassOptions options() const override { return OptimizerPassOptions(config_); }
 
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     PDIST_RETURN_IF_ERROR(AppendOptimizer(program, config_));
@@ -91,7 +78,7 @@ class CompletionPass : public Pass {
  public:
   std::string_view name() const override { return "completion"; }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    PDIST_ASSIGN_OR_RETURN(CompletionReport report, CompleteDistAttrs(program, {.explain = true}));
+    PDIST_ASSIGN_OR_RETURN(CompletionReport report, CompleteDistAttrs(program, {.explain = context.explain_each}));
     if (report.rounds == 0) {
       context.Explain(name(), "no value has a DistAttr: nothing to complete");
       return false;
@@ -105,42 +92,56 @@ class CompletionPass : public Pass {
 
 // `annotate-strategy{dp=2,mp=2,pp=1,sp=false}`: annotates a forward program's data inputs,
 // Megatron tensor-parallel weights and (sp) sequence-parallel activations from the degrees
-// (passes/annotate_from_strategy.h). Explains every annotation, one line each. With pp > 1 it
-// cuts the program into stages first (passes/pipeline_stages.h), each on its own mesh.
+// (passes/annotate_from_strategy.h). Without options it follows the run's strategy
+// (PassContext::strategy: degrees, per-tensor annotations, pipeline settings); each option
+// given overrides that degree. Explains every annotation, one line each. A pipelined strategy
+// (pp > 1, or several micro-batches) is cut into stages first (passes/pipeline_stages.h), each
+// on its own mesh.
 class AnnotateStrategyPass : public Pass {
  public:
-  explicit AnnotateStrategyPass(strategy::Strategy s) : strategy_(std::move(s)) {}
+  struct Degrees {
+    std::optional<int64_t> dp, mp, pp;
+    std::optional<bool> sp;
+  };
+  explicit AnnotateStrategyPass(Degrees degrees) : degrees_(degrees) {}
 
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
-    strategy::Strategy s;
+    Degrees d;
     PassOptionReader reader("annotate-strategy", options);
-    PDIST_RETURN_IF_ERROR(reader.Read("dp", &s.dp_degree));
-    PDIST_RETURN_IF_ERROR(reader.Read("mp", &s.mp_degree));
-    PDIST_RETURN_IF_ERROR(reader.Read("pp", &s.pp_degree));
-    PDIST_RETURN_IF_ERROR(reader.Read("sp", &s.sp));
+    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "dp", d.dp));
+    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "mp", d.mp));
+    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "pp", d.pp));
+    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "sp", d.sp));
     PDIST_RETURN_IF_ERROR(reader.Finish());
-    for (const auto& [key, degree] : {std::pair{"dp", s.dp_degree}, {"mp", s.mp_degree}, {"pp", s.pp_degree}}) {
-      if (degree < 1) {
+    for (const auto& [key, degree] : {std::pair{"dp", d.dp}, {"mp", d.mp}, {"pp", d.pp}}) {
+      if (degree && *degree < 1) {
         return absl::InvalidArgumentError(
-            absl::StrCat("pass 'annotate-strategy': option '", key, "' must be >= 1, got ", degree));
+            absl::StrCat("pass 'annotate-strategy': option '", key, "' must be >= 1, got ", *degree));
       }
     }
-    return std::make_unique<AnnotateStrategyPass>(std::move(s));
+    return std::make_unique<AnnotateStrategyPass>(d);
   }
 
   std::string_view name() const override { return "annotate-strategy"; }
 
-  // dp and mp always; pp and sp when not their defaults.
+  // The options it was given, so the printed pipeline reads back into the same pass.
   PassOptions options() const override {
-    PassOptions options = {{"dp", absl::StrCat(strategy_.dp_degree)}, {"mp", absl::StrCat(strategy_.mp_degree)}};
-    if (strategy_.pp_degree != 1) options["pp"] = absl::StrCat(strategy_.pp_degree);
-    if (strategy_.sp) options["sp"] = "true";
+    PassOptions options;
+    if (degrees_.dp) options["dp"] = absl::StrCat(*degrees_.dp);
+    if (degrees_.mp) options["mp"] = absl::StrCat(*degrees_.mp);
+    if (degrees_.pp) options["pp"] = absl::StrCat(*degrees_.pp);
+    if (degrees_.sp) options["sp"] = *degrees_.sp ? "true" : "false";
     return options;
   }
 
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    if (strategy_.pp_degree > 1) return RunStages(program, context);
-    PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, AnnotateFromStrategyExplained(strategy_, program));
+    strategy::Strategy s = context.strategy;
+    s.dp_degree = degrees_.dp.value_or(s.dp_degree);
+    s.mp_degree = degrees_.mp.value_or(s.mp_degree);
+    s.pp_degree = degrees_.pp.value_or(s.pp_degree);
+    s.sp = degrees_.sp.value_or(s.sp);
+    if (s.pp_degree > 1 || s.pipeline.accumulate_steps > 1) return RunStages(s, program, context);
+    PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, AnnotateFromStrategyExplained(s, program));
     context.Explain(name(), absl::StrCat(plan.annotations.size(), " values annotated on mesh ", plan.mesh.ToString()));
     const ir::ValueNumbering n(program);
     for (const StrategyAnnotation& a : plan.annotations) {
@@ -152,28 +153,27 @@ class AnnotateStrategyPass : public Pass {
   }
 
  private:
-  // pp > 1: the stages of passes/pipeline_stages.h, each planned as above on its own mesh.
-  absl::StatusOr<bool> RunStages(ir::Program& program, PassContext& context) {
-    PDIST_ASSIGN_OR_RETURN(PipelineStages stages, AnnotatePipelineStages(strategy_, program));
-    for (size_t s = 0; s < stages.meshes.size(); ++s) {
-      context.Explain(name(), absl::StrCat("stage ", s, " on mesh ", stages.meshes[s].ToString(), ", forward FLOPs ",
-                                           stages.flops[s]));
+  template <typename T>
+  static absl::Status ReadOptional(PassOptionReader& reader, const std::string& key, std::optional<T>& out) {
+    T value{};
+    PDIST_RETURN_IF_ERROR(reader.Read(key, &value));
+    if (reader.Has(key)) out = value;
+    return absl::OkStatus();
+  }
+
+  // Pipelined: the stages of passes/pipeline_stages.h, each planned as above on its own mesh.
+  absl::StatusOr<bool> RunStages(const strategy::Strategy& s, ir::Program& program, PassContext& context) {
+    PDIST_ASSIGN_OR_RETURN(PipelineStages stages, AnnotatePipelineStages(s, program));
+    for (size_t k = 0; k < stages.meshes.size(); ++k) {
+      context.Explain(name(), absl::StrCat("stage ", k, " on mesh ", stages.meshes[k].ToString(), ", forward FLOPs ",
+                                           stages.flops[k]));
     }
     context.Explain(name(), absl::StrCat(stages.boundary_reshards, " boundary reshards"));
     return true;
   }
 
-  strategy::Strategy strategy_;
+  Degrees degrees_;
 };
-
-// A factory for a pass without options.
-template <typename P>
-PassFactory NoOptions(const char* name) {
-  return [name](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
-    PDIST_RETURN_IF_ERROR(PassOptionReader(name, options).Finish());
-    return std::make_unique<P>();
-  };
-}
 
 }  // namespace
 
@@ -189,7 +189,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("completion",
                                           "a DistAttr for every value from the annotated ones; insert reshard ops",
                                           NoOptions<CompletionPass>("completion")));
-  return absl::OkStatus();
+  return RegisterDistributedPasses(registry);
 }
 
 }  // namespace pdist::passes

@@ -222,7 +222,7 @@ absl::StatusOr<const ir::SpmdResult*> DistState::RunRule(const ir::Operation& op
     }
   }
   absl::StatusOr<ir::SpmdResult> result = RunSpmdRule(call);
-  if (!result.ok()) return Annotate(result.status(), DescribeOp(op, numbering_));
+  if (!result.ok()) return WithContext(result.status(), DescribeOp(op, numbering_));
   memo.key = key_;
   memo.result = *std::move(result);
   return &*memo.result;

@@ -22,6 +22,9 @@
 
 namespace pdist::passes {
 
+// PyTorch DDP's default bucket size: the engine's and the `fuse-allreduce` pass's.
+inline constexpr int64_t kDefaultGradientBucketBytes = int64_t{25} << 20;
+
 // Returns the number of buckets made (of two or more all-reduces). bucket_bytes <= 0: hoisting
 // only, no buckets.
 absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t bucket_bytes);

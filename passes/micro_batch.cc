@@ -61,9 +61,9 @@ absl::Status Localise(ir::Program& program) {
     v->set_dist_annotated(false);
   }
   for (const auto& op : program.block().ops()) {
-    if (op->type() == "reshape" || op->type() == "full") op->mutable_attrs()["shape"] = op->result(0)->type().shape;
     const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
     if (def == nullptr) return absl::NotFoundError(absl::StrCat("unknown op '", op->type(), "'"));
+    if (!def->result_shape_attr.empty()) op->mutable_attrs()[def->result_shape_attr] = op->result(0)->type().shape;
     PDIST_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ir::InferResultTypes(*def, op->operands(), op->attrs()));
     for (size_t r = 0; r < op->num_results(); ++r) {
       if (types[r] != op->result(r)->type()) {
@@ -123,7 +123,7 @@ absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, 
     PDIST_ASSIGN_OR_RETURN(ir::Value * scaled, b.Op1("scale", {loss}, {{"scale", loss_scale}, {"bias", 0.0}}));
     out.program.set_loss(scaled);
   }
-  PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(out.program), "micro-batch program"));
+  PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(out.program), "micro-batch program"));
   return out;
 }
 

@@ -76,4 +76,19 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   return absl::OkStatus();
 }
 
+std::map<std::string, std::string> OptimizerPassOptions(const OptimizerConfig& config) {
+  const OptimizerConfig defaults;
+  std::map<std::string, std::string> options = {{"type", OptimizerTypeName(config.type)}};
+  auto put = [&options](const char* key, double value, double default_value) {
+    if (value != default_value) options[key] = ir::DoubleToString(value);
+  };
+  put("beta1", config.beta1, defaults.beta1);
+  put("beta2", config.beta2, defaults.beta2);
+  put("epsilon", config.epsilon, defaults.epsilon);
+  put("weight_decay", config.weight_decay, defaults.weight_decay);
+  put("momentum", config.momentum, defaults.momentum);
+  if (config.use_nesterov != defaults.use_nesterov) options["use_nesterov"] = config.use_nesterov ? "true" : "false";
+  return options;
+}
+
 }  // namespace pdist::passes

@@ -4,6 +4,7 @@
 //                               update %1 <- %53 ; update %50 <- %54 ; ...
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +29,11 @@ struct OptimizerConfig {
 
 absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);  // sgd | momentum | adamw
 std::string OptimizerTypeName(OptimizerType type);
+
+// The `optimizer` pass's options for `config`: the type always (so a pipeline says which
+// optimizer runs), the other fields where they differ from OptimizerConfig's defaults.
+//   {.type = kSgd}  →  {{"type", "sgd"}}
+std::map<std::string, std::string> OptimizerPassOptions(const OptimizerConfig& config);
 
 // Name of the learning-rate feed.
 inline constexpr char kLearningRateFeed[] = "learning_rate";

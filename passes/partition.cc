@@ -10,6 +10,7 @@
 #include "ir/dist/local_slice.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
+#include "passes/reshard/reshard_primitive.h"
 
 namespace pdist::passes {
 namespace {
@@ -33,7 +34,12 @@ class Partitioner {
       : global_(global), rank_(rank), plans_(plans) {}
 
   absl::StatusOr<ir::Program> Run() {
+    if (global_.local_rank() >= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the program is already rank ", global_.local_rank(), "'s local program"));
+    }
     ir::Program local = global_.Clone();
+    local.set_local_rank(rank_);
     PDIST_RETURN_IF_ERROR(LocaliseTypes(local));
     std::vector<std::unique_ptr<Operation>> ops = std::move(local.block().mutable_ops());
     local.block().mutable_ops().clear();
@@ -44,7 +50,7 @@ class Partitioner {
     for (std::unique_ptr<Operation>& op : ops) {
       b.SetOpRoleAndChunkFrom(*op);
       if (op->type() == "reshard") {  // planned from the global DistAttrs, before any remapping
-        PDIST_RETURN_IF_ERROR(Annotate(LowerReshard(b, *op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
+        PDIST_RETURN_IF_ERROR(WithContext(LowerReshard(b, *op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
         continue;
       }
       for (size_t i = 0; i < op->num_operands(); ++i) op->set_operand(i, Remapped(op->operand(i)));
@@ -56,7 +62,7 @@ class Partitioner {
                                                   " (completion should have inserted a reshard)"));
         }
       }
-      PDIST_RETURN_IF_ERROR(Annotate(LocaliseOp(*op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
+      PDIST_RETURN_IF_ERROR(WithContext(LocaliseOp(*op), absl::StrCat("partition, rank ", rank_, ": ", op->Describe())));
       local.block().Append(std::move(op));
     }
     RemapBindings(local);
@@ -192,47 +198,22 @@ class Partitioner {
   }
 
   absl::StatusOr<Value*> LowerStep(ir::Builder& b, const ReshardStep& step, Value* x) {
-    const DistAttr& attr = step.after;
-    const std::vector<int64_t> group = attr.mesh.GroupAlong({step.mesh_dim}, rank_);
-    const ir::Attribute ranks = group;
-    const std::string reduce = ir::ReduceTypeName(step.reduce);
-    switch (step.kind) {
-      case ReshardStep::Kind::kAllReduce:
-        return b.Op1("c_allreduce", {x}, {{"reduce", reduce}, {"ranks", ranks}});
-      case ReshardStep::Kind::kAllGather:
-        return b.Op1("c_allgather", {x}, {{"axis", step.tensor_dim}, {"ranks", ranks}});
-      case ReshardStep::Kind::kReduceScatter:
-        return b.Op1("c_reduce_scatter", {x}, {{"axis", step.tensor_dim}, {"reduce", reduce}, {"ranks", ranks}});
-      case ReshardStep::Kind::kAllToAll:
-        return b.Op1("c_alltoall", {x}, {{"split_axis", step.tensor_dim}, {"concat_axis", step.from_tensor_dim},
-                                          {"ranks", ranks}});
-      case ReshardStep::Kind::kSlice: {
-        const int64_t size = x->type().shape[static_cast<size_t>(step.tensor_dim)] / attr.mesh.dim_size(step.mesh_dim);
-        const int64_t start = CoordAlong(attr, step.mesh_dim, rank_) * size;
-        return b.Op1("slice", {x}, {{"axes", std::vector<int64_t>{step.tensor_dim}},
-                                    {"starts", std::vector<int64_t>{start}},
-                                    {"ends", std::vector<int64_t>{start + size}}});
-      }
-      case ReshardStep::Kind::kMakePartial:
-        // A partial sum is the value on the group's first rank and zeros elsewhere; a partial
-        // average or max of equal values is the value itself.
-        if (step.reduce != ir::ReduceType::kSum || CoordAlong(attr, step.mesh_dim, rank_) == 0) return x;
-        return b.Op1("scale", {x}, {{"scale", 0.0}, {"bias", 0.0}});
-      case ReshardStep::Kind::kSendRecv:
-        break;  // a move between meshes is lowered with its peer (see above), never step by step
+    const ReshardPrimitive& primitive = ReshardPrimitiveOf(step.kind);
+    if (!primitive.lower) {  // the move between meshes is lowered with its peer (see above)
+      return absl::InternalError(absl::StrCat("reshard step ", step.ToString(), " has no single-rank lowering"));
     }
-    return absl::InternalError(absl::StrCat("reshard step ", step.ToString(), " has no single-rank lowering"));
+    return primitive.lower(b, step, x, rank_);
   }
 
   // Attributes that carry global sizes become local; vocab-parallel ops take their c_* form.
   absl::Status LocaliseOp(Operation& op) {
     ir::AttributeMap& attrs = op.mutable_attrs();
-    if (op.type() == "reshape" || op.type() == "full") {
-      attrs["shape"] = op.result(0)->type().shape;
-    }
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+    if (def == nullptr) return absl::NotFoundError(absl::StrCat("unknown op '", op.type(), "'"));
+    if (!def->result_shape_attr.empty()) attrs[def->result_shape_attr] = op.result(0)->type().shape;
     if (op.type() == "dropout") PDIST_RETURN_IF_ERROR(LocaliseDropout(op));
     PDIST_RETURN_IF_ERROR(LocaliseVocabParallel(op));
-    const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+    def = ir::OpRegistry::Global().Find(op.type());  // a vocab-parallel op is now its c_* form
     if (def == nullptr) return absl::NotFoundError(absl::StrCat("unknown op '", op.type(), "'"));
     PDIST_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ir::InferResultTypes(*def, op.operands(), attrs));
     for (size_t r = 0; r < op.num_results(); ++r) {

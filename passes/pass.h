@@ -11,7 +11,9 @@
 //   };
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ir/program.h"
+#include "passes/reshard_plan.h"
+#include "strategy/strategy.h"
 
 namespace pdist::passes {
 
@@ -26,11 +30,28 @@ namespace pdist::passes {
 // Ordered so that printing is deterministic.
 using PassOptions = std::map<std::string, std::string>;
 
+// What `micro-batch` did, for the runner that feeds the program whole batches: cut each of
+// `split_inputs` along dim 0 into `count` micro-batches.
+struct MicroBatching {
+  int64_t count = 1;
+  std::vector<std::string> split_inputs;
+};
+
 // State shared by the passes of one PassManager run.
 struct PassContext {
   // Options of the whole run (a tool's flags, e.g. `strategy=plan.json`), for passes that need
   // more than their own pipeline options.
   PassOptions options;
+  // The run's strategy (pdist-opt --strategy, the engine's): passes whose pipeline options leave
+  // a choice open take it from here (annotate-strategy without options).
+  strategy::Strategy strategy;
+  // Reshard plans shared by the `partition` runs of every rank (nullptr: each pass plans its own).
+  ReshardPlanCache* reshard_plans = nullptr;
+  // Set by `micro-batch`.
+  std::optional<MicroBatching> micro_batching;
+  // Whether passes record a line per decision (completion: one per value) besides their
+  // summary; pdist-opt --explain sets it, the engine does not pay for it.
+  bool explain_each = false;
   // Why passes did what they did, one line each ("autodiff: 6 grad ops for 2 parameters"), for
   // `--explain` and IR dumps.
   std::vector<std::string> explanations;
@@ -67,6 +88,8 @@ class PassOptionReader {
   absl::Status Read(const std::string& key, double* value);
   absl::Status Read(const std::string& key, int64_t* value);
   absl::Status Read(const std::string& key, bool* value);  // true|false|1|0
+  // Whether the options give `key` (a Read leaves its target alone when they do not).
+  bool Has(const std::string& key) const { return options_.count(key) > 0; }
   absl::Status Finish() const;
 
  private:

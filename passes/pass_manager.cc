@@ -34,7 +34,7 @@ absl::Status PassManager::AddPipeline(std::string_view pipeline, const PassRegis
 absl::StatusOr<bool> PassManager::Run(ir::Program& program, PassContext& context) {
   timings_.clear();
   if (options_.verify_each) {
-    PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(program), "invalid input to the pass pipeline"));
+    PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(program), "invalid input to the pass pipeline"));
   }
   bool changed = false;
   for (const auto& pass : passes_) {
@@ -43,13 +43,13 @@ absl::StatusOr<bool> PassManager::Run(ir::Program& program, PassContext& context
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> result = pass->Run(program, context);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!result.ok()) return Annotate(result.status(), absl::StrCat("pass '", text, "'"));
+    if (!result.ok()) return WithContext(result.status(), absl::StrCat("pass '", text, "'"));
     if (options_.time_passes) timings_.push_back({text, seconds, *result});
     changed = changed || *result;
     // Dump before verifying: the broken IR is what one wants to see when verification fails.
     Dump(options_.print_after_all, "after", text, program);
     if (options_.verify_each) {
-      PDIST_RETURN_IF_ERROR(Annotate(ir::VerifyProgram(program), absl::StrCat("IR invalid after pass '", text, "'")));
+      PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(program), absl::StrCat("IR invalid after pass '", text, "'")));
     }
   }
   return changed;

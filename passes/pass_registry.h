@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/status.h"
 #include "passes/pass.h"
-#include "passes/pipeline.h"
+#include "passes/pass_pipeline_text.h"
 
 namespace pdist::passes {
 
@@ -40,7 +41,20 @@ class PassRegistry {
   std::map<std::string, Entry> entries_;
 };
 
-// Registers autodiff, optimizer, annotate-strategy and completion (passes/builtin_passes.cc).
+// A factory for a pass without options: any option given is an error naming it.
+template <typename P>
+PassFactory NoOptions(const char* name) {
+  return [name](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+    PDIST_RETURN_IF_ERROR(PassOptionReader(name, options).Finish());
+    return std::make_unique<P>();
+  };
+}
+
+// Registers autodiff, optimizer, annotate-strategy and completion (passes/builtin_passes.cc),
+// then the distributed passes.
 absl::Status RegisterBuiltinPasses(PassRegistry& registry);
+// micro-batch, split-weight-grad, replicate-loss, partition, fuse-allreduce
+// (passes/distributed_passes.cc).
+absl::Status RegisterDistributedPasses(PassRegistry& registry);
 
 }  // namespace pdist::passes

@@ -9,67 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status.h"
+#include "passes/schedules/schedule_def.h"
 
 namespace pdist::passes {
 namespace {
 
 using ir::JobKind;
 using ir::PipelineJob;
-
-constexpr std::array<std::pair<std::string_view, ScheduleMode>, 4> kModes = {{
-    {"FThenB", ScheduleMode::kFThenB},
-    {"1F1B", ScheduleMode::k1F1B},
-    {"VPP", ScheduleMode::kVPP},
-    {"ZBH1", ScheduleMode::kZBH1},
-}};
-
-// 1F1B, or ZBH1 when `split`: the same order of F's and B's, so ZBH1 keeps 1F1B's warm-up (and
-// its bound on live activations) and only adds each W s steps after its B, where it fills the
-// slots in which 1F1B's stage s would wait for the backward coming down from later stages.
-std::vector<PipelineJob> OneFOneB(int64_t p, int64_t m, int64_t s, bool split) {
-  std::vector<PipelineJob> jobs;
-  const int64_t warmup = std::min(p - s - 1, m);
-  auto backward = [&](int64_t i) {
-    if (!split) {
-      jobs.push_back({JobKind::kBackward, i, 0});
-      return;
-    }
-    jobs.push_back({JobKind::kBackwardInput, i, 0});
-    if (i >= s) jobs.push_back({JobKind::kBackwardWeight, i - s, 0});
-  };
-  for (int64_t i = 0; i < warmup; ++i) jobs.push_back({JobKind::kForward, i, 0});
-  for (int64_t i = 0; i < m - warmup; ++i) {
-    jobs.push_back({JobKind::kForward, warmup + i, 0});
-    backward(i);
-  }
-  for (int64_t i = m - warmup; i < m; ++i) backward(i);
-  if (split) {
-    for (int64_t i = std::max<int64_t>(m - s, 0); i < m; ++i) jobs.push_back({JobKind::kBackwardWeight, i, 0});
-  }
-  return jobs;
-}
-
-// Megatron's interleaved order: micro-batches in groups of p go through chunk 0, then chunk 1,
-// …; backward walks the chunks the other way.
-PipelineJob VppStep(int64_t step, bool forward, int64_t p, int64_t v) {
-  const int64_t in_group = step % (p * v);
-  const int64_t micro_batch = step / (p * v) * p + step % p;
-  if (forward) return {JobKind::kForward, micro_batch, in_group / p};
-  return {JobKind::kBackward, micro_batch, v - 1 - in_group / p};
-}
-
-std::vector<PipelineJob> Interleaved(int64_t p, int64_t m, int64_t v, int64_t s) {
-  const int64_t total = m * v;
-  const int64_t warmup = m == p ? total : std::min(2 * (p - s - 1) + (v - 1) * p, total);
-  std::vector<PipelineJob> jobs;
-  for (int64_t k = 0; k < warmup; ++k) jobs.push_back(VppStep(k, true, p, v));
-  for (int64_t k = 0; k < total - warmup; ++k) {
-    jobs.push_back(VppStep(warmup + k, true, p, v));
-    jobs.push_back(VppStep(k, false, p, v));
-  }
-  for (int64_t k = total - warmup; k < total; ++k) jobs.push_back(VppStep(k, false, p, v));
-  return jobs;
-}
 
 absl::Status CheckCounts(const ScheduleShape& shape) {
   if (shape.stages < 1) return absl::InvalidArgumentError(absl::StrCat("stages must be >= 1, got ", shape.stages));
@@ -175,34 +121,32 @@ absl::Status CheckJobList(const std::vector<PipelineJob>& jobs, const ScheduleSh
 }  // namespace
 
 absl::StatusOr<ScheduleMode> ParseScheduleMode(std::string_view name) {
-  for (const auto& [mode_name, mode] : kModes) {
-    if (name == mode_name) return mode;
+  std::vector<std::string> valid;
+  for (const ScheduleDef& def : ScheduleDefs()) {
+    if (name == def.name) return def.mode;
+    valid.push_back(def.name);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown pipeline schedule \"", std::string(name), "\"; valid: FThenB, 1F1B, VPP, ZBH1"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown pipeline schedule \"", std::string(name),
+                                                 "\"; valid: ", absl::StrJoin(valid, ", ")));
 }
 
-const char* ScheduleModeName(ScheduleMode mode) {
-  for (const auto& [mode_name, m] : kModes) {
-    if (m == mode) return mode_name.data();
-  }
-  return "?";
-}
+const char* ScheduleModeName(ScheduleMode mode) { return ScheduleDefOf(mode).name; }
 
 absl::Status CheckScheduleShape(ScheduleMode mode, const ScheduleShape& shape) {
   PDIST_RETURN_IF_ERROR(CheckCounts(shape));
-  if (mode != ScheduleMode::kVPP && shape.chunks != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ScheduleModeName(mode), " runs one chunk per stage, got chunks=", shape.chunks, " (only VPP interleaves)"));
+  const ScheduleDef& def = ScheduleDefOf(mode);
+  if (!def.interleaves_chunks && shape.chunks != 1) {
+    std::vector<std::string> interleaved;
+    for (const ScheduleDef& d : ScheduleDefs()) {
+      if (d.interleaves_chunks) interleaved.push_back(d.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(def.name, " runs one chunk per stage, got chunks=", shape.chunks,
+                                                   " (only ", absl::StrJoin(interleaved, ", "), " interleaves)"));
   }
-  if (mode == ScheduleMode::kVPP && shape.chunks < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("VPP needs chunks >= 2, got chunks=", shape.chunks));
+  if (def.interleaves_chunks && shape.chunks < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(def.name, " needs chunks >= 2, got chunks=", shape.chunks));
   }
-  if (mode == ScheduleMode::kVPP && shape.micro_batches % shape.stages != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("VPP needs micro_batches divisible by stages, got micro_batches=",
-                                                   shape.micro_batches, ", stages=", shape.stages));
-  }
-  return absl::OkStatus();
+  return def.check_shape ? def.check_shape(shape) : absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<PipelineJob>> BuildSchedule(ScheduleMode mode, const ScheduleShape& shape, int64_t stage) {
@@ -210,17 +154,7 @@ absl::StatusOr<std::vector<PipelineJob>> BuildSchedule(ScheduleMode mode, const 
   if (stage < 0 || stage >= shape.stages) {
     return absl::InvalidArgumentError(absl::StrCat("stage ", stage, " is outside [0, ", shape.stages, ")"));
   }
-  const int64_t p = shape.stages, m = shape.micro_batches;
-  std::vector<PipelineJob> jobs;
-  switch (mode) {
-    case ScheduleMode::kFThenB:
-      for (int64_t i = 0; i < m; ++i) jobs.push_back({JobKind::kForward, i, 0});
-      for (int64_t i = 0; i < m; ++i) jobs.push_back({JobKind::kBackward, i, 0});
-      break;
-    case ScheduleMode::k1F1B: jobs = OneFOneB(p, m, stage, /*split=*/false); break;
-    case ScheduleMode::kZBH1: jobs = OneFOneB(p, m, stage, /*split=*/true); break;
-    case ScheduleMode::kVPP: jobs = Interleaved(p, m, shape.chunks, stage); break;
-  }
+  std::vector<PipelineJob> jobs = ScheduleDefOf(mode).build(shape, stage);
   jobs.push_back({JobKind::kOptimizer, 0, 0});
   return jobs;
 }

@@ -5,8 +5,9 @@
 //   JobsToString(jobs)   // "F0 F1 B0 F2 B1 F3 B2 B3 O"
 //
 // The modes and their names are Paddle's (FThenB, 1F1B, VPP, ZBH1); the orders are Megatron's
-// (PipeDream-Flush and the interleaved schedule) and, for ZBH1, zero-bubble H1. One definition
-// per mode lives in BuildSchedule; the executor runs the lists, the cost model simulates them.
+// (PipeDream-Flush and the interleaved schedule) and, for ZBH1, zero-bubble H1. Each is defined
+// in its own file of passes/schedules/ (ScheduleDef: what it does, how it checks a shape, how it
+// builds a stage's jobs); the executor runs the lists, the cost model simulates them.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,9 @@ struct ScheduleShape {
 };
 
 // InvalidArgument naming the offending values unless stages, micro_batches and chunks are ≥ 1,
-// chunks > 1 goes with VPP only and VPP has chunks ≥ 2 and micro_batches % stages == 0
-// (Megatron's interleaved schedule walks micro-batches in groups of p):
+// chunks > 1 goes with an interleaved schedule only, which has chunks ≥ 2, and the schedule's
+// own check passes (VPP: micro_batches % stages == 0, as Megatron's interleaved schedule walks
+// micro-batches in groups of p):
 //   CheckScheduleShape(kVPP, {.stages = 2, .micro_batches = 5, .chunks = 2})
 //   → "VPP needs micro_batches divisible by stages, got micro_batches=5, stages=2"
 absl::Status CheckScheduleShape(ScheduleMode mode, const ScheduleShape& shape);

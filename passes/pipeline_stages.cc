@@ -161,7 +161,7 @@ absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& 
   for (const StrategyAnnotation& a : plan.annotations) {
     PDIST_RETURN_IF_ERROR(ir::ShardTensor(single.FindValue(a.value->id()), plan.mesh, a.placements));
   }
-  PDIST_RETURN_IF_ERROR(Annotate(CompleteDistAttrs(single).status(), "stages: completing one stage"));
+  PDIST_RETURN_IF_ERROR(WithContext(CompleteDistAttrs(single).status(), "stages: completing one stage"));
 
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, strategy.pipeline.split_before.empty()
                                                             ? BalanceStages(forward, pp * vpp)

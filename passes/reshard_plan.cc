@@ -1,16 +1,19 @@
-// Reshard planner: two phases over the mesh dims.
+// Reshard planner: two phases over the mesh dims, each step a primitive of passes/reshard/.
 //
 // Phase 1 takes every mesh dim whose placement must change away from its source placement:
 // Partial → reduce-scatter straight into the target Shard when that tensor dim is free, else
 // all-reduce; Shard(d) → all-to-all into the target Shard(d') when d' is free, else
 // all-gather. Phase 2 then turns the Replicate dims that remain into their targets: a local
-// slice for Shard, MakePartial for Partial. Each step changes one mesh dim, so the
-// distributions in between are valid DistAttrs and the plan prints as a chain of them.
+// slice for Shard, make_partial for Partial. Which primitive applies, and in which order they
+// are tried, is each primitive's own definition (passes/reshard/registry.cc). Each step changes
+// one mesh dim, so the distributions in between are valid DistAttrs and the plan prints as a
+// chain of them.
 #include "passes/reshard_plan.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status.h"
+#include "passes/reshard/reshard_primitive.h"
 
 namespace pdist::passes {
 namespace {
@@ -18,16 +21,6 @@ namespace {
 using ir::Placement;
 
 // Whether `tensor_dim` is sharded by some mesh dim other than `except`.
-ReshardStep Step(ReshardStep::Kind kind, int64_t tensor_dim = -1, ir::ReduceType reduce = ir::ReduceType::kSum,
-                 int64_t from_tensor_dim = -1) {
-  ReshardStep step;
-  step.kind = kind;
-  step.tensor_dim = tensor_dim;
-  step.from_tensor_dim = from_tensor_dim;
-  step.reduce = reduce;
-  return step;
-}
-
 bool ShardedElsewhere(const std::vector<Placement>& p, int64_t tensor_dim, size_t except) {
   for (size_t m = 0; m < p.size(); ++m) {
     if (m != except && p[m].is_shard() && p[m].dim == tensor_dim) return true;
@@ -43,18 +36,7 @@ std::string CompactPlacement(const Placement& p) {
 
 }  // namespace
 
-const char* ReshardStepName(ReshardStep::Kind kind) {
-  switch (kind) {
-    case ReshardStep::Kind::kAllReduce: return "all_reduce";
-    case ReshardStep::Kind::kAllGather: return "all_gather";
-    case ReshardStep::Kind::kReduceScatter: return "reduce_scatter";
-    case ReshardStep::Kind::kAllToAll: return "all_to_all";
-    case ReshardStep::Kind::kSlice: return "slice";
-    case ReshardStep::Kind::kMakePartial: return "make_partial";
-    case ReshardStep::Kind::kSendRecv: return "send_recv";
-  }
-  return "?";
-}
+const char* ReshardStepName(ReshardStep::Kind kind) { return ReshardPrimitiveOf(kind).name; }
 
 std::string ReshardStep::ToString() const {
   if (kind == Kind::kSendRecv) return absl::StrCat("send_recv(to ", after.mesh.ToString(), ")");
@@ -143,31 +125,26 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::Di
     return absl::OkStatus();
   };
 
-  // Phase 1: away from every source placement that differs from its target.
-  for (size_t m = 0; m < now.size(); ++m) {
-    const Placement p = now[m], t = want[m];
-    if (p == t || p.is_replicate()) continue;
-    const bool into_free_shard = t.is_shard() && !ShardedElsewhere(now, t.dim, m);
-    if (p.is_partial()) {
-      if (into_free_shard) {
-        PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kReduceScatter, t.dim, p.reduce), m, t));
-      } else {
-        PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllReduce, -1, p.reduce), m, Placement::Replicate()));
+  // Phase 1 leaves every source placement that differs from its target; phase 2 reaches the
+  // targets still missing from Replicate. Each takes the first primitive that applies.
+  for (int phase : {1, 2}) {
+    for (size_t m = 0; m < now.size(); ++m) {
+      const Placement p = now[m], t = want[m];
+      if (p == t || (phase == 1 && p.is_replicate())) continue;
+      const bool to_dim_free = t.is_shard() && !ShardedElsewhere(now, t.dim, m);
+      const ReshardPrimitive* chosen = nullptr;
+      for (const ReshardPrimitive& primitive : ReshardPrimitives()) {
+        if (primitive.phase == phase && primitive.applies(p, t, to_dim_free)) {
+          chosen = &primitive;
+          break;
+        }
       }
-    } else if (into_free_shard) {
-      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllToAll, t.dim, ir::ReduceType::kSum, p.dim), m, t));
-    } else {
-      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kAllGather, p.dim), m, Placement::Replicate()));
-    }
-  }
-  // Phase 2: from Replicate to every target placement still missing.
-  for (size_t m = 0; m < now.size(); ++m) {
-    const Placement t = want[m];
-    if (now[m] == t) continue;
-    if (t.is_shard()) {
-      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kSlice, t.dim), m, t));
-    } else {
-      PDIST_RETURN_IF_ERROR(emit(Step(ReshardStep::Kind::kMakePartial, -1, t.reduce), m, t));
+      if (chosen == nullptr) {
+        return absl::InternalError(absl::StrCat("no reshard primitive takes mesh dim ", m, " from ", p.ToString(),
+                                                " to ", t.ToString(), " (phase ", phase, ")"));
+      }
+      auto [step, next] = chosen->make(p, t);
+      PDIST_RETURN_IF_ERROR(emit(std::move(step), m, next));
     }
   }
   if (now != want) {

@@ -88,7 +88,7 @@ absl::StatusOr<ir::SpmdResult> RunSpmdRule(const SpmdCall& call) {
   const ir::SpmdContext ctx{call.mesh_shape, call.attrs ? *call.attrs : kNoAttrs};
   absl::StatusOr<ir::SpmdResult> result =
       forward ? def.infer_spmd(call.inputs, ctx) : def.infer_spmd_reverse(call.inputs, call.outputs, ctx);
-  if (!result.ok()) return Annotate(result.status(), RuleName(call));
+  if (!result.ok()) return WithContext(result.status(), RuleName(call));
   auto input_shape = [&call](size_t i) -> const ir::Shape& { return call.inputs[i].shape; };
   PDIST_RETURN_IF_ERROR(CheckAnswer(call, call.inputs.size(), input_shape, "input", result->inputs, checker));
   // Output shapes: the caller's, else (forward without them) the rule's own.

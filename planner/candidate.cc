@@ -1,6 +1,7 @@
 #include "planner/candidate.h"
 
 #include "absl/strings/str_cat.h"
+#include "passes/schedules/schedule_def.h"
 
 namespace pdist::planner {
 
@@ -15,7 +16,7 @@ const char* RecomputeName(Recompute r) {
 
 int64_t Candidate::Complexity() const {
   return (pp > 1 ? 1 : 0) + (vpp > 1 ? 1 : 0) + (sp ? 1 : 0) + zero + static_cast<int64_t>(recompute) +
-         (schedule == passes::ScheduleMode::kZBH1 ? 1 : 0) + (micro_batches > 1 ? 1 : 0);
+         (passes::ScheduleDefOf(schedule).splits_backward ? 1 : 0) + (micro_batches > 1 ? 1 : 0);
 }
 
 std::string Candidate::ToString() const {

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/distributed_programs.h"
+#include "passes/distributed_programs.h"
 #include "ir/status.h"
 #include "planner/comm_cost.h"
 #include "planner/stage_layout.h"
@@ -204,7 +204,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   }
   ShareCores(c, cluster, totals, e);
   e.fits = e.memory.total() <= e.capacity;
-  if (absl::Status s = engine::CheckExecutable(c.ToStrategy(e.split_before)); !s.ok()) {
+  if (absl::Status s = passes::CheckExecutable(c.ToStrategy(e.split_before)); !s.ok()) {
     e.not_executable = std::string(s.message());
   }
   PDIST_ASSIGN_OR_RETURN(double flops, ModelFlopsPerStep(model, profiler));

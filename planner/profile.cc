@@ -1,16 +1,15 @@
 #include "planner/profile.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/distributed_programs.h"
+#include "passes/distributed_programs.h"
 #include "ir/status.h"
-#include "passes/partition.h"
 
 namespace pdist::planner {
 namespace {
 
 constexpr int64_t kProfileStages = 3;
 
-absl::StatusOr<engine::DistributedPrograms> BuildStages(const ProfileProgram& program, const ProfileKey& key,
+absl::StatusOr<passes::DistributedPrograms> BuildStages(const ProfileProgram& program, const ProfileKey& key,
                                                         const std::string& schedule) {
   strategy::Strategy s;
   s.mp_degree = key.mp;
@@ -21,7 +20,7 @@ absl::StatusOr<engine::DistributedPrograms> BuildStages(const ProfileProgram& pr
   s.pipeline.accumulate_steps = program.accumulate_steps;
   s.pipeline.micro_batch_size = key.micro_batch;
   s.pipeline.split_before = program.split_before;
-  return engine::BuildDistributedPrograms(program.forward, s, passes::OptimizerConfig{});
+  return passes::BuildDistributedPrograms(program.forward, s, passes::OptimizerConfig{});
 }
 
 }  // namespace
@@ -36,19 +35,19 @@ absl::StatusOr<const ModelProfile*> Profiler::Get(const ProfileKey& key) {
 absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
   const std::string where = absl::StrCat("profiling mp=", key.mp, key.sp ? " sp" : "", " micro-batch ", key.micro_batch);
   absl::StatusOr<ProfileProgram> program = model_.profile_program(key.micro_batch);
-  if (!program.ok()) return Annotate(program.status(), where);
+  if (!program.ok()) return WithContext(program.status(), where);
   // ZBH1 tells the weight gradients apart; a model whose backward cannot be split runs 1F1B,
   // and its whole backward counts as input gradients.
-  absl::StatusOr<engine::DistributedPrograms> built = BuildStages(*program, key, "ZBH1");
+  absl::StatusOr<passes::DistributedPrograms> built = BuildStages(*program, key, "ZBH1");
   if (!built.ok()) built = BuildStages(*program, key, "1F1B");
-  if (!built.ok()) return Annotate(built.status(), where);
+  if (!built.ok()) return WithContext(built.status(), where);
   passes::ReshardPlanCache plans;
   SegmentCost stage[kProfileStages];
   for (int64_t s = 0; s < kProfileStages; ++s) {
-    absl::StatusOr<ir::Program> local = passes::PartitionProgram(built->train, s * key.mp, plans);
-    if (!local.ok()) return Annotate(local.status(), where);
+    absl::StatusOr<ir::Program> local = passes::LocalProgram(built->train, passes::RankPipeline(s * key.mp, {}), plans);
+    if (!local.ok()) return WithContext(local.status(), where);
     absl::StatusOr<SegmentCost> cost = PriceLocalProgram(*local, cluster_);
-    if (!cost.ok()) return Annotate(cost.status(), where);
+    if (!cost.ok()) return WithContext(cost.status(), where);
     stage[s] = *cost;
   }
   ModelProfile profile;

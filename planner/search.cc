@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/status.h"
+#include "passes/schedules/schedule_def.h"
 
 namespace pdist::planner {
 namespace {
@@ -32,19 +33,20 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t la
   std::vector<Schedule> out;
   if (pp == 1) {
     const passes::ScheduleMode mode = fixed.schedule.value_or(passes::ScheduleMode::k1F1B);
-    if (mode == passes::ScheduleMode::kVPP) return out;
+    if (passes::ScheduleDefOf(mode).interleaves_chunks) return out;
     out.push_back({mode, 1});
     return out;
   }
+  // FThenB is not searched: 1F1B has its bubble with less memory.
   for (passes::ScheduleMode mode : Choices<passes::ScheduleMode>(
            fixed.schedule, {passes::ScheduleMode::k1F1B, passes::ScheduleMode::kZBH1, passes::ScheduleMode::kVPP})) {
-    if (mode != passes::ScheduleMode::kVPP) {
+    if (!passes::ScheduleDefOf(mode).interleaves_chunks) {
       if (!fixed.vpp || *fixed.vpp == 1) out.push_back({mode, 1});
       continue;
     }
-    if (micro_batches % pp != 0) continue;
     for (int64_t v = 2; v <= kMaxVppDegree && pp * v <= layers + 2; ++v) {
-      if (!fixed.vpp || *fixed.vpp == v) out.push_back({mode, v});
+      if (fixed.vpp && *fixed.vpp != v) continue;
+      if (passes::CheckScheduleShape(mode, {pp, micro_batches, v}).ok()) out.push_back({mode, v});
     }
   }
   return out;

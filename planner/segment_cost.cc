@@ -18,19 +18,23 @@ bool IsBackward(const ir::Operation& op) {
   return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
 }
 
-// The collective an op of ir/ops/collective.cc performs and the bytes the alpha–beta formula
-// takes (the whole tensor: the gathered result, the scattered input); nullopt for other ops.
+// The collective an op performs (OpDef::collective) and the bytes the alpha–beta formula takes
+// (the whole tensor: the gathered result, the scattered input); nullopt for other ops.
 std::optional<std::pair<Collective, double>> CollectiveOf(const ir::Operation& op) {
-  const std::string& t = op.type();
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+  if (def == nullptr || def->collective == ir::CollectiveKind::kNone) return std::nullopt;
   auto bytes = [](const std::vector<ir::Value*>& values) {
     double sum = 0;
     for (const ir::Value* v : values) sum += v != nullptr ? static_cast<double>(v->type().num_bytes()) : 0;
     return sum;
   };
-  if (t == "c_allreduce" || t == "c_allreduce_coalesced") return std::pair{Collective::kAllReduce, bytes(op.operands())};
-  if (t == "c_allgather") return std::pair{Collective::kAllGather, bytes(op.results())};
-  if (t == "c_reduce_scatter") return std::pair{Collective::kReduceScatter, bytes(op.operands())};
-  if (t == "c_alltoall") return std::pair{Collective::kAllToAll, bytes(op.operands())};
+  switch (def->collective) {
+    case ir::CollectiveKind::kAllReduce: return std::pair{Collective::kAllReduce, bytes(op.operands())};
+    case ir::CollectiveKind::kAllGather: return std::pair{Collective::kAllGather, bytes(op.results())};
+    case ir::CollectiveKind::kReduceScatter: return std::pair{Collective::kReduceScatter, bytes(op.operands())};
+    case ir::CollectiveKind::kAllToAll: return std::pair{Collective::kAllToAll, bytes(op.operands())};
+    case ir::CollectiveKind::kNone: break;
+  }
   return std::nullopt;
 }
 
@@ -106,7 +110,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     }
     PDIST_ASSIGN_OR_RETURN(ir::OpCost op_cost, CostOf(*op));
     absl::StatusOr<double> t = ComputeSeconds(cluster.device, ComputeDtype(*op), op_cost);
-    if (!t.ok()) return Annotate(t.status(), absl::StrCat("pricing ", op->Describe()));
+    if (!t.ok()) return WithContext(t.status(), absl::StrCat("pricing ", op->Describe()));
     if (unscaled_by_type != nullptr) (*unscaled_by_type)[op->type()] += *t;
     if (auto scale = op_scale.find(ScaledAs(op->type())); scale != op_scale.end()) *t *= scale->second;
     cost.seconds[role] += *t;

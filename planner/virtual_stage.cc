@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/comm_cost.h"
+#include "passes/schedules/schedule_def.h"
 
 namespace pdist::planner {
 
@@ -48,9 +49,9 @@ VirtualStage PriceVirtualStage(const Candidate& c, const ModelProfile& profile, 
   s.jobs.forward = s.cost.Seconds(OpRole::kForward) + s.gather;
   s.jobs.backward_input = s.cost.Seconds(OpRole::kBackward) + s.recompute + s.gather;
   s.jobs.backward_weight = s.cost.Seconds(OpRole::kBackwardWeight);
-  if (c.schedule == passes::ScheduleMode::kZBH1 && k == 0) {
+  if (passes::ScheduleDefOf(c.schedule).splits_backward && k == 0) {
     // The first stage sends no input gradients upstream: the engine's split gives its whole
-    // backward to W (passes/split_weight_grad.h), which ZBH1 runs late to fill bubbles.
+    // backward to W (passes/split_weight_grad.h), which the schedule runs late to fill bubbles.
     s.jobs.backward_weight += s.jobs.backward_input;
     s.jobs.backward_input = 0;
   }

@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/comm_backend.h"
+#include "ir/status.h"
 #include "tools/prefixed_lines.h"
 #include "tools/rank_spawn.h"
 #include "tools/signal_relay.h"
@@ -323,13 +325,11 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.nprocs < 1 || o.nprocs > kMaxProcs) {
     return absl::InvalidArgumentError(absl::StrCat("--nprocs ", o.nprocs, ": must be 1..", kMaxProcs));
   }
-  if (o.backend == "inproc") {
-    return absl::InvalidArgumentError(
-        "--backend inproc: inproc ranks are threads of one process, not processes to launch; "
-        "use `pdist-train --ranks N`");
-  }
-  if (o.backend != "gloo") {
-    return absl::InvalidArgumentError(absl::StrCat("--backend '", o.backend, "': unknown (pdist-run launches: gloo)"));
+  absl::StatusOr<const engine::CommBackend*> backend = engine::FindCommBackend(o.backend);
+  if (!backend.ok()) return WithContext(backend.status(), "--backend");
+  if (!(*backend)->process_per_rank) {
+    return absl::InvalidArgumentError(absl::StrCat("--backend ", o.backend, ": its ranks are threads of one process, ",
+                                                   "not processes to launch; use `pdist-train --ranks N`"));
   }
   if (o.master_port < 0 || o.master_port > 65535) {
     return absl::InvalidArgumentError(

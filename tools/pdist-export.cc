@@ -15,12 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/distributed_programs.h"
 #include "ir/models/model_stats.h"
-#include "ir/status.h"
-#include "passes/partition.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
+#include "ir/status.h"
+#include "passes/distributed_programs.h"
+#include "passes/fuse_allreduce.h"
 #include "tools/cli.h"
 #include "tools/export_model.h"
 
@@ -46,21 +46,30 @@ absl::Status Write(const ir::Program& program, const std::string& emit, const st
   return out ? absl::OkStatus() : absl::UnavailableError(absl::StrCat("cannot write '", output, "'"));
 }
 
-// The strategy's global training (or evaluation) program, completed, or one rank's piece of it.
+// The strategy's global training (or evaluation) program, completed, or one rank's piece of it
+// as that rank runs it. The pass pipeline that made it goes to stderr, so pdist-opt can replay it.
 absl::StatusOr<ir::Program> Distribute(ir::Program model, const std::string& strategy_path, int64_t rank,
                                        const std::string& which) {
   PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(strategy_path));
   PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(text));
-  PDIST_ASSIGN_OR_RETURN(engine::DistributedPrograms programs,
-                         engine::BuildDistributedPrograms(model, strategy, passes::OptimizerConfig{}));
-  ir::Program& global = which == "eval" ? programs.eval : programs.train;
-  if (rank < 0) return std::move(global);
+  PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
+                         passes::BuildDistributedPrograms(model, strategy, passes::OptimizerConfig{}));
+  const bool train = which != "eval";
+  ir::Program& global = train ? programs.train : programs.eval;
+  std::string pipeline = train ? programs.pipelines.Train() : programs.pipelines.Eval();
+  if (rank < 0) {
+    std::fprintf(stderr, "pdist-export: passes: %s\n", pipeline.c_str());
+    return std::move(global);
+  }
   if (rank >= programs.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank ", rank, " is out of range: the strategy has ", programs.world_size, " ranks"));
   }
+  const std::string local =
+      passes::RankPipeline(rank, train ? std::optional<int64_t>(passes::kDefaultGradientBucketBytes) : std::nullopt);
+  std::fprintf(stderr, "pdist-export: passes: %s,%s\n", pipeline.c_str(), local.c_str());
   passes::ReshardPlanCache plans;
-  return passes::PartitionProgram(global, rank, plans);
+  return passes::LocalProgram(global, local, plans);
 }
 
 int Main(int argc, char** argv) {

@@ -3,6 +3,8 @@
 //   pdist-opt model.pdir --passes=autodiff,optimizer{type=sgd} --print-after-all
 //   pdist-opt model.pb --emit=text            # model.pb → textual IR
 //   cat x.pdir | pdist-opt - --verify-only
+//   pdist-opt model.pb --strategy dp2.json --passes=annotate-strategy,autodiff,optimizer{type=adamw},\
+//       completion,replicate-loss{world=2},partition{rank=1},fuse-allreduce   # rank 1's program
 //
 // Exit status: 0 success, 1 a bad input file or a failing pass (message names the file),
 // 2 bad usage (unknown flag, bad flag value or pipeline).
@@ -16,6 +18,7 @@
 #include "ir/serialize.h"
 #include "ir/status.h"
 #include "passes/pass_manager.h"
+#include "strategy/strategy.h"
 #include "tools/cli.h"
 
 namespace pdist {
@@ -30,7 +33,7 @@ absl::StatusOr<ir::Program> ReadInput(const std::string& input) {
   if (input != "-") return ir::LoadProgramAuto(input);
   const std::string content((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   absl::StatusOr<ir::Program> program = ir::DecodeProgram(content);
-  if (!program.ok()) return Annotate(program.status(), "<stdin>");
+  if (!program.ok()) return WithContext(program.status(), "<stdin>");
   return program;
 }
 
@@ -57,7 +60,7 @@ absl::Status WriteOutput(const ir::Program& program, const std::string& emit, co
 }
 
 int Main(int argc, char** argv) {
-  std::string passes, emit = "text", output;
+  std::string passes, emit = "text", output, strategy_path;
   bool print_before_all = false, print_after_all = false, verify_only = false, time_passes = false, explain = false;
   cli::FlagSet flags("pdist-opt", "INPUT [options]",
                      absl::StrCat("Reads a program (textual IR, model.pb, or - for stdin), runs a pass pipeline on it\n"
@@ -66,6 +69,9 @@ int Main(int argc, char** argv) {
   flags.String("passes", &passes, "pass pipeline, e.g. autodiff,optimizer{type=adamw}");
   flags.String("emit", &emit, "output form: text or pb");
   flags.String("o", &output, "write the output to FILE instead of stdout");
+  flags.String("strategy", &strategy_path,
+               "strategy JSON the passes follow where their options leave a choice (annotate-strategy, micro-batch, "
+               "replicate-loss without options); pdist-export --strategy prints the engine's pipeline for it");
   flags.Bool("verify-only", &verify_only, "parse and verify the input, write nothing");
   flags.Bool("print-before-all", &print_before_all, "print the IR to stderr before each pass");
   flags.Bool("print-after-all", &print_after_all, "print the IR to stderr after each pass");
@@ -74,6 +80,16 @@ int Main(int argc, char** argv) {
   const std::vector<std::string> args = flags.ParseOrExit(argc, const_cast<const char* const*>(argv));
   if (args.size() != 1) return Fail(2, absl::StrCat("expected one INPUT, got ", args.size(), " (see --help)"));
   if (emit != "text" && emit != "pb") return Fail(2, absl::StrCat("flag --emit: '", emit, "' is not text or pb"));
+
+  passes::PassContext context;
+  context.explain_each = explain;
+  if (!strategy_path.empty()) {
+    absl::StatusOr<std::string> text = ir::ReadFileToString(strategy_path);
+    absl::StatusOr<strategy::Strategy> parsed =
+        text.ok() ? strategy::ParseStrategy(*text) : absl::StatusOr<strategy::Strategy>(text.status());
+    if (!parsed.ok()) return Fail(2, absl::StrCat("flag --strategy: ", strategy_path, ": ", parsed.status().message()));
+    context.strategy = *std::move(parsed);
+  }
 
   const std::string& input = args[0];
   absl::StatusOr<ir::Program> program = ReadInput(input);
@@ -86,7 +102,6 @@ int Main(int argc, char** argv) {
                           .time_passes = time_passes});
   absl::Status added = pm.AddPipeline(passes);
   if (!added.ok()) return Fail(2, absl::StrCat("flag --passes: ", added.message()));
-  passes::PassContext context;
   absl::StatusOr<bool> ran = pm.Run(*program, context);
   if (time_passes) std::cerr << pm.TimingReport();
   if (explain) {

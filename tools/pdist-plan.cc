@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
-#include "planner/calibrate.h"
+#include "calibration/calibrate.h"
 #include "planner/fixed_choices.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -42,7 +42,7 @@ struct Options {
 
 absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
   const int64_t ranks = o.gpus > 0 ? o.gpus : 4;
-  return planner::CalibrateCpu(ranks, [&](const std::string& what) {
+  return calibration::CalibrateCpu(ranks, [&](const std::string& what) {
     if (!o.quiet) std::fprintf(stderr, "calibrating %lld CPU ranks: %s\n", static_cast<long long>(ranks), what.c_str());
   });
 }
@@ -54,7 +54,7 @@ absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   if (std::filesystem::exists(o.cluster)) {
     PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.cluster));
     absl::StatusOr<strategy::Cluster> c = strategy::ParseCluster(text);
-    if (!c.ok()) return Annotate(c.status(), absl::StrCat("cluster file ", o.cluster));
+    if (!c.ok()) return WithContext(c.status(), absl::StrCat("cluster file ", o.cluster));
     if (o.gpus != 0 && o.gpus != c->num_devices()) {
       return absl::InvalidArgumentError(absl::StrCat("--gpus ", o.gpus, " but cluster file ", o.cluster, " has ",
                                                      c->num_devices(), " devices (nodes × devices_per_node)"));
@@ -159,7 +159,7 @@ int Main(int argc, char** argv) {
     absl::StatusOr<std::string> text = ir::ReadFileToString(o.strategy_path);
     if (!text.ok()) return Fail(text.status());
     absl::StatusOr<planner::FixedChoices> fixed = planner::FixedChoicesFromStrategyJson(*text);
-    if (!fixed.ok()) return Fail(Annotate(fixed.status(), absl::StrCat("strategy file ", o.strategy_path)));
+    if (!fixed.ok()) return Fail(WithContext(fixed.status(), absl::StrCat("strategy file ", o.strategy_path)));
     search.fixed = *fixed;
   }
   search.executable_only = o.executable_only;

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/comm_backend.h"
 #include "engine/engine.h"
 #include "engine/token_batches.h"
 #include "ir/serialize.h"
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   flags.Int("ranks", &ranks,
             "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
             "--strategy, N ranks of data parallelism)");
-  flags.String("backend", &backend, "inproc (ranks are threads) | gloo (this process is one rank; run under pdist-run)");
+  flags.String("backend", &backend, engine::CommBackendHelp());
   flags.Double("collective-timeout-s", &collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &losses_out, "write {\"losses\": [...]} to this JSON file");
@@ -120,8 +122,11 @@ int main(int argc, char** argv) {
   if (bucket_mb < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", bucket_mb)));
   options.gradient_bucket_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   if (ranks < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", ranks)));
-  if (ranks > 0 && backend != "inproc") {
-    return Fail(absl::InvalidArgumentError("--ranks sets in-process ranks; with --backend gloo, pdist-run sets WORLD_SIZE"));
+  absl::StatusOr<const engine::CommBackend*> comm_backend = engine::FindCommBackend(backend);
+  if (!comm_backend.ok()) return Fail(comm_backend.status());
+  if (ranks > 0 && (*comm_backend)->process_per_rank) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--ranks sets in-process ranks; with --backend ", backend,
+                                                        ", pdist-run sets WORLD_SIZE")));
   }
   if (options.strategy_json.empty() && ranks > 1) {
     options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", ranks);  // plain data parallelism

@@ -248,7 +248,7 @@ absl::StatusOr<SpmdRequest> ParseSpmdRequest(const Json& j) {
 
   if (!j.contains("mesh_shape")) return Bad("request", "missing \"mesh_shape\"");
   PDIST_ASSIGN_OR_RETURN(r.mesh_shape, Ints(j["mesh_shape"], "mesh_shape"));
-  PDIST_RETURN_IF_ERROR(Annotate(ir::ValidateSpecs({}, r.mesh_shape, "input"), "mesh_shape"));
+  PDIST_RETURN_IF_ERROR(WithContext(ir::ValidateSpecs({}, r.mesh_shape, "input"), "mesh_shape"));
   const ir::ProcessMesh mesh = ir::ProcessMesh::Range(r.mesh_shape);
 
   const std::string direction = j.value("direction", std::string("forward"));

@@ -157,7 +157,7 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
       }
     }
     if (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) {
-      PDIST_RETURN_IF_ERROR(Annotate(CheckReducible(data->dtype(), reduce), what));
+      PDIST_RETURN_IF_ERROR(WithContext(CheckReducible(data->dtype(), reduce), what));
     }
   }
   const bool p2p = kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv;
@@ -251,7 +251,7 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Split(int color, int
   // Split is numbered and fingerprinted like any collective.
   Tensor mine = TensorFromDoubles({{2}, ir::DataType::kInt64}, {double(color), double(key)});
   Tensor all = Tensor::Zeros({{2 * size_}, ir::DataType::kInt64});
-  PDIST_RETURN_IF_ERROR(Annotate(AllGather(mine, all), absl::StrCat("Split(", color, ", ", key, ")")));
+  PDIST_RETURN_IF_ERROR(WithContext(AllGather(mine, all), absl::StrCat("Split(", color, ", ", key, ")")));
   const int64_t* ck = all.data<int64_t>();
   if (color < 0) return std::shared_ptr<Communicator>();  // joins no group
   std::vector<int> members;

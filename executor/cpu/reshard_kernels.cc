@@ -2,7 +2,7 @@
 //
 // A reshard changes where the pieces of a tensor live, not its value. One rank that runs the
 // whole (global) program holds every piece, so the result simply aliases the input. On several
-// ranks the partition pass (issue 4) lowers each reshard into collectives (all_reduce,
+// ranks the partition pass (passes/partition.h) lowers each reshard into collectives (all_reduce,
 // all_gather, reduce_scatter, all_to_all, slice, send/recv) before the executor sees it.
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/kernel.h"

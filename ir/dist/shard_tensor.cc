@@ -17,8 +17,8 @@ absl::Status ShardTensor(Value* value, const ProcessMesh& mesh, const std::vecto
                                         PlacementsToString(placements), ")");
   if (mesh.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": the process mesh is empty"));
   absl::StatusOr<DistAttr> attr = DistAttr::FromPlacements(mesh, value->type().rank(), placements);
-  if (!attr.ok()) return Annotate(attr.status(), what);
-  PDIST_RETURN_IF_ERROR(Annotate(attr->Verify(value->type().shape), what));
+  if (!attr.ok()) return WithContext(attr.status(), what);
+  PDIST_RETURN_IF_ERROR(WithContext(attr->Verify(value->type().shape), what));
   value->set_dist_attr(*std::move(attr));
   value->set_dist_annotated(true);
   return absl::OkStatus();

@@ -76,7 +76,7 @@ CostFn RingCost(double factor_numerator_offset) {
   };
 }
 
-OpDef CollectiveDef(std::string name, std::vector<AttrSpec> attrs, InferMetaFn meta, CostFn cost,
+OpDef CollectiveDef(std::string name, CollectiveKind kind, std::vector<AttrSpec> attrs, InferMetaFn meta, CostFn cost,
                     const std::string& description) {
   attrs.push_back({"ranks", std::vector<int64_t>{}});
   OpDef def;
@@ -87,6 +87,7 @@ OpDef CollectiveDef(std::string name, std::vector<AttrSpec> attrs, InferMetaFn m
   def.infer_meta = std::move(meta);
   def.cost = std::move(cost);
   def.communicates = true;
+  def.collective = kind;
   ops::MarkLocalOnly(def, description);
   return def;
 }
@@ -95,7 +96,7 @@ OpDef CollectiveDef(std::string name, std::vector<AttrSpec> attrs, InferMetaFn m
 
 absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
-      "c_allreduce", {{"reduce", std::string("sum")}},
+      "c_allreduce", CollectiveKind::kAllReduce, {{"reduce", std::string("sum")}},
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(GroupSize(attrs).status());
         PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
@@ -103,14 +104,14 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       },
       RingCost(2), "local: out = reduce over ranks of x (P→R)")));
   PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
-      "c_allgather", {{"axis", int64_t{0}}},
+      "c_allgather", CollectiveKind::kAllGather, {{"axis", int64_t{0}}},
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(*in[0], attrs, "axis", true));
         return std::vector<TensorType>{out};
       },
       RingCost(1), "local: out = concat over ranks of x along axis (S→R)")));
   PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
-      "c_reduce_scatter", {{"axis", int64_t{0}}, {"reduce", std::string("sum")}},
+      "c_reduce_scatter", CollectiveKind::kReduceScatter, {{"axis", int64_t{0}}, {"reduce", std::string("sum")}},
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
         PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(*in[0], attrs, "axis", false));
@@ -118,7 +119,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       },
       RingCost(1), "local: out = this rank's piece along axis of the reduce over ranks (P→S)")));
   PDIST_RETURN_IF_ERROR(registry.Register(CollectiveDef(
-      "c_alltoall", {{"split_axis", int64_t{0}}, {"concat_axis", int64_t{0}}},
+      "c_alltoall", CollectiveKind::kAllToAll, {{"split_axis", int64_t{0}}, {"concat_axis", int64_t{0}}},
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_ASSIGN_OR_RETURN(TensorType split, Rescaled(*in[0], attrs, "split_axis", false));
         PDIST_ASSIGN_OR_RETURN(TensorType out, Rescaled(split, attrs, "concat_axis", true));
@@ -128,7 +129,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   // Gradient buckets: one all-reduce over several tensors of one dtype (a flat buffer), made by
   // passes/fuse_allreduce.h from the c_allreduce ops of gradients.
   OpDef coalesced = CollectiveDef(
-      "c_allreduce_coalesced", {{"reduce", std::string("sum")}},
+      "c_allreduce_coalesced", CollectiveKind::kAllReduce, {{"reduce", std::string("sum")}},
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(GroupSize(attrs).status());
         PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
@@ -158,7 +159,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   // activation and a gradient between the same stages) may be received in another order than
   // they were sent, as a pipeline schedule runs jobs in another order on each stage.
   OpDef send = CollectiveDef(
-      "c_send", {{"peer", int64_t{0}}, {"tag", int64_t{0}}},
+      "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
         return std::vector<TensorType>{};
@@ -171,7 +172,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   send.outputs = {};
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(send)));
   OpDef recv = CollectiveDef(
-      "c_recv", {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32},
+      "c_recv", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32},
                  {"tag", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));

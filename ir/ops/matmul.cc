@@ -40,7 +40,7 @@ absl::StatusOr<MatmulDims> InferMatmulDims(const Shape& x, const Shape& y, bool 
   if (x.size() > 2) d.x_batch.assign(x.begin(), x.end() - 2);
   if (y.size() > 2) d.y_batch.assign(y.begin(), y.end() - 2);
   absl::StatusOr<Shape> batch = BroadcastShapes(d.x_batch, d.y_batch);
-  if (!batch.ok()) return Annotate(batch.status(), "batch dims");
+  if (!batch.ok()) return WithContext(batch.status(), "batch dims");
   d.batch = *batch;
   d.out = d.batch;
   if (x.size() > 1) d.out.push_back(d.m);

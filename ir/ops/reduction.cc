@@ -160,6 +160,7 @@ absl::Status RegisterReductionOps(OpRegistry& registry) {
       .infer_spmd = full_rule.infer,
       .infer_spmd_reverse = full_rule.reverse,
       .describe_spmd = full_rule.describe,
+      .result_shape_attr = "shape",
   });
 }
 

@@ -3,7 +3,7 @@
 //
 //   %5 = reshard(%4) : f32[8,64] dist {mesh: [2] [mp], dims_mapping: [-1,-1]}
 //        // %4 : f32[8,64] dist {mesh: [2] [mp], dims_mapping: [-1,-1], partial: {0: sum}}
-//        // = an all-reduce over mp, once the partition pass lowers it (issue 4)
+//        // = an all-reduce over mp once partition lowers it (passes/partition.h)
 //
 // In the global program a reshard changes no value, only where the pieces live, so its shape
 // inference, its kernel (executor/cpu/reshard_kernels.cc) and its SPMD rule are identities. The
@@ -58,8 +58,9 @@ absl::Status RegisterReshardOps(OpRegistry& registry) {
         return std::vector<TensorType>{*in[0]};
       },
       .grad = ReshardGrad,
-      // Real pricing needs the source, the target and the route (the reshard planner, issue 4);
-      // until then: read the tensor once, write it once.
+      // What a global reshard costs on one rank, which runs it as the identity: the tensor read
+      // once and written once. Distributed, it is priced after partition has lowered it to the
+      // collectives of its plan (passes/reshard_plan.h, planner/comm_cost.h).
       .cost = [](const InputTypes& in, const std::vector<TensorType>&,
                  const AttributeMap&) { return OpCost{0, 2.0 * static_cast<double>(in[0]->num_bytes())}; },
       .infer_spmd = ReshardSpmd,

@@ -160,7 +160,9 @@ absl::StatusOr<std::vector<Value*>> TransposeGrad(Builder& b, const Operation& o
 
 absl::Status RegisterShapeOps(OpRegistry& registry) {
   const spmd::SpmdRuleFns transpose_rule = spmd::TransposeRule();
-  PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("reshape", {"shape", std::vector<int64_t>{}}, ReshapeRule)));
+  OpDef reshape = ViewOpDef("reshape", {"shape", std::vector<int64_t>{}}, ReshapeRule);
+  reshape.result_shape_attr = "shape";
+  PDIST_RETURN_IF_ERROR(registry.Register(std::move(reshape)));
   PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("unsqueeze", {"axis", std::vector<int64_t>{}}, UnsqueezeRule)));
   PDIST_RETURN_IF_ERROR(registry.Register(ViewOpDef("squeeze", {"axis", std::vector<int64_t>{}}, SqueezeRule)));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{

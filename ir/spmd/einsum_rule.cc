@@ -47,7 +47,7 @@ absl::Status CheckSpecs(const EinsumRule& rule, const std::vector<std::string>& 
     return absl::InvalidArgumentError(
         absl::StrCat(rule.op, ": expected ", axes.size(), " ", what, ", got ", specs.size()));
   }
-  PDIST_RETURN_IF_ERROR(Annotate(ValidateSpecs(specs, ctx.mesh_shape, what), rule.op));
+  PDIST_RETURN_IF_ERROR(WithContext(ValidateSpecs(specs, ctx.mesh_shape, what), rule.op));
   for (size_t i = 0; i < specs.size(); ++i) {
     if (IsAbsent(axes[i])) continue;
     const std::string name = NameOf(names, i, what[0] == 'i' ? "in" : "out");

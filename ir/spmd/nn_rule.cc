@@ -61,7 +61,7 @@ absl::StatusOr<SpmdResult> Run(NnRule rule, const std::vector<int64_t>& mesh_sha
 SpmdRuleFns NnRuleFns(const std::string& op, NnRuleBuilder build) {
   auto rule_for = [op, build](const std::vector<Shape>& shapes, const AttributeMap& attrs) -> absl::StatusOr<NnRule> {
     absl::StatusOr<NnRule> rule = build(shapes, attrs);
-    if (!rule.ok()) return Annotate(rule.status(), op);
+    if (!rule.ok()) return WithContext(rule.status(), op);
     rule->einsum.op = op;
     return rule;
   };

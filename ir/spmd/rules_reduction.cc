@@ -17,7 +17,7 @@ absl::StatusOr<ReductionAxes> AxesOf(const std::string& op, const Shape& x, cons
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> axis, IntListAttr(attrs, "axis"));
   PDIST_ASSIGN_OR_RETURN(bool keep_dim, BoolAttr(attrs, "keep_dim", false));
   absl::StatusOr<std::vector<bool>> reduced = ops::ReducedAxes(static_cast<int64_t>(x.size()), axis);
-  if (!reduced.ok()) return Annotate(reduced.status(), op);
+  if (!reduced.ok()) return WithContext(reduced.status(), op);
   ReductionAxes a;
   a.x = Letters(static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {

@@ -26,7 +26,7 @@ namespace {
 absl::StatusOr<Shape> ReshapeTarget(const std::string& op, const OutputShapesFn& out_shapes, const Shape& x,
                                     const AttributeMap& attrs) {
   absl::StatusOr<std::vector<Shape>> out = out_shapes({x}, attrs);
-  if (!out.ok()) return Annotate(out.status(), op);
+  if (!out.ok()) return WithContext(out.status(), op);
   if (out->size() != 1) return absl::InternalError(absl::StrCat(op, ": expected one result shape"));
   return (*out)[0];
 }
@@ -38,7 +38,7 @@ absl::StatusOr<std::pair<TensorDistSpec, TensorDistSpec>> Through(const std::str
                                                                   const std::vector<int64_t>& mesh_shape,
                                                                   const PartialDims& partial) {
   absl::StatusOr<std::vector<DimTrans>> dims = MakeReshapeDimTrans(src.shape, tgt_shape);
-  if (!dims.ok()) return Annotate(dims.status(), op);
+  if (!dims.ok()) return WithContext(dims.status(), op);
   const DimTransMappings m = InferFromDimTrans(src.shape, src.dims_mapping, *dims, mesh_shape);
   return std::make_pair(TensorDistSpec{src.shape, m.input, partial}, TensorDistSpec{tgt_shape, m.output, partial});
 }
@@ -48,7 +48,7 @@ absl::Status CheckOne(const std::string& op, const std::vector<TensorDistSpec>& 
   if (specs.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": expected 1 ", what, ", got ", specs.size()));
   }
-  return Annotate(ValidateSpecs(specs, ctx.mesh_shape, what), op);  // also checks the mapping's length
+  return WithContext(ValidateSpecs(specs, ctx.mesh_shape, what), op);  // also checks the mapping's length
 }
 
 }  // namespace

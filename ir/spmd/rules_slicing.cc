@@ -10,7 +10,7 @@ namespace {
 absl::StatusOr<std::vector<Shape>> OutShapes(const std::string& op, const OutputShapesFn& fn,
                                              const std::vector<Shape>& in, const AttributeMap& attrs) {
   absl::StatusOr<std::vector<Shape>> out = fn(in, attrs);
-  if (!out.ok()) return Annotate(out.status(), op);
+  if (!out.ok()) return WithContext(out.status(), op);
   return out;
 }
 

@@ -3,7 +3,7 @@
 // overlap of communication with compute change a single bit of the training.
 #include <gtest/gtest.h>
 
-#include "engine/distributed_programs.h"
+#include "passes/distributed_programs.h"
 #include "ir/models/gpt.h"
 #include "passes/fuse_allreduce.h"
 #include "passes/partition.h"

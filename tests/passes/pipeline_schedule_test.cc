@@ -9,6 +9,8 @@
 #include <map>
 #include <tuple>
 
+#include "passes/schedules/schedule_def.h"
+
 namespace pdist::passes {
 namespace {
 
@@ -48,6 +50,29 @@ TEST(PipelineScheduleTest, ModeNamesRoundTrip) {
   auto bad = ParseScheduleMode("1f1b-eager");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(), "unknown pipeline schedule \"1f1b-eager\"; valid: FThenB, 1F1B, VPP, ZBH1");
+}
+
+// Every mode has exactly one definition, and what the definitions say they do is what their job
+// lists do: a schedule that splits the backward emits W jobs and no B, the others B and no W.
+TEST(PipelineScheduleTest, EveryModeIsDefinedOnceAndDoesWhatItsDefinitionSays) {
+  EXPECT_EQ(ScheduleDefs().size(), std::size(kAllModes));
+  for (ScheduleMode mode : kAllModes) {
+    const ScheduleDef& def = ScheduleDefOf(mode);
+    EXPECT_EQ(def.mode, mode);
+    EXPECT_EQ(std::count_if(ScheduleDefs().begin(), ScheduleDefs().end(),
+                            [&](const ScheduleDef& d) { return d.mode == mode; }),
+              1);
+    const ScheduleShape shape{2, 4, def.interleaves_chunks ? 2 : 1};
+    const std::vector<PipelineJob> jobs = BuildSchedule(mode, shape, 1).value();
+    const auto has = [&](JobKind kind) {
+      return std::any_of(jobs.begin(), jobs.end(), [&](const PipelineJob& j) { return j.kind == kind; });
+    };
+    EXPECT_EQ(has(JobKind::kBackwardWeight), def.splits_backward) << def.name;
+    EXPECT_EQ(has(JobKind::kBackward), !def.splits_backward) << def.name;
+    EXPECT_EQ(std::any_of(jobs.begin(), jobs.end(), [](const PipelineJob& j) { return j.chunk > 0; }),
+              def.interleaves_chunks)
+        << def.name;
+  }
 }
 
 TEST(PipelineScheduleTest, FThenB) {

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "passes/reshard/reshard_primitive.h"
 
 namespace pdist::passes {
 namespace {
@@ -28,6 +31,23 @@ std::string Plan(const ir::ProcessMesh& mesh, std::vector<Placement> from, std::
 const Placement R = Placement::Replicate();
 const Placement P = Placement::Partial();
 Placement S(int64_t d) { return Placement::Shard(d); }
+
+// Every step kind has exactly one primitive (passes/reshard/), and every primitive the planner
+// may choose per mesh dim can be lowered on a rank.
+TEST(ReshardPlanTest, EveryStepKindHasOnePrimitive) {
+  using Kind = ReshardStep::Kind;
+  for (Kind kind : {Kind::kAllReduce, Kind::kAllGather, Kind::kReduceScatter, Kind::kAllToAll, Kind::kSlice,
+                    Kind::kMakePartial, Kind::kSendRecv}) {
+    EXPECT_EQ(std::count_if(ReshardPrimitives().begin(), ReshardPrimitives().end(),
+                            [&](const ReshardPrimitive& p) { return p.kind == kind; }),
+              1)
+        << ReshardStepName(kind);
+    const ReshardPrimitive& p = ReshardPrimitiveOf(kind);
+    EXPECT_EQ(p.phase != 0, static_cast<bool>(p.applies) && static_cast<bool>(p.make) && static_cast<bool>(p.lower))
+        << p.name;
+  }
+  EXPECT_EQ(ReshardPrimitives().size(), 7u);
+}
 
 TEST(ReshardPlanTest, OneDimensionalMoves) {
   const ir::ProcessMesh mesh = ir::ProcessMesh::Range({2}, {"x"});

@@ -891,6 +891,13 @@ std::string InputName(const ir::OpDef& def, size_t i) {
   return absl::StrCat(def.inputs.back().name, i - (def.inputs.size() - 1));
 }
 
+// Cases whose every distributed layout is rightly rejected, with the reason; everything else must
+// accept at least one (BruteForce::CheckOnMesh).
+bool AcceptsOnlyReplicated(const std::string& label) {
+  static const std::map<std::string, std::string> kOnlyReplicated = {};
+  return kOnlyReplicated.count(label) > 0;
+}
+
 TEST(SpmdBruteForce, TableCoversEveryOp) {
   std::set<std::string> covered;
   for (const OpCase& c : Cases()) covered.insert(c.op);
@@ -981,6 +988,8 @@ class BruteForce {
       counts.push_back(choices.back().size());
     }
     int64_t total = 0, ok = 0, rejected = 0, known = 0, failed = 0;
+    bool replicated_ok = false, distributed_ok = false;
+    std::string replicated_verdict = "not run";
     std::map<std::string, int64_t> reasons;
     const uint64_t key = HashString(c.label + mesh_name);
     const std::vector<std::vector<size_t>> combos = Combinations(counts, key, &total);
@@ -993,8 +1002,12 @@ class BruteForce {
       }
       const std::string where = absl::StrJoin(parts, ", ");
       const Outcome o = RunCombination(c, mesh, placements, whole, reference, key + ci, plans_, *pools_[mi]);
+      const bool all_replicated =
+          std::all_of(combos[ci].begin(), combos[ci].end(), [](size_t choice) { return choice == 0; });
+      if (all_replicated) replicated_verdict = absl::StrCat(o.stage, ": ", o.message);
       if (o.verdict == Verdict::kOk) {
         ++ok;
+        (all_replicated ? replicated_ok : distributed_ok) = true;
       } else if (o.verdict == Verdict::kRejected) {
         ++rejected;
         ++reasons[Reason(o)];
@@ -1005,6 +1018,16 @@ class BruteForce {
         failures_.push_back(
             absl::StrCat(c.label, " on mesh ", mesh_name, " with ", where, ": ", o.stage, ": ", o.message));
       }
+    }
+    // A rule that refuses everything must not pass: every op runs on replicated inputs, and
+    // accepts at least one distributed layout unless the table says why it cannot.
+    if (!replicated_ok) {
+      failures_.push_back(absl::StrCat(c.label, " on mesh ", mesh_name, ": every input Replicate is not accepted (",
+                                       replicated_verdict, ")"));
+    }
+    if (!distributed_ok && !AcceptsOnlyReplicated(c.label)) {
+      failures_.push_back(absl::StrCat(c.label, " on mesh ", mesh_name, ": none of the ", combos.size(),
+                                       " layouts with a distributed input is accepted"));
     }
     const auto run = static_cast<int64_t>(combos.size());
     checked_ += run;

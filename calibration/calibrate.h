@@ -25,10 +25,10 @@
 #include "absl/status/statusor.h"
 #include "strategy/cluster.h"
 
-namespace pdist::planner {
+namespace pdist::calibration {
 
 // InvalidArgument for ranks < 1; `progress` (optional) hears each measurement's name.
 absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks,
                                                const std::function<void(const std::string&)>& progress = {});
 
-}  // namespace pdist::planner
+}  // namespace pdist::calibration

@@ -1,11 +1,11 @@
-// The fixed token batch the training benchmarks feed: the same every step, so step times are
-// comparable across runs and layouts.
+// The fixed token batch that calibration and the training benchmarks feed: the same every step,
+// so step times are comparable across runs and layouts.
 #pragma once
 
 #include "executor/executor.h"
 #include "ir/program.h"
 
-namespace pdist::bench {
+namespace pdist::calibration {
 
 // "tokens" and "labels" of `model` filled with (37 i + 11) mod 256.
 inline exec::Feeds FixedTokenBatch(const ir::Program& model) {
@@ -18,4 +18,4 @@ inline exec::Feeds FixedTokenBatch(const ir::Program& model) {
   return feeds;
 }
 
-}  // namespace pdist::bench
+}  // namespace pdist::calibration

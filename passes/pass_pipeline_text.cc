@@ -1,5 +1,5 @@
 // Pipeline text: a small scanner for `name{key=value,...},...` and its printer.
-#include "passes/pipeline.h"
+#include "passes/pass_pipeline_text.h"
 
 #include <cctype>
 

@@ -1,7 +1,8 @@
-// Calibration measures this machine through pdist's executor and communicator: every rate comes
-// out positive and finite, the size curve puts small matmuls below large ones, and the result
-// is a cluster file the parser takes back.
-#include "planner/calibrate.h"
+// Calibration measures this machine through pdist's executor and communicator: it takes every
+// step it announces, measures a rate for each field of a cluster file (the arithmetic from
+// timings to rates is checked against known parameters in fit_test.cc; here the timings are
+// real, so only what no clamp guarantees is asserted), and the result parses back.
+#include "calibration/calibrate.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +10,9 @@
 #include <cmath>
 
 #include "executor/executor.h"
-#include "planner/compute_cost.h"
+#include "ir/op_def.h"
 
-namespace pdist::planner {
+namespace pdist::calibration {
 namespace {
 
 TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
@@ -20,19 +21,16 @@ TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_devices(), 2);
   EXPECT_EQ(steps.size(), c->shared_cores >= 2 ? 6u : 7u);  // one core: the time-slicing step too
-  // The reference step's kernels are scaled where the roofline misjudges them.
-  EXPECT_FALSE(c->device.efficiency.op_scale.empty());
-  for (const auto& [op, scale] : c->device.efficiency.op_scale) EXPECT_TRUE(scale >= 0.05 && scale <= 20) << op;
+  // Only op types of the reference step get a scale.
+  for (const auto& [op, scale] : c->device.efficiency.op_scale) {
+    EXPECT_TRUE(ir::OpRegistry::Global().Find(op) != nullptr) << op;
+  }
   for (double v : {c->device.memory, c->device.memory_bandwidth, c->device.peak_flops.at("f32"),
-                   c->device.peak_flops.at("f64"), c->device.efficiency.op_overhead, c->device.efficiency.gemm_half_flops,
-                   c->intra_node.bandwidth, c->intra_node.latency}) {
+                   c->device.peak_flops.at("f64"), c->device.efficiency.op_overhead}) {
     EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
   }
-  // A 48³ matmul is predicted slower per FLOP than a 512³ one.
-  const ir::OpCost small{.flops = 2.0 * 48 * 48 * 48, .bytes = 3.0 * 48 * 48 * 4};
-  const ir::OpCost large{.flops = 2.0 * 512 * 512 * 512, .bytes = 3.0 * 512 * 512 * 4};
-  EXPECT_GT(*ComputeSeconds(c->device, ir::DataType::kFloat32, small) / small.flops,
-            *ComputeSeconds(c->device, ir::DataType::kFloat32, large) / large.flops);
+  // f64 GEMMs run at about half the f32 rate on any vector unit (twice the bytes per lane).
+  EXPECT_LT(c->device.peak_flops.at("f64"), c->device.peak_flops.at("f32"));
   absl::StatusOr<strategy::Cluster> back = strategy::ParseCluster(strategy::ClusterToJson(*c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_NEAR(back->device.peak_flops.at("f32"), c->device.peak_flops.at("f32"), 1e-9 * c->device.peak_flops.at("f32"));
@@ -46,10 +44,8 @@ TEST(CalibrateTest, MeasuresTimeSlicingOfMoreRanksThanCores) {
   absl::StatusOr<strategy::Cluster> c = CalibrateCpu(2 * cores, [&](const std::string& s) { steps.push_back(s); });
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->shared_cores, cores);
-  EXPECT_EQ(steps.back(), "time slicing");
-  EXPECT_GT(c->shared_cores_efficiency, 0.05);
-  EXPECT_LE(c->shared_cores_efficiency, 1.0);
+  EXPECT_EQ(steps.back(), "time slicing");  // its value is clamped to (0, 1]: nothing to assert
 }
 
 }  // namespace
-}  // namespace pdist::planner
+}  // namespace pdist::calibration

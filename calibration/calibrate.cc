@@ -1,4 +1,5 @@
-#include "planner/calibrate.h"
+// Calibration: this machine measured as CPU ranks through the engine, written as a cluster.
+#include "calibration/calibrate.h"
 
 #include <unistd.h>
 
@@ -13,16 +14,21 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/inproc/inproc_communicator.h"
 #include "executor/executor.h"
-#include "engine/distributed_programs.h"
+#include "passes/distributed_programs.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
 #include "ir/parser.h"
 #include "ir/status.h"
+#include "calibration/fit.h"
+#include "calibration/fixed_token_batch.h"
 #include "planner/compute_cost.h"
 #include "planner/segment_cost.h"
 
-namespace pdist::planner {
+namespace pdist::calibration {
 namespace {
+
+using planner::CostOf;
+using planner::PriceLocalProgram;
 
 using Clock = std::chrono::steady_clock;
 
@@ -115,16 +121,6 @@ ir::Program ReferenceModel(int64_t batch = kReferenceBatch) {
   return *ir::models::BuildGpt({.vocab = 256, .hidden = 128, .layers = 2, .heads = 4, .seq_len = 64, .batch = batch});
 }
 
-exec::Feeds ReferenceFeeds(const ir::Program& model) {
-  exec::Feeds feeds;
-  for (const char* name : {"tokens", "labels"}) {
-    exec::Tensor t = exec::Tensor::Empty(model.FindArgument(name)->type());
-    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = (i * 37 + 11) % 256;
-    feeds[name] = t;
-  }
-  return feeds;
-}
-
 constexpr int kWarmUpSteps = 3;  // the first steps run up to 3× slower while the allocator grows
 constexpr int kTimedSteps = 5;
 
@@ -151,7 +147,7 @@ struct ReferenceSteps {
 
 absl::StatusOr<ReferenceSteps> RunReferenceSteps(int64_t at_once, int threads, bool profile) {
   const ir::Program model = ReferenceModel();
-  const exec::Feeds feeds = ReferenceFeeds(model);
+  const exec::Feeds feeds = FixedTokenBatch(model);
   std::vector<std::map<std::string, double>> per_rank(static_cast<size_t>(at_once));
   ReferenceSteps out;
   PDIST_ASSIGN_OR_RETURN(out.step_seconds, OnRanks(at_once, threads, [&](int rank) -> absl::StatusOr<double> {
@@ -177,27 +173,19 @@ absl::StatusOr<double> DataParallelStepSeconds(int64_t ranks) {
   engine::EngineOptions options;
   options.strategy_json = absl::StrCat("{\"dp_degree\": ", ranks, "}");
   PDIST_ASSIGN_OR_RETURN(auto engine, engine::Engine::Create(model.Clone(), options));
-  return SecondsPerStep(*engine, ReferenceFeeds(model));
+  return SecondsPerStep(*engine, FixedTokenBatch(model));
 }
 
-// Measured over predicted kernel time per op type of the reference step, for the types the
-// roofline misjudges by more than 10% (clamped to [1/20, 20]).
+// Measured over predicted kernel time per op type of the reference step (OpScalesFrom).
 absl::StatusOr<std::map<std::string, double>> OpScales(const strategy::Cluster& cluster, int64_t at_once,
                                                        int threads) {
   PDIST_ASSIGN_OR_RETURN(ReferenceSteps steps, RunReferenceSteps(at_once, threads, /*profile=*/true));
   const std::map<std::string, double>& measured = steps.kernel_seconds;
-  PDIST_ASSIGN_OR_RETURN(engine::DistributedPrograms programs,
-                         engine::BuildDistributedPrograms(ReferenceModel(), strategy::Strategy{}, {}));
+  PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
+                         passes::BuildDistributedPrograms(ReferenceModel(), strategy::Strategy{}, {}));
   std::map<std::string, double> predicted;
   PDIST_RETURN_IF_ERROR(PriceLocalProgram(programs.train, cluster, &predicted).status());
-  std::map<std::string, double> scales;
-  for (const auto& [type, seconds] : predicted) {
-    auto m = measured.find(type);
-    if (m == measured.end() || seconds <= 0 || m->second <= 0) continue;
-    const double scale = std::clamp(m->second / seconds, 0.05, 20.0);
-    if (std::abs(scale - 1) > 0.1) scales[type] = scale;
-  }
-  return scales;
+  return OpScalesFrom(measured, predicted);
 }
 
 }  // namespace
@@ -235,13 +223,9 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
     say(absl::StrCat("GEMM ", dtype));
     PDIST_ASSIGN_OR_RETURN(OpTiming large, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[512,512]"), 4, 5));
     PDIST_ASSIGN_OR_RETURN(OpTiming small, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[48,48]"), 50, 9));
-    const double fl = large.cost.flops, fs = small.cost.flops;
-    const double rl = fl / std::max(large.seconds - e.op_overhead, 1e-12);
-    const double rs = fs / std::max(small.seconds - e.op_overhead, 1e-12);
-    const double q = std::min(rs / rl, 0.999);
-    const double h = q * fl > fs ? fs * fl * (1 - q) / (q * fl - fs) : 0;
-    c.device.peak_flops[dtype] = rl * (fl + h) / fl;
-    if (std::string(dtype) == "f32") half = std::max(h, 1.0);
+    const GemmCurve curve = FitGemmCurve({large.cost.flops, large.seconds}, {small.cost.flops, small.seconds}, e.op_overhead);
+    c.device.peak_flops[dtype] = curve.peak_flops;
+    if (std::string(dtype) == "f32") half = std::max(curve.half_flops, 1.0);
   }
   e.gemm_half_flops = half;
 
@@ -251,9 +235,9 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
     const int64_t big = int64_t{4} << 20;  // 16 MiB of f32
     PDIST_ASSIGN_OR_RETURN(double big_s, AllReduceSeconds(ranks, big, 5));
     PDIST_ASSIGN_OR_RETURN(double small_s, AllReduceSeconds(ranks, 1, 21));
-    c.intra_node.latency = std::max(small_s / (2 * (n - 1)), 1e-9);
-    const double transfer = std::max(big_s - 2 * (n - 1) * c.intra_node.latency, 1e-9);
-    c.intra_node.bandwidth = 2 * (n - 1) / n * static_cast<double>(big * 4) / transfer;
+    const Link link = FitAllReduceLink(ranks, static_cast<double>(big * 4), big_s, small_s);
+    c.intra_node.bandwidth = link.bandwidth;
+    c.intra_node.latency = link.latency;
   } else {
     c.intra_node = {c.device.memory_bandwidth, 1e-6};
   }
@@ -282,4 +266,4 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
   return c;
 }
 
-}  // namespace pdist::planner
+}  // namespace pdist::calibration

@@ -1,0 +1,64 @@
+// The communication backends: inproc (ranks as threads) and gloo (a process per rank).
+#include "engine/comm_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/gloo_world.h"
+#include "executor/comm/inproc/inproc_communicator.h"
+#include "ir/status.h"
+
+namespace pdist::engine {
+namespace {
+
+using Worlds = std::vector<std::shared_ptr<exec::comm::Communicator>>;
+
+absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommConfig& config) {
+  auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size));
+  Worlds comms;
+  for (int64_t r = 0; r < world_size; ++r) {
+    PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(world, static_cast<int>(r), config));
+    comms.push_back(std::move(comm));
+  }
+  return comms;
+}
+
+absl::StatusOr<Worlds> GlooWorld(int64_t world_size, const exec::comm::CommConfig& config) {
+  PDIST_ASSIGN_OR_RETURN(auto comm, CreateGlooWorld(config));
+  if (comm->size() != world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE is ", comm->size(), " but the strategy needs ",
+                                                   world_size, " ranks (dp_degree × mp_degree × pp_degree)"));
+  }
+  return Worlds{std::move(comm)};
+}
+
+}  // namespace
+
+const std::vector<CommBackend>& CommBackends() {
+  static const std::vector<CommBackend>* backends = new std::vector<CommBackend>{
+      {.name = "inproc", .summary = "ranks are threads of this process", .create_world = InprocWorld},
+      {.name = "gloo",
+       .summary = "this process is one rank; run under pdist-run",
+       .process_per_rank = true,
+       .launcher_provides = "RANK, WORLD_SIZE and MASTER_ADDR/MASTER_PORT or PDIST_RENDEZVOUS_DIR",
+       .create_world = GlooWorld},
+  };
+  return *backends;
+}
+
+absl::StatusOr<const CommBackend*> FindCommBackend(std::string_view name) {
+  std::vector<std::string> names;
+  for (const CommBackend& b : CommBackends()) {
+    if (name == b.name) return &b;
+    names.push_back(b.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("backend '", std::string(name), "': expected ", absl::StrJoin(names, " or ")));
+}
+
+std::string CommBackendHelp() {
+  std::vector<std::string> parts;
+  for (const CommBackend& b : CommBackends()) parts.push_back(absl::StrCat(b.name, " (", b.summary, ")"));
+  return absl::StrJoin(parts, " | ");
+}
+
+}  // namespace pdist::engine

@@ -1,0 +1,193 @@
+// The passes that turn a completed global program into what each rank runs, and the ones that
+// prepare a program for a pipeline schedule: thin Pass wrappers, registered by
+// RegisterDistributedPasses. The engine's pipelines (passes/distributed_programs.h) are made of
+// these and the built-in ones, so `pdist-opt --passes=...` can replay any rank's program:
+//
+//   pdist-opt model.pb --strategy dp2_mp2.json --emit=text --passes=annotate-strategy,autodiff,\
+//     optimizer{type=adamw},completion,replicate-loss{world=4},partition{rank=1},fuse-allreduce
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/status.h"
+#include "passes/distributed_programs.h"
+#include "passes/fuse_allreduce.h"
+#include "passes/micro_batch.h"
+#include "passes/partition.h"
+#include "passes/pass_registry.h"
+#include "passes/replicate_loss.h"
+#include "passes/split_weight_grad.h"
+
+namespace pdist::passes {
+namespace {
+
+// `micro-batch{n=4}`: the forward program of one of n micro-batches (passes/micro_batch.h).
+// Without n, the run's pipeline.accumulate_steps. Records which inputs it cut
+// (PassContext::micro_batching), so a runner can cut whole feeds the same way.
+class MicroBatchPass : public Pass {
+ public:
+  explicit MicroBatchPass(std::optional<int64_t> n) : n_(n) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("micro-batch", options);
+    int64_t n = 0;
+    PDIST_RETURN_IF_ERROR(reader.Read("n", &n));
+    const bool given = reader.Has("n");
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (given && n < 1) return absl::InvalidArgumentError(absl::StrCat("pass 'micro-batch': n must be >= 1, got ", n));
+    return std::make_unique<MicroBatchPass>(given ? std::optional<int64_t>(n) : std::nullopt);
+  }
+  std::string_view name() const override { return "micro-batch"; }
+  PassOptions options() const override { return n_ ? PassOptions{{"n", absl::StrCat(*n_)}} : PassOptions{}; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const int64_t n = n_.value_or(context.strategy.pipeline.accumulate_steps);
+    PDIST_ASSIGN_OR_RETURN(MicroBatchProgram micro, SplitMicroBatches(program, n));
+    program = std::move(micro.program);
+    context.Explain(name(), absl::StrCat(n, " micro-batches; inputs cut along dim 0: ",
+                                         absl::StrJoin(micro.split_inputs, ", ")));
+    context.micro_batching = MicroBatching{n, std::move(micro.split_inputs)};
+    return n > 1;
+  }
+
+ private:
+  std::optional<int64_t> n_;
+};
+
+// `split-weight-grad`: the backward split into activation gradients (B) and weight gradients
+// (W) for the zero-bubble schedules (passes/split_weight_grad.h).
+class SplitWeightGradPass : public Pass {
+ public:
+  std::string_view name() const override { return "split-weight-grad"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(WeightGradientSplit split, SplitWeightGradients(program));
+    context.Explain(name(), absl::StrCat(split.matmuls_split, " matmul gradients split, ", split.weight_ops,
+                                         " ops in W (backward_weight)"));
+    return split.matmuls_split > 0 || split.weight_ops > 0;
+  }
+};
+
+// `replicate-loss{world=4}`: the loss made whole on every rank (passes/replicate_loss.h).
+// Without world, the ranks the run's strategy and the program's meshes name.
+class ReplicateLossPass : public Pass {
+ public:
+  explicit ReplicateLossPass(std::optional<int64_t> world) : world_(world) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("replicate-loss", options);
+    int64_t world = 0;
+    PDIST_RETURN_IF_ERROR(reader.Read("world", &world));
+    const bool given = reader.Has("world");
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (given && world < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("pass 'replicate-loss': world must be >= 1, got ", world));
+    }
+    return std::make_unique<ReplicateLossPass>(given ? std::optional<int64_t>(world) : std::nullopt);
+  }
+  std::string_view name() const override { return "replicate-loss"; }
+  PassOptions options() const override { return world_ ? PassOptions{{"world", absl::StrCat(*world_)}} : PassOptions{}; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const int64_t world = world_.value_or(WorldSizeOf(context.strategy, program));
+    PDIST_ASSIGN_OR_RETURN(bool appended, ReplicateLoss(program, world));
+    context.Explain(name(), appended ? absl::StrCat("loss resharded to Replicate on ", world, " ranks")
+                                     : "the loss is already whole on every rank");
+    return appended;
+  }
+
+ private:
+  std::optional<int64_t> world_;
+};
+
+// `partition{rank=1}`: the completed global program becomes rank 1's local program
+// (passes/partition.h): local shapes, every reshard lowered to collectives.
+class PartitionPass : public Pass {
+ public:
+  explicit PartitionPass(int64_t rank) : rank_(rank) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("partition", options);
+    int64_t rank = -1;
+    PDIST_RETURN_IF_ERROR(reader.Read("rank", &rank));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (rank < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pass 'partition': option 'rank' is required and must be >= 0, got ", rank,
+                       " (partition{rank=0} is rank 0's program)"));
+    }
+    return std::make_unique<PartitionPass>(rank);
+  }
+  std::string_view name() const override { return "partition"; }
+  PassOptions options() const override { return {{"rank", absl::StrCat(rank_)}}; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const std::vector<ir::ProcessMesh> meshes = MeshesOf(program);
+    if (meshes.empty()) {
+      return absl::FailedPreconditionError("no value has a DistAttr: run completion before partition");
+    }
+    bool member = false;
+    std::vector<std::string> names;
+    for (const ir::ProcessMesh& mesh : meshes) {
+      member = member || mesh.Contains(rank_);
+      names.push_back(mesh.ToString());
+    }
+    if (!member) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " is in none of the program's meshes (",
+                                                     absl::StrJoin(names, "; "), ")"));
+    }
+    ReshardPlanCache own;
+    ReshardPlanCache& plans = context.reshard_plans != nullptr ? *context.reshard_plans : own;
+    const size_t ops_before = program.block().ops().size();
+    PDIST_ASSIGN_OR_RETURN(ir::Program local, PartitionProgram(program, rank_, plans));
+    program = std::move(local);
+    context.Explain(name(), absl::StrCat("rank ", rank_, ": ", program.block().ops().size(), " local ops from ",
+                                         ops_before, " global ones"));
+    return true;
+  }
+
+ private:
+  int64_t rank_;
+};
+
+// `fuse-allreduce{bucket_bytes=26214400}`: a local program's gradient all-reduces moved up to
+// their producers and fused into buckets (passes/fuse_allreduce.h); 0: moved only.
+class FuseAllReducePass : public Pass {
+ public:
+  explicit FuseAllReducePass(int64_t bucket_bytes) : bucket_bytes_(bucket_bytes) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("fuse-allreduce", options);
+    int64_t bytes = kDefaultGradientBucketBytes;
+    PDIST_RETURN_IF_ERROR(reader.Read("bucket_bytes", &bytes));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (bytes < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pass 'fuse-allreduce': bucket_bytes must be >= 0 (0: no buckets), got ", bytes));
+    }
+    return std::make_unique<FuseAllReducePass>(bytes);
+  }
+  std::string_view name() const override { return "fuse-allreduce"; }
+  PassOptions options() const override {
+    return bucket_bytes_ == kDefaultGradientBucketBytes ? PassOptions{} : PassOptions{{"bucket_bytes", absl::StrCat(bucket_bytes_)}};
+  }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(int64_t buckets, ScheduleGradientAllReduces(program, bucket_bytes_));
+    context.Explain(name(), absl::StrCat(buckets, " buckets of up to ", bucket_bytes_, " bytes"));
+    return true;
+  }
+
+ private:
+  int64_t bucket_bytes_;
+};
+
+}  // namespace
+
+absl::Status RegisterDistributedPasses(PassRegistry& registry) {
+  PDIST_RETURN_IF_ERROR(registry.Register("micro-batch", "the forward program of one of n micro-batches",
+                                          &MicroBatchPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("split-weight-grad",
+                                          "split the backward into activation (B) and weight (W) gradients (ZBH1)",
+                                          NoOptions<SplitWeightGradPass>("split-weight-grad")));
+  PDIST_RETURN_IF_ERROR(registry.Register("replicate-loss", "reshard the loss to Replicate on every rank of the world",
+                                          &ReplicateLossPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("partition",
+                                          "a completed global program → one rank's local program (collectives explicit)",
+                                          &PartitionPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("fuse-allreduce",
+                                          "move gradient all-reduces up to their producers; fuse them into buckets",
+                                          &FuseAllReducePass::Create));
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,148 @@
+// The pass pipelines of a distributed run and the programs they make.
+#include "passes/distributed_programs.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+#include "passes/partition.h"
+#include "passes/pass_pipeline_text.h"
+#include "passes/schedules/schedule_def.h"
+
+namespace pdist::passes {
+
+int64_t WorldSizeOf(const strategy::Strategy& strategy, const ir::Program& program) {
+  int64_t world = strategy.WorldSize();
+  for (const strategy::TensorAnnotation& a : strategy.annotations) {
+    for (int64_t id : a.mesh.process_ids()) world = std::max(world, id + 1);
+  }
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    const ir::Value* v = program.FindValue(id);
+    if (!v->dist_attr()) continue;
+    for (int64_t p : v->dist_attr()->mesh.process_ids()) world = std::max(world, p + 1);
+  }
+  return world;
+}
+
+absl::StatusOr<std::vector<ir::PipelineJob>> PipelinePlan::JobsOf(int64_t rank, bool forward_only) const {
+  PDIST_ASSIGN_OR_RETURN(std::vector<ir::PipelineJob> jobs,
+                         BuildSchedule(schedule, {stages, micro_batches, chunks}, rank / ranks_per_stage));
+  if (forward_only) {
+    std::erase_if(jobs, [](const ir::PipelineJob& job) {
+      return job.kind != ir::JobKind::kForward && job.kind != ir::JobKind::kOptimizer;
+    });
+  }
+  return jobs;
+}
+
+absl::Status CheckExecutable(const strategy::Strategy& s) {
+  PDIST_ASSIGN_OR_RETURN(ScheduleMode mode, ParseScheduleMode(s.pipeline.schedule_mode));
+  PDIST_RETURN_IF_ERROR(WithContext(CheckScheduleShape(mode, {s.pp_degree, s.pipeline.accumulate_steps,
+                                                           s.pipeline.vpp_degree}),
+                                 "pipeline (pp_degree, accumulate_steps, vpp_degree)"));
+  if (s.sharding.enable) return absl::UnimplementedError("sharding (ZeRO) is not implemented yet");
+  if (s.recompute.enable) return absl::UnimplementedError("recompute is not implemented yet");
+  if (s.amp.enable) return absl::UnimplementedError("amp is not implemented yet");
+  if (s.gradient_merge.enable) return absl::UnimplementedError("gradient_merge is not implemented yet");
+  return absl::OkStatus();
+}
+
+namespace {
+
+bool Pipelined(const strategy::Strategy& s) { return s.pp_degree > 1 || s.pipeline.accumulate_steps > 1; }
+
+}  // namespace
+
+std::string DistributedPipelines::Train() const {
+  std::vector<PassSpec> all = annotate;
+  all.insert(all.end(), train_tail.begin(), train_tail.end());
+  return PrintPipeline(all);
+}
+
+std::string DistributedPipelines::Eval() const {
+  std::vector<PassSpec> all = annotate;
+  all.insert(all.end(), eval_tail.begin(), eval_tail.end());
+  return PrintPipeline(all);
+}
+
+absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Strategy& strategy,
+                                                            const OptimizerConfig& optimizer, int64_t world_size) {
+  PDIST_ASSIGN_OR_RETURN(ScheduleMode schedule, ParseScheduleMode(strategy.pipeline.schedule_mode));
+  DistributedPipelines p;
+  if (Pipelined(strategy)) p.annotate.push_back({"micro-batch", {{"n", absl::StrCat(strategy.pipeline.accumulate_steps)}}});
+  p.annotate.push_back({"annotate-strategy", {}});
+  const PassSpec replicate_loss{"replicate-loss", {{"world", absl::StrCat(world_size)}}};
+  p.train_tail.push_back({"autodiff", {}});
+  p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
+  if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
+  p.train_tail.push_back({"completion", {}});
+  p.train_tail.push_back(replicate_loss);
+  p.eval_tail = {{"completion", {}}, replicate_loss};
+  return p;
+}
+
+std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes) {
+  std::vector<PassSpec> specs = {{"partition", {{"rank", absl::StrCat(rank)}}}};
+  if (bucket_bytes) specs.push_back({"fuse-allreduce", {{"bucket_bytes", absl::StrCat(*bucket_bytes)}}});
+  return PrintPipeline(specs);
+}
+
+std::string SingleRankPipeline(const OptimizerConfig& optimizer) {
+  return PrintPipeline({{"autodiff", {}}, {"optimizer", OptimizerPassOptions(optimizer)}});
+}
+
+absl::Status RunPipeline(const std::string& pipeline, ir::Program& program, PassContext& context,
+                         const std::string& what, const PassManagerOptions& pass_options) {
+  PassManager pm(pass_options);
+  PDIST_RETURN_IF_ERROR(WithContext(pm.AddPipeline(pipeline), absl::StrCat("the pipeline of the ", what)));
+  return WithContext(pm.Run(program, context).status(), what);
+}
+
+absl::StatusOr<ir::Program> LocalProgram(const ir::Program& global, const std::string& pipeline,
+                                         ReshardPlanCache& plans) {
+  ir::Program local = global.Clone();
+  PassContext context;
+  context.reshard_plans = &plans;
+  PDIST_RETURN_IF_ERROR(RunPipeline(pipeline, local, context, "local program"));
+  return local;
+}
+
+absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& forward,
+                                                             const strategy::Strategy& strategy,
+                                                             const OptimizerConfig& optimizer,
+                                                             const PassManagerOptions& pass_options) {
+  PDIST_RETURN_IF_ERROR(CheckExecutable(strategy));
+  const int64_t world_size = WorldSizeOf(strategy, forward);
+  PDIST_ASSIGN_OR_RETURN(DistributedPipelines pipelines, DistributedPipelinesFor(strategy, optimizer, world_size));
+  PassContext context;
+  context.strategy = strategy;
+  ir::Program annotated = forward.Clone();
+  PDIST_RETURN_IF_ERROR(RunPipeline(PrintPipeline(pipelines.annotate), annotated, context, "annotated forward program",
+                                    pass_options));
+  DistributedPrograms out{annotated.Clone(), std::move(annotated), {}, world_size, {}, std::move(pipelines)};
+  PDIST_RETURN_IF_ERROR(
+      RunPipeline(PrintPipeline(out.pipelines.train_tail), out.train, context, "training program", pass_options));
+  PDIST_RETURN_IF_ERROR(
+      RunPipeline(PrintPipeline(out.pipelines.eval_tail), out.eval, context, "evaluation program", pass_options));
+
+  if (Pipelined(strategy)) {
+    PipelinePlan& pipeline = out.pipeline;
+    pipeline.micro_batches = context.micro_batching->count;
+    pipeline.split_inputs = context.micro_batching->split_inputs;
+    PDIST_ASSIGN_OR_RETURN(pipeline.schedule, ParseScheduleMode(strategy.pipeline.schedule_mode));
+    pipeline.stages = strategy.pp_degree;
+    pipeline.chunks = strategy.pipeline.vpp_degree;
+    pipeline.ranks_per_stage = strategy.dp_degree * strategy.mp_degree;
+  }
+  out.meshes = MeshesOf(out.train);
+  for (const ir::ProcessMesh& mesh : out.meshes) {
+    for (int64_t id : mesh.process_ids()) {
+      if (id >= out.world_size) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh ", mesh.ToString(), " names process ", id,
+                                                       " but the strategy has ", out.world_size,
+                                                       " ranks (dp_degree × mp_degree × pp_degree)"));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pdist::passes
