@@ -9,6 +9,7 @@
 #include "engine/checkpoint.h"
 #include "passes/distributed_programs.h"
 #include "engine/comm_backend.h"
+#include "engine/timeline_files.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
 
@@ -219,9 +220,9 @@ absl::Status Engine::WriteTimeline() const {
   exec::TimelineRows rows;
   for (const auto& runner : runners_) rows.emplace_back(std::max<int64_t>(0, runner->rank()), runner->timeline()->Spans());
   if (backend_->process_per_rank) {  // its trace only; pdist-run draws the picture
-    return exec::WriteChromeTrace(options_.timeline_dir, rows.front().first, rows.front().second);
+    return WriteChromeTrace(options_.timeline_dir, rows.front().first, rows.front().second);
   }
-  return exec::WriteTimelines(options_.timeline_dir, rows, {.title = absl::StrCat("step ", step_ - 1)});
+  return WriteTimelines(options_.timeline_dir, rows, {.title = absl::StrCat("step ", step_ - 1)});
 }
 
 absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {

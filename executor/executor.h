@@ -31,6 +31,7 @@
 namespace pdist::exec {
 
 class TimelineRecorder;  // executor/timeline.h
+class PipelinedStep;     // executor/pipeline_run.cc: RunJobs's state
 
 // Persistent tensors (parameters, optimizer states) by value name.
 using Workspace = std::map<std::string, Tensor>;
@@ -81,6 +82,7 @@ class Executor {
   const JobPlan& job_plan() const { return job_plan_; }
 
  private:
+  friend class PipelinedStep;
   using OpHook = std::function<absl::Status(size_t op_index)>;
   Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan, JobPlan job_plan,
            std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream)

@@ -98,123 +98,183 @@ EarlyGradientSync PlanEarlyGradientSync(const ir::Program& program, const JobPla
 
 }  // namespace
 
+// One pipelined step: the jobs in order, each on its micro-batch's table of values (or, for the
+// optimizer job, on the sums over micro-batches), the gradient syncs started as their sums
+// complete, each micro-batch's tensors freed after its last job.
+class PipelinedStep {
+ public:
+  PipelinedStep(const Executor& executor, const std::vector<ir::PipelineJob>& jobs,
+                const std::vector<Feeds>& micro_feeds, Workspace& workspace, TimelineRecorder* timeline)
+      : ex_(executor), program_(*executor.program_), jobs_(jobs), micro_feeds_(micro_feeds), workspace_(workspace),
+        num_values_(static_cast<size_t>(program_.num_values())), tables_(micro_feeds.size()), sums_(num_values_),
+        sum_handed_over_(num_values_, false), started_early_(program_.block().ops().size(), false) {
+    state_.timeline = timeline;
+  }
+
+  absl::StatusOr<RunResult> Run() {
+    PDIST_RETURN_IF_ERROR(CheckJobs());
+    release_ = SplitsBackward(jobs_) ? &ex_.job_plan_.release_split : &ex_.job_plan_.release_whole;
+    if (ex_.options_.overlap_communication) {
+      early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);
+    }
+    for (const ir::PipelineJob& job : jobs_) PDIST_RETURN_IF_ERROR(RunJob(job));
+    return Finish();
+  }
+
+ private:
+  // Every job names a micro-batch and chunk of this step; counts each micro-batch's jobs.
+  absl::Status CheckJobs() {
+    const auto micro_batches = static_cast<int64_t>(micro_feeds_.size());
+    if (micro_batches < 1) return absl::InvalidArgumentError("pipelined step: no micro-batch feeds");
+    PDIST_RETURN_IF_ERROR(ex_.job_plan_.unsummable);
+    jobs_left_.assign(static_cast<size_t>(micro_batches), 0);
+    for (const ir::PipelineJob& job : jobs_) {
+      if (job.kind == ir::JobKind::kOptimizer) continue;
+      if (job.micro_batch < 0 || job.micro_batch >= micro_batches || job.chunk < 0 ||
+          job.chunk >= ex_.job_plan_.chunks) {
+        return absl::InvalidArgumentError(absl::StrCat("pipelined step: job ", job.ToString(), " is outside ",
+                                                       micro_batches, " micro-batches × ", ex_.job_plan_.chunks,
+                                                       " chunks"));
+      }
+      ++jobs_left_[static_cast<size_t>(job.micro_batch)];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status OpenOptimizerTable() {
+    if (optimizer_table_ != nullptr) return absl::OkStatus();
+    optimizer_table_ = std::make_unique<ValueTable>(num_values_);
+    return ex_.BindArguments(micro_feeds_[0], workspace_, *optimizer_table_);
+  }
+
+  // The table `job` runs on: its micro-batch's (bound to its feeds on first use), or the
+  // optimizer's, holding the sums not yet handed to an early gradient sync.
+  absl::StatusOr<ValueTable*> TableFor(const ir::PipelineJob& job) {
+    if (job.kind == ir::JobKind::kOptimizer) {
+      PDIST_RETURN_IF_ERROR(OpenOptimizerTable());
+      for (int64_t id : ex_.job_plan_.accumulated) {
+        const auto v = static_cast<size_t>(id);
+        if (!sum_handed_over_[v]) optimizer_table_->values[v] = sums_[v];
+      }
+      return optimizer_table_.get();
+    }
+    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(job.micro_batch)];
+    if (table == nullptr) {
+      table = std::make_unique<ValueTable>(num_values_);
+      PDIST_RETURN_IF_ERROR(
+          ex_.BindArguments(micro_feeds_[static_cast<size_t>(job.micro_batch)], workspace_, *table));
+    }
+    return table.get();
+  }
+
+  // Puts the gradient syncs whose sums are complete on the stream, as the optimizer job would,
+  // and frees their inputs after them as it would.
+  absl::Status StartReadySyncs() {
+    for (; early_.submitted < early_.ops.size() && early_.Ready(early_.submitted); ++early_.submitted) {
+      PDIST_RETURN_IF_ERROR(OpenOptimizerTable());
+      const size_t i = early_.ops[early_.submitted];
+      for (int64_t id : early_.inputs[early_.submitted]) {
+        optimizer_table_->values[static_cast<size_t>(id)] = sums_[static_cast<size_t>(id)];
+        sum_handed_over_[static_cast<size_t>(id)] = true;
+      }
+      ex_.SubmitToStream(i, (*release_)[i], *optimizer_table_, state_);
+      started_early_[i] = true;
+      PDIST_RETURN_IF_ERROR(ex_.Release((*release_)[i], *optimizer_table_, state_));
+    }
+    return absl::OkStatus();
+  }
+
+  // After op i of a micro-batch's job: what the optimizer reads of its results joins the sums.
+  absl::Status Accumulate(size_t i, ValueTable& values) {
+    for (const ir::Value* r : program_.block().ops()[i]->results()) {
+      if (!ex_.job_plan_.accumulated.count(r->id())) continue;
+      PDIST_RETURN_IF_ERROR(ex_.Await(r->id(), values, state_));
+      PDIST_RETURN_IF_ERROR(
+          AddInto(sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state_.live));
+      if (auto left = early_.shares_left.find(r->id()); left != early_.shares_left.end() && --left->second == 0) {
+        PDIST_RETURN_IF_ERROR(StartReadySyncs());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunJob(const ir::PipelineJob& job) {
+    const bool optimizer = job.kind == ir::JobKind::kOptimizer;
+    PDIST_ASSIGN_OR_RETURN(ValueTable * values, TableFor(job));
+    state_.job = job;
+    state_.in_job = true;
+    {
+      ScopedSpan span(state_.timeline, {.name = job.ToString(), .category = ir::JobKindName(job.kind),
+                                        .micro_batch = optimizer ? -1 : job.micro_batch,
+                                        .chunk = optimizer ? -1 : job.chunk});
+      std::vector<size_t> ops = ex_.job_plan_.OpsOf(job);
+      if (optimizer && early_.submitted > 0) {  // without the syncs already on the stream
+        std::erase_if(ops, [&](size_t i) { return started_early_[i]; });
+      }
+      const Executor::OpHook accumulate = [&](size_t i) {
+        return optimizer ? absl::OkStatus() : Accumulate(i, *values);
+      };
+      PDIST_RETURN_IF_ERROR(ex_.RunOps(ops, *release_, *values, state_, accumulate));
+    }
+    if (!optimizer && --jobs_left_[static_cast<size_t>(job.micro_batch)] == 0) {
+      PDIST_RETURN_IF_ERROR(CloseMicroBatch(job.micro_batch));
+    }
+    return absl::OkStatus();
+  }
+
+  // A micro-batch whose last job ran keeps nothing: once the stream has run what reads its
+  // tensors (a send of the last gradient), they are freed.
+  absl::Status CloseMicroBatch(int64_t micro_batch) {
+    if (state_.stream != nullptr) {
+      if (absl::Status s = state_.stream->Synchronize(); !s.ok()) return ex_.Fail(s, state_);
+    }
+    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
+    for (size_t id = 0; id < num_values_; ++id) {
+      PDIST_RETURN_IF_ERROR(ex_.Await(static_cast<int64_t>(id), *table, state_));
+      if (!program_.FindValue(static_cast<int64_t>(id))->is_argument()) state_.live.Release(table->values[id]);
+    }
+    table.reset();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<RunResult> Finish() {
+    std::vector<ValueTable*> open;
+    for (auto& t : tables_) {
+      if (t != nullptr) open.push_back(t.get());
+    }
+    if (optimizer_table_ != nullptr) open.push_back(optimizer_table_.get());
+    PDIST_RETURN_IF_ERROR(ex_.Drain(open, state_));
+    std::vector<Tensor> merged = optimizer_table_ != nullptr ? optimizer_table_->values : std::vector<Tensor>(num_values_);
+    for (int64_t id : ex_.job_plan_.accumulated) merged[static_cast<size_t>(id)] = sums_[static_cast<size_t>(id)];
+    if (program_.loss() != nullptr && !merged[static_cast<size_t>(program_.loss()->id())].defined()) {
+      return absl::FailedPreconditionError("pipelined step: no job computed the loss (is the optimizer job missing?)");
+    }
+    return ex_.Finish(merged, merged, state_, workspace_);
+  }
+
+  const Executor& ex_;
+  const ir::Program& program_;
+  const std::vector<ir::PipelineJob>& jobs_;
+  const std::vector<Feeds>& micro_feeds_;
+  Workspace& workspace_;
+  const size_t num_values_;
+  std::vector<int64_t> jobs_left_;  // per micro-batch: its jobs not yet run
+  const std::vector<std::vector<int64_t>>* release_ = nullptr;
+  // Declared before the state: when the step ends early, the state's stream is joined first,
+  // while the tables its queued ops point into still exist.
+  std::vector<std::unique_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
+  std::unique_ptr<ValueTable> optimizer_table_;
+  std::vector<Tensor> sums_;                          // by value id: summed over micro-batches
+  RunState state_;
+  EarlyGradientSync early_;
+  std::vector<bool> sum_handed_over_;  // to an early gradient sync already
+  std::vector<bool> started_early_;    // by op index
+};
+
 absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& jobs,
                                             const std::vector<Feeds>& micro_feeds, Workspace& workspace,
                                             TimelineRecorder* timeline) const {
-  const ir::Program& program = *program_;
-  const size_t num_values = static_cast<size_t>(program.num_values());
-  const int64_t micro_batches = static_cast<int64_t>(micro_feeds.size());
-  if (micro_batches < 1) return absl::InvalidArgumentError("pipelined step: no micro-batch feeds");
-  PDIST_RETURN_IF_ERROR(job_plan_.unsummable);
-  std::vector<int64_t> jobs_left(static_cast<size_t>(micro_batches), 0);
-  for (const ir::PipelineJob& job : jobs) {
-    if (job.kind == ir::JobKind::kOptimizer) continue;
-    if (job.micro_batch < 0 || job.micro_batch >= micro_batches || job.chunk < 0 || job.chunk >= job_plan_.chunks) {
-      return absl::InvalidArgumentError(absl::StrCat("pipelined step: job ", job.ToString(), " is outside ",
-                                                     micro_batches, " micro-batches × ", job_plan_.chunks, " chunks"));
-    }
-    ++jobs_left[static_cast<size_t>(job.micro_batch)];
-  }
-  const auto& release = SplitsBackward(jobs) ? job_plan_.release_split : job_plan_.release_whole;
-
-  // Declared before the state: on an early return the state's stream is joined first, while the
-  // tables its queued ops point into still exist.
-  std::vector<std::unique_ptr<ValueTable>> tables(static_cast<size_t>(micro_batches));
-  std::unique_ptr<ValueTable> optimizer_table;
-  std::vector<Tensor> sums(num_values);
-  RunState state;
-  state.timeline = timeline;
-  EarlyGradientSync early = options_.overlap_communication
-                                ? PlanEarlyGradientSync(program, job_plan_, on_comm_stream_, jobs)
-                                : EarlyGradientSync{};
-  std::vector<bool> sum_handed_over(num_values, false);  // to an early gradient sync already
-  std::vector<bool> started_early(program.block().ops().size(), false);  // by op index
-  auto open_optimizer_table = [&]() -> absl::Status {
-    if (optimizer_table != nullptr) return absl::OkStatus();
-    optimizer_table = std::make_unique<ValueTable>(num_values);
-    return BindArguments(micro_feeds[0], workspace, *optimizer_table);
-  };
-  // Puts the gradient syncs whose sums are complete on the stream, as the optimizer job would,
-  // and frees their inputs after them as it would.
-  auto start_ready_syncs = [&]() -> absl::Status {
-    for (; early.submitted < early.ops.size() && early.Ready(early.submitted); ++early.submitted) {
-      PDIST_RETURN_IF_ERROR(open_optimizer_table());
-      const size_t i = early.ops[early.submitted];
-      for (int64_t id : early.inputs[early.submitted]) {
-        optimizer_table->values[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
-        sum_handed_over[static_cast<size_t>(id)] = true;
-      }
-      SubmitToStream(i, release[i], *optimizer_table, state);
-      started_early[i] = true;
-      PDIST_RETURN_IF_ERROR(Release(release[i], *optimizer_table, state));
-    }
-    return absl::OkStatus();
-  };
-  for (const ir::PipelineJob& job : jobs) {
-    const bool optimizer = job.kind == ir::JobKind::kOptimizer;
-    std::unique_ptr<ValueTable>& table = optimizer ? optimizer_table : tables[static_cast<size_t>(job.micro_batch)];
-    if (optimizer) {
-      PDIST_RETURN_IF_ERROR(open_optimizer_table());
-      for (int64_t id : job_plan_.accumulated) {
-        if (!sum_handed_over[static_cast<size_t>(id)]) table->values[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
-      }
-    } else if (table == nullptr) {
-      table = std::make_unique<ValueTable>(num_values);
-      PDIST_RETURN_IF_ERROR(BindArguments(micro_feeds[static_cast<size_t>(job.micro_batch)], workspace, *table));
-    }
-    ValueTable& values = *table;
-    auto accumulate = [&](size_t i) -> absl::Status {
-      if (optimizer) return absl::OkStatus();
-      for (const ir::Value* r : program.block().ops()[i]->results()) {
-        if (!job_plan_.accumulated.count(r->id())) continue;
-        PDIST_RETURN_IF_ERROR(Await(r->id(), values, state));
-        PDIST_RETURN_IF_ERROR(AddInto(sums[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state.live));
-        if (auto left = early.shares_left.find(r->id()); left != early.shares_left.end() && --left->second == 0) {
-          PDIST_RETURN_IF_ERROR(start_ready_syncs());
-        }
-      }
-      return absl::OkStatus();
-    };
-    state.job = job;
-    state.in_job = true;
-    {
-      ScopedSpan span(timeline, {.name = job.ToString(), .category = ir::JobKindName(job.kind),
-                                 .micro_batch = optimizer ? -1 : job.micro_batch, .chunk = optimizer ? -1 : job.chunk});
-      const std::vector<size_t>& ops = job_plan_.OpsOf(job);
-      if (!optimizer || early.submitted == 0) {
-        PDIST_RETURN_IF_ERROR(RunOps(ops, release, values, state, accumulate));
-      } else {  // without the syncs already on the stream
-        std::vector<size_t> rest;
-        std::copy_if(ops.begin(), ops.end(), std::back_inserter(rest), [&](size_t i) { return !started_early[i]; });
-        PDIST_RETURN_IF_ERROR(RunOps(rest, release, values, state, accumulate));
-      }
-    }
-    // A micro-batch whose last job ran keeps nothing: once the stream has run what reads its
-    // tensors (a send of the last gradient), they are freed.
-    if (!optimizer && --jobs_left[static_cast<size_t>(job.micro_batch)] == 0) {
-      if (state.stream != nullptr) {
-        if (absl::Status s = state.stream->Synchronize(); !s.ok()) return Fail(s, state);
-      }
-      for (size_t id = 0; id < num_values; ++id) {
-        PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), values, state));
-        if (!program.FindValue(static_cast<int64_t>(id))->is_argument()) state.live.Release(values.values[id]);
-      }
-      table.reset();
-    }
-  }
-  std::vector<ValueTable*> open;
-  for (auto& t : tables) {
-    if (t != nullptr) open.push_back(t.get());
-  }
-  if (optimizer_table != nullptr) open.push_back(optimizer_table.get());
-  PDIST_RETURN_IF_ERROR(Drain(open, state));
-
-  std::vector<Tensor> merged = optimizer_table != nullptr ? optimizer_table->values : std::vector<Tensor>(num_values);
-  for (int64_t id : job_plan_.accumulated) merged[static_cast<size_t>(id)] = sums[static_cast<size_t>(id)];
-  if (program.loss() != nullptr && !merged[static_cast<size_t>(program.loss()->id())].defined()) {
-    return absl::FailedPreconditionError("pipelined step: no job computed the loss (is the optimizer job missing?)");
-  }
-  return Finish(merged, merged, state, workspace);
+  return PipelinedStep(*this, jobs, micro_feeds, workspace, timeline).Run();
 }
 
 }  // namespace pdist::exec

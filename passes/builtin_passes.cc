@@ -108,17 +108,11 @@ class AnnotateStrategyPass : public Pass {
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     Degrees d;
     PassOptionReader reader("annotate-strategy", options);
-    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "dp", d.dp));
-    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "mp", d.mp));
-    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "pp", d.pp));
-    PDIST_RETURN_IF_ERROR(ReadOptional(reader, "sp", d.sp));
+    PDIST_RETURN_IF_ERROR(reader.Read("dp", &d.dp, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("mp", &d.mp, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("pp", &d.pp, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("sp", &d.sp));
     PDIST_RETURN_IF_ERROR(reader.Finish());
-    for (const auto& [key, degree] : {std::pair{"dp", d.dp}, {"mp", d.mp}, {"pp", d.pp}}) {
-      if (degree && *degree < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("pass 'annotate-strategy': option '", key, "' must be >= 1, got ", *degree));
-      }
-    }
     return std::make_unique<AnnotateStrategyPass>(d);
   }
 
@@ -153,14 +147,6 @@ class AnnotateStrategyPass : public Pass {
   }
 
  private:
-  template <typename T>
-  static absl::Status ReadOptional(PassOptionReader& reader, const std::string& key, std::optional<T>& out) {
-    T value{};
-    PDIST_RETURN_IF_ERROR(reader.Read(key, &value));
-    if (reader.Has(key)) out = value;
-    return absl::OkStatus();
-  }
-
   // Pipelined: the stages of passes/pipeline_stages.h, each planned as above on its own mesh.
   absl::StatusOr<bool> RunStages(const strategy::Strategy& s, ir::Program& program, PassContext& context) {
     PDIST_ASSIGN_OR_RETURN(PipelineStages stages, AnnotatePipelineStages(s, program));

@@ -27,12 +27,10 @@ class MicroBatchPass : public Pass {
   explicit MicroBatchPass(std::optional<int64_t> n) : n_(n) {}
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     PassOptionReader reader("micro-batch", options);
-    int64_t n = 0;
-    PDIST_RETURN_IF_ERROR(reader.Read("n", &n));
-    const bool given = reader.Has("n");
+    std::optional<int64_t> n;
+    PDIST_RETURN_IF_ERROR(reader.Read("n", &n, /*min=*/1));
     PDIST_RETURN_IF_ERROR(reader.Finish());
-    if (given && n < 1) return absl::InvalidArgumentError(absl::StrCat("pass 'micro-batch': n must be >= 1, got ", n));
-    return std::make_unique<MicroBatchPass>(given ? std::optional<int64_t>(n) : std::nullopt);
+    return std::make_unique<MicroBatchPass>(n);
   }
   std::string_view name() const override { return "micro-batch"; }
   PassOptions options() const override { return n_ ? PassOptions{{"n", absl::StrCat(*n_)}} : PassOptions{}; }
@@ -70,14 +68,10 @@ class ReplicateLossPass : public Pass {
   explicit ReplicateLossPass(std::optional<int64_t> world) : world_(world) {}
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     PassOptionReader reader("replicate-loss", options);
-    int64_t world = 0;
-    PDIST_RETURN_IF_ERROR(reader.Read("world", &world));
-    const bool given = reader.Has("world");
+    std::optional<int64_t> world;
+    PDIST_RETURN_IF_ERROR(reader.Read("world", &world, /*min=*/1));
     PDIST_RETURN_IF_ERROR(reader.Finish());
-    if (given && world < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("pass 'replicate-loss': world must be >= 1, got ", world));
-    }
-    return std::make_unique<ReplicateLossPass>(given ? std::optional<int64_t>(world) : std::nullopt);
+    return std::make_unique<ReplicateLossPass>(world);
   }
   std::string_view name() const override { return "replicate-loss"; }
   PassOptions options() const override { return world_ ? PassOptions{{"world", absl::StrCat(*world_)}} : PassOptions{}; }

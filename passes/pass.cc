@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/status.h"
 
 namespace pdist::passes {
 
@@ -52,6 +53,31 @@ absl::Status PassOptionReader::Read(const std::string& key, bool* value) {
   } else {
     return BadValue(pass_, key, *text, "true or false");
   }
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Read(const std::string& key, std::optional<int64_t>* value, int64_t min) {
+  if (options_.count(key) == 0) {
+    Find(key);  // known, so Finish accepts it
+    return absl::OkStatus();
+  }
+  int64_t v = 0;
+  PDIST_RETURN_IF_ERROR(Read(key, &v));
+  if (v < min) {
+    return absl::InvalidArgumentError(absl::StrCat("pass '", pass_, "': option '", key, "' must be >= ", min, ", got ", v));
+  }
+  *value = v;
+  return absl::OkStatus();
+}
+
+absl::Status PassOptionReader::Read(const std::string& key, std::optional<bool>* value) {
+  if (options_.count(key) == 0) {
+    Find(key);
+    return absl::OkStatus();
+  }
+  bool v = false;
+  PDIST_RETURN_IF_ERROR(Read(key, &v));
+  *value = v;
   return absl::OkStatus();
 }
 

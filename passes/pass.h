@@ -88,8 +88,10 @@ class PassOptionReader {
   absl::Status Read(const std::string& key, double* value);
   absl::Status Read(const std::string& key, int64_t* value);
   absl::Status Read(const std::string& key, bool* value);  // true|false|1|0
-  // Whether the options give `key` (a Read leaves its target alone when they do not).
-  bool Has(const std::string& key) const { return options_.count(key) > 0; }
+  // Optional forms: nullopt unless the options give `key`; a given integer below `min` is an
+  // error naming the pass, the option and the value.
+  absl::Status Read(const std::string& key, std::optional<int64_t>* value, int64_t min);
+  absl::Status Read(const std::string& key, std::optional<bool>* value);
   absl::Status Finish() const;
 
  private:

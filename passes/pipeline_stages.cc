@@ -141,6 +141,132 @@ absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
   return stage_of;
 }
 
+namespace {
+
+// The meshes of the pp stages: stage s holds ranks s·dp·mp … (s+1)·dp·mp − 1 as [dp, mp].
+absl::StatusOr<std::vector<ir::ProcessMesh>> StageMeshes(const strategy::Strategy& strategy) {
+  std::vector<ir::ProcessMesh> meshes;
+  const int64_t per_mesh = strategy.dp_degree * strategy.mp_degree;
+  for (int64_t s = 0; s < strategy.pp_degree; ++s) {
+    std::vector<int64_t> ids;
+    for (int64_t r = 0; r < per_mesh; ++r) ids.push_back(s * per_mesh + r);
+    PDIST_ASSIGN_OR_RETURN(ir::ProcessMesh mesh,
+                           ir::ProcessMesh::Create({strategy.dp_degree, strategy.mp_degree}, ids, {"dp", "mp"}));
+    meshes.push_back(std::move(mesh));
+  }
+  return meshes;
+}
+
+// Cuts a forward program into virtual stages, given each op's virtual stage and the one-stage
+// plan (the strategy's dp/mp/sp as if there were no pipeline), completed on a copy (`single`)
+// so that every value that crosses a cut can be received as one stage would hold it.
+class StageCutter {
+ public:
+  StageCutter(ir::Program& forward, const ir::Program& single, const StrategyAnnotationPlan& plan,
+              std::vector<int64_t> stage_of, PipelineStages& out)
+      : forward_(forward), single_(single), plan_(plan), stage_of_(std::move(stage_of)), out_(out),
+        pp_(static_cast<int64_t>(out.meshes.size())) {}
+
+  absl::Status Run() {
+    PDIST_RETURN_IF_ERROR(FindHomes());
+    PDIST_RETURN_IF_ERROR(AnnotateOnStages());
+    PinArguments();
+    InsertBoundaryReshards();
+    return absl::OkStatus();
+  }
+
+ private:
+  // A value's home: the virtual stage of its producer, or of an argument's first reader; and
+  // each virtual stage's forward FLOPs.
+  absl::Status FindHomes() {
+    const auto& ops = forward_.block().ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (stage_of_[i] < 0 || stage_of_[i] >= static_cast<int64_t>(out_.flops.size())) {
+        return absl::InternalError(absl::StrCat("stages: op #", i, " is given virtual stage ", stage_of_[i], " of ",
+                                                out_.flops.size()));
+      }
+      for (const Value* v : ops[i]->operands()) {
+        if (v != nullptr) home_.emplace(v, stage_of_[i]);
+      }
+      for (const Value* r : ops[i]->results()) home_[r] = stage_of_[i];
+      out_.flops[static_cast<size_t>(stage_of_[i])] += ForwardFlops(*ops[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t HomeOf(const Value* v) const {
+    auto it = home_.find(v);
+    return it == home_.end() ? int64_t{0} : it->second;
+  }
+
+  const ir::ProcessMesh& MeshOf(int64_t virtual_stage) const { return out_.meshes[static_cast<size_t>(virtual_stage % pp_)]; }
+
+  // What one stage's completion gave `v`, moved onto the mesh of `virtual_stage`, not Partial.
+  ir::DistAttr OneStageAttr(const Value* v, int64_t virtual_stage) const {
+    ir::DistAttr attr = single_.FindValue(v->id())->dist_attr().value_or(ir::DistAttr::Replicated(plan_.mesh, v->type().rank()));
+    attr.partial.clear();
+    attr.mesh = MeshOf(virtual_stage);
+    return attr;
+  }
+
+  absl::Status AnnotateOnStages() {
+    for (const StrategyAnnotation& a : plan_.annotations) {
+      PDIST_RETURN_IF_ERROR(ir::ShardTensor(a.value, MeshOf(HomeOf(a.value)), a.placements));
+    }
+    return absl::OkStatus();
+  }
+
+  // Every other argument is pinned to its home stage too, as one stage's completion places it:
+  // left open, completion could put a tied embedding on the stage of its second reader, which
+  // would then send it upstream inside each forward and wait on itself.
+  void PinArguments() {
+    for (Value* arg : forward_.block().arguments()) {
+      if (arg->dist_attr()) continue;
+      arg->set_dist_attr(OneStageAttr(arg, HomeOf(arg)));
+      arg->set_dist_annotated(true);
+    }
+  }
+
+  // Each op moves to its virtual stage's chunk; an operand from another virtual stage is read
+  // through a reshard to this one, made once per (value, virtual stage).
+  void InsertBoundaryReshards() {
+    std::vector<std::unique_ptr<Operation>> old = std::move(forward_.block().mutable_ops());
+    forward_.block().mutable_ops().clear();
+    std::map<std::pair<const Value*, int64_t>, Value*> moved;  // (value, virtual stage) → its copy there
+    for (size_t i = 0; i < old.size(); ++i) {
+      const int64_t stage = stage_of_[i];
+      for (size_t k = 0; k < old[i]->num_operands(); ++k) {
+        Value* v = old[i]->operand(k);
+        if (v == nullptr || HomeOf(v) == stage) continue;
+        Value*& copy = moved[{v, stage}];
+        if (copy == nullptr) {
+          copy = forward_.NewValue(v->type(), ir::ValueRole::kActivation);
+          copy->set_dist_attr(OneStageAttr(v, stage));
+          copy->set_dist_annotated(true);
+          auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
+          reshard->set_chunk(stage / pp_);
+          reshard->add_result(copy);
+          forward_.block().Append(std::move(reshard));
+          ++out_.boundary_reshards;
+        }
+        old[i]->set_operand(k, copy);
+      }
+      old[i]->set_chunk(stage / pp_);
+      forward_.block().Append(std::move(old[i]));
+    }
+  }
+
+  ir::Program& forward_;
+  const ir::Program& single_;
+  const StrategyAnnotationPlan& plan_;
+  std::vector<int64_t> stage_of_;
+  PipelineStages& out_;
+  int64_t pp_;
+  std::unordered_map<const Value*, int64_t> home_;
+};
+
+}  // namespace
+
 absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& strategy, ir::Program& forward) {
   const int64_t pp = strategy.pp_degree;
   const int64_t vpp = strategy.pipeline.vpp_degree;
@@ -167,69 +293,9 @@ absl::StatusOr<PipelineStages> AnnotatePipelineStages(const strategy::Strategy& 
                                                             ? BalanceStages(forward, pp * vpp)
                                                             : StagesFromMarks(forward, strategy.pipeline.split_before));
   PipelineStages out;
-  const int64_t per_mesh = strategy.dp_degree * strategy.mp_degree;
-  for (int64_t s = 0; s < pp; ++s) {
-    std::vector<int64_t> ids;
-    for (int64_t r = 0; r < per_mesh; ++r) ids.push_back(s * per_mesh + r);
-    PDIST_ASSIGN_OR_RETURN(ir::ProcessMesh mesh,
-                           ir::ProcessMesh::Create({strategy.dp_degree, strategy.mp_degree}, ids, {"dp", "mp"}));
-    out.meshes.push_back(std::move(mesh));
-  }
+  PDIST_ASSIGN_OR_RETURN(out.meshes, StageMeshes(strategy));
   out.flops.assign(static_cast<size_t>(pp * vpp), 0);
-
-  // A value's home: the virtual stage of its producer, or of an argument's first reader.
-  const auto& ops = forward.block().ops();
-  std::unordered_map<const Value*, int64_t> home;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (const Value* v : ops[i]->operands()) {
-      if (v != nullptr) home.emplace(v, stage_of[i]);
-    }
-    for (const Value* r : ops[i]->results()) home[r] = stage_of[i];
-    out.flops[static_cast<size_t>(stage_of[i])] += ForwardFlops(*ops[i]);
-  }
-  auto home_of = [&](const Value* v) { auto it = home.find(v); return it == home.end() ? int64_t{0} : it->second; };
-  for (const StrategyAnnotation& a : plan.annotations) {
-    PDIST_RETURN_IF_ERROR(ir::ShardTensor(a.value, out.meshes[static_cast<size_t>(home_of(a.value) % pp)], a.placements));
-  }
-  // Every other argument is pinned to its home stage too, as one stage's completion places it:
-  // left open, completion could put a tied embedding on the stage of its second reader, which
-  // would then send it upstream inside each forward and wait on itself.
-  for (Value* arg : forward.block().arguments()) {
-    if (arg->dist_attr()) continue;
-    ir::DistAttr attr = single.FindValue(arg->id())->dist_attr().value_or(ir::DistAttr::Replicated(plan.mesh, arg->type().rank()));
-    attr.partial.clear();
-    attr.mesh = out.meshes[static_cast<size_t>(home_of(arg) % pp)];
-    arg->set_dist_attr(std::move(attr));
-    arg->set_dist_annotated(true);
-  }
-
-  std::vector<std::unique_ptr<Operation>> old = std::move(forward.block().mutable_ops());
-  forward.block().mutable_ops().clear();
-  std::map<std::pair<const Value*, int64_t>, Value*> moved;  // (value, virtual stage) → its copy there
-  for (size_t i = 0; i < old.size(); ++i) {
-    const int64_t stage = stage_of[i];
-    for (size_t k = 0; k < old[i]->num_operands(); ++k) {
-      Value* v = old[i]->operand(k);
-      if (v == nullptr || home_of(v) == stage) continue;
-      Value*& copy = moved[{v, stage}];
-      if (copy == nullptr) {
-        ir::DistAttr target = single.FindValue(v->id())->dist_attr().value_or(ir::DistAttr::Replicated(plan.mesh, v->type().rank()));
-        target.partial.clear();
-        target.mesh = out.meshes[static_cast<size_t>(stage % pp)];
-        copy = forward.NewValue(v->type(), ir::ValueRole::kActivation);
-        copy->set_dist_attr(std::move(target));
-        copy->set_dist_annotated(true);
-        auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
-        reshard->set_chunk(stage / pp);
-        reshard->add_result(copy);
-        forward.block().Append(std::move(reshard));
-        ++out.boundary_reshards;
-      }
-      old[i]->set_operand(k, copy);
-    }
-    old[i]->set_chunk(stage / pp);
-    forward.block().Append(std::move(old[i]));
-  }
+  PDIST_RETURN_IF_ERROR(StageCutter(forward, single, plan, std::move(stage_of), out).Run());
   return out;
 }
 

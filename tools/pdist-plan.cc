@@ -102,95 +102,110 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-int Main(int argc, char** argv) {
-  Options o;
-  cli::FlagSet flags("pdist-plan", "MODEL | --model SPEC  [--gpus N] [--cluster FILE|PRESET] [options]",
-                     "Finds the fastest strategy (data, tensor, pipeline and sequence parallelism, ZeRO, "
-                     "micro-batching, schedule, recompute) that fits the cluster's memory, prints the prediction "
-                     "and writes the Strategy JSON pdist-train runs.");
-  flags.String("model", &o.model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
-                                       "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
-  flags.Int("gpus", &o.gpus, "devices: N of the --cluster preset, filled 8 per node");
-  flags.String("cluster", &o.cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200, cpu-local "
-                                      "(this machine as --gpus CPU ranks, measured now)");
-  flags.Bool("calibrate", &o.calibrate, "measure this machine as --gpus CPU ranks (default 4) and print the cluster "
-                                        "JSON (or write it to -o), then exit");
-  flags.Int("global-batch", &o.global_batch, "sequences per step (a MODEL file has its own; --model default 8)");
-  flags.Int("seq", &o.seq, "sequence length (overrides the --model spec's; must match a MODEL file)");
-  flags.String("strategy", &o.strategy_path, "a Strategy JSON whose keys are kept; the planner searches the rest");
-  flags.String("o", &o.output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
-  flags.Int("top", &o.top, "plans listed by --explain and in --json's top");
-  flags.Bool("explain", &o.explain, "list the top plans side by side and why the others lost");
-  flags.Bool("json", &o.json, "print one JSON object instead of the text report");
-  flags.Bool("executable-only", &o.executable_only, "only plans this build of pdist can run (no ZeRO, no recompute yet)");
-  flags.Bool("mp-across-nodes", &o.mp_across_nodes, "allow tensor parallelism beyond one node");
-  flags.Double("memory-margin", &o.memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
-  flags.Int("max-micro-batch", &o.max_micro_batch, "largest micro-batch tried");
-  flags.Bool("quiet", &o.quiet, "no progress line");
-  const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
-  if (args.size() > 1) return Fail(absl::InvalidArgumentError(absl::StrCat("expected one MODEL, got ", args.size())));
-  if (o.memory_margin < 0 || o.memory_margin >= 1) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat("--memory-margin %g must be in [0, 1)", o.memory_margin)));
-  }
-  if (o.top < 1) return Fail(absl::InvalidArgumentError(absl::StrCat("--top ", o.top, " must be >= 1")));
-  if (o.calibrate) {
-    if (!args.empty() || !o.model_spec.empty()) {
-      return Fail(absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL"));
-    }
-    absl::StatusOr<strategy::Cluster> measured = CalibrateHere(o);
-    if (!measured.ok()) return Fail(measured.status());
-    const std::string json = strategy::ClusterToJson(*measured);
-    if (o.output.empty()) {
-      std::printf("%s\n", json.c_str());
-    } else if (absl::Status s = WriteFile(o.output, json); !s.ok()) {
-      return Fail(s);
-    } else {
-      std::printf("cluster written to %s\n", o.output.c_str());
-    }
-    return 0;
-  }
+void RegisterFlags(cli::FlagSet& flags, Options* o) {
+  flags.String("model", &o->model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
+                                        "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
+  flags.Int("gpus", &o->gpus, "devices: N of the --cluster preset, filled 8 per node");
+  flags.String("cluster", &o->cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200, cpu-local "
+                                       "(this machine as --gpus CPU ranks, measured now)");
+  flags.Bool("calibrate", &o->calibrate, "measure this machine as --gpus CPU ranks (default 4) and print the cluster "
+                                         "JSON (or write it to -o), then exit");
+  flags.Int("global-batch", &o->global_batch, "sequences per step (a MODEL file has its own; --model default 8)");
+  flags.Int("seq", &o->seq, "sequence length (overrides the --model spec's; must match a MODEL file)");
+  flags.String("strategy", &o->strategy_path, "a Strategy JSON whose keys are kept; the planner searches the rest");
+  flags.String("o", &o->output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
+  flags.Int("top", &o->top, "plans listed by --explain and in --json's top");
+  flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");
+  flags.Bool("json", &o->json, "print one JSON object instead of the text report");
+  flags.Bool("executable-only", &o->executable_only,
+             "only plans this build of pdist can run (no ZeRO, no recompute yet)");
+  flags.Bool("mp-across-nodes", &o->mp_across_nodes, "allow tensor parallelism beyond one node");
+  flags.Double("memory-margin", &o->memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
+  flags.Int("max-micro-batch", &o->max_micro_batch, "largest micro-batch tried");
+  flags.Bool("quiet", &o->quiet, "no progress line");
+}
 
-  absl::StatusOr<strategy::Cluster> cluster = ResolveCluster(o);
-  if (!cluster.ok()) return Fail(cluster.status());
-  absl::StatusOr<planner::PlannedModel> model = ResolveModel(o, args);
-  if (!model.ok()) return Fail(model.status());
+absl::Status CheckOptions(const Options& o, const std::vector<std::string>& args) {
+  if (args.size() > 1) return absl::InvalidArgumentError(absl::StrCat("expected one MODEL, got ", args.size()));
+  if (o.memory_margin < 0 || o.memory_margin >= 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("--memory-margin %g must be in [0, 1)", o.memory_margin));
+  }
+  if (o.top < 1) return absl::InvalidArgumentError(absl::StrCat("--top ", o.top, " must be >= 1"));
+  if (o.calibrate && (!args.empty() || !o.model_spec.empty())) {
+    return absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL");
+  }
+  return absl::OkStatus();
+}
+
+// --calibrate: the cluster JSON on stdout or in -o.
+absl::Status Calibrate(const Options& o) {
+  PDIST_ASSIGN_OR_RETURN(strategy::Cluster measured, CalibrateHere(o));
+  const std::string json = strategy::ClusterToJson(measured);
+  if (o.output.empty()) {
+    std::printf("%s\n", json.c_str());
+    return absl::OkStatus();
+  }
+  PDIST_RETURN_IF_ERROR(WriteFile(o.output, json));
+  std::printf("cluster written to %s\n", o.output.c_str());
+  return absl::OkStatus();
+}
+
+// The search's options from the flags (and the --strategy file's fixed keys), with a progress bar.
+absl::StatusOr<planner::SearchOptions> SearchOptionsFrom(const Options& o, std::unique_ptr<tools::ProgressBar>& bar) {
   planner::SearchOptions search;
   if (!o.strategy_path.empty()) {
-    absl::StatusOr<std::string> text = ir::ReadFileToString(o.strategy_path);
-    if (!text.ok()) return Fail(text.status());
-    absl::StatusOr<planner::FixedChoices> fixed = planner::FixedChoicesFromStrategyJson(*text);
-    if (!fixed.ok()) return Fail(WithContext(fixed.status(), absl::StrCat("strategy file ", o.strategy_path)));
+    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.strategy_path));
+    absl::StatusOr<planner::FixedChoices> fixed = planner::FixedChoicesFromStrategyJson(text);
+    if (!fixed.ok()) return WithContext(fixed.status(), absl::StrCat("strategy file ", o.strategy_path));
     search.fixed = *fixed;
   }
   search.executable_only = o.executable_only;
   search.tensor_parallel_across_nodes = o.mp_across_nodes;
   search.max_micro_batch = o.max_micro_batch;
   search.estimate.memory_margin = o.memory_margin;
-  std::unique_ptr<tools::ProgressBar> bar;
-  search.progress = [&](const planner::SearchProgress& p) {
+  search.progress = [&o, &bar](const planner::SearchProgress& p) {
     if (o.quiet) return;
     if (!bar) bar = std::make_unique<tools::ProgressBar>(p.factorisations, stderr, 1, "dp×mp×pp");
     bar->Update(p.factorisations_done,
                 absl::StrFormat("%d priced  best %s", p.priced,
                                 p.best_step_time > 0 ? absl::StrFormat("%.4g s", p.best_step_time) : "-"));
   };
-  absl::StatusOr<planner::SearchResult> result = planner::Search(*model, *cluster, search);
-  if (bar) bar->Finish();
-  if (!result.ok()) return Fail(result.status());
+  return search;
+}
 
-  if (!o.output.empty()) {
-    if (absl::Status s = WriteFile(o.output, planner::PlanStrategyJson(result->best())); !s.ok()) return Fail(s);
-  }
+// Searches, writes -o, and prints the report (text or --json).
+absl::Status Plan(const Options& o, const std::vector<std::string>& args) {
+  PDIST_ASSIGN_OR_RETURN(strategy::Cluster cluster, ResolveCluster(o));
+  PDIST_ASSIGN_OR_RETURN(planner::PlannedModel model, ResolveModel(o, args));
+  std::unique_ptr<tools::ProgressBar> bar;
+  PDIST_ASSIGN_OR_RETURN(planner::SearchOptions search, SearchOptionsFrom(o, bar));
+  absl::StatusOr<planner::SearchResult> result = planner::Search(model, cluster, search);
+  if (bar) bar->Finish();
+  PDIST_RETURN_IF_ERROR(result.status());
+  if (!o.output.empty()) PDIST_RETURN_IF_ERROR(WriteFile(o.output, planner::PlanStrategyJson(result->best())));
   if (o.json) {
-    std::printf("%s\n", planner::ReportJson(*result, *cluster, o.top).dump(2).c_str());
-    return 0;
+    std::printf("%s\n", planner::ReportJson(*result, cluster, o.top).dump(2).c_str());
+    return absl::OkStatus();
   }
-  std::printf("model: %s, global batch %lld, %s\n", model->description.c_str(),
-              static_cast<long long>(model->global_batch), cluster->name.c_str());
-  std::printf("%s", planner::ReportText(*result, *cluster).c_str());
+  std::printf("model: %s, global batch %lld, %s\n", model.description.c_str(),
+              static_cast<long long>(model.global_batch), cluster.name.c_str());
+  std::printf("%s", planner::ReportText(*result, cluster).c_str());
   if (o.explain) std::printf("\n%s", planner::ExplainText(*result, o.top).c_str());
   if (!o.output.empty()) std::printf("strategy written to %s\n", o.output.c_str());
-  return 0;
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  cli::FlagSet flags("pdist-plan", "MODEL | --model SPEC  [--gpus N] [--cluster FILE|PRESET] [options]",
+                     "Finds the fastest strategy (data, tensor, pipeline and sequence parallelism, ZeRO, "
+                     "micro-batching, schedule, recompute) that fits the cluster's memory, prints the prediction "
+                     "and writes the Strategy JSON pdist-train runs.");
+  RegisterFlags(flags, &o);
+  const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
+  absl::Status status = CheckOptions(o, args);
+  if (status.ok()) status = o.calibrate ? Calibrate(o) : Plan(o, args);
+  return status.ok() ? 0 : Fail(status);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "executor/timeline.h"
+#include "engine/timeline_files.h"
 #include "tools/cli.h"
 #include "tools/launcher.h"
 
@@ -84,7 +84,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (!timeline.empty() && result->exit_code == 0) {
-    if (absl::Status s = exec::DrawPipelineFromTraces(timeline, {.title = "pdist-run"}); !s.ok()) {
+    if (absl::Status s = engine::DrawPipelineFromTraces(timeline, {.title = "pdist-run"}); !s.ok()) {
       std::fprintf(stderr, "pdist-run: timeline: %s\n", std::string(s.message()).c_str());
       return 1;
     }

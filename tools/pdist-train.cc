@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/token_batches.h"
 #include "ir/serialize.h"
+#include "ir/status.h"
 #include "tools/cli.h"
 #include "tools/progress_bar.h"
 
@@ -57,114 +58,95 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace pdist;
+// Every flag of the tool, as given.
+struct TrainFlags {
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load;
   std::string backend = "inproc";
-  // pdist-run --timeline passes its directory to every rank through the environment.
-  std::string timeline = std::getenv("PDIST_TIMELINE_DIR") != nullptr ? std::getenv("PDIST_TIMELINE_DIR") : "";
+  std::string timeline;
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
   double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25;
   bool quiet = false, profile = false;
-  cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
-                     "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every step.");
-  flags.String("data", &data, "training data: a text file (read as bytes) or a token file");
-  flags.String("data-format", &data_format, "text | u16 | u32 | pdtok");
-  flags.Int("data-seed", &data_seed, "seed of the order of training windows");
-  flags.Int("steps", &steps, "optimizer steps to run");
-  flags.Double("lr", &lr, "peak learning rate");
-  flags.Int("warmup", &warmup, "linear warm-up steps");
-  flags.Int("decay", &decay, "cosine-decay steps after warm-up (0: constant)");
-  flags.String("optimizer", &optimizer, "adamw | momentum | sgd");
-  flags.Double("weight-decay", &weight_decay, "adamw coeff / momentum regularization");
-  flags.Int("seed", &seed, "parameter initialisation seed");
-  flags.String("strategy", &strategy_path, "strategy JSON file (docs/strategy.md)");
-  flags.Int("ranks", &ranks,
+};
+
+void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
+  flags.String("data", &f->data, "training data: a text file (read as bytes) or a token file");
+  flags.String("data-format", &f->data_format, "text | u16 | u32 | pdtok");
+  flags.Int("data-seed", &f->data_seed, "seed of the order of training windows");
+  flags.Int("steps", &f->steps, "optimizer steps to run");
+  flags.Double("lr", &f->lr, "peak learning rate");
+  flags.Int("warmup", &f->warmup, "linear warm-up steps");
+  flags.Int("decay", &f->decay, "cosine-decay steps after warm-up (0: constant)");
+  flags.String("optimizer", &f->optimizer, "adamw | momentum | sgd");
+  flags.Double("weight-decay", &f->weight_decay, "adamw coeff / momentum regularization");
+  flags.Int("seed", &f->seed, "parameter initialisation seed");
+  flags.String("strategy", &f->strategy_path, "strategy JSON file (docs/strategy.md)");
+  flags.Int("ranks", &f->ranks,
             "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
             "--strategy, N ranks of data parallelism)");
-  flags.String("backend", &backend, engine::CommBackendHelp());
-  flags.Double("collective-timeout-s", &collective_timeout, "how long a collective waits for the other ranks");
-  flags.Double("bucket-mb", &bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
-  flags.String("losses-out", &losses_out, "write {\"losses\": [...]} to this JSON file");
-  flags.String("timeline", &timeline,
+  flags.String("backend", &f->backend, pdist::engine::CommBackendHelp());
+  flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
+  flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
+  flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
+  flags.String("timeline", &f->timeline,
                "write the last step's timeline here: a Chrome trace per rank (rank<k>.trace.json, for Perfetto or "
                "chrome://tracing) and pipeline.svg, a row per rank (docs/pipeline.md)");
-  flags.String("save", &save, "write a checkpoint here at the end");
-  flags.String("load", &load, "resume from this checkpoint");
-  flags.Bool("quiet", &quiet, "no progress bar");
-  flags.Bool("profile", &profile, "time every kernel and print the time per op type (steps after the first)");
-  const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
-  if (args.size() != 1 || data.empty()) {
-    std::fprintf(stderr, "pdist-train: expected MODEL and --data FILE\n%s", flags.Help().c_str());
-    return 2;
-  }
+  flags.String("save", &f->save, "write a checkpoint here at the end");
+  flags.String("load", &f->load, "resume from this checkpoint");
+  flags.Bool("quiet", &f->quiet, "no progress bar");
+  flags.Bool("profile", &f->profile, "time every kernel and print the time per op type (steps after the first)");
+}
 
+// The engine's options from the flags; errors name the flag.
+absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags& f) {
+  using namespace pdist;
   engine::EngineOptions options;
-  options.lr = {.base = lr, .warmup_steps = warmup, .decay_steps = decay};
-  options.seed = static_cast<uint64_t>(seed);
-  options.profile = profile;
-  options.optimizer.weight_decay = weight_decay;
-  if (auto type = passes::ParseOptimizerType(optimizer); type.ok()) {
-    options.optimizer.type = *type;
-  } else {
-    return Fail(type.status());
+  options.lr = {.base = f.lr, .warmup_steps = f.warmup, .decay_steps = f.decay};
+  options.seed = static_cast<uint64_t>(f.seed);
+  options.profile = f.profile;
+  options.optimizer.weight_decay = f.weight_decay;
+  PDIST_ASSIGN_OR_RETURN(options.optimizer.type, passes::ParseOptimizerType(f.optimizer));
+  if (!f.strategy_path.empty()) {
+    PDIST_ASSIGN_OR_RETURN(options.strategy_json, ReadFile(f.strategy_path, "strategy file"));
   }
-  if (!strategy_path.empty()) {
-    auto text = ReadFile(strategy_path, "strategy file");
-    if (!text.ok()) return Fail(text.status());
-    options.strategy_json = *text;
+  options.backend = f.backend;
+  options.timeline_dir = f.timeline;
+  options.collective_timeout_s = f.collective_timeout;
+  if (f.bucket_mb < 0) return absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", f.bucket_mb));
+  options.gradient_bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
+  if (f.ranks < 0) return absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", f.ranks));
+  PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
+  if (f.ranks > 0 && backend->process_per_rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ranks sets in-process ranks; with --backend ", f.backend, ", pdist-run sets WORLD_SIZE"));
   }
-  options.backend = backend;
-  options.timeline_dir = timeline;
-  options.collective_timeout_s = collective_timeout;
-  if (bucket_mb < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", bucket_mb)));
-  options.gradient_bucket_bytes = static_cast<int64_t>(bucket_mb * 1024 * 1024);
-  if (ranks < 0) return Fail(absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", ranks)));
-  absl::StatusOr<const engine::CommBackend*> comm_backend = engine::FindCommBackend(backend);
-  if (!comm_backend.ok()) return Fail(comm_backend.status());
-  if (ranks > 0 && (*comm_backend)->process_per_rank) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--ranks sets in-process ranks; with --backend ", backend,
-                                                        ", pdist-run sets WORLD_SIZE")));
+  if (options.strategy_json.empty() && f.ranks > 1) {
+    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", f.ranks);  // plain data parallelism
   }
-  if (options.strategy_json.empty() && ranks > 1) {
-    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", ranks);  // plain data parallelism
-  }
-  auto program = ir::LoadProgramAuto(args[0]);
-  if (!program.ok()) return Fail(program.status());
-  engine::TokenDatasetOptions data_options;
-  data_options.path = data;
-  data_options.seed = static_cast<uint64_t>(data_seed);
-  if (auto format = engine::ParseTokenFormat(data_format); format.ok()) {
-    data_options.format = *format;
-  } else {
-    return Fail(format.status());
-  }
-  auto resolved = engine::DatasetOptionsForModel(*program, data_options);
-  if (!resolved.ok()) return Fail(resolved.status());
-  auto dataset = engine::TokenDataset::Open(*resolved);
-  if (!dataset.ok()) return Fail(dataset.status());
-  auto trainer = engine::Engine::Create(std::move(*program), options);
-  if (!trainer.ok()) return Fail(trainer.status());
-  if (ranks > 0 && ranks != (*trainer)->world_size()) {
-    return Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "--ranks %d but the strategy has %d ranks (dp_degree × mp_degree × pp_degree)", ranks, (*trainer)->world_size())));
-  }
-  // Under gloo every process trains; rank 0 reports and writes files.
-  const bool reporter = (*trainer)->first_local_rank() == 0;
-  quiet = quiet || !reporter;
-  if (!load.empty()) {
-    if (absl::Status s = (*trainer)->Load(load); !s.ok()) return Fail(s);
-    dataset->Seek((*trainer)->step());
-  }
+  return options;
+}
 
-  const int64_t tokens_per_step = (*trainer)->tokens_per_step();
-  tools::ProgressBar bar(steps);
+absl::StatusOr<pdist::engine::TokenDataset> OpenDataset(const TrainFlags& f, const pdist::ir::Program& model) {
+  using namespace pdist;
+  engine::TokenDatasetOptions options;
+  options.path = f.data;
+  options.seed = static_cast<uint64_t>(f.data_seed);
+  PDIST_ASSIGN_OR_RETURN(options.format, engine::ParseTokenFormat(f.data_format));
+  PDIST_ASSIGN_OR_RETURN(engine::TokenDatasetOptions resolved, engine::DatasetOptionsForModel(model, options));
+  return engine::TokenDataset::Open(resolved);
+}
+
+// Fits `trainer` for f.steps with a progress bar, then reports, writes the losses and saves.
+absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, pdist::engine::TokenDataset& dataset) {
+  using namespace pdist;
+  // Under gloo every process trains; rank 0 reports and writes files.
+  const bool reporter = trainer.first_local_rank() == 0;
+  const bool quiet = f.quiet || !reporter;
+  const int64_t tokens_per_step = trainer.tokens_per_step();
+  tools::ProgressBar bar(f.steps);
   double seconds = 0;
   int64_t done = 0;
   std::map<std::string, double> op_seconds;  // summed over steps after the first (warm-up)
-  auto results = (*trainer)->Fit(engine::BatchesFrom(*dataset), steps, [&](const engine::StepResult& r) {
+  auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     seconds += r.seconds;
     ++done;
     if (done > 1) {
@@ -177,19 +159,51 @@ int main(int argc, char** argv) {
     return true;
   });
   if (!quiet) bar.Finish();
-  if (!results.ok()) return Fail(results.status());
+  PDIST_RETURN_IF_ERROR(results.status());
   if (reporter && !results->empty()) {
     std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s, peak activation memory %s\n",
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
                  static_cast<double>(tokens_per_step * done) / seconds,
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
   }
-  if (reporter && profile && done > 1) PrintProfile(op_seconds, done - 1);
-  if (reporter && !losses_out.empty()) {
-    if (absl::Status s = WriteLosses(losses_out, *results); !s.ok()) return Fail(s);
+  if (reporter && f.profile && done > 1) PrintProfile(op_seconds, done - 1);
+  if (reporter && !f.losses_out.empty()) PDIST_RETURN_IF_ERROR(WriteLosses(f.losses_out, *results));
+  if (!f.save.empty()) PDIST_RETURN_IF_ERROR(trainer.Save(f.save));
+  return absl::OkStatus();
+}
+
+absl::Status Train(const std::string& model_path, const TrainFlags& f) {
+  using namespace pdist;
+  PDIST_ASSIGN_OR_RETURN(engine::EngineOptions options, EngineOptionsFrom(f));
+  PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(model_path));
+  PDIST_ASSIGN_OR_RETURN(engine::TokenDataset dataset, OpenDataset(f, program));
+  PDIST_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> trainer, engine::Engine::Create(std::move(program), options));
+  if (f.ranks > 0 && f.ranks != trainer->world_size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--ranks %d but the strategy has %d ranks (dp_degree × mp_degree × pp_degree)", f.ranks, trainer->world_size()));
   }
-  if (!save.empty()) {
-    if (absl::Status s = (*trainer)->Save(save); !s.ok()) return Fail(s);
+  if (!f.load.empty()) {
+    PDIST_RETURN_IF_ERROR(trainer->Load(f.load));
+    dataset.Seek(trainer->step());
   }
-  return 0;
+  return FitAndReport(f, *trainer, dataset);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TrainFlags f;
+  // pdist-run --timeline passes its directory to every rank through the environment.
+  if (const char* dir = std::getenv("PDIST_TIMELINE_DIR")) f.timeline = dir;
+  pdist::cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
+                            "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every "
+                            "step.");
+  RegisterFlags(flags, &f);
+  const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
+  if (args.size() != 1 || f.data.empty()) {
+    std::fprintf(stderr, "pdist-train: expected MODEL and --data FILE\n%s", flags.Help().c_str());
+    return 2;
+  }
+  absl::Status trained = Train(args[0], f);
+  return trained.ok() ? 0 : Fail(trained);
 }

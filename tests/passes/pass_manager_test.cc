@@ -90,6 +90,24 @@ TEST(PassRegistryTest, BuiltinsAndUnknownNames) {
   EXPECT_THAT(std::string(registry.Create({"optimizer", {{"type", "adam"}}}).status().message()),
               HasSubstr("unknown optimizer 'adam'"));
 
+  // The distributed passes' options: errors name the pass, the option and the value; what a
+  // pipeline prints reads back into the same pass.
+  const auto message = [&](const PassSpec& spec) { return std::string(registry.Create(spec).status().message()); };
+  EXPECT_THAT(message({"micro-batch", {{"n", "0"}}}), HasSubstr("pass 'micro-batch': option 'n' must be >= 1, got 0"));
+  EXPECT_THAT(message({"replicate-loss", {{"world", "-2"}}}),
+              HasSubstr("pass 'replicate-loss': option 'world' must be >= 1, got -2"));
+  EXPECT_THAT(message({"partition", {}}), HasSubstr("option 'rank' is required"));
+  EXPECT_THAT(message({"partition", {{"rank", "one"}}}), HasSubstr("option rank=one is not an integer"));
+  EXPECT_THAT(message({"fuse-allreduce", {{"bucket_bytes", "-1"}}}), HasSubstr("bucket_bytes must be >= 0"));
+  EXPECT_THAT(message({"split-weight-grad", {{"n", "1"}}}), HasSubstr("has no option 'n' (it takes none)"));
+  for (const char* text : {"micro-batch{n=4}", "micro-batch", "replicate-loss{world=8}", "partition{rank=3}",
+                           "fuse-allreduce", "fuse-allreduce{bucket_bytes=0}", "split-weight-grad",
+                           "annotate-strategy", "annotate-strategy{mp=2,sp=true}"}) {
+    PassManager pm;
+    ASSERT_TRUE(pm.AddPipeline(text).ok()) << text;
+    EXPECT_EQ(pm.Pipeline(), text);
+  }
+
   PassRegistry local;
   ASSERT_TRUE(local.Register("noop", "does nothing", [](const PassOptions&) -> absl::StatusOr<std::unique_ptr<Pass>> {
                      return std::make_unique<NoopPass>();

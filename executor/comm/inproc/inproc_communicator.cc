@@ -4,6 +4,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +143,20 @@ class InprocCommunicator : public Communicator {
   void AbortBackend() override { group_->Abort(); }
 
  private:
+  // Who takes part in a call: the group's ranks for a collective, (sender, receiver) for a
+  // send/recv pair; the slot's key; this rank's index among them.
+  struct Participants {
+    std::vector<int> ranks;
+    std::string key;
+    int me = 0;
+  };
+  using Reach = std::function<absl::Status(int phase)>;
+
+  Participants ParticipantsOf(const Call& call) const;
+  // The scratch buffer this rank publishes for `fp` (nullptr when it needs none).
+  void* ScratchFor(const Fingerprint& fp, int n, int me, bool aliased);
+  absl::Status Exchange(const Fingerprint& fp, Slot& slot, int me, int n, bool aliased, Tensor* out, const Reach& reach);
+
   void* Scratch(int64_t bytes) {
     if (static_cast<int64_t>(scratch_.size()) < bytes) scratch_.resize(bytes);
     return scratch_.data();
@@ -151,74 +167,89 @@ class InprocCommunicator : public Communicator {
   std::vector<char> scratch_;  // reused across calls: a fresh 64 MiB buffer per call page-faults
 };
 
+InprocCommunicator::Participants InprocCommunicator::ParticipantsOf(const Call& call) const {
+  const Fingerprint& fp = call.fp;
+  Participants p;
+  if (fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv) {
+    const int dst = fp.kind == CollectiveKind::kSend ? call.peer : rank();
+    p.ranks = {fp.root, dst};
+    p.key = absl::StrCat("p2p ", fp.root, ">", dst, "@", fp.tag, "#", fp.seq);
+    p.me = fp.kind == CollectiveKind::kSend ? 0 : 1;
+    return p;
+  }
+  for (int r = 0; r < size(); ++r) p.ranks.push_back(r);
+  p.key = absl::StrCat("#", fp.seq);
+  p.me = rank();
+  return p;
+}
+
+void* InprocCommunicator::ScratchFor(const Fingerprint& fp, int n, int me, bool aliased) {
+  const int64_t esize = ir::DataTypeSize(fp.dtype);
+  switch (fp.kind) {
+    case CollectiveKind::kAllReduce: {
+      auto [b, e] = Piece(fp.count, n, me);
+      return Scratch((e - b) * esize);
+    }
+    case CollectiveKind::kReduceScatter: return Scratch(fp.count * esize / n);
+    case CollectiveKind::kAllToAll: return aliased ? Scratch(fp.count * esize) : nullptr;
+    default: return nullptr;
+  }
+}
+
 absl::Status InprocCommunicator::Run(const Call& call) {
   const Fingerprint& fp = call.fp;
-  const bool p2p = fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv;
-  const int n = p2p ? 2 : size();
-  // Participants: every rank for a collective; (sender, receiver) for a send/recv pair.
-  std::vector<int> ranks;
-  std::string key;
-  if (p2p) {
-    const int dst = fp.kind == CollectiveKind::kSend ? call.peer : rank();
-    ranks = {fp.root, dst};
-    key = absl::StrCat("p2p ", fp.root, ">", dst, "@", fp.tag, "#", fp.seq);
-  } else {
-    for (int r = 0; r < n; ++r) ranks.push_back(r);
-    key = absl::StrCat("#", fp.seq);
-  }
-  const int me = p2p ? (fp.kind == CollectiveKind::kSend ? 0 : 1) : rank();
-  const int64_t esize = ir::DataTypeSize(fp.dtype);
-  const int64_t bytes = fp.count * esize;
-  const bool aliased = call.in != nullptr && call.out != nullptr && call.in->raw() == call.out->raw();
-
-  std::shared_ptr<Slot> slot = group_->Join(key, ranks);
+  const Participants who = ParticipantsOf(call);
+  const int n = static_cast<int>(who.ranks.size());
+  std::shared_ptr<Slot> slot = group_->Join(who.key, who.ranks);
   if (fp.kind == CollectiveKind::kSend) {
     // Sends are buffered, as pipeline schedules need: a stage sends an activation and goes on to
     // its next job, which may receive from the same peer before that peer receives this.
+    const int64_t bytes = fp.count * ir::DataTypeSize(fp.dtype);
     slot->staged.assign(static_cast<const char*>(call.in->raw()), static_cast<const char*>(call.in->raw()) + bytes);
-    slot->fps[me] = fp;
-    slot->in[me] = slot->staged.data();
-    group_->Post(*slot, me);
-    group_->Leave(key, *slot);
+    slot->fps[who.me] = fp;
+    slot->in[who.me] = slot->staged.data();
+    group_->Post(*slot, who.me);
+    group_->Leave(who.key, *slot);
     return absl::OkStatus();
   }
   // Publish, then wait for everyone.
-  void* temp = nullptr;
-  if (fp.kind == CollectiveKind::kAllReduce) {
-    auto [b, e] = Piece(fp.count, n, me);
-    temp = Scratch((e - b) * esize);
-  } else if (fp.kind == CollectiveKind::kReduceScatter) {
-    temp = Scratch(bytes / n);
-  } else if (fp.kind == CollectiveKind::kAllToAll && aliased) {
-    temp = Scratch(bytes);
-  }
-  slot->fps[me] = fp;
-  slot->in[me] = call.in != nullptr ? call.in->raw() : nullptr;
-  slot->temp[me] = temp;
-  auto reach = [&](int phase) { return group_->Reach(*slot, me, phase, fp, call.deadline, config().timeout); };
+  const bool aliased = call.in != nullptr && call.out != nullptr && call.in->raw() == call.out->raw();
+  slot->fps[who.me] = fp;
+  slot->in[who.me] = call.in != nullptr ? call.in->raw() : nullptr;
+  slot->temp[who.me] = ScratchFor(fp, n, who.me, aliased);
+  const Reach reach = [&](int phase) { return group_->Reach(*slot, who.me, phase, fp, call.deadline, config().timeout); };
   absl::Status status = reach(0);
+  const bool p2p = fp.kind == CollectiveKind::kRecv;
   for (int p = 0; status.ok() && p < n; ++p) {
     Fingerprint theirs = slot->fps[p];
     if (p2p) theirs.kind = fp.kind;  // a send pairs with a recv
-    if (!(theirs == fp)) status = FingerprintMismatch(fp, rank(), slot->fps[p], ranks[p]);
+    if (!(theirs == fp)) status = FingerprintMismatch(fp, rank(), slot->fps[p], who.ranks[p]);
   }
-  if (!status.ok()) {
-    group_->Leave(key, *slot);
-    return status;
-  }
+  if (status.ok()) status = Exchange(fp, *slot, who.me, n, aliased, call.out, reach);
+  group_->Leave(who.key, *slot);
+  return status;
+}
 
-  char* out = call.out != nullptr ? static_cast<char*>(call.out->raw()) : nullptr;
+// Every participant has published its input (and scratch) in `slot`: each copies and reduces
+// what it needs, meeting the others at the phases where a buffer changes hands.
+absl::Status InprocCommunicator::Exchange(const Fingerprint& fp, Slot& slot, int me, int n, bool aliased,
+                                          Tensor* out_tensor, const Reach& reach) {
+  const int64_t esize = ir::DataTypeSize(fp.dtype);
+  const int64_t bytes = fp.count * esize;
+  char* out = out_tensor != nullptr ? static_cast<char*>(out_tensor->raw()) : nullptr;
+  void* temp = slot.temp[me];
+  absl::Status status;
   switch (fp.kind) {
     case CollectiveKind::kAllReduce: {
       // Phase 1: reduce my piece of every input; phase 2: gather every rank's reduced piece.
       auto [b, e] = Piece(fp.count, n, me);
       std::vector<const void*> inputs;
-      for (int p = 0; p < n; ++p) inputs.push_back(At(slot->in[p], b * esize));
+      for (int p = 0; p < n; ++p) inputs.push_back(At(slot.in[p], b * esize));
       status = ReduceRange(fp.dtype, fp.reduce, inputs, temp, 0, e - b);
       if (status.ok()) status = reach(1);
       for (int p = 0; status.ok() && p < n; ++p) {
         auto [pb, pe] = Piece(fp.count, n, p);
-        std::memcpy(out + pb * esize, slot->temp[p], (pe - pb) * esize);
+        std::memcpy(out + pb * esize, slot.temp[p], (pe - pb) * esize);
       }
       if (status.ok()) status = reach(2);
       break;
@@ -226,37 +257,36 @@ absl::Status InprocCommunicator::Run(const Call& call) {
     case CollectiveKind::kReduceScatter: {
       const int64_t piece = fp.count / n;
       std::vector<const void*> inputs;
-      for (int p = 0; p < n; ++p) inputs.push_back(At(slot->in[p], me * piece * esize));
+      for (int p = 0; p < n; ++p) inputs.push_back(At(slot.in[p], me * piece * esize));
       status = ReduceRange(fp.dtype, fp.reduce, inputs, temp, 0, piece);
       if (status.ok()) status = reach(1);  // inputs no longer read: `out` may overwrite one
       if (status.ok()) std::memcpy(out, temp, piece * esize);
       break;
     }
     case CollectiveKind::kAllGather:
-      for (int p = 0; p < n; ++p) std::memcpy(out + p * bytes, slot->in[p], bytes);
+      for (int p = 0; p < n; ++p) std::memcpy(out + p * bytes, slot.in[p], bytes);
       status = reach(1);
       break;
     case CollectiveKind::kAllToAll: {
       const int64_t piece = bytes / n;
       char* dst = aliased ? static_cast<char*>(temp) : out;
-      for (int p = 0; p < n; ++p) std::memcpy(dst + p * piece, At(slot->in[p], me * piece), piece);
+      for (int p = 0; p < n; ++p) std::memcpy(dst + p * piece, At(slot.in[p], me * piece), piece);
       status = reach(1);
       if (status.ok() && aliased) std::memcpy(out, temp, bytes);
       break;
     }
     case CollectiveKind::kBroadcast:
-      if (me != fp.root) std::memcpy(out, slot->in[fp.root], bytes);
+      if (me != fp.root) std::memcpy(out, slot.in[fp.root], bytes);
       status = reach(1);
       break;
     case CollectiveKind::kSend:
     case CollectiveKind::kRecv:
-      if (me == 1) std::memcpy(out, slot->in[0], bytes);
+      if (me == 1) std::memcpy(out, slot.in[0], bytes);
       status = reach(1);
       break;
     case CollectiveKind::kBarrier:
       break;
   }
-  group_->Leave(key, *slot);
   return status;
 }
 
