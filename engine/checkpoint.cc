@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "ir/input_file.h"
+#include "ir/status.h"
 
 namespace pdist::engine {
 
@@ -79,6 +81,7 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
 }
 
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
+  PDIST_RETURN_IF_ERROR(WithContext(ir::CheckReadableFile(path), "checkpoint"));
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("checkpoint '", path, "' cannot be opened"));
   std::stringstream buffer;

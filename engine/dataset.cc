@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ir/input_file.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -32,11 +33,10 @@ uint32_t LoadLittleEndian(const unsigned char* p, int width) {
   return v;
 }
 
+// Token files are read whole; up to 64 GiB (the machine's memory is the real limit).
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("token file '", path, "' cannot be opened (missing or unreadable)"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading token file '", path, "'"));
+  absl::StatusOr<std::string> bytes = ir::ReadFileToString(path, int64_t{64} << 30);
+  if (!bytes.ok()) return WithContext(bytes.status(), "token file");
   return bytes;
 }
 

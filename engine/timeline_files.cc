@@ -15,6 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ir/input_file.h"
+#include "ir/json_reader.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -244,11 +246,14 @@ absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir) {
   for (const fs::directory_entry& entry : it) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("rank", 0) != 0 || !absl::EndsWith(name, ".trace.json")) continue;
-    std::ifstream in(entry.path());
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     auto bad = [&](const std::string& why) {
       return absl::InvalidArgumentError(absl::StrCat(entry.path().string(), ": not a pdist trace (", why, ")"));
     };
+    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(entry.path().string()));
+    absl::StatusOr<nlohmann::json> parsed =
+        ir::ParseJson(text, entry.path().string(), {.max_bytes = int64_t{1} << 30, .max_values = int64_t{1} << 28});
+    if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+    const nlohmann::json& j = *parsed;
     if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array()) return bad("no traceEvents array");
     for (const nlohmann::json& e : j["traceEvents"]) {
       if (!e.is_object() || e.value("ph", "") != "X") continue;

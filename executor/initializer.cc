@@ -3,10 +3,13 @@
 // Grammar: zeros | ones | const(X) | normal(STD) | uniform(LIMIT)   (uniform in [-LIMIT, LIMIT))
 // Element i of value "name" depends only on (seed, name, i), so a shard of a parameter can be
 // initialised by evaluating the same indices on any rank.
+#include <unistd.h>
+
 #include <charconv>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/executor.h"
 #include "executor/random.h"
@@ -63,7 +66,33 @@ absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, 
   return absl::OkStatus();
 }
 
+// The machine's physical memory, in bytes.
+int64_t PhysicalMemoryBytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Refuses, before allocating anything, a program whose parameters and optimizer states alone do
+// not fit in this machine's memory: a typo in a shape (f32[1000000,1000000]) must be an error
+// naming the largest tensor, not an allocation failure that kills the process.
+absl::Status CheckPersistentBytesFit(const ir::Program& program, const Workspace& workspace) {
+  const ir::Value* largest = nullptr;
+  double total = 0;
+  for (const ir::Value* v : program.block().arguments()) {
+    if (!v->is_persistent() || workspace.count(v->name())) continue;
+    total += static_cast<double>(v->type().num_bytes());
+    if (largest == nullptr || v->type().num_bytes() > largest->type().num_bytes()) largest = v;
+  }
+  const double available = static_cast<double>(PhysicalMemoryBytes());
+  if (total <= available) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the parameters and optimizer states need %.4g GiB, more than this machine's %.4g GiB of memory (the largest: "
+      "'%s' %s, %.4g GiB)",
+      total / (1 << 30), available / (1 << 30), largest->name(), largest->type().ToString(),
+      static_cast<double>(largest->type().num_bytes()) / (1 << 30)));
+}
+
 absl::Status Initialize(const ir::Program& program, uint64_t seed, int64_t rank, Workspace& workspace) {
+  PDIST_RETURN_IF_ERROR(CheckPersistentBytesFit(program, workspace));
   for (const ir::Value* v : program.block().arguments()) {
     if (!v->is_persistent() || workspace.count(v->name())) continue;
     PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(v->init(), v->name()));

@@ -364,19 +364,6 @@ absl::StatusOr<Program> DecodeProgram(std::string_view content) {
   return program;
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    std::string message = absl::StrCat("cannot open '", path, "': ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
-  return content.str();
-}
-
 absl::Status SaveProgram(const Program& program, const std::string& path) {
   PDIST_ASSIGN_OR_RETURN(std::string bytes, SerializeProgram(program));
   const std::string tmp = path + ".tmp";

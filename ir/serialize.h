@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ir/input_file.h"  // ReadFileToString, which the loaders below use
 #include "ir/program.h"
 
 namespace pdist::ir {
@@ -43,7 +44,5 @@ absl::StatusOr<Program> LoadProgramAuto(const std::string& path);
 // writers other than SerializeProgram (tests, fuzzers, exporters in other languages).
 std::string SealModelBytes(std::string_view body);
 
-// The whole file as bytes; NotFound / InvalidArgument naming the path.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace pdist::ir

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/json_reader.h"
 #include "ir/status.h"
 #include "strategy/strategy.h"
 
@@ -15,7 +16,7 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (s.amp.enable || s.gradient_merge.enable) {
     return absl::InvalidArgumentError("the planner does not plan 'amp' or 'gradient_merge'; set the model's dtype instead");
   }
-  const nlohmann::json j = nlohmann::json::parse(json_text);  // valid: ParseStrategy read it
+  PDIST_ASSIGN_OR_RETURN(const nlohmann::json j, ir::ParseJson(json_text, "strategy"));
   auto has = [&j](const char* section, const char* key) {
     return j.contains(section) && j[section].is_object() && j[section].contains(key);
   };

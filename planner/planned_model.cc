@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "ir/models/gpt.h"
+#include "ir/models/layer_builder.h"
 #include "ir/models/llama.h"
 #include "ir/status.h"
 #include "passes/micro_batch.h"
@@ -80,7 +81,10 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
   if (kind != "gpt" && kind != "llama") {
     return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': unknown model '", kind, "' (gpt or llama)"));
   }
-  if (global_batch < 1) return absl::InvalidArgumentError(absl::StrCat("global batch must be >= 1, got ", global_batch));
+  if (global_batch < 1 || global_batch > ir::models::kMaxModelDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global batch must be in [1, ", ir::models::kMaxModelDim, "], got ", global_batch));
+  }
   PDIST_ASSIGN_OR_RETURN(SpecFields f, ParseSpecFields(spec, colon == std::string::npos ? "" : spec.substr(colon + 1)));
   absl::StatusOr<ir::DataType> dtype = ir::ParseDataType(f.dtype);
   if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': dtype '", f.dtype, "' is not a dtype"));
@@ -117,6 +121,12 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
     return p;
   };
   PDIST_RETURN_IF_ERROR(build(1).status());  // a bad config fails here, naming its field
+  // The whole model's depth too (the profile builds only kProfileLayers of it).
+  if (absl::Status s = ir::models::RequireInRange(llama ? "LlamaConfig" : "GptConfig", "layers", m.layers,
+                                                  ir::models::kMaxModelLayers);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': ", s.message()));
+  }
   m.profile_program = build;
   return m;
 }

@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/checked_math.h"
+#include "ir/dist/process_mesh.h"
+#include "ir/json_reader.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
 
@@ -45,10 +48,14 @@ absl::Status ReadObject(const Json& j, const std::string& path,
 }
 
 // A positive number, times `scale`.
+// A positive number in the key's unit (GB/s, µs, TFLOP/s, ...), within [1e-6, 1e12] of it: a
+// rate or a time outside that range is a typo, and a subnormal one would make every time the
+// planner computes with it infinite.
 auto Positive(double& field, double scale) {
   return [&field, scale](const Json& v, const std::string& path) -> absl::Status {
-    if (!v.is_number() || !(v.get<double>() > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be a positive number, got ", v.dump()));
+    if (!v.is_number() || !(v.get<double>() >= 1e-6 && v.get<double>() <= 1e12)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster key '", path, "' must be a positive number in [1e-6, 1e12], got ", v.dump()));
     }
     field = v.get<double>() * scale;
     return absl::OkStatus();
@@ -57,8 +64,11 @@ auto Positive(double& field, double scale) {
 
 auto Count(int64_t& field) {
   return [&field](const Json& v, const std::string& path) -> absl::Status {
-    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cluster key '", path, "' must be an integer >= 1, got ", v.dump()));
+    const int64_t max = ir::ProcessMesh::kMaxProcesses;
+    // An unsigned value past int64's range reads as negative: rejected too.
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster key '", path, "' must be an integer in [1, ", max, "], got ", v.dump()));
     }
     field = v.get<int64_t>();
     return absl::OkStatus();
@@ -143,8 +153,7 @@ absl::StatusOr<double> Cluster::PeakFlops(ir::DataType dtype) const {
 }
 
 absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
-  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError("cluster: not valid JSON");
+  PDIST_ASSIGN_OR_RETURN(const Json j, ir::ParseJson(json_text, "cluster"));
   Cluster c;
   auto device = [&c](const Json& v, const std::string& path) {
     return ReadObject(v, path,
@@ -165,6 +174,9 @@ absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
                                     {"shared_cores", Count(c.shared_cores)},
                                     {"shared_cores_efficiency", Fraction(c.shared_cores_efficiency)}},
                                    {"nodes", "devices_per_node", "device", "intra_node", "inter_node"}));
+  PDIST_RETURN_IF_ERROR(ir::CheckedProduct({c.nodes, c.devices_per_node}, ir::ProcessMesh::kMaxProcesses,
+                                           "cluster devices nodes × devices_per_node")
+                            .status());
   return c;
 }
 

@@ -8,6 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/checked_math.h"
+#include "ir/dist/process_mesh.h"
+#include "ir/json_reader.h"
 #include "ir/status.h"
 
 namespace pdist::strategy {
@@ -25,12 +28,16 @@ class Section {
  public:
   Section(const Json& json, std::string path) : json_(json), path_(std::move(path)) {}
 
-  Section& Int(const std::string& key, int64_t& field, int64_t min_value) {
-    readers_[key] = [this, key, &field, min_value](const Json& v) -> absl::Status {
+  // An integer in [min_value, max_value]; the default bound is the largest job pdist runs, far
+  // above any real degree and below what would make a mesh allocate without end.
+  Section& Int(const std::string& key, int64_t& field, int64_t min_value,
+               int64_t max_value = ir::ProcessMesh::kMaxProcesses) {
+    readers_[key] = [this, key, &field, min_value, max_value](const Json& v) -> absl::Status {
       if (!v.is_number_integer()) return TypeError(key, "an integer", v);
-      if (v.get<int64_t>() < min_value) {
-        return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be >= ", min_value,
-                                                       ", got ", v.dump()));
+      // An unsigned value past int64's range reads as negative: rejected too.
+      if (v.get<int64_t>() < min_value || v.get<int64_t>() > max_value) {
+        return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be in [", min_value, ", ",
+                                                       max_value, "], got ", v.dump()));
       }
       field = v.get<int64_t>();
       return absl::OkStatus();
@@ -170,6 +177,9 @@ absl::StatusOr<TensorAnnotation> ReadAnnotation(const Json& json, const std::str
 }
 
 absl::Status Validate(const Strategy& s) {
+  PDIST_RETURN_IF_ERROR(ir::CheckedProduct({s.dp_degree, s.mp_degree, s.pp_degree}, ir::ProcessMesh::kMaxProcesses,
+                                           "strategy ranks dp_degree × mp_degree × pp_degree")
+                            .status());
   if (s.sp && s.mp_degree == 1) {
     return absl::InvalidArgumentError("strategy key 'sp' needs mp_degree > 1 (sequence parallel splits the tensor-parallel group)");
   }
@@ -195,8 +205,7 @@ absl::Status Validate(const Strategy& s) {
 }  // namespace
 
 absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
-  Json json = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return absl::InvalidArgumentError("strategy is not valid JSON");
+  PDIST_ASSIGN_OR_RETURN(Json json, ir::ParseJson(json_text, "strategy"));
   Strategy s;
   Section root(json, "");
   root.Int("dp_degree", s.dp_degree, 1)

@@ -18,6 +18,7 @@
 #include "engine/token_batches.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
+#include "strategy/strategy.h"
 #include "tools/cli.h"
 #include "tools/progress_bar.h"
 
@@ -35,12 +36,6 @@ absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engin
   out << nlohmann::json{{"losses", losses}}.dump() << "\n";
   if (!out) return absl::InvalidArgumentError("cannot write --losses-out file '" + path + "'");
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrFormat("%s '%s' cannot be opened", what, path));
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Kernel time per op type, largest first, per step.
@@ -72,7 +67,7 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("data", &f->data, "training data: a text file (read as bytes) or a token file");
   flags.String("data-format", &f->data_format, "text | u16 | u32 | pdtok");
   flags.Int("data-seed", &f->data_seed, "seed of the order of training windows");
-  flags.Int("steps", &f->steps, "optimizer steps to run");
+  flags.Int("steps", &f->steps, "optimizer steps to run, >= 1 (after --load: this many more than the checkpoint's)");
   flags.Double("lr", &f->lr, "peak learning rate");
   flags.Int("warmup", &f->warmup, "linear warm-up steps");
   flags.Int("decay", &f->decay, "cosine-decay steps after warm-up (0: constant)");
@@ -106,11 +101,17 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.optimizer.weight_decay = f.weight_decay;
   PDIST_ASSIGN_OR_RETURN(options.optimizer.type, passes::ParseOptimizerType(f.optimizer));
   if (!f.strategy_path.empty()) {
-    PDIST_ASSIGN_OR_RETURN(options.strategy_json, ReadFile(f.strategy_path, "strategy file"));
+    absl::StatusOr<std::string> text = ir::ReadFileToString(f.strategy_path);
+    if (!text.ok()) return WithContext(text.status(), "strategy file");
+    // Checked here too: the engine reads an empty strategy text as "no strategy", and an empty
+    // file is a mistake, not a request to train on one rank.
+    PDIST_RETURN_IF_ERROR(WithContext(strategy::ParseStrategy(*text).status(), f.strategy_path));
+    options.strategy_json = *std::move(text);
   }
   options.backend = f.backend;
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
+  if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
   if (f.bucket_mb < 0) return absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", f.bucket_mb));
   options.gradient_bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
   if (f.ranks < 0) return absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", f.ranks));

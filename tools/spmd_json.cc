@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/dist/dist_attr.h"
+#include "ir/json_reader.h"
 #include "ir/status.h"
 
 namespace pdist::tools {
@@ -288,8 +289,7 @@ Json EvaluateSpmdRequest(const Json& request) {
 }
 
 absl::StatusOr<Json> EvaluateSpmdText(const std::string& text) {
-  Json input = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (input.is_discarded()) return absl::InvalidArgumentError("the input is not valid JSON");
+  PDIST_ASSIGN_OR_RETURN(Json input, ir::ParseJson(text, "the input"));
   if (!input.is_array()) return EvaluateSpmdRequest(input);
   Json responses = Json::array();
   for (const Json& request : input) responses.push_back(EvaluateSpmdRequest(request));

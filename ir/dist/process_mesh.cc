@@ -48,6 +48,10 @@ absl::StatusOr<ProcessMesh> ProcessMesh::Create(std::vector<int64_t> shape, std:
   absl::flat_hash_set<int64_t> seen;
   for (int64_t id : process_ids) {
     if (id < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": process id ", id, " is negative"));
+    if (id >= kMaxProcesses) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": process id ", id, " is beyond the largest job pdist runs (", kMaxProcesses, " ranks)"));
+    }
     if (!seen.insert(id).second) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": process id ", id, " appears twice"));
     }

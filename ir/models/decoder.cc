@@ -50,13 +50,13 @@ absl::Status ValidateDecoder(const DecoderSpec& spec) {
   const std::string& c = spec.config_name;
   for (const auto& [field, value] : {std::pair<const char*, int64_t>{"vocab", spec.vocab},
                                      {"hidden", spec.hidden},
-                                     {"layers", spec.layers},
                                      {"heads", spec.heads},
                                      {"ffn_hidden", spec.ffn_hidden},
                                      {"seq_len", spec.seq_len},
                                      {"batch", spec.batch}}) {
-    PDIST_RETURN_IF_ERROR(RequirePositive(c, field, value));
+    PDIST_RETURN_IF_ERROR(RequireInRange(c, field, value));
   }
+  PDIST_RETURN_IF_ERROR(RequireInRange(c, "layers", spec.layers, kMaxModelLayers));
   if (spec.hidden % spec.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(c, ".hidden (", spec.hidden, ") must be divisible by ", c,
                                                    ".heads (", spec.heads, ")"));

@@ -8,9 +8,9 @@ namespace pdist::ir::models {
 
 std::string NormalInit(double std) { return absl::StrCat("normal(", DoubleToString(std), ")"); }
 
-absl::Status RequirePositive(const std::string& config, const std::string& field, int64_t value) {
-  if (value > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(config, ".", field, " must be positive, got ", value));
+absl::Status RequireInRange(const std::string& config, const std::string& field, int64_t value, int64_t max) {
+  if (value > 0 && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(config, ".", field, " must be in [1, ", max, "], got ", value));
 }
 
 Value* LayerBuilder::Param(const std::string& name, Shape shape, const std::string& init) {

@@ -96,6 +96,13 @@ class LayerBuilder {
 };
 
 // InvalidArgument "GptConfig.hidden must be positive, got 0" unless value > 0.
-absl::Status RequirePositive(const std::string& config, const std::string& field, int64_t value);
+// Bounds of the built-in models' sizes: far above any published model (GPT-3: 96 layers, hidden
+// 12288, vocab 51200), and low enough that no product of two of them wraps an int64.
+inline constexpr int64_t kMaxModelLayers = int64_t{1} << 14;
+inline constexpr int64_t kMaxModelDim = int64_t{1} << 24;
+
+// InvalidArgument "GptConfig.layers must be in [1, 16384], got 0" unless 1 <= value <= max.
+absl::Status RequireInRange(const std::string& config, const std::string& field, int64_t value,
+                            int64_t max = kMaxModelDim);
 
 }  // namespace pdist::ir::models

@@ -10,12 +10,16 @@
 namespace pdist::ir::models {
 
 absl::Status ValidateMlpConfig(const MlpConfig& config) {
-  PDIST_RETURN_IF_ERROR(RequirePositive("MlpConfig", "input", config.input));
-  for (size_t i = 0; i < config.hidden.size(); ++i) {
-    PDIST_RETURN_IF_ERROR(RequirePositive("MlpConfig", absl::StrCat("hidden[", i, "]"), config.hidden[i]));
+  PDIST_RETURN_IF_ERROR(RequireInRange("MlpConfig", "input", config.input));
+  if (static_cast<int64_t>(config.hidden.size()) > kMaxModelLayers) {
+    return absl::InvalidArgumentError(absl::StrCat("MlpConfig.hidden has ", config.hidden.size(),
+                                                   " layers, more than ", kMaxModelLayers));
   }
-  PDIST_RETURN_IF_ERROR(RequirePositive("MlpConfig", "classes", config.classes));
-  PDIST_RETURN_IF_ERROR(RequirePositive("MlpConfig", "batch", config.batch));
+  for (size_t i = 0; i < config.hidden.size(); ++i) {
+    PDIST_RETURN_IF_ERROR(RequireInRange("MlpConfig", absl::StrCat("hidden[", i, "]"), config.hidden[i]));
+  }
+  PDIST_RETURN_IF_ERROR(RequireInRange("MlpConfig", "classes", config.classes));
+  PDIST_RETURN_IF_ERROR(RequireInRange("MlpConfig", "batch", config.batch));
   if (!IsFloatingPoint(config.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("MlpConfig.dtype must be floating point (f32 or f64), got ",
                                                    std::string(DataTypeName(config.dtype))));
@@ -32,6 +36,10 @@ absl::StatusOr<Program> BuildMlp(const MlpConfig& config) {
   // He init (std sqrt(2/fan_in)) keeps activations at unit scale through the relu stack, so
   // small test MLPs learn in a few steps; the head uses std 1/sqrt(fan_in).
   int64_t fan_in = config.input;
+  if (static_cast<int64_t>(config.hidden.size()) > kMaxModelLayers) {
+    return absl::InvalidArgumentError(absl::StrCat("MlpConfig.hidden has ", config.hidden.size(),
+                                                   " layers, more than ", kMaxModelLayers));
+  }
   for (size_t i = 0; i < config.hidden.size(); ++i) {
     const LinearSpec spec{.init_std = std::sqrt(2.0 / static_cast<double>(fan_in))};
     PDIST_ASSIGN_OR_RETURN(x, lb.Linear(x, config.hidden[i], absl::StrCat("mlp.fc.", i), spec));

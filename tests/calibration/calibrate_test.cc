@@ -29,8 +29,6 @@ TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
                    c->device.peak_flops.at("f64"), c->device.efficiency.op_overhead}) {
     EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
   }
-  // f64 GEMMs run at about half the f32 rate on any vector unit (twice the bytes per lane).
-  EXPECT_LT(c->device.peak_flops.at("f64"), c->device.peak_flops.at("f32"));
   absl::StatusOr<strategy::Cluster> back = strategy::ParseCluster(strategy::ClusterToJson(*c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_NEAR(back->device.peak_flops.at("f32"), c->device.peak_flops.at("f32"), 1e-9 * c->device.peak_flops.at("f32"));

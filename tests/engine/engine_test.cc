@@ -4,12 +4,14 @@
 
 #include <cstdio>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "engine/dataset.h"
 #include "engine/token_batches.h"
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
+#include "ir/parser.h"
 #include "tests/testing/temp_path.h"
 
 namespace pdist::engine {
@@ -159,6 +161,24 @@ TEST(EngineTest, ProfileTimesComputeAndCommunicationKernels) {
   EXPECT_GT(r->op_seconds["adamw"], 0);
   // The gradients go out in buckets (c_allreduce_coalesced) or one by one (c_allreduce).
   EXPECT_GT(r->op_seconds["c_allreduce_coalesced"] + r->op_seconds["c_allreduce"], 0);
+}
+
+// A parameter that cannot fit this machine is refused before anything is allocated, naming it.
+TEST(EngineTest, ParametersLargerThanMemoryAreAnErrorNotACrash) {
+  absl::StatusOr<ir::Program> program = ir::ParseProgram(R"ir(program {
+  %x = data "x" : f32[4,1000000]
+  %w = param "w" : f32[1000000,1000000] {init = "normal(0.1)"}
+  %y = matmul(%x, %w) : f32[4,1000000]
+  %l = mean(%y) : f32[]
+  loss %l
+})ir");
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*std::move(program), {});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(engine.status().message()),
+              ::testing::HasSubstr("more than this machine's"));
+  EXPECT_THAT(std::string(engine.status().message()), ::testing::HasSubstr("'w' f32[1000000,1000000]"));
 }
 
 TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {

@@ -170,16 +170,23 @@ TEST(GptTest, BadConfigsNameTheFieldAndValue) {
   EXPECT_THAT(error(c), HasSubstr("GptConfig.hidden (64) must be divisible by GptConfig.heads (5)"));
   c = Small();
   c.layers = 0;
-  EXPECT_THAT(error(c), HasSubstr("GptConfig.layers must be positive, got 0"));
+  EXPECT_THAT(error(c), HasSubstr("GptConfig.layers must be in [1, 16384], got 0"));
   c = Small();
   c.vocab = -3;
-  EXPECT_THAT(error(c), HasSubstr("GptConfig.vocab must be positive, got -3"));
+  EXPECT_THAT(error(c), HasSubstr("GptConfig.vocab must be in [1, 16777216], got -3"));
   c = Small();
   c.ffn_hidden = -1;
-  EXPECT_THAT(error(c), HasSubstr("GptConfig.ffn_hidden must be positive, got -1"));
+  EXPECT_THAT(error(c), HasSubstr("GptConfig.ffn_hidden must be in [1, 16777216], got -1"));
   c = Small();
   c.batch = 0;
   EXPECT_THAT(error(c), HasSubstr("GptConfig.batch"));
+  // Absurd sizes are refused before any tensor type is formed.
+  c = Small();
+  c.layers = 1000000000;
+  EXPECT_THAT(error(c), HasSubstr("GptConfig.layers must be in [1, 16384], got 1000000000"));
+  c = Small();
+  c.vocab = int64_t{1} << 40;
+  EXPECT_THAT(error(c), HasSubstr("GptConfig.vocab must be in [1, 16777216], got 1099511627776"));
   c = Small();
   c.dropout = 1.0;
   EXPECT_THAT(error(c), HasSubstr("GptConfig.dropout must be in [0, 1), got 1"));

@@ -100,7 +100,7 @@ TEST(LlamaTest, BadConfigs) {
   EXPECT_THAT(std::string(ValidateLlamaConfig(c).message()), HasSubstr("head_dim 3"));
   c = Small();
   c.seq_len = 0;
-  EXPECT_THAT(std::string(ValidateLlamaConfig(c).message()), HasSubstr("LlamaConfig.seq_len must be positive, got 0"));
+  EXPECT_THAT(std::string(ValidateLlamaConfig(c).message()), HasSubstr("LlamaConfig.seq_len must be in [1, 16777216], got 0"));
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ TEST(MlpTest, NoHiddenLayersIsLogisticRegression) {
 
 TEST(MlpTest, BadConfigsNameTheField) {
   auto message = [](const MlpConfig& c) { return std::string(BuildMlp(c).status().message()); };
-  EXPECT_THAT(message({.input = 0}), HasSubstr("MlpConfig.input must be positive, got 0"));
-  EXPECT_THAT(message({.hidden = {8, -2}}), HasSubstr("MlpConfig.hidden[1] must be positive, got -2"));
+  EXPECT_THAT(message({.input = 0}), HasSubstr("MlpConfig.input must be in [1, 16777216], got 0"));
+  EXPECT_THAT(message({.hidden = {8, -2}}), HasSubstr("MlpConfig.hidden[1] must be in [1, 16777216], got -2"));
   EXPECT_THAT(message({.classes = 0}), HasSubstr("MlpConfig.classes"));
   EXPECT_THAT(message({.dtype = DataType::kInt32}), HasSubstr("MlpConfig.dtype"));
   EXPECT_EQ(ValidateMlpConfig({.batch = -1}).code(), absl::StatusCode::kInvalidArgument);

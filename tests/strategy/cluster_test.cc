@@ -71,22 +71,32 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
       {"{\"nodes\": 2, \"devices_per_node\": 4, \"device\": {\"name\": \"x\", \"memroy_gb\": 16}, " + links + "}",
        "unknown cluster key 'device.memroy_gb'"},
       {"{\"nodes\": 0, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
-       "'nodes' must be an integer >= 1, got 0"},
+       "'nodes' must be an integer in [1, 1048576], got 0"},
       {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device + "}", "'intra_node' is missing"},
       {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device +
            R"(, "intra_node": {"bandwidth_gbps": -1, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 1, "latency_us": 1}})",
-       "'intra_node.bandwidth_gbps' must be a positive number, got -1"},
+       "'intra_node.bandwidth_gbps' must be a positive number in [1e-6, 1e12], got -1"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"fp99": 1}}, )" + links + "}",
        "'device.peak_tflops.fp99': not a dtype"},
       {"{not json", "not valid JSON"},
       {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores\": 0, " + good_device + ", " + links + "}",
-       "'shared_cores' must be an integer >= 1, got 0"},
+       "'shared_cores' must be an integer in [1, 1048576], got 0"},
       {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores_efficiency\": 1.2, " + good_device + ", " + links + "}",
        "'shared_cores_efficiency' must be a number in (0, 1], got 1.2"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
        "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
+      // Absurd sizes are refused, not allocated for or wrapped ("-4 devices").
+      {"{\"nodes\": 9223372036854775807, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
+       "'nodes' must be an integer in [1, 1048576], got 9223372036854775807"},
+      {"{\"nodes\": 4096, \"devices_per_node\": 4096, " + good_device + ", " + links + "}",
+       "cluster devices nodes × devices_per_node = 4096 × 4096 is more than 1048576"},
+      {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device +
+           R"(, "intra_node": {"bandwidth_gbps": 5e-324, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 1, "latency_us": 1}})",
+       "'intra_node.bandwidth_gbps' must be a positive number in [1e-6, 1e12], got 5e-324"},
+      {"{\"nodes\": 2, \"nodes\": 3, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
+       "duplicate key 'nodes'"},
   };
   for (const auto& [text, message] : cases) {
     auto c = ParseCluster(text);

@@ -47,12 +47,25 @@ TEST(StrategyTest, ErrorsNameTheKey) {
   EXPECT_NE(ErrorOf(R"({"dp_degre": 2})").find("unknown strategy key 'dp_degre'"), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"pipeline": {"shedule_mode": "1F1B"}})").find("'pipeline.shedule_mode'"), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"dp_degree": "2"})").find("'dp_degree' must be an integer"), std::string::npos);
-  EXPECT_NE(ErrorOf(R"({"dp_degree": 0})").find("'dp_degree' must be >= 1"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 0})").find("'dp_degree' must be in [1, 1048576], got 0"), std::string::npos);
+  // Sizes are bounded before anything is allocated for them.
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 4294967298})").find("'dp_degree' must be in [1, 1048576], got 4294967298"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 18446744073709551615})").find("must be in [1, 1048576]"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 1024, "mp_degree": 1024, "pp_degree": 2})")
+                .find("dp_degree × mp_degree × pp_degree = 1024 × 1024 × 2 is more than 1048576"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 2, "dp_degree": 2})").find("duplicate key 'dp_degree'"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"json({"annotations": [{"tensor": "w", "mesh": {"shape": [1], "process_ids": [4294967296]},
+                             "placements": ["Replicate()"]}]})json")
+                .find("process id 4294967296 is beyond the largest job pdist runs"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(R"({"pipeline": {"schedule_mode": "2F2B"}})").find("\"2F2B\""), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"sharding": {"stage": 4}})").find("'sharding.stage'"), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"sp": true})").find("mp_degree"), std::string::npos);
   EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(ErrorOf("").find("not valid JSON"), std::string::npos);  // an empty file is no strategy
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
   EXPECT_THAT(error({"gpt", "--layer", "2"}), HasSubstr("--layer"));
   EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
   EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("--layers must be >= 0"));
-  EXPECT_THAT(error({"llama", "--seq", "0"}), HasSubstr("LlamaConfig.seq_len must be positive, got 0"));
+  EXPECT_THAT(error({"llama", "--seq", "0"}), HasSubstr("LlamaConfig.seq_len must be in [1, 16777216], got 0"));
 }
 
 }  // namespace
