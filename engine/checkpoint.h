@@ -1,9 +1,18 @@
 // Checkpoints: the persistent tensors of a training run (parameters and optimizer states) plus
-// the step counter, in one self-describing binary file.
+// the step counter, in one self-describing binary file that says when it is damaged.
 //
-// Layout (little-endian): "PDISTCKP" | u32 version | u64 step | u64 count |
-//   count × (u32 name_len | name | u8 dtype | u32 rank | rank × i64 dims | raw bytes)
-// A file is written to PATH.tmp and renamed, so a crash never leaves a half-written checkpoint.
+// Layout (version 2, little-endian):
+//   "PDISTCKP" | u32 version | u64 step | u64 count | u64 fnv(header so far)
+//   count × block: u32 name_len | name | u8 dtype | u32 rank | rank × i64 dims | raw bytes
+//                  | u64 fnv(the block so far)
+//   nothing after the last block.
+// Every field is checked before it is used: the step and the count against limits, each shape
+// against the byte budget that is left, each block's checksum (a flipped byte is named with its
+// tensor), names unique. Version 1 files (no checksums) still load.
+//
+// A file is written to PATH.tmp, flushed to disk (fsync), renamed over PATH, and the directory
+// is synced, so a crash leaves either the old checkpoint or the new one; a PATH.tmp that a killed
+// writer left behind is overwritten by the next save.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +28,13 @@ struct Checkpoint {
   exec::Workspace tensors;
 };
 
+// The largest step counter a checkpoint may hold (2^48: no run takes that many steps, and it
+// keeps step × batch within an int64).
+inline constexpr int64_t kMaxCheckpointStep = int64_t{1} << 48;
+
 absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
-// Errors name the path and what is wrong (not a checkpoint, truncated, unknown version).
+// Errors name the path and what is wrong (not a checkpoint, truncated, a checksum that does not
+// match and in which tensor, an unknown version, a field out of range, trailing bytes).
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path);
 
 }  // namespace pdist::engine

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ir/checked_math.h"
 #include "ir/input_file.h"
 #include "ir/status.h"
 
@@ -166,6 +167,9 @@ int64_t TokenDataset::WindowAt(int64_t i) const {
 absl::StatusOr<Batch> TokenDataset::BatchAt(int64_t step) const {
   if (step < 0) return absl::InvalidArgumentError(absl::StrCat("dataset step must be >= 0, got ", step));
   const int64_t b = options_.batch, s = options_.seq_len;
+  if (!ir::CheckedMul(step, b).has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset step ", step, " × batch ", b, " does not fit an int64"));
+  }
   const exec::TensorType type{{b, s}, ir::DataType::kInt64};
   Batch batch{exec::Tensor::Empty(type), exec::Tensor::Empty(type)};
   int64_t* tokens = batch.tokens.data<int64_t>();

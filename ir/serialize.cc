@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "ir/checksum.h"
 #include "ir/op_def.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -30,14 +31,7 @@ static_assert(static_cast<int>(ValueRole::kGradient) == proto::GRADIENT, "proto 
 constexpr unsigned char kChecksumTag = (15 << 3) | 1;
 constexpr size_t kChecksumSize = 9;
 
-uint64_t Fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
+
 
 absl::Status Corrupt(absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("invalid model.pb: ", message));

@@ -48,14 +48,14 @@ absl::Status ReadObject(const Json& j, const std::string& path,
 }
 
 // A positive number, times `scale`.
-// A positive number in the key's unit (GB/s, µs, TFLOP/s, ...), within [1e-6, 1e12] of it: a
+// A positive number in the key's unit (GB/s, µs, TFLOP/s, ...), within [1e-12, 1e12] of it: a
 // rate or a time outside that range is a typo, and a subnormal one would make every time the
 // planner computes with it infinite.
 auto Positive(double& field, double scale) {
   return [&field, scale](const Json& v, const std::string& path) -> absl::Status {
-    if (!v.is_number() || !(v.get<double>() >= 1e-6 && v.get<double>() <= 1e12)) {
+    if (!v.is_number() || !(v.get<double>() >= 1e-12 && v.get<double>() <= 1e12)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("cluster key '", path, "' must be a positive number in [1e-6, 1e12], got ", v.dump()));
+          absl::StrCat("cluster key '", path, "' must be a positive number in [1e-12, 1e12], got ", v.dump()));
     }
     field = v.get<double>() * scale;
     return absl::OkStatus();

@@ -75,7 +75,7 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
       {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device + "}", "'intra_node' is missing"},
       {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device +
            R"(, "intra_node": {"bandwidth_gbps": -1, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 1, "latency_us": 1}})",
-       "'intra_node.bandwidth_gbps' must be a positive number in [1e-6, 1e12], got -1"},
+       "'intra_node.bandwidth_gbps' must be a positive number in [1e-12, 1e12], got -1"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"fp99": 1}}, )" + links + "}",
        "'device.peak_tflops.fp99': not a dtype"},
@@ -94,7 +94,7 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
        "cluster devices nodes × devices_per_node = 4096 × 4096 is more than 1048576"},
       {"{\"nodes\": 2, \"devices_per_node\": 4, " + good_device +
            R"(, "intra_node": {"bandwidth_gbps": 5e-324, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 1, "latency_us": 1}})",
-       "'intra_node.bandwidth_gbps' must be a positive number in [1e-6, 1e12], got 5e-324"},
+       "'intra_node.bandwidth_gbps' must be a positive number in [1e-12, 1e12], got 5e-324"},
       {"{\"nodes\": 2, \"nodes\": 3, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
        "duplicate key 'nodes'"},
   };
