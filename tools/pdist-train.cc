@@ -20,6 +20,7 @@
 #include "ir/status.h"
 #include "strategy/strategy.h"
 #include "tools/cli.h"
+#include "tools/launched_rank.h"
 #include "tools/progress_bar.h"
 
 namespace {
@@ -193,9 +194,12 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (absl::Status followed = pdist::tools::FollowLauncher(); !followed.ok()) return Fail(followed);
   TrainFlags f;
-  // pdist-run --timeline passes its directory to every rank through the environment.
+  // What a launcher says through the environment, unless a flag overrides it: pdist-run's
+  // --timeline directory, and the backend its ranks use (gloo under pdist-run, srun, mpirun).
   if (const char* dir = std::getenv("PDIST_TIMELINE_DIR")) f.timeline = dir;
+  f.backend = pdist::tools::BackendFromEnvironment();
   pdist::cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
                             "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every "
                             "step.");

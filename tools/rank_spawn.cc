@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -21,8 +22,9 @@ namespace pdist::tools {
 namespace {
 
 // The variables the launcher owns: inherited values are dropped.
-constexpr const char* kOwnedVariables[] = {"RANK",        "LOCAL_RANK",  "WORLD_SIZE",    "LOCAL_WORLD_SIZE",
-                                           "MASTER_ADDR", "MASTER_PORT", "PDIST_BACKEND", "PDIST_RENDEZVOUS_DIR"};
+constexpr const char* kOwnedVariables[] = {"RANK",          "LOCAL_RANK",           "WORLD_SIZE",
+                                           "LOCAL_WORLD_SIZE", "MASTER_ADDR",      "MASTER_PORT",
+                                           "PDIST_BACKEND", "PDIST_RENDEZVOUS_DIR", "PDIST_LAUNCHER_PID"};
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
   std::vector<char*> pointers;
@@ -59,6 +61,13 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int port, int r
   env.push_back(absl::StrCat("MASTER_PORT=", port));
   env.push_back(absl::StrCat("PDIST_BACKEND=", o.backend));
   if (!o.rendezvous_dir.empty()) env.push_back(absl::StrCat("PDIST_RENDEZVOUS_DIR=", o.rendezvous_dir));
+  env.push_back(absl::StrCat("PDIST_LAUNCHER_PID=", ::getpid()));  // ranks die with the launcher
+  // Each rank's share of the cores, as torchrun sets it: every rank taking every core made dp2
+  // under pdist-run ten times slower. A value the user set is kept.
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    env.push_back(absl::StrCat("OMP_NUM_THREADS=", std::max<long>(1, cores / std::max(1, o.nprocs))));
+  }
   return env;
 }
 

@@ -444,10 +444,25 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(Comm
     const char* v = std::getenv(name);
     return v != nullptr ? v : "";
   };
+  // The rank and world size as the launcher that started this process names them: torchrun's and
+  // pdist-run's, Slurm's (srun), Open MPI's and other PMI launchers' (mpirun), in that order.
   int rank = 0, size = 0;
-  if (!absl::SimpleAtoi(env("RANK"), &rank) || !absl::SimpleAtoi(env("WORLD_SIZE"), &size)) {
-    return absl::InvalidArgumentError(absl::StrCat("gloo: RANK and WORLD_SIZE must be set to integers (got RANK='",
-                                                   env("RANK"), "', WORLD_SIZE='", env("WORLD_SIZE"), "')"));
+  bool found = false;
+  for (const auto& [rank_var, size_var] : {std::pair{"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"},
+                                           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}}) {
+    if (env(rank_var).empty() && env(size_var).empty()) continue;
+    if (!absl::SimpleAtoi(env(rank_var), &rank) || !absl::SimpleAtoi(env(size_var), &size) || size < 1 || rank < 0 ||
+        rank >= size) {
+      return absl::InvalidArgumentError(absl::StrCat("gloo: ", rank_var, "='", env(rank_var), "' and ", size_var, "='",
+                                                     env(size_var), "' must be integers with 0 <= rank < size"));
+    }
+    found = true;
+    break;
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(
+        "gloo: no rank in the environment: start the ranks with pdist-run (or torchrun), srun or mpirun, or set "
+        "RANK and WORLD_SIZE");
   }
   GlooRendezvous rendezvous;
   rendezvous.file_store_dir = env("PDIST_RENDEZVOUS_DIR");

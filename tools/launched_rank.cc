@@ -1,0 +1,47 @@
+// BackendFromEnvironment, FollowLauncher.
+#include "tools/launched_rank.h"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace pdist::tools {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
+
+std::string BackendFromEnvironment() {
+  if (!Env("PDIST_BACKEND").empty()) return Env("PDIST_BACKEND");
+  for (const char* size_var : {"SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}) {
+    int size = 0;
+    if (absl::SimpleAtoi(Env(size_var), &size) && size > 1) return "gloo";
+  }
+  return "inproc";
+}
+
+absl::Status FollowLauncher() {
+  const std::string launcher = Env("PDIST_LAUNCHER_PID");
+  if (launcher.empty()) return absl::OkStatus();
+  int64_t pid = 0;
+  if (!absl::SimpleAtoi(launcher, &pid) || pid < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("PDIST_LAUNCHER_PID='", launcher, "' is not a process id"));
+  }
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return absl::InternalError("prctl(PR_SET_PDEATHSIG) failed");
+  // The launcher may have died before the prctl: this process was then re-parented.
+  if (static_cast<int64_t>(::getppid()) != pid) {
+    return absl::AbortedError(absl::StrCat("the launcher (pid ", pid, ") is gone; not starting this rank"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::tools

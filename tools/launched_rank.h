@@ -1,0 +1,23 @@
+// A rank program's side of being launched (pdist-train under pdist-run, srun or mpirun): which
+// communication backend the launcher's environment implies, and dying with the launcher.
+//
+//   if (absl::Status s = FollowLauncher(); !s.ok()) return Fail(s);   // first thing in main
+//   options.backend = BackendFromEnvironment();                        // before parsing flags
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace pdist::tools {
+
+// PDIST_BACKEND when the launcher set it (pdist-run does); "gloo" when a launcher that starts one
+// process per rank is recognised (SLURM_NTASKS or OMPI_COMM_WORLD_SIZE > 1); else "inproc".
+std::string BackendFromEnvironment();
+
+// When PDIST_LAUNCHER_PID names the process that started this one (pdist-run sets it), asks the
+// kernel to send SIGTERM when that process dies (Linux PR_SET_PDEATHSIG), so no rank outlives a
+// killed launcher, and fails if the launcher is already gone. Does nothing otherwise.
+absl::Status FollowLauncher();
+
+}  // namespace pdist::tools
