@@ -129,8 +129,9 @@ absl::Status Job::Start(int port) {
       ::close(out[1]);
       return ErrnoError("pipe2");
     }
-    r.out = {out[0], std::make_unique<PrefixedLines>(absl::StrCat("[rank ", rank, "] "), o_.stdout_fd)};
-    r.err = {err[0], std::make_unique<PrefixedLines>(absl::StrCat("[rank ", rank, "] "), o_.stderr_fd)};
+    const int global = GlobalRank(o_, rank);
+    r.out = {out[0], std::make_unique<PrefixedLines>(absl::StrCat("[rank ", global, "] "), o_.stdout_fd)};
+    r.err = {err[0], std::make_unique<PrefixedLines>(absl::StrCat("[rank ", global, "] "), o_.stderr_fd)};
     for (int fd : {out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     absl::StatusOr<pid_t> pid = SpawnRank(o_, port, rank, out[1], err[1]);  // closes out[1], err[1]
     if (!pid.ok()) return pid.status();
@@ -143,7 +144,7 @@ absl::Status Job::Start(int port) {
 std::vector<int> Job::Running() const {
   std::vector<int> running;
   for (int rank = 0; rank < o_.nprocs; ++rank) {
-    if (ranks_[rank].running) running.push_back(rank);
+    if (ranks_[rank].running) running.push_back(GlobalRank(o_, rank));
   }
   return running;
 }
@@ -225,9 +226,9 @@ void Job::Reap() {
     const bool failed = !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0;
     if (failed && !stopping_) {
       const size_t others = Running().size();
-      result_.failed_rank = rank;
+      result_.failed_rank = GlobalRank(o_, rank);
       result_.exit_code = ExitCode(r.wait_status);
-      result_.message = absl::StrCat("rank ", rank, " ", DescribeExit(r.wait_status));
+      result_.message = absl::StrCat("rank ", GlobalRank(o_, rank), " ", DescribeExit(r.wait_status));
       if (others > 0) absl::StrAppend(&result_.message, "; stopping the other ", others, " ", Plural(others, "rank"));
       Say(result_.message);
       BeginStop(SIGTERM);
@@ -276,7 +277,7 @@ void Job::CheckDeadlines() {
     for (int rank = 0; rank < o_.nprocs; ++rank) {
       Rank& r = ranks_[rank];
       if (r.out.fd < 0 && r.err.fd < 0) continue;
-      Say(absl::StrCat("rank ", rank, " exited but its output is still held open (by a process it left behind); "
+      Say(absl::StrCat("rank ", GlobalRank(o_, rank), " exited but its output is still held open (by a process it left behind); "
                        "no longer reading it"));
       Close(r.out);
       Close(r.err);
@@ -335,6 +336,19 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--master-port ", o.master_port, ": must be 0..65535 (0: pick a free port)"));
   }
+  if (o.nnodes < 1 || o.nnodes > kMaxProcs) {
+    return absl::InvalidArgumentError(absl::StrCat("--nnodes ", o.nnodes, ": must be 1..", kMaxProcs));
+  }
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-rank ", o.node_rank, ": must be 0..", o.nnodes - 1, " (--nnodes ", o.nnodes, ")"));
+  }
+  if (o.nnodes > 1 && o.master_port == 0 && o.rendezvous_dir.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nnodes ", o.nnodes, " needs --master-port P (the same on every node: rank 0 serves the store there) or a "
+        "--rendezvous-dir every node can see"));
+  }
+  if (o.master_addr.empty()) return absl::InvalidArgumentError("--master-addr: empty");
   if (o.timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--timeout-s ", absl::ToDoubleSeconds(o.timeout), ": must be >= 0 (0: no timeout)"));

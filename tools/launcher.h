@@ -10,8 +10,9 @@
 //
 // Every rank gets the torchrun-style rendezvous environment that the gloo communicator reads
 // (executor/comm/gloo/gloo_communicator.h): RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-// MASTER_ADDR=127.0.0.1, MASTER_PORT, PDIST_BACKEND and, with a rendezvous directory,
-// PDIST_RENDEZVOUS_DIR. Its stdout and stderr come back line by line with "[rank r] " in front.
+// MASTER_ADDR, MASTER_PORT, PDIST_BACKEND and, with a rendezvous directory,
+// PDIST_RENDEZVOUS_DIR. With nnodes > 1 one launcher runs on each node (torchrun's --nnodes,
+// --node-rank, --master-addr). Its stdout and stderr come back line by line with "[rank r] " in front.
 // The first rank to fail (non-zero exit or a signal) stops the job: the others get SIGTERM, and
 // SIGKILL after a grace period.
 #pragma once
@@ -25,7 +26,13 @@
 namespace pdist::tools {
 
 struct LaunchOptions {
-  int nprocs = 1;                  // 1..kMaxProcs ranks
+  int nprocs = 1;                  // 1..kMaxProcs ranks on this node (torchrun's --nproc-per-node)
+  // Several nodes form one job of nnodes × nprocs ranks: this node's ranks are
+  // node_rank·nprocs … (node_rank+1)·nprocs − 1; rank 0 (on node 0) serves the TCP store at
+  // master_addr:master_port, which every node must name alike (so the port cannot be picked).
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
   std::string backend = "gloo";    // PDIST_BACKEND; only gloo has ranks that are processes
   std::string rendezvous_dir;      // PDIST_RENDEZVOUS_DIR when set: created if missing, must be empty
   int master_port = 0;             // MASTER_PORT; 0: a free port, found by binding port 0
@@ -42,6 +49,9 @@ struct LaunchOptions {
 };
 
 inline constexpr int kMaxProcs = 1024;
+
+// The job-wide rank of this node's `local_rank`.
+inline int GlobalRank(const LaunchOptions& o, int local_rank) { return o.node_rank * o.nprocs + local_rank; }
 
 // How the job ended.
 struct LaunchResult {

@@ -28,23 +28,33 @@ int UsageError(const std::string& message) {
 }
 
 int Main(int argc, char** argv) {
-  int64_t nprocs = 1, master_port = 0;
+  int64_t nprocs = 1, master_port = 0, nnodes = 1, node_rank = 0;
   double timeout_s = 0;
   tools::LaunchOptions options;
   cli::FlagSet flags(
       "pdist-run", "--nprocs N [options] -- COMMAND [ARGS...]",
-      "Starts N processes of COMMAND (looked up in PATH) as the ranks of one job on this machine, each with\n"
-      "the rendezvous environment the gloo communicator reads: RANK, LOCAL_RANK, WORLD_SIZE,\n"
-      "LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, PDIST_BACKEND and, with --rendezvous-dir,\n"
-      "PDIST_RENDEZVOUS_DIR. Each rank's stdout and stderr come back line by line as \"[rank r] ...\"\n"
-      "(stdin is /dev/null). When a rank fails, the others get SIGTERM, then SIGKILL after 2 s, and\n"
-      "pdist-run exits with that rank's status. SIGINT and SIGTERM are forwarded to every rank.\n"
+      "Starts N processes of COMMAND (looked up in PATH) as ranks of one job, each with the rendezvous\n"
+      "environment the gloo communicator reads: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
+      "MASTER_ADDR, MASTER_PORT, PDIST_BACKEND, OMP_NUM_THREADS (cores / N unless set) and, with\n"
+      "--rendezvous-dir, PDIST_RENDEZVOUS_DIR. A job over several nodes runs one pdist-run per node:\n"
+      "  node 0: pdist-run --nnodes 2 --node-rank 0 --nprocs 2 --master-addr A --master-port P -- CMD\n"
+      "  node 1: pdist-run --nnodes 2 --node-rank 1 --nprocs 2 --master-addr A --master-port P -- CMD\n"
+      "Each rank's stdout and stderr come back line by line as \"[rank r] ...\" (stdin is /dev/null).\n"
+      "When a rank fails, this node's other ranks get SIGTERM, then SIGKILL after 2 s, and pdist-run\n"
+      "exits with that rank's status (the other nodes' ranks fail in their next collective). SIGINT and\n"
+      "SIGTERM are forwarded to every rank; the ranks die with their pdist-run.\n"
       "See docs/launcher.md.");
-  flags.Int("nprocs", &nprocs, "number of ranks (processes), 1..1024");
+  flags.Int("nprocs", &nprocs, "number of ranks (processes) on this node, 1..1024");
+  flags.Int("nproc-per-node", &nprocs, "the same as --nprocs (torchrun's name)");
+  flags.Int("nnodes", &nnodes, "nodes of the job, each running one pdist-run with the same --nprocs (default 1)");
+  flags.Int("node-rank", &node_rank, "this node's index, 0..nnodes-1; its ranks are node_rank·nprocs … ");
+  flags.String("master-addr", &options.master_addr,
+               "address of node 0, where rank 0 serves the TCP store (MASTER_ADDR; default 127.0.0.1)");
   flags.String("backend", &options.backend, "communicator backend the ranks use (PDIST_BACKEND): gloo");
   flags.String("rendezvous-dir", &options.rendezvous_dir,
                "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must be empty");
-  flags.Int("master-port", &master_port, "MASTER_PORT of rank 0's TCP store (0: a free port)");
+  flags.Int("master-port", &master_port,
+            "MASTER_PORT of rank 0's TCP store (0: a free port; with --nnodes > 1 give one, the same on every node)");
   flags.Double("timeout-s", &timeout_s, "stop every rank after this many seconds (0: no limit)");
   std::string timeline;
   flags.String("timeline", &timeline,
@@ -71,8 +81,12 @@ int Main(int argc, char** argv) {
   auto narrow = [](int64_t v) { return v < INT_MIN || v > INT_MAX ? INT_MIN : static_cast<int>(v); };
   if (narrow(nprocs) == INT_MIN) return UsageError(absl::StrCat("--nprocs ", nprocs, ": must be 1..", tools::kMaxProcs));
   if (narrow(master_port) == INT_MIN) return UsageError(absl::StrCat("--master-port ", master_port, ": must be 0..65535"));
+  if (narrow(nnodes) == INT_MIN) return UsageError(absl::StrCat("--nnodes ", nnodes, ": must be 1..", tools::kMaxProcs));
+  if (narrow(node_rank) == INT_MIN) return UsageError(absl::StrCat("--node-rank ", node_rank, ": out of range"));
   options.nprocs = narrow(nprocs);
   options.master_port = narrow(master_port);
+  options.nnodes = narrow(nnodes);
+  options.node_rank = narrow(node_rank);
   if (!(timeout_s >= 0)) return UsageError(absl::StrCat("--timeout-s ", timeout_s, ": must be >= 0 (0: no timeout)"));
   options.timeout = absl::Seconds(timeout_s);
   if (absl::Status s = tools::ValidateLaunchOptions(options); !s.ok()) return UsageError(std::string(s.message()));

@@ -53,11 +53,11 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int port, int r
                                    [&](const char* v) { return name == v; });
     if (!owned) env.emplace_back(item);
   }
-  env.push_back(absl::StrCat("RANK=", rank));
-  env.push_back(absl::StrCat("LOCAL_RANK=", rank));  // one node: local rank = global rank
-  env.push_back(absl::StrCat("WORLD_SIZE=", o.nprocs));
+  env.push_back(absl::StrCat("RANK=", GlobalRank(o, rank)));
+  env.push_back(absl::StrCat("LOCAL_RANK=", rank));
+  env.push_back(absl::StrCat("WORLD_SIZE=", o.nnodes * o.nprocs));
   env.push_back(absl::StrCat("LOCAL_WORLD_SIZE=", o.nprocs));
-  env.push_back("MASTER_ADDR=127.0.0.1");
+  env.push_back(absl::StrCat("MASTER_ADDR=", o.master_addr));
   env.push_back(absl::StrCat("MASTER_PORT=", port));
   env.push_back(absl::StrCat("PDIST_BACKEND=", o.backend));
   if (!o.rendezvous_dir.empty()) env.push_back(absl::StrCat("PDIST_RENDEZVOUS_DIR=", o.rendezvous_dir));

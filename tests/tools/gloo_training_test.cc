@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
 #include "ir/serialize.h"
 #include "tests/engine/distributed_test_util.h"
@@ -125,6 +126,86 @@ TEST_F(GlooTrainingTest, TwoPipelineStagesTwoProcessesF64) { CompareWithSingleRa
 TEST_F(GlooTrainingTest, TwoPipelineStagesTimesTwoReplicasFourProcessesF64) {
   CompareWithSingleRank(
       "f64", 4, R"({"dp_degree": 2, "pp_degree": 2, "pipeline": {"schedule_mode": "1F1B", "accumulate_steps": 2}})");
+}
+
+// Two "nodes" on this machine, each a pdist-run of two ranks, form one job of four (dp2 × mp2):
+// the launchers agree on the port and node ranks as on two hosts, and the job trains like one rank.
+class TwoNodesTest : public GlooTrainingTest {
+ protected:
+  // The command line of node `node`'s launcher, its output to node<k>.log.
+  std::string NodeCommand(int node, int port, const std::vector<std::string>& train) {
+    std::string cmd = absl::StrCat(PDIST_RUN_BIN, " --nnodes 2 --node-rank ", node, " --nprocs 2 --master-port ", port,
+                                   " --timeout-s 120 --");
+    for (const std::string& a : train) cmd += " " + a;
+    return cmd + " > " + Path(absl::StrCat("node", node, ".log")) + " 2>&1";
+  }
+  std::string Log(int node) {
+    std::ifstream log(Path(absl::StrCat("node", node, ".log")));
+    return std::string(std::istreambuf_iterator<char>(log), {});
+  }
+};
+
+TEST_F(TwoNodesTest, TwoLaunchersOfTwoRanksTrainLikeOneRankF64) {
+  const std::string model = ExportModel("f64");
+  std::string single;
+  for (const std::string& a : TrainArgs(model, "single")) single += a + " ";
+  ASSERT_EQ(std::system((single + " 2>/dev/null").c_str()), 0) << single;
+  Strategy("s.json", R"({"dp_degree": 2, "mp_degree": 2})");
+  std::vector<std::string> train = TrainArgs(model, "gloo");
+  for (const char* a : {"--strategy", "", "--collective-timeout-s", "60"}) train.push_back(a);
+  train[train.size() - 3] = Path("s.json");
+  absl::StatusOr<int> port = PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  int node1 = -1;
+  std::thread other([&] { node1 = std::system(NodeCommand(1, *port, train).c_str()); });
+  const int node0 = std::system(NodeCommand(0, *port, train).c_str());
+  other.join();
+  ASSERT_EQ(node0, 0) << Log(0);
+  ASSERT_EQ(node1, 0) << Log(1);
+
+  auto program = ir::LoadProgramAuto(model);
+  ASSERT_TRUE(program.ok()) << program.status();
+  engine::testing::ExpectSameTraining(Outcome("gloo"), Outcome("single"), *program, 1e-10, {});
+}
+
+// Node 1's launcher is killed: its ranks die with it, and node 0's ranks fail in their next
+// collective, naming the lost peers, long before the collective timeout.
+TEST_F(TwoNodesTest, KilledNodeEndsTheOtherNodesRanks) {
+  const std::string model = ExportModel("f32");
+  Strategy("dp4.json", R"({"dp_degree": 4})");
+  const std::vector<std::string> train = {PDIST_TRAIN_BIN, model, "--data",
+                                          std::string(PDIST_SOURCE_DIR) + "/data/essay.txt", "--steps", "1000000",
+                                          "--quiet", "--strategy", Path("dp4.json"), "--collective-timeout-s", "60"};
+  absl::StatusOr<int> port = PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string node1 = NodeCommand(1, *port, train);
+  pid_t launcher1 = -1;
+  {
+    const std::vector<std::string> argv = {"/bin/sh", "-c", "exec " + node1};
+    std::vector<char*> c;
+    for (const std::string& a : argv) c.push_back(const_cast<char*>(a.c_str()));
+    c.push_back(nullptr);
+    launcher1 = ::fork();
+    if (launcher1 == 0) {
+      ::execv("/bin/sh", c.data());
+      std::_Exit(127);
+    }
+  }
+  ASSERT_GT(launcher1, 0);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // every rank is training by now
+    ::kill(launcher1, SIGKILL);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const int node0 = std::system(NodeCommand(0, *port, train).c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  killer.join();
+  ::waitpid(launcher1, nullptr, 0);
+  EXPECT_NE(node0, 0) << Log(0);
+  EXPECT_LT(seconds, 40.0) << Log(0);  // the collective timeout is 60 s
+  const std::string log = Log(0);
+  EXPECT_TRUE(log.find("exited or crashed") != std::string::npos) << log;
+  std::fprintf(stderr, "node 0 ended %.1f s after start (node 1 killed at 4 s):\n%s", seconds, log.c_str());
 }
 
 // Two ranks started without the launcher (which would stop the survivor itself); rank 1 is
