@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
-# Builds the model-loader fuzzer with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs it
-# for a fixed time on a seed corpus made from the lit test programs.
+# Builds every libFuzzer target with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs each
+# on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs) and
+# the JSON readers (bounded parser, strategy, cluster; seeds from examples/).
 #
-#   scripts/fuzz.sh          # 60 s
-#   scripts/fuzz.sh 180      # 3 min; crashes land in build-fuzz/artifacts/
+#   scripts/fuzz.sh                # 60 s per fuzzer
+#   scripts/fuzz.sh 180            # 3 min per fuzzer; crashes land in build-fuzz/artifacts/
+#   scripts/fuzz.sh --runs 3000    # a fixed number of executions per fuzzer (ctest `fuzz.readers`)
+# Exits non-zero on a crash, a sanitizer report (UBSan's included) or a violated round trip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_TO_RUN="${1:-60}"
-JOBS="${JOBS:-1}"
+limit="-max_total_time=${1:-60}"
+if [ "${1:-}" = "--runs" ]; then limit="-runs=${2:?--runs needs a count}"; fi
+build="${PDIST_FUZZ_BUILD:-build-fuzz}"
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
-  -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF >/dev/null
-cmake --build build-fuzz -j"$JOBS" --target fuzz_model_loader fuzz_seed_writer
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
+  -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF >/dev/null
+cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers >/dev/null
 
-corpus=build-fuzz/corpus
-artifacts=build-fuzz/artifacts/
-mkdir -p "$corpus" "$artifacts"
-./build-fuzz/tests/fuzz/fuzz_seed_writer "$corpus" tests/lit/*.pdir
-# UBSan reports are printed, not fatal, so one finding does not end the run; grep the log.
-log=build-fuzz/fuzz.log
-set +e
-./build-fuzz/tests/fuzz/fuzz_model_loader "$corpus" -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=10 \
-  -artifact_prefix="$artifacts" -print_final_stats=1 2>&1 | tee "$log" | grep -E "^#[0-9]+[[:space:]]+(INITED|DONE|pulse)|ERROR|runtime error|stat::"
-status=${PIPESTATUS[0]}
-set -e
-echo "fuzz_model_loader exit status: $status (log: $log, corpus: $corpus, crashes: $artifacts)"
-if grep -q "runtime error" "$log"; then
-  echo "UBSan findings:"; grep "runtime error" "$log" | sort | uniq -c
-fi
+artifacts="$build/artifacts/"
+mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json"
+"$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
+# JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster).
+for f in examples/strategies/*.json; do
+  { printf '\001'; cat "$f"; } > "$build/corpus/json/strategy-$(basename "$f")"
+  { printf '\000'; cat "$f"; } > "$build/corpus/json/json-$(basename "$f")"
+done
+for f in examples/clusters/*.json; do { printf '\002'; cat "$f"; } > "$build/corpus/json/cluster-$(basename "$f")"; done
+
+status=0
+for fuzzer in model_loader json_readers; do
+  corpus="$build/corpus/${fuzzer%%_*}"
+  [ "$fuzzer" = json_readers ] && corpus="$build/corpus/json"
+  log="$build/fuzz_$fuzzer.log"
+  set +e
+  "$build/tests/fuzz/fuzz_$fuzzer" "$corpus" "$limit" -max_len=16384 -timeout=10 -seed=1 \
+    -artifact_prefix="$artifacts" -print_final_stats=1 > "$log" 2>&1
+  code=$?
+  set -e
+  runs=$(grep -o "stat::number_of_executed_units: *[0-9]*" "$log" | grep -o "[0-9]*$" || echo "?")
+  findings=$(grep -c "runtime error\|ERROR: \|property violated" "$log" || true)
+  echo "fuzz_$fuzzer: $runs executions, exit status $code, $findings findings (log: $log)"
+  if [ "$code" != 0 ] || [ "$findings" != 0 ]; then
+    grep -E "runtime error|ERROR: |property violated" "$log" | sort | uniq -c | head -20
+    status=1
+  fi
+done
 exit "$status"
