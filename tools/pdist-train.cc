@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -56,7 +57,8 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 
 // Every flag of the tool, as given.
 struct TrainFlags {
-  std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load;
+  std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data;
+  int64_t eval_every = 0, eval_batches = 4;
   std::string backend = "inproc";
   std::string timeline;
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
@@ -67,6 +69,9 @@ struct TrainFlags {
 void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("data", &f->data, "training data: a text file (read as bytes) or a token file");
   flags.String("data-format", &f->data_format, "text | u16 | u32 | pdtok");
+  flags.String("eval-data", &f->eval_data, "held-out data (same format): its loss is reported every --eval-every steps");
+  flags.Int("eval-every", &f->eval_every, "with --eval-data: evaluate every K steps and after the last (default: only after)");
+  flags.Int("eval-batches", &f->eval_batches, "with --eval-data: batches per evaluation, in file order");
   flags.Int("data-seed", &f->data_seed, "seed of the order of training windows");
   flags.Int("steps", &f->steps, "optimizer steps to run, >= 1 (after --load: this many more than the checkpoint's)");
   flags.Double("lr", &f->lr, "peak learning rate");
@@ -113,6 +118,10 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
+  if (f.eval_every < 0) return absl::InvalidArgumentError(absl::StrFormat("--eval-every %d must be >= 0", f.eval_every));
+  if (f.eval_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("--eval-batches %d must be >= 1", f.eval_batches));
+  }
   if (f.bucket_mb < 0) return absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", f.bucket_mb));
   options.gradient_bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
   if (f.ranks < 0) return absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", f.ranks));
@@ -127,18 +136,30 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   return options;
 }
 
-absl::StatusOr<pdist::engine::TokenDataset> OpenDataset(const TrainFlags& f, const pdist::ir::Program& model) {
+// The training data, or with `eval` the held-out data, read in file order.
+absl::StatusOr<pdist::engine::TokenDataset> OpenDataset(const TrainFlags& f, const pdist::ir::Program& model,
+                                                        bool eval = false) {
   using namespace pdist;
   engine::TokenDatasetOptions options;
-  options.path = f.data;
+  options.path = eval ? f.eval_data : f.data;
   options.seed = static_cast<uint64_t>(f.data_seed);
+  options.shuffle = !eval;
   PDIST_ASSIGN_OR_RETURN(options.format, engine::ParseTokenFormat(f.data_format));
   PDIST_ASSIGN_OR_RETURN(engine::TokenDatasetOptions resolved, engine::DatasetOptionsForModel(model, options));
   return engine::TokenDataset::Open(resolved);
 }
 
-// Fits `trainer` for f.steps with a progress bar, then reports, writes the losses and saves.
-absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, pdist::engine::TokenDataset& dataset) {
+// The mean loss over f.eval_batches batches of the held-out data, from its start.
+absl::StatusOr<double> HeldOutLoss(const TrainFlags& f, pdist::engine::Engine& trainer,
+                                   pdist::engine::TokenDataset& held_out) {
+  held_out.Seek(0);
+  return trainer.Evaluate(pdist::engine::BatchesFrom(held_out), f.eval_batches);
+}
+
+// Fits `trainer` for f.steps with a progress bar (and the held-out loss every f.eval_every
+// steps), then reports, writes the losses and saves.
+absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, pdist::engine::TokenDataset& dataset,
+                          pdist::engine::TokenDataset* held_out) {
   using namespace pdist;
   // Under gloo every process trains; rank 0 reports and writes files.
   const bool reporter = trainer.first_local_rank() == 0;
@@ -148,9 +169,19 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   double seconds = 0;
   int64_t done = 0;
   std::map<std::string, double> op_seconds;  // summed over steps after the first (warm-up)
+  absl::Status eval_status;
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     seconds += r.seconds;
     ++done;
+    if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
+      absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
+      if (!loss.ok()) {
+        eval_status = loss.status();
+        return false;
+      }
+      if (reporter) std::fprintf(stderr, "%spdist-train: step %lld, held-out loss %.4f\n", quiet ? "" : "\n",
+                                 static_cast<long long>(r.step + 1), *loss);
+    }
     if (done > 1) {
       for (const auto& [type, t] : r.op_seconds) op_seconds[type] += t;
     }
@@ -162,11 +193,17 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   });
   if (!quiet) bar.Finish();
   PDIST_RETURN_IF_ERROR(results.status());
+  PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
   if (reporter && !results->empty()) {
     std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s, peak activation memory %s\n",
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
                  static_cast<double>(tokens_per_step * done) / seconds,
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
+  }
+  if (held_out != nullptr) {
+    PDIST_ASSIGN_OR_RETURN(double loss, HeldOutLoss(f, trainer, *held_out));
+    if (reporter) std::fprintf(stderr, "pdist-train: held-out loss %.4f (%lld batches of %s)\n", loss,
+                               static_cast<long long>(f.eval_batches), f.eval_data.c_str());
   }
   if (reporter && f.profile && done > 1) PrintProfile(op_seconds, done - 1);
   if (reporter && !f.losses_out.empty()) PDIST_RETURN_IF_ERROR(WriteLosses(f.losses_out, *results));
@@ -179,6 +216,12 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
   PDIST_ASSIGN_OR_RETURN(engine::EngineOptions options, EngineOptionsFrom(f));
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(model_path));
   PDIST_ASSIGN_OR_RETURN(engine::TokenDataset dataset, OpenDataset(f, program));
+  std::optional<engine::TokenDataset> held_out;
+  if (!f.eval_data.empty()) {
+    absl::StatusOr<engine::TokenDataset> opened = OpenDataset(f, program, /*eval=*/true);
+    if (!opened.ok()) return WithContext(opened.status(), "--eval-data");
+    held_out = *std::move(opened);
+  }
   PDIST_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> trainer, engine::Engine::Create(std::move(program), options));
   if (f.ranks > 0 && f.ranks != trainer->world_size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -187,8 +230,12 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
   if (!f.load.empty()) {
     PDIST_RETURN_IF_ERROR(trainer->Load(f.load));
     dataset.Seek(trainer->step());
+    if (trainer->first_local_rank() == 0) {
+      std::fprintf(stderr, "pdist-train: resumed from step %lld of %s; %lld more steps\n",
+                   static_cast<long long>(trainer->step()), f.load.c_str(), static_cast<long long>(f.steps));
+    }
   }
-  return FitAndReport(f, *trainer, dataset);
+  return FitAndReport(f, *trainer, dataset, held_out ? &*held_out : nullptr);
 }
 
 }  // namespace
