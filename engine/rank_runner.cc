@@ -74,7 +74,7 @@ absl::StatusOr<exec::RunResult> RankRunner::Step(const exec::Executor& executor,
                                                   const exec::Feeds& whole_feeds, exec::Workspace& workspace) {
   if (jobs.empty()) {
     PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(program, whole_feeds));
-    return executor.Run(feeds, workspace);
+    return executor.Run(feeds, workspace, timeline_.get());
   }
   const passes::PipelinePlan& pipeline = options_.pipeline;
   PDIST_ASSIGN_OR_RETURN(std::vector<exec::Feeds> micro,

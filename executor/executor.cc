@@ -225,14 +225,55 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
   return absl::OkStatus();
 }
 
-absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace) const {
+namespace {
+
+// The job kind a whole-program step's op belongs to on a timeline (its role, as a job).
+ir::JobKind KindOfRole(ir::OpRole role) {
+  switch (role) {
+    case ir::OpRole::kForward: return ir::JobKind::kForward;
+    case ir::OpRole::kOptimizer: return ir::JobKind::kOptimizer;
+    case ir::OpRole::kBackward:
+    case ir::OpRole::kBackwardWeight: return ir::JobKind::kBackward;
+  }
+  return ir::JobKind::kForward;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace, TimelineRecorder* timeline) const {
   const ir::Program& program = *program_;
   ValueTable table(static_cast<size_t>(program.num_values()));
   PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
   RunState state;
-  std::vector<size_t> all(program.block().ops().size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  PDIST_RETURN_IF_ERROR(RunOps(all, plan_.release_after, table, state, nullptr));
+  state.timeline = timeline;
+  const auto& ops = program.block().ops();
+  if (timeline == nullptr) {
+    std::vector<size_t> all(ops.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    PDIST_RETURN_IF_ERROR(RunOps(all, plan_.release_after, table, state, nullptr));
+  } else {
+    // One span per run of ops of one role, so that a data- or tensor-parallel step draws as its
+    // forward, backward and optimizer with the communication beneath them. A collective joins
+    // the run it stands in (a gradient all-reduce moved into the backward is of role optimizer).
+    auto communicates = [&](size_t i) {
+      const ir::OpDef* def = ir::OpRegistry::Global().Find(ops[i]->type());
+      return def != nullptr && def->communicates;
+    };
+    for (size_t begin = 0; begin < ops.size();) {
+      const ir::JobKind kind = KindOfRole(ops[begin]->role());
+      std::vector<size_t> run;
+      size_t end = begin;
+      for (; end < ops.size() && (end == begin || communicates(end) || KindOfRole(ops[end]->role()) == kind); ++end) {
+        run.push_back(end);
+      }
+      state.job = {kind, 0, 0};
+      state.in_job = true;
+      const char* name = kind == ir::JobKind::kForward ? "F" : kind == ir::JobKind::kOptimizer ? "O" : "B";
+      ScopedSpan span(timeline, {.name = name, .category = ir::JobKindName(kind)});
+      PDIST_RETURN_IF_ERROR(RunOps(run, plan_.release_after, table, state, nullptr));
+      begin = end;
+    }
+  }
   PDIST_RETURN_IF_ERROR(Drain({&table}, state));
   return Finish(table.values, table.values, state, workspace);
 }

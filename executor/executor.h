@@ -66,8 +66,10 @@ class Executor {
   static absl::StatusOr<Executor> Create(const ir::Program& program, ExecutorOptions options = {});
 
   // Runs one step. Every data argument must be fed with its exact type; every parameter and
-  // state must be in `workspace` (see InitializeWorkspace).
-  absl::StatusOr<RunResult> Run(const Feeds& feeds, Workspace& workspace) const;
+  // state must be in `workspace` (see InitializeWorkspace). With a `timeline`, each run of ops of
+  // one role is a span ("F", "B", "O": forward, backward, optimizer), as a pipelined step's jobs
+  // are, and communication and waiting get their spans too.
+  absl::StatusOr<RunResult> Run(const Feeds& feeds, Workspace& workspace, TimelineRecorder* timeline = nullptr) const;
 
   // Runs one pipelined step (ir/pipeline_job.h): each job runs the ops of its (role, chunk) on
   // the tensors of its micro-batch; what the optimizer reads from the micro-batches (gradients,

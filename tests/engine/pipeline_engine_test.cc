@@ -66,6 +66,22 @@ TEST_P(PipelineJobOrderTest, EachRankRunsItsScheduleAndWritesTimelines) {
   EXPECT_NE(text.find("<svg"), std::string::npos);
 }
 
+// A step without a pipeline (data and tensor parallel) draws too: its forward, backward and
+// optimizer as spans on every rank, and the collectives on the communication track.
+TEST(PipelineEngineTest, WholeProgramStepsWriteTimelinesToo) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "dp_mp_timeline");
+  auto engine = PipelinedGpt(R"({"dp_degree": 2, "mp_degree": 2})", dir);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  ASSERT_TRUE((*engine)->TrainStep(testing::RandomTokenBatch((*engine)->forward_program(), 0, testing::kSmallVocab)).ok());
+  for (const auto& runner : (*engine)->local_ranks()) {
+    EXPECT_EQ(JobsRun(*runner), "F B O") << "rank " << runner->rank();
+    int comm = 0;
+    for (const exec::TimelineSpan& span : runner->timeline()->Spans()) comm += span.track == exec::Track::kComm;
+    EXPECT_GT(comm, 0) << "rank " << runner->rank();
+  }
+  EXPECT_TRUE(std::filesystem::exists(absl::StrCat(dir, "/pipeline.svg")));
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineJobOrderTest,
                          ::testing::Values(OrderCase{"FThenB", 2, 4, 1}, OrderCase{"1F1B", 4, 4, 1},
                                            OrderCase{"VPP", 2, 4, 2}, OrderCase{"ZBH1", 2, 4, 1}),
