@@ -19,7 +19,7 @@ void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* o) {
   flags.Int("batch", &o->batch, "micro-batch size");
   flags.Int("ffn", &o->ffn, "MLP width; 0: 4*hidden (gpt), 8*hidden/3 rounded up to 8 (llama)");
   flags.Bool("tied", &o->tied, "share the token embedding with the output head");
-  flags.Double("dropout", &o->dropout, "dropout probability (gpt, llama)");
+  flags.Double("dropout", &o->dropout, "embedding and residual dropout probability (gpt, llama)");
   flags.Int("input", &o->input, "mlp: input features");
   flags.Int("classes", &o->classes, "mlp: output classes");
   flags.String("dtype", &o->dtype, "parameter dtype: f32 or f64");

@@ -65,8 +65,8 @@ absl::Status ValidateDecoder(const DecoderSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(c, ".hidden / ", c, ".heads (head_dim ", spec.hidden / spec.heads,
                                                    ") must be even: RoPE rotates pairs of dims"));
   }
-  if (!(spec.dropout >= 0.0 && spec.dropout < 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(c, ".dropout must be in [0, 1), got ", spec.dropout));
+  for (const auto& [field, p] : {std::pair{"dropout", spec.dropout}, {"attention_dropout", spec.attention_dropout}}) {
+    if (!(p >= 0.0 && p < 1.0)) return absl::InvalidArgumentError(absl::StrCat(c, ".", field, " must be in [0, 1), got ", p));
   }
   if (!IsFloatingPoint(spec.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(c, ".dtype must be floating point (f32 or f64), got ",
@@ -96,7 +96,7 @@ absl::StatusOr<Program> BuildDecoder(const DecoderSpec& spec) {
                                 .bias = spec.bias,
                                 .rope = spec.rope,
                                 .rope_theta = spec.rope_theta,
-                                .dropout = spec.dropout,
+                                .dropout = spec.attention_dropout,
                                 .out_init_std = ResidualInitStd(spec)};
   for (int64_t i = 0; i < spec.layers; ++i) {
     const std::string block = absl::StrCat(p, ".h.", i);

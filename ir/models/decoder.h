@@ -39,7 +39,8 @@ struct DecoderSpec {
   int64_t batch = 0;
   bool tied_embeddings = false;
   DataType dtype = DataType::kFloat32;
-  double dropout = 0.0;
+  double dropout = 0.0;            // embedding and residual-branch dropout
+  double attention_dropout = 0.0;  // on attention probabilities (flash_attn's own; no CPU kernel yet)
   NormKind norm = NormKind::kLayerNorm;
   double norm_epsilon = 1e-5;
   bool bias = true;               // biases on every linear layer

@@ -19,6 +19,7 @@ DecoderSpec ToSpec(const GptConfig& c) {
                      .tied_embeddings = c.tied_embeddings,
                      .dtype = c.dtype,
                      .dropout = c.dropout,
+                     .attention_dropout = c.attention_dropout,
                      .norm = NormKind::kLayerNorm,
                      .norm_epsilon = kGptLayerNormEpsilon,
                      .bias = true,

@@ -23,7 +23,10 @@ struct GptConfig {
   int64_t batch = 8;       // micro-batch
   bool tied_embeddings = false;  // true: the head is matmul(x, wte, trans_y), as in GPT-2
   DataType dtype = DataType::kFloat32;
-  double dropout = 0.0;    // embedding, attention-probability and residual dropout
+  double dropout = 0.0;    // embedding and residual dropout
+  // Dropout of attention probabilities, inside flash_attn: the CPU kernel does not have it yet
+  // (training such a model on CPU ranks fails, naming the op), so it is separate and off.
+  double attention_dropout = 0.0;
 };
 
 // LayerNorm epsilon of every GPT norm (GPT-2's value).

@@ -19,6 +19,7 @@ DecoderSpec ToSpec(const LlamaConfig& c) {
                      .tied_embeddings = c.tied_embeddings,
                      .dtype = c.dtype,
                      .dropout = c.dropout,
+                     .attention_dropout = c.attention_dropout,
                      .norm = NormKind::kRmsNorm,
                      .norm_epsilon = c.rms_epsilon,
                      .bias = false,

@@ -23,7 +23,8 @@ struct LlamaConfig {
   int64_t batch = 8;       // micro-batch
   bool tied_embeddings = false;
   DataType dtype = DataType::kFloat32;
-  double dropout = 0.0;
+  double dropout = 0.0;            // embedding and residual dropout
+  double attention_dropout = 0.0;  // inside flash_attn (no CPU kernel yet; see gpt.h)
   double rms_epsilon = 1e-6;
   double rope_theta = 10000.0;  // fused_rope's rotary_emb_base
 };

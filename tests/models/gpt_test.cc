@@ -102,7 +102,11 @@ TEST(GptTest, DropoutAddsOpsAndStillVerifies) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE(VerifyProgram(*p).ok()) << VerifyProgram(*p);
   EXPECT_EQ(CountOps(*p, "dropout"), 1 + 2 * 2);  // embedding + two residual branches per layer
-  EXPECT_DOUBLE_EQ(std::get<double>(FindOp(*p, "flash_attn")->attrs().at("dropout")), 0.1);
+  EXPECT_DOUBLE_EQ(std::get<double>(FindOp(*p, "flash_attn")->attrs().at("dropout")), 0.0);  // separate
+  c.attention_dropout = 0.2;
+  p = BuildGpt(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(std::get<double>(FindOp(*p, "flash_attn")->attrs().at("dropout")), 0.2);
 }
 
 // Megatron-LM eq. 2 (arXiv:2104.04473): P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) for a tied
