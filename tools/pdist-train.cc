@@ -17,6 +17,7 @@
 #include "engine/comm_backend.h"
 #include "engine/engine.h"
 #include "engine/token_batches.h"
+#include "ir/models/model_stats.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
 #include "strategy/strategy.h"
@@ -62,7 +63,7 @@ struct TrainFlags {
   std::string backend = "inproc";
   std::string timeline;
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
-  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25;
+  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25, peak_tflops = 0;
   bool quiet = false, profile = false;
 };
 
@@ -94,6 +95,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("save", &f->save, "write a checkpoint here at the end");
   flags.String("load", &f->load, "resume from this checkpoint");
   flags.Bool("quiet", &f->quiet, "no progress bar");
+  flags.Double("peak-tflops", &f->peak_tflops,
+               "one rank's peak TFLOP/s (pdist-plan --calibrate measures it): the progress line then shows MFU");
   flags.Bool("profile", &f->profile, "time every kernel and print the time per op type (steps after the first)");
 }
 
@@ -118,6 +121,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
+  if (f.peak_tflops < 0) return absl::InvalidArgumentError(absl::StrFormat("--peak-tflops %g must be >= 0", f.peak_tflops));
   if (f.eval_every < 0) return absl::InvalidArgumentError(absl::StrFormat("--eval-every %d must be >= 0", f.eval_every));
   if (f.eval_batches < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("--eval-batches %d must be >= 1", f.eval_batches));
@@ -165,6 +169,20 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   const bool reporter = trainer.first_local_rank() == 0;
   const bool quiet = f.quiet || !reporter;
   const int64_t tokens_per_step = trainer.tokens_per_step();
+  // Model FLOPs per step (forward, and the backward at twice the forward: the Megatron / PaLM
+  // convention the planner's MFU uses); 0 when the program's ops have no FLOP count.
+  const double flops_per_step = 3 * ir::models::CountForwardFlops(trainer.forward_program()).value_or(0);
+  // "0.42 TFLOP/s (MFU 12.5%)" over `steps` steps in `secs` seconds ("" without a FLOP count).
+  auto flops_rate = [&](double steps, double secs) -> std::string {
+    if (flops_per_step <= 0) return "";
+    const double tflops = flops_per_step * steps / secs / 1e12;
+    std::string text = absl::StrFormat("%.3g TFLOP/s", tflops);
+    if (f.peak_tflops > 0) {
+      absl::StrAppend(&text, absl::StrFormat(" (MFU %.1f%%)",
+                                             100 * tflops / (f.peak_tflops * static_cast<double>(trainer.world_size()))));
+    }
+    return text;
+  };
   tools::ProgressBar bar(f.steps);
   double seconds = 0;
   int64_t done = 0;
@@ -186,8 +204,9 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
       for (const auto& [type, t] : r.op_seconds) op_seconds[type] += t;
     }
     if (!quiet) {
-      bar.Update(done, absl::StrFormat("loss %.4f  lr %.2e  %s tok/s", r.loss, r.lr,
-                                       tools::HumanCount(static_cast<double>(tokens_per_step * done) / seconds)));
+      bar.Update(done, absl::StrFormat("loss %.4f  lr %.2e  %s tok/s  %s", r.loss, r.lr,
+                                       tools::HumanCount(static_cast<double>(tokens_per_step * done) / seconds),
+                                       flops_rate(static_cast<double>(done), seconds)));
     }
     return true;
   });
@@ -195,9 +214,10 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   PDIST_RETURN_IF_ERROR(results.status());
   PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
   if (reporter && !results->empty()) {
-    std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s, peak activation memory %s\n",
+    const std::string rate = flops_rate(static_cast<double>(done), seconds);
+    std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s%s, peak activation memory %s\n",
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
-                 static_cast<double>(tokens_per_step * done) / seconds,
+                 static_cast<double>(tokens_per_step * done) / seconds, rate.empty() ? "" : (", " + rate).c_str(),
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
   }
   if (held_out != nullptr) {
