@@ -12,6 +12,7 @@
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/spmd/rules.h"
+#include "ir/checked_math.h"
 #include "ir/status.h"
 
 namespace pdist::ir {
@@ -39,7 +40,12 @@ absl::StatusOr<Shape> ReshapeRule(const Shape& x, const AttributeMap& attrs) {
     } else if (shape[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " has a negative dim ", shape[i]));
     }
-    known *= shape[i];
+    // Checked: a product that wraps could equal x's element count and pass for a valid reshape.
+    const std::optional<int64_t> next = CheckedMul(known, shape[i]);
+    if (!next) {
+      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " has more elements than an int64 holds"));
+    }
+    known = *next;
   }
   const int64_t count = NumElements(x);
   if (inferred >= 0) {

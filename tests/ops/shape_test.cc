@@ -44,6 +44,10 @@ TEST(ReshapeTest, Errors) {
   EXPECT_THAT(BuildError("reshape", {x}, {{"shape", Ints{4, 5}}}),
               HasSubstr("reshape(f64[2,3,4]): shape [4,5] holds 20 elements, x holds 24"));
   EXPECT_THAT(BuildError("reshape", {x}, {{"shape", Ints{1, 1, 1, 0}}}), HasSubstr("0 at index 3"));
+  // 2^61 · 8 · 3 = 3 · 2^64 wraps to 0 in int64 arithmetic: such a product must not pass for an
+  // element count.
+  EXPECT_THAT(BuildError("reshape", {x}, {{"shape", Ints{int64_t{1} << 61, 8, 3, 1}}}),
+              HasSubstr("has more elements than an int64 holds"));
   EXPECT_THAT(BuildError("reshape", {x}, {{"shape", Ints{-2, 12}}}), HasSubstr("negative dim -2"));
 }
 
