@@ -190,6 +190,12 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   result.step = step_;
   result.lr = options_.lr.At(step_);
   all[passes::kLearningRateFeed] = exec::Tensor::Scalar(lr_value->type().dtype, result.lr);
+  // Ranks in separate processes have no common clock: with a timeline they meet at a barrier
+  // first, so that every process's origin (its step start) is the same instant to within the
+  // barrier's latency and pdist-run's picture lines their rows up.
+  if (!options_.timeline_dir.empty() && backend_->process_per_rank && !worlds_.empty()) {
+    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "aligning the ranks' timeline clocks"));
+  }
   const auto start = std::chrono::steady_clock::now();
   for (const auto& runner : runners_) {
     if (runner->timeline() != nullptr) runner->timeline()->Reset(start);  // one origin: rows line up
