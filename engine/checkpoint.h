@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/checkpoint_format.h"  // kMaxCheckpointStep, the format
 #include "executor/executor.h"
 
 namespace pdist::engine {
@@ -27,10 +28,6 @@ struct Checkpoint {
   int64_t step = 0;
   exec::Workspace tensors;
 };
-
-// The largest step counter a checkpoint may hold (2^48: no run takes that many steps, and it
-// keeps step × batch within an int64).
-inline constexpr int64_t kMaxCheckpointStep = int64_t{1} << 48;
 
 absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
 // Errors name the path and what is wrong (not a checkpoint, truncated, a checksum that does not

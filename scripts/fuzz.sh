@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs each
-# on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs) and
-# the JSON readers (bounded parser, strategy, cluster; seeds from examples/).
+# on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs), the
+# JSON readers (bounded parser, strategy, cluster; seeds from examples/) and the checkpoint
+# decoder (a hand-made seed below).
 #
 #   scripts/fuzz.sh                # 60 s per fuzzer
 #   scripts/fuzz.sh 180            # 3 min per fuzzer; crashes land in build-fuzz/artifacts/
@@ -15,10 +16,11 @@ build="${PDIST_FUZZ_BUILD:-build-fuzz}"
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
   -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF >/dev/null
-cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers >/dev/null
+cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers fuzz_checkpoint \
+  >/dev/null
 
 artifacts="$build/artifacts/"
-mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json"
+mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint"
 "$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
 # JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster).
 for f in examples/strategies/*.json; do
@@ -26,11 +28,19 @@ for f in examples/strategies/*.json; do
   { printf '\000'; cat "$f"; } > "$build/corpus/json/json-$(basename "$f")"
 done
 for f in examples/clusters/*.json; do { printf '\002'; cat "$f"; } > "$build/corpus/json/cluster-$(basename "$f")"; done
+# Checkpoint seed: version 1 (no checksums), step 3, one tensor 'w' f32[2] = {1.5, 2.5}.
+printf 'PDISTCKP\001\000\000\000\003\000\000\000\000\000\000\000\001\000\000\000\000\000\000\000' \
+  > "$build/corpus/checkpoint/seed.ckpt"
+printf '\001\000\000\000w\000\001\000\000\000\002\000\000\000\000\000\000\000\000\000\300\077\000\000\040\100' \
+  >> "$build/corpus/checkpoint/seed.ckpt"
 
 status=0
-for fuzzer in model_loader json_readers; do
-  corpus="$build/corpus/${fuzzer%%_*}"
-  [ "$fuzzer" = json_readers ] && corpus="$build/corpus/json"
+for fuzzer in model_loader json_readers checkpoint; do
+  case "$fuzzer" in
+    model_loader) corpus="$build/corpus/model" ;;
+    json_readers) corpus="$build/corpus/json" ;;
+    checkpoint) corpus="$build/corpus/checkpoint" ;;
+  esac
   log="$build/fuzz_$fuzzer.log"
   set +e
   "$build/tests/fuzz/fuzz_$fuzzer" "$corpus" "$limit" -max_len=16384 -timeout=10 -seed=1 \
