@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 
@@ -36,9 +37,12 @@ absl::Status FollowLauncher() {
   if (!absl::SimpleAtoi(launcher, &pid) || pid < 1) {
     return absl::InvalidArgumentError(absl::StrCat("PDIST_LAUNCHER_PID='", launcher, "' is not a process id"));
   }
+  // SIGTERM when the parent dies: the launcher, or a wrapper script the rank runs under (which
+  // dies with the launcher's signals to its process group).
   if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return absl::InternalError("prctl(PR_SET_PDEATHSIG) failed");
-  // The launcher may have died before the prctl: this process was then re-parented.
-  if (static_cast<int64_t>(::getppid()) != pid) {
+  // The launcher may have died before the prctl (this process was then re-parented): then it
+  // is no longer there to signal.
+  if (static_cast<int64_t>(::getppid()) != pid && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
     return absl::AbortedError(absl::StrCat("the launcher (pid ", pid, ") is gone; not starting this rank"));
   }
   return absl::OkStatus();

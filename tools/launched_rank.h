@@ -15,9 +15,10 @@ namespace pdist::tools {
 // process per rank is recognised (SLURM_NTASKS or OMPI_COMM_WORLD_SIZE > 1); else "inproc".
 std::string BackendFromEnvironment();
 
-// When PDIST_LAUNCHER_PID names the process that started this one (pdist-run sets it), asks the
-// kernel to send SIGTERM when that process dies (Linux PR_SET_PDEATHSIG), so no rank outlives a
-// killed launcher, and fails if the launcher is already gone. Does nothing otherwise.
+// When PDIST_LAUNCHER_PID is set (pdist-run sets it for its ranks), asks the kernel to send
+// SIGTERM when this process's parent dies (Linux PR_SET_PDEATHSIG) — the launcher, or a wrapper
+// script between them — so no rank outlives a killed launcher, and fails if the launcher is
+// already gone. Does nothing otherwise.
 absl::Status FollowLauncher();
 
 }  // namespace pdist::tools
