@@ -22,12 +22,14 @@ cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_write
 artifacts="$build/artifacts/"
 mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint"
 "$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
-# JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster).
+# JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster,
+# 3: pdist-spmd requests).
 for f in examples/strategies/*.json; do
   { printf '\001'; cat "$f"; } > "$build/corpus/json/strategy-$(basename "$f")"
   { printf '\000'; cat "$f"; } > "$build/corpus/json/json-$(basename "$f")"
 done
 for f in examples/clusters/*.json; do { printf '\002'; cat "$f"; } > "$build/corpus/json/cluster-$(basename "$f")"; done
+{ printf '\003'; cat tests/tools/spmd_requests.json; } > "$build/corpus/json/spmd-requests.json"
 # Checkpoint seed: version 1 (no checksums), step 3, one tensor 'w' f32[2] = {1.5, 2.5}.
 printf 'PDISTCKP\001\000\000\000\003\000\000\000\000\000\000\000\001\000\000\000\000\000\000\000' \
   > "$build/corpus/checkpoint/seed.ckpt"

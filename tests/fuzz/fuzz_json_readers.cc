@@ -1,6 +1,6 @@
 // libFuzzer target: untrusted text through every JSON reader (the bounded parser, strategy files,
-// cluster files). The first byte picks the reader, the rest is the input, so one corpus reaches
-// all of them. Beyond "no crash": whatever a reader accepts, it writes back as JSON that it reads
+// cluster files, pdist-spmd requests). The first byte picks the reader, the rest is the input, so
+// one corpus reaches all of them. Beyond "no crash": whatever a reader accepts, it writes back as JSON that it reads
 // to the same value again.
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "ir/json_reader.h"
 #include "strategy/cluster.h"
 #include "strategy/strategy.h"
+#include "tools/spmd_json.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ void Require(bool condition, const char* what) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       absl::StatusOr<nlohmann::json> j = pdist::ir::ParseJson(text, "fuzz", {.max_bytes = 1 << 16, .max_depth = 16});
       if (j.ok()) Require(pdist::ir::ParseJson(j->dump(), "again").ok(), "dumped JSON parses");
@@ -39,6 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       absl::StatusOr<pdist::strategy::Strategy> again = pdist::strategy::ParseStrategy(written);
       Require(again.ok(), "a written strategy parses");
       Require(pdist::strategy::StrategyToJson(*again) == written, "strategy write -> parse -> write is identical");
+      break;
+    }
+    case 3: {
+      // A request evaluates or answers {"error": ...}; only a bad top level is an error status.
+      absl::StatusOr<nlohmann::json> out = pdist::tools::EvaluateSpmdText(text);
+      if (out.ok()) Require(out->is_object() || out->is_array(), "pdist-spmd answers an object or a list");
       break;
     }
     default: {
