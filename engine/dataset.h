@@ -23,20 +23,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/token_format.h"  // TokenFormat, the file formats
 #include "executor/tensor.h"
 
 namespace pdist::engine {
-
-enum class TokenFormat : int8_t {
-  kUint16,  // header-less little-endian uint16 tokens (nanoGPT's train.bin)
-  kUint32,  // header-less little-endian uint32 tokens
-  kPdtok,   // a 16-byte header then the tokens; see WriteTokenFile
-  kText,    // any file read byte by byte: tokens are the bytes 0..255
-};
-
-// "u16", "u32", "pdtok", "text" ↔ TokenFormat.
-std::string_view TokenFormatName(TokenFormat format);
-absl::StatusOr<TokenFormat> ParseTokenFormat(std::string_view name);
 
 struct TokenDatasetOptions {
   std::string path;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs each
 # on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs), the
-# JSON readers (bounded parser, strategy, cluster; seeds from examples/) and the checkpoint
-# decoder (a hand-made seed below).
+# JSON readers (bounded parser, strategy, cluster, pdist-spmd requests; seeds from examples/),
+# the checkpoint decoder and the token-file decoder (hand-made seeds below).
 #
 #   scripts/fuzz.sh                # 60 s per fuzzer
 #   scripts/fuzz.sh 180            # 3 min per fuzzer; crashes land in build-fuzz/artifacts/
@@ -17,10 +17,10 @@ build="${PDIST_FUZZ_BUILD:-build-fuzz}"
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
   -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF >/dev/null
 cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers fuzz_checkpoint \
-  >/dev/null
+  fuzz_token_file >/dev/null
 
 artifacts="$build/artifacts/"
-mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint"
+mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint" "$build/corpus/tokens"
 "$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
 # JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster,
 # 3: pdist-spmd requests).
@@ -35,13 +35,18 @@ printf 'PDISTCKP\001\000\000\000\003\000\000\000\000\000\000\000\001\000\000\000
   > "$build/corpus/checkpoint/seed.ckpt"
 printf '\001\000\000\000w\000\001\000\000\000\002\000\000\000\000\000\000\000\000\000\300\077\000\000\040\100' \
   >> "$build/corpus/checkpoint/seed.ckpt"
+# Token-file seeds (the first byte picks the format: 0 u16, 1 u32, 2 pdtok, 3 text): a PDTOK file
+# of width 2 holding 1, 2, 3, and the first bytes of the essay as text.
+printf '\002PDTOK\000\000\000\001\000\000\000\002\000\000\000\001\000\002\000\003\000' > "$build/corpus/tokens/pdtok"
+{ printf '\003'; head -c 256 data/essay.txt; } > "$build/corpus/tokens/text"
 
 status=0
-for fuzzer in model_loader json_readers checkpoint; do
+for fuzzer in model_loader json_readers checkpoint token_file; do
   case "$fuzzer" in
     model_loader) corpus="$build/corpus/model" ;;
     json_readers) corpus="$build/corpus/json" ;;
     checkpoint) corpus="$build/corpus/checkpoint" ;;
+    token_file) corpus="$build/corpus/tokens" ;;
   esac
   log="$build/fuzz_$fuzzer.log"
   set +e
