@@ -14,10 +14,14 @@ limit="-max_total_time=${1:-60}"
 if [ "${1:-}" = "--runs" ]; then limit="-runs=${2:?--runs needs a count}"; fi
 build="${PDIST_FUZZ_BUILD:-build-fuzz}"
 
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
-  -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF >/dev/null
-cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers fuzz_checkpoint \
-  fuzz_token_file >/dev/null
+mkdir -p "$build"
+# The build's output goes to a log, shown when it fails.
+if ! { CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
+         -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF &&
+       cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers \
+         fuzz_checkpoint fuzz_token_file; } > "$build/build.log" 2>&1; then
+  echo "scripts/fuzz.sh: building the fuzzers failed:"; tail -40 "$build/build.log"; exit 1
+fi
 
 artifacts="$build/artifacts/"
 mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint" "$build/corpus/tokens"
