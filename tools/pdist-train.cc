@@ -20,6 +20,7 @@
 #include "ir/models/model_stats.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
+#include "strategy/cluster.h"
 #include "strategy/strategy.h"
 #include "tools/cli.h"
 #include "tools/launched_rank.h"
@@ -58,7 +59,7 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 
 // Every flag of the tool, as given.
 struct TrainFlags {
-  std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data;
+  std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data, cluster;
   int64_t eval_every = 0, eval_batches = 4;
   std::string backend = "inproc";
   std::string timeline;
@@ -97,6 +98,9 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.Bool("quiet", &f->quiet, "no progress bar");
   flags.Double("peak-tflops", &f->peak_tflops,
                "one rank's peak TFLOP/s (pdist-plan --calibrate measures it): the progress line then shows MFU");
+  flags.String("cluster", &f->cluster,
+               "a cluster file (pdist-plan --calibrate -o writes one) or preset: its device's peak for the model's "
+               "dtype gives MFU, as the planner computes it");
   flags.Bool("profile", &f->profile, "time every kernel and print the time per op type (steps after the first)");
 }
 
@@ -231,6 +235,25 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   return absl::OkStatus();
 }
 
+// One rank's peak TFLOP/s for the model's dtype from --cluster (a file, or a preset sized to the
+// job), else --peak-tflops (0: no MFU).
+absl::StatusOr<double> PeakTflops(const TrainFlags& f, const pdist::ir::Program& model, int64_t world_size) {
+  using namespace pdist;
+  if (f.cluster.empty()) return f.peak_tflops;
+  absl::StatusOr<strategy::Cluster> cluster;
+  if (absl::StatusOr<std::string> text = ir::ReadFileToString(f.cluster); text.ok()) {
+    cluster = strategy::ParseCluster(*text);
+  } else if (text.status().code() == absl::StatusCode::kNotFound) {
+    cluster = strategy::ClusterPreset(f.cluster, world_size);
+  } else {
+    cluster = text.status();
+  }
+  if (!cluster.ok()) return WithContext(cluster.status(), absl::StrCat("--cluster ", f.cluster));
+  const ir::Value* loss = model.loss();
+  PDIST_ASSIGN_OR_RETURN(double peak, cluster->PeakFlops(loss != nullptr ? loss->type().dtype : ir::DataType::kFloat32));
+  return peak / 1e12;
+}
+
 absl::Status Train(const std::string& model_path, const TrainFlags& f) {
   using namespace pdist;
   PDIST_ASSIGN_OR_RETURN(engine::EngineOptions options, EngineOptionsFrom(f));
@@ -243,6 +266,8 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
     held_out = *std::move(opened);
   }
   PDIST_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> trainer, engine::Engine::Create(std::move(program), options));
+  TrainFlags with_peak = f;
+  PDIST_ASSIGN_OR_RETURN(with_peak.peak_tflops, PeakTflops(f, trainer->forward_program(), trainer->world_size()));
   if (f.ranks > 0 && f.ranks != trainer->world_size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--ranks %d but the strategy has %d ranks (dp_degree × mp_degree × pp_degree)", f.ranks, trainer->world_size()));
@@ -255,7 +280,7 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
                    static_cast<long long>(trainer->step()), f.load.c_str(), static_cast<long long>(f.steps));
     }
   }
-  return FitAndReport(f, *trainer, dataset, held_out ? &*held_out : nullptr);
+  return FitAndReport(with_peak, *trainer, dataset, held_out ? &*held_out : nullptr);
 }
 
 }  // namespace
