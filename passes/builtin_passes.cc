@@ -134,7 +134,7 @@ class AnnotateStrategyPass : public Pass {
     s.mp_degree = degrees_.mp.value_or(s.mp_degree);
     s.pp_degree = degrees_.pp.value_or(s.pp_degree);
     s.sp = degrees_.sp.value_or(s.sp);
-    if (s.pp_degree > 1 || s.pipeline.accumulate_steps > 1) return RunStages(s, program, context);
+    if (s.MicroBatched()) return RunStages(s, program, context);
     PDIST_ASSIGN_OR_RETURN(StrategyAnnotationPlan plan, AnnotateFromStrategyExplained(s, program));
     context.Explain(name(), absl::StrCat(plan.annotations.size(), " values annotated on mesh ", plan.mesh.ToString()));
     const ir::ValueNumbering n(program);

@@ -14,38 +14,51 @@
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
 #include "passes/replicate_loss.h"
+#include "passes/sharding.h"
 #include "passes/split_weight_grad.h"
 
 namespace pdist::passes {
 namespace {
 
-// `micro-batch{n=4}`: the forward program of one of n micro-batches (passes/micro_batch.h).
-// Without n, the run's pipeline.accumulate_steps. Records which inputs it cut
+// `micro-batch{n=4,avg=false}`: the forward program of one of n micro-batches
+// (passes/micro_batch.h). Without n, the run's micro-batch count (Strategy::MicroBatches); avg
+// (default true; the run's gradient_merge.avg under gradient merge) says whether the step's
+// gradient is the micro-batches' mean or their sum. Records which inputs it cut
 // (PassContext::micro_batching), so a runner can cut whole feeds the same way.
 class MicroBatchPass : public Pass {
  public:
-  explicit MicroBatchPass(std::optional<int64_t> n) : n_(n) {}
+  MicroBatchPass(std::optional<int64_t> n, std::optional<bool> average) : n_(n), average_(average) {}
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     PassOptionReader reader("micro-batch", options);
     std::optional<int64_t> n;
+    std::optional<bool> average;
     PDIST_RETURN_IF_ERROR(reader.Read("n", &n, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("avg", &average));
     PDIST_RETURN_IF_ERROR(reader.Finish());
-    return std::make_unique<MicroBatchPass>(n);
+    return std::make_unique<MicroBatchPass>(n, average);
   }
   std::string_view name() const override { return "micro-batch"; }
-  PassOptions options() const override { return n_ ? PassOptions{{"n", absl::StrCat(*n_)}} : PassOptions{}; }
+  PassOptions options() const override {
+    PassOptions options;
+    if (n_) options["n"] = absl::StrCat(*n_);
+    if (average_) options["avg"] = *average_ ? "true" : "false";
+    return options;
+  }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    const int64_t n = n_.value_or(context.strategy.pipeline.accumulate_steps);
-    PDIST_ASSIGN_OR_RETURN(MicroBatchProgram micro, SplitMicroBatches(program, n));
+    const strategy::Strategy& s = context.strategy;
+    const int64_t n = n_.value_or(s.MicroBatches());
+    const bool average = average_.value_or(!s.gradient_merge.enable || s.gradient_merge.avg);
+    PDIST_ASSIGN_OR_RETURN(MicroBatchProgram micro, SplitMicroBatches(program, n, average));
     program = std::move(micro.program);
-    context.Explain(name(), absl::StrCat(n, " micro-batches; inputs cut along dim 0: ",
-                                         absl::StrJoin(micro.split_inputs, ", ")));
+    context.Explain(name(), absl::StrCat(n, " micro-batches", average ? "" : " (gradients summed)",
+                                         "; inputs cut along dim 0: ", absl::StrJoin(micro.split_inputs, ", ")));
     context.micro_batching = MicroBatching{n, std::move(micro.split_inputs)};
     return n > 1;
   }
 
  private:
   std::optional<int64_t> n_;
+  std::optional<bool> average_;
 };
 
 // `split-weight-grad`: the backward split into activation gradients (B) and weight gradients
@@ -85,6 +98,45 @@ class ReplicateLossPass : public Pass {
 
  private:
   std::optional<int64_t> world_;
+};
+
+// `sharding{stage=2,axis=dp}`: ZeRO on a completed global program (passes/sharding.h). Without
+// stage, the run's sharding.stage; axis defaults to the strategy meshes' "dp".
+class ShardingPass : public Pass {
+ public:
+  ShardingPass(std::optional<int64_t> stage, std::string axis) : stage_(stage), axis_(std::move(axis)) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("sharding", options);
+    std::optional<int64_t> stage;
+    std::string axis = "dp";
+    PDIST_RETURN_IF_ERROR(reader.Read("stage", &stage, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("axis", &axis));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (stage && *stage > 3) {
+      return absl::InvalidArgumentError(absl::StrCat("pass 'sharding': option 'stage' must be 1, 2 or 3, got ", *stage));
+    }
+    return std::make_unique<ShardingPass>(stage, std::move(axis));
+  }
+  std::string_view name() const override { return "sharding"; }
+  PassOptions options() const override {
+    PassOptions options;
+    if (stage_) options["stage"] = absl::StrCat(*stage_);
+    if (axis_ != "dp") options["axis"] = axis_;
+    return options;
+  }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const int64_t stage = stage_.value_or(context.strategy.sharding.stage);
+    PDIST_ASSIGN_OR_RETURN(ShardingReport report, ShardOptimizer(program, stage, axis_));
+    context.Explain(name(), absl::StrCat("ZeRO stage ", stage, " along '", axis_, "': ", report.sharded,
+                                         " parameters updated on slices, ", report.kept_whole.size(), " kept whole, ",
+                                         report.reshards, " reshards added"));
+    for (const std::string& line : report.kept_whole) context.Explain(name(), line);
+    return report.reshards > 0;
+  }
+
+ private:
+  std::optional<int64_t> stage_;
+  std::string axis_;
 };
 
 // `partition{rank=1}`: the completed global program becomes rank 1's local program
@@ -175,6 +227,9 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));
   PDIST_RETURN_IF_ERROR(registry.Register("replicate-loss", "reshard the loss to Replicate on every rank of the world",
                                           &ReplicateLossPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("sharding",
+                                          "ZeRO 1/2/3: optimizer states (and gradients, parameters) sharded over dp",
+                                          &ShardingPass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("partition",
                                           "a completed global program → one rank's local program (collectives explicit)",
                                           &PartitionPass::Create));

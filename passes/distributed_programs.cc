@@ -35,19 +35,23 @@ absl::StatusOr<std::vector<ir::PipelineJob>> PipelinePlan::JobsOf(int64_t rank, 
 
 absl::Status CheckExecutable(const strategy::Strategy& s) {
   PDIST_ASSIGN_OR_RETURN(ScheduleMode mode, ParseScheduleMode(s.pipeline.schedule_mode));
-  PDIST_RETURN_IF_ERROR(WithContext(CheckScheduleShape(mode, {s.pp_degree, s.pipeline.accumulate_steps,
+  PDIST_RETURN_IF_ERROR(WithContext(CheckScheduleShape(mode, {s.pp_degree, s.MicroBatches(),
                                                            s.pipeline.vpp_degree}),
-                                 "pipeline (pp_degree, accumulate_steps, vpp_degree)"));
-  if (s.sharding.enable) return absl::UnimplementedError("sharding (ZeRO) is not implemented yet");
+                                 s.gradient_merge.enable ? "gradient_merge.k_steps" : "pipeline (pp_degree, accumulate_steps, vpp_degree)"));
+  if (s.sharding.enable && s.sharding.degree > 0 && s.sharding.degree != s.dp_degree) {
+    return absl::UnimplementedError(absl::StrCat(
+        "sharding.degree ", s.sharding.degree, " of dp_degree ", s.dp_degree,
+        ": sharding over part of the data-parallel axis is not implemented; leave sharding.degree out to shard over all ",
+        s.dp_degree, " data-parallel ranks"));
+  }
   if (s.recompute.enable) return absl::UnimplementedError("recompute is not implemented yet");
   if (s.amp.enable) return absl::UnimplementedError("amp is not implemented yet");
-  if (s.gradient_merge.enable) return absl::UnimplementedError("gradient_merge is not implemented yet");
   return absl::OkStatus();
 }
 
 namespace {
 
-bool Pipelined(const strategy::Strategy& s) { return s.pp_degree > 1 || s.pipeline.accumulate_steps > 1; }
+bool Pipelined(const strategy::Strategy& s) { return s.MicroBatched(); }
 
 }  // namespace
 
@@ -67,13 +71,20 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
                                                             const OptimizerConfig& optimizer, int64_t world_size) {
   PDIST_ASSIGN_OR_RETURN(ScheduleMode schedule, ParseScheduleMode(strategy.pipeline.schedule_mode));
   DistributedPipelines p;
-  if (Pipelined(strategy)) p.annotate.push_back({"micro-batch", {{"n", absl::StrCat(strategy.pipeline.accumulate_steps)}}});
+  if (Pipelined(strategy)) {
+    PassSpec micro{"micro-batch", {{"n", absl::StrCat(strategy.MicroBatches())}}};
+    if (strategy.gradient_merge.enable && !strategy.gradient_merge.avg) micro.options["avg"] = "false";
+    p.annotate.push_back(std::move(micro));
+  }
   p.annotate.push_back({"annotate-strategy", {}});
   const PassSpec replicate_loss{"replicate-loss", {{"world", absl::StrCat(world_size)}}};
   p.train_tail.push_back({"autodiff", {}});
   p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
   if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   p.train_tail.push_back({"completion", {}});
+  if (strategy.sharding.enable && strategy.dp_degree > 1) {
+    p.train_tail.push_back({"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}});
+  }
   p.train_tail.push_back(replicate_loss);
   p.eval_tail = {{"completion", {}}, replicate_loss};
   return p;

@@ -26,15 +26,18 @@ std::string BucketKey(const ir::Operation& op) {
                       op.chunk());
 }
 
-// Moves every c_allreduce right after the op that produces its operand (completion puts it
-// just before its consumer, the optimizer, i.e. after the whole backward pass).
-void HoistAllReduces(ir::Program& local) {
+// Moves every c_allreduce, and every c_reduce_scatter of a gradient (ZeRO 2 and 3), right after
+// the op that produces its operand (completion puts it just before its consumer, the optimizer,
+// i.e. after the whole backward pass).
+void HoistGradientReductions(ir::Program& local) {
   std::vector<std::unique_ptr<ir::Operation>> old = std::move(local.block().mutable_ops());
   local.block().mutable_ops().clear();
   std::unordered_map<const ir::Operation*, std::vector<size_t>> after;  // producer → all-reduces
   std::vector<bool> hoisted(old.size(), false);
   for (size_t i = 0; i < old.size(); ++i) {
-    const ir::Value* x = old[i]->type() == "c_allreduce" ? old[i]->operand(0) : nullptr;
+    const std::string& type = old[i]->type();
+    const bool gradient_scatter = type == "c_reduce_scatter" && old[i]->operand(0)->role() == ir::ValueRole::kGradient;
+    const ir::Value* x = type == "c_allreduce" || gradient_scatter ? old[i]->operand(0) : nullptr;
     if (x == nullptr || x->producer() == nullptr) continue;
     after[x->producer()].push_back(i);
     hoisted[i] = true;
@@ -55,7 +58,7 @@ void HoistAllReduces(ir::Program& local) {
 }  // namespace
 
 absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t bucket_bytes) {
-  HoistAllReduces(local);
+  HoistGradientReductions(local);
   if (bucket_bytes <= 0) return 0;
   const auto& ops = local.block().ops();
   // First use of every value, by op index.

@@ -1,4 +1,5 @@
-// Gradient all-reduce scheduling for a partitioned program. First every c_allreduce moves up to
+// Gradient all-reduce scheduling for a partitioned program. First every c_allreduce (and every
+// gradient c_reduce_scatter, which ZeRO 2 and 3 use instead; not bucketed yet) moves up to
 // right after the op that produces its operand (completion leaves a gradient's all-reduce just
 // before the optimizer, after the whole backward pass: nothing could overlap it). Then they are
 // fused into c_allreduce_coalesced ops of up to `bucket_bytes` each (PyTorch DDP's and Megatron-LM's gradient buckets), so that a

@@ -78,7 +78,8 @@ absl::Status Localise(ir::Program& program) {
 
 }  // namespace
 
-absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, int64_t micro_batches) {
+absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, int64_t micro_batches,
+                                                    bool average) {
   if (micro_batches < 1) {
     return absl::InvalidArgumentError(absl::StrCat("micro-batches: the count must be at least 1, got ", micro_batches));
   }
@@ -96,7 +97,7 @@ absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, 
   if (batch % micro_batches != 0) {
     return absl::InvalidArgumentError(absl::StrCat("micro-batches: the batch (", batch, ", dim 0 of '",
                                                    inputs.front()->name(), "') is not divisible by ", micro_batches,
-                                                   " micro-batches (pipeline.accumulate_steps)"));
+                                                   " micro-batches (pipeline.accumulate_steps or gradient_merge.k_steps)"));
   }
   if (micro_batches == 1) return out;
 
@@ -106,7 +107,8 @@ absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, 
   if (report.reshards > 0) return MixesSamples(out.program);
 
   ir::Value* loss = out.program.loss();
-  double loss_scale = 1.0 / static_cast<double>(micro_batches);  // a mean, or independent of the batch
+  // A mean, or independent of the batch: 1/m, unless the step sums the micro-batches' gradients.
+  double loss_scale = average ? 1.0 / static_cast<double>(micro_batches) : 1.0;
   if (loss->dist_attr() && loss->dist_attr()->is_partial()) {
     const ir::ReduceType reduce = loss->dist_attr()->partial.begin()->second;
     if (reduce == ir::ReduceType::kSum) {

@@ -11,7 +11,9 @@
 // follows them through every op. An op that needs samples of other micro-batches (a reshard
 // appears: batch statistics, a loss over the whole batch that is not a sum or a mean) makes the
 // split fail, naming the op. The loss is scaled so that summing it — and every gradient — over
-// the micro-batches gives the whole batch's value: 1/m for a mean, 1 for a sum.
+// the micro-batches gives the whole batch's value: 1/m for a mean, 1 for a sum. Without
+// `average` (gradient_merge.avg = false) a mean loss is left unscaled: the step's gradient is the
+// sum of the micro-batches' gradients, as Paddle's gradient merge without avg.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,7 @@ struct MicroBatchProgram {
 // The batch is dim 0 of the first data input of rank ≥ 1; every data input with that dim 0 is
 // split. Errors: the batch not divisible by `micro_batches` (naming both), a program that already
 // has DistAttrs or gradients, an op that mixes samples (above).
-absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, int64_t micro_batches);
+absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, int64_t micro_batches,
+                                                    bool average = true);
 
 }  // namespace pdist::passes

@@ -44,23 +44,30 @@ struct StageTotals {
 
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
 // (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
+// ZeRO 2 and 3 reduce-scatter the gradients instead of all-reducing them; ZeRO 1 and 2 then
+// all-gather the updated parameters after the update, with nothing left to hide behind
+// (passes/sharding.h: what runs).
 std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::Cluster& cluster,
                                            std::vector<VirtualStage>& vs) {
   std::vector<double> exposed(static_cast<size_t>(c.pp), 0.0);
   if (c.dp == 1) return exposed;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
-    double grads = 0, layers = 0;
+    double grads = 0, params = 0, layers = 0;
     for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {
       grads += vs[chunk * c.pp + stage].cost.grad_bytes;
+      params += vs[chunk * c.pp + stage].cost.param_bytes;
       layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
     }
-    const Collective kind = c.zero == 3 ? Collective::kReduceScatter : Collective::kAllReduce;
+    const Collective kind = c.zero >= 2 ? Collective::kReduceScatter : Collective::kAllReduce;
     const double sync = CollectiveSeconds(cluster, kind, grads, DataParallelGroup(c, stage));
     const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
     // In a pipelined step too the engine starts each bucket once the last micro-batch has added
     // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
     exposed[stage] = std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets));
+    if (c.zero == 1 || c.zero == 2) {
+      exposed[stage] += CollectiveSeconds(cluster, Collective::kAllGather, params, DataParallelGroup(c, stage));
+    }
     last.jobs.optimizer += exposed[stage];
   }
   return exposed;

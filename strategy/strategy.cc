@@ -187,8 +187,19 @@ absl::Status Validate(const Strategy& s) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
                                                    ") exceeds dp_degree (", s.dp_degree, ")"));
   }
+  if (s.sharding.enable && s.sharding.degree > 0 && s.dp_degree % s.sharding.degree != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
+                                                   ") does not divide dp_degree (", s.dp_degree, ")"));
+  }
   if (s.sharding.stage < 1 || s.sharding.stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.stage' must be 1, 2 or 3, got ", s.sharding.stage));
+  }
+  if (s.gradient_merge.enable && (s.pp_degree > 1 || s.pipeline.accumulate_steps > 1) &&
+      s.gradient_merge.k_steps != s.pipeline.accumulate_steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy key 'gradient_merge.k_steps' (", s.gradient_merge.k_steps, ") with a pipeline (pp_degree ", s.pp_degree,
+        ", pipeline.accumulate_steps ", s.pipeline.accumulate_steps,
+        "): a pipelined step already accumulates its micro-batches; set pipeline.accumulate_steps and drop gradient_merge"));
   }
   if (s.pipeline.schedule_mode == "VPP" && s.pipeline.vpp_degree < 2) {
     return absl::InvalidArgumentError("strategy key 'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP");
@@ -269,6 +280,7 @@ std::string StrategyToJson(const Strategy& s) {
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
       {"annotations", Json::array()},
   };
+  if (s.sharding.degree == 0) j["sharding"].erase("degree");  // the whole dp axis
   for (const TensorAnnotation& a : s.annotations) {
     Json mesh = {{"shape", a.mesh.shape()}, {"dim_names", a.mesh.dim_names()}};
     if (!a.mesh.has_default_ids()) mesh["process_ids"] = a.mesh.process_ids();

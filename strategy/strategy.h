@@ -22,7 +22,9 @@ namespace pdist::strategy {
 struct ShardingConfig {
   bool enable = false;
   int64_t stage = 1;   // ZeRO stage 1, 2 or 3
-  int64_t degree = 1;  // along the data-parallel axis
+  // Ranks one state is sharded over, along the data-parallel axis; 0 (the key left out): all of
+  // dp_degree. pdist runs degree == dp_degree (a sub-axis of dp is refused by the engine).
+  int64_t degree = 0;
 };
 
 struct PipelineConfig {
@@ -84,6 +86,12 @@ struct Strategy {
 
   // Ranks the strategy needs: dp × mp × pp.
   int64_t WorldSize() const { return dp_degree * mp_degree * pp_degree; }
+  // Micro-batches per step: gradient_merge.k_steps when gradient merge is on, else
+  // pipeline.accumulate_steps (Paddle's Engine couples them the same way). Gradient merge is
+  // accumulation over micro-batches cut from the step's batch, run without a pipeline.
+  int64_t MicroBatches() const { return gradient_merge.enable ? gradient_merge.k_steps : pipeline.accumulate_steps; }
+  // Whether a step runs as micro-batches (a pipeline schedule, possibly of one stage).
+  bool MicroBatched() const { return pp_degree > 1 || MicroBatches() > 1; }
 };
 
 // Parses and validates; an unknown key, a wrong type or an impossible value is an

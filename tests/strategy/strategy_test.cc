@@ -27,7 +27,7 @@ TEST(StrategyTest, ReadsEverySection) {
     "pipeline": {"enable": true, "schedule_mode": "VPP", "accumulate_steps": 8, "micro_batch_size": 2, "vpp_degree": 2},
     "recompute": {"enable": true},
     "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"},
-    "gradient_merge": {"enable": true, "k_steps": 4, "avg": false}})");
+    "gradient_merge": {"enable": true, "k_steps": 8, "avg": false}})");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->WorldSize(), 16);
   EXPECT_TRUE(s->sp);
@@ -35,12 +35,25 @@ TEST(StrategyTest, ReadsEverySection) {
   EXPECT_EQ(s->pipeline.schedule_mode, "VPP");
   EXPECT_EQ(s->pipeline.accumulate_steps, 8);
   EXPECT_EQ(s->amp.dtype, "bfloat16");
-  EXPECT_EQ(s->gradient_merge.k_steps, 4);
+  EXPECT_EQ(s->gradient_merge.k_steps, 8);
+  EXPECT_EQ(s->MicroBatches(), 8);
   EXPECT_FALSE(s->gradient_merge.avg);
   // Written JSON reads back to the same strategy.
   absl::StatusOr<Strategy> again = ParseStrategy(StrategyToJson(*s));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(StrategyToJson(*again), StrategyToJson(*s));
+}
+
+TEST(StrategyTest, GradientMergeIsTheMicroBatchCountWithoutAPipeline) {
+  absl::StatusOr<Strategy> s = ParseStrategy(R"({"dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 4}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->MicroBatches(), 4);
+  EXPECT_TRUE(s->MicroBatched());
+  EXPECT_NE(ErrorOf(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}, "gradient_merge": {"enable": true, "k_steps": 4}})")
+                .find("'gradient_merge.k_steps' (4) with a pipeline"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 4, "sharding": {"enable": true, "degree": 3}})").find("'sharding.degree' (3) does not divide dp_degree (4)"),
+            std::string::npos);
 }
 
 TEST(StrategyTest, ErrorsNameTheKey) {

@@ -1,0 +1,224 @@
+// ShardOptimizer: each parameter's update moved onto slices along the data-parallel axis.
+#include "passes/sharding.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::Operation;
+using ir::Value;
+
+// The first dim no mesh dim shards whose size divides by `ranks`; -1 when none does.
+int64_t ShardableDim(const Value& v, int64_t ranks) {
+  const ir::DistAttr& attr = *v.dist_attr();
+  for (size_t d = 0; d < attr.dims_mapping.size(); ++d) {
+    if (attr.dims_mapping[d] == -1 && v.type().shape[d] % ranks == 0) return static_cast<int64_t>(d);
+  }
+  return -1;
+}
+
+class OptimizerSharder {
+ public:
+  OptimizerSharder(ir::Program& program, int64_t stage, std::string axis)
+      : program_(program), stage_(stage), axis_(std::move(axis)) {}
+
+  absl::StatusOr<ShardingReport> Run() {
+    PDIST_RETURN_IF_ERROR(CheckInput());
+    for (const auto& op : program_.block().ops()) {
+      for (size_t i = 0; i < op->num_operands(); ++i) {
+        if (op->operand(i) != nullptr) uses_[op->operand(i)].push_back({op.get(), i});
+      }
+    }
+    updates_ = program_.updates();
+    for (size_t u = 0; u < updates_.size(); ++u) {
+      Value* param = updates_[u].state;
+      Operation* update = updates_[u].new_value->producer();
+      if (param->role() != ir::ValueRole::kParameter || update == nullptr || update->role() != ir::OpRole::kOptimizer ||
+          update->num_operands() == 0 || update->operand(0) != param) {
+        continue;
+      }
+      PDIST_RETURN_IF_ERROR(Shard(param, update));
+    }
+    Emit();
+    return report_;
+  }
+
+ private:
+  struct Use {
+    Operation* op;
+    size_t index;
+  };
+
+  absl::Status CheckInput() const {
+    if (program_.local_rank() >= 0) {
+      return absl::FailedPreconditionError("sharding: the program is already one rank's local program; shard the global one, before partition");
+    }
+    if (program_.updates().empty()) return absl::FailedPreconditionError("sharding: the program has no optimizer updates (run optimizer first)");
+    for (const Value* arg : program_.block().arguments()) {
+      if (!arg->dist_attr()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("sharding: '", arg->name(), "' has no DistAttr; run completion before sharding"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A reshard of `v` to `target`, emitted before `before` (at the end when null), running as `like` does.
+  Value* Reshard(Value* v, ir::DistAttr target, const Operation* before, const Operation& like, ir::ValueRole role) {
+    Value* out = program_.NewValue(v->type(), role);
+    out->set_dist_attr(std::move(target));
+    auto op = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
+    op->CopyRoleAndChunk(like);
+    op->add_result(out);
+    (before == nullptr ? at_end_ : before_[before]).push_back(std::move(op));
+    ++report_.reshards;
+    return out;
+  }
+
+  bool OnlyUsedBy(const Value* v, const Operation* op) const {
+    auto it = uses_.find(v);
+    if (it == uses_.end()) return false;
+    for (const Use& use : it->second) {
+      if (use.op != op) return false;
+    }
+    return true;
+  }
+
+  absl::Status Shard(Value* param, Operation* update) {
+    const ir::DistAttr whole = *param->dist_attr();
+    const int64_t axis = whole.mesh.DimIndex(axis_);
+    if (axis < 0 || whole.mesh.dim_size(axis) == 1) return absl::OkStatus();
+    const std::string what = absl::StrCat("'", param->name(), "' ", param->type().ToString());
+    for (int64_t m : whole.dims_mapping) {
+      if (m == axis) {
+        report_.kept_whole.push_back(absl::StrCat(what, ": already sharded along ", axis_));
+        return absl::OkStatus();
+      }
+    }
+    const int64_t dim = ShardableDim(*param, whole.mesh.dim_size(axis));
+    if (dim < 0) {
+      report_.kept_whole.push_back(
+          absl::StrCat(what, ": no unsharded dim divisible by ", axis_, " ", whole.mesh.dim_size(axis)));
+      return absl::OkStatus();
+    }
+    ir::DistAttr sliced = whole;
+    sliced.dims_mapping[static_cast<size_t>(dim)] = axis;
+
+    // Operands shaped like the parameter: the parameter, its gradient, the moment states.
+    for (size_t i = 0; i < update->num_operands(); ++i) {
+      Value* x = update->operand(i);
+      if (x == nullptr || x->type().shape != param->type().shape) continue;
+      if (x == param) {
+        if (stage_ < 3) update->set_operand(i, Reshard(param, sliced, update, *update, ir::ValueRole::kActivation));
+      } else if (x->is_argument()) {
+        if (!OnlyUsedBy(x, update)) {
+          return absl::FailedPreconditionError(absl::StrCat("sharding: optimizer state '", x->name(), "' of ", what,
+                                                            " is read by more than ", update->Describe()));
+        }
+        x->set_dist_attr(sliced);
+      } else if (stage_ >= 2 && x->producer() != nullptr && x->producer()->type() == "reshard" && OnlyUsedBy(x, update) &&
+                 x->producer()->operand(0)->dist_attr()->is_partial()) {
+        x->set_dist_attr(sliced);  // the gradient's all-reduce becomes a reduce-scatter
+      } else {
+        // Stage 1 keeps the all-reduce (every rank holds the whole gradient) and slices it.
+        update->set_operand(i, Reshard(x, sliced, update, *update, ir::ValueRole::kGradient));
+      }
+    }
+    for (Value* r : update->results()) {
+      if (r->type().shape == param->type().shape) r->set_dist_attr(sliced);
+    }
+    for (ir::StateUpdate& u : updates_) {
+      if (u.new_value->producer() != update || u.state != param) continue;
+      if (stage_ < 3) u.new_value = Reshard(u.new_value, whole, nullptr, *update, ir::ValueRole::kActivation);
+    }
+    if (stage_ == 3) {
+      param->set_dist_attr(sliced);
+      GatherBeforeUses(param, update, whole);
+    }
+    ++report_.sharded;
+    return absl::OkStatus();
+  }
+
+  // Stage 3: one gather per (role, chunk) — per job — for the uses there; Emit places it.
+  void GatherBeforeUses(Value* param, const Operation* update, const ir::DistAttr& whole) {
+    std::map<std::pair<ir::OpRole, int64_t>, Value*> gathered;
+    for (const Use& use : uses_[param]) {
+      if (use.op == update) continue;
+      Value*& g = gathered[{use.op->role(), use.op->chunk()}];
+      if (g == nullptr) {
+        g = Reshard(param, whole, nullptr, *use.op, ir::ValueRole::kActivation);
+        gathers_.push_back({std::move(at_end_.back()), use.op});
+        at_end_.pop_back();
+      }
+      use.op->set_operand(use.index, g);
+    }
+  }
+
+  // Each job's gathers are issued one ahead: the gather of the parameter used next goes before
+  // the first use of the one used now, so the communication stream fetches it while that
+  // compute runs (one extra gathered parameter in flight); the job's first gather waits.
+  void PlaceGathers() {
+    absl::flat_hash_map<const Operation*, size_t> position;
+    for (size_t i = 0; i < program_.block().ops().size(); ++i) position[program_.block().ops()[i].get()] = i;
+    std::map<std::pair<ir::OpRole, int64_t>, std::vector<PendingGather*>> jobs;
+    for (PendingGather& g : gathers_) jobs[{g.first_use->role(), g.first_use->chunk()}].push_back(&g);
+    for (auto& [job, list] : jobs) {
+      std::stable_sort(list.begin(), list.end(), [&](const PendingGather* a, const PendingGather* b) {
+        return position.at(a->first_use) < position.at(b->first_use);
+      });
+      for (size_t i = 0; i < list.size(); ++i) {
+        const Operation* at = list[i == 0 ? 0 : i - 1]->first_use;
+        before_[at].push_back(std::move(list[i]->op));
+      }
+    }
+  }
+
+  void Emit() {
+    PlaceGathers();
+    std::vector<std::unique_ptr<Operation>>& ops = program_.block().mutable_ops();
+    std::vector<std::unique_ptr<Operation>> out;
+    out.reserve(ops.size() + static_cast<size_t>(report_.reshards));
+    for (std::unique_ptr<Operation>& op : ops) {
+      auto it = before_.find(op.get());
+      if (it != before_.end()) {
+        for (std::unique_ptr<Operation>& r : it->second) out.push_back(std::move(r));
+      }
+      out.push_back(std::move(op));
+    }
+    for (std::unique_ptr<Operation>& r : at_end_) out.push_back(std::move(r));
+    ops = std::move(out);
+    program_.clear_updates();
+    for (const ir::StateUpdate& u : updates_) program_.add_update(u.state, u.new_value);
+  }
+
+  ir::Program& program_;
+  const int64_t stage_;
+  const std::string axis_;
+  ShardingReport report_;
+  absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
+  std::vector<ir::StateUpdate> updates_;
+  absl::flat_hash_map<const Operation*, std::vector<std::unique_ptr<Operation>>> before_;
+  std::vector<std::unique_ptr<Operation>> at_end_;
+  struct PendingGather {
+    std::unique_ptr<Operation> op;
+    const Operation* first_use;
+  };
+  std::vector<PendingGather> gathers_;  // stage 3, placed by PlaceGathers
+};
+
+}  // namespace
+
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis) {
+  if (stage < 1 || stage > 3) return absl::InvalidArgumentError(absl::StrCat("sharding: stage must be 1, 2 or 3, got ", stage));
+  return OptimizerSharder(program, stage, axis).Run();
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,48 @@
+// ShardOptimizer: ZeRO stages 1, 2 and 3 (Rajbhandari et al., 2020) as placements on a completed
+// global program. Each rank updates only its slice of every parameter; the communication is what
+// the reshards between the layouts lower to (passes/reshard/), so no separate runtime exists.
+//
+//   stage 1 — optimizer states Shard over dp; the gradient is all-reduced, then sliced:
+//     %m1 = state "w.moment1" : f32[32,96] dist {mesh: [2,2] [dp,mp], dims_mapping: [0,1]}
+//     %g  = reshard(%gp)  {dims_mapping: [-1,1]}          all-reduce (Partial over dp → whole)
+//     %gs = reshard(%g)   {dims_mapping: [0,1]}           slice (no communication)
+//     %ws = reshard(%w)   {dims_mapping: [0,1]}           slice
+//     %w', %m1', ... = adamw(%ws, %gs, %lr, %m1, ...)     on [16,48] pieces
+//     %wr = reshard(%w')  {dims_mapping: [-1,1]}          all-gather;  update %w <- %wr
+//   stage 2 — the gradient is reduce-scattered instead: %gs = reshard(%gp) {dims_mapping: [0,1]}
+//   stage 3 — the parameter itself is stored as its slice (%w dims_mapping [0,1]); the update
+//     writes the slice back without a gather, and every forward and backward job gathers it for
+//     its uses in that job ("%w_f = reshard(%w) {dims_mapping: [-1,1]}", role and chunk of the
+//     first use), freed after the job's last use. Gathers are issued one parameter ahead: the
+//     next parameter's gather goes out before the current one's first use, so the communication
+//     stream fetches it while that compute runs.
+//
+// Which dim: the first tensor dim that no mesh dim shards yet and that divides by the dp size
+// (dim 0 when it can: an all-gather along dim 0 needs no transpose). A parameter with no such
+// dim keeps whole states (a LayerNorm scale of 30 elements over 4 ranks); the report lists it.
+// Under a pipeline the gathers of stage 3 run in every micro-batch's F and B jobs: activations'
+// memory, not a copy kept for the step (docs/sharding.md: the trade-off).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace pdist::passes {
+
+struct ShardingReport {
+  int64_t sharded = 0;  // parameters whose update runs on slices
+  // "'gpt.ln_f.scale' f32[30]: no dim divisible by dp 4", one per parameter left whole.
+  std::vector<std::string> kept_whole;
+  int64_t reshards = 0;  // reshard ops added
+};
+
+// `stage` 1..3; `axis` the mesh dim name to shard over ("dp"). Needs a completed global program
+// with an optimizer (FailedPrecondition otherwise, naming what is missing). A parameter whose
+// mesh has no `axis` dim, or a dim of size 1, is left as it is (nothing to shard).
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis);
+
+}  // namespace pdist::passes

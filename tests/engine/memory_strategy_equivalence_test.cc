@@ -1,0 +1,135 @@
+// The strategies that trade communication or compute for memory train exactly as one rank does:
+// ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp) and gradient merge, 10 AdamW steps,
+// float32 (1e-5) and float64 (1e-10), losses, every parameter and every optimizer state.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/engine/distributed_test_util.h"
+
+namespace pdist::engine {
+namespace {
+
+using testing::ExpectSameTraining;
+using testing::RunOutcome;
+using testing::TrainSteps;
+
+constexpr int64_t kSteps = 10;
+constexpr int64_t kLayers = 2;
+constexpr int64_t kBatch = 8;  // 4 micro-batches of 2 under gradient merge or pp, each over dp 2
+
+struct Case {
+  std::string name;
+  std::string model;  // gpt | llama
+  std::string strategy;
+  ir::DataType dtype;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Optimizer states too: under ZeRO they live in slices on different ranks.
+void ExpectSameStates(const RunOutcome& got, const RunOutcome& want, double tol) {
+  int64_t compared = 0;
+  for (const auto& [name, tensor] : want.state) {
+    if (name.find(".moment") == std::string::npos) continue;
+    auto g = got.state.find(name);
+    ASSERT_NE(g, got.state.end()) << name;
+    // Moments of the key bias carry float32 rounding noise (see KeyBiasElements).
+    if (tensor.dtype() == ir::DataType::kFloat32 && name.find("qkv.bias") != std::string::npos) continue;
+    EXPECT_LE(testing::RelativeNormDistance(g->second, tensor), tol) << "state " << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+class MemoryStrategyEquivalenceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MemoryStrategyEquivalenceTest, MatchesSingleRank) {
+  const Case& c = GetParam();
+  const ir::Program model = testing::BuildSmallModel(c.model, c.dtype, kLayers, kBatch);
+  const RunOutcome single = TrainSteps(model.Clone(), testing::EquivalenceOptions(), kSteps, testing::kSmallVocab);
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = c.strategy;
+  const RunOutcome run = TrainSteps(model.Clone(), o, kSteps, testing::kSmallVocab);
+  const bool f64 = c.dtype == ir::DataType::kFloat64;
+  const double tol = f64 ? 1e-10 : 1e-5;
+  ExpectSameTraining(run, single, model, tol,
+                     f64 || c.model != "gpt" ? testing::ElementMask{} : testing::KeyBiasElements(model, testing::kSmallHeads));
+  ExpectSameStates(run, single, tol);
+}
+
+std::string Zero(int64_t stage, const std::string& degrees) {
+  return absl::StrCat(R"({)", degrees, R"(, "sharding": {"enable": true, "stage": )", stage, "}}");
+}
+
+std::vector<Case> Cases() {
+  struct Strategy {
+    std::string name, json;
+  };
+  std::vector<Strategy> strategies = {
+      {"merge2", R"({"gradient_merge": {"enable": true, "k_steps": 2}})"},
+      {"merge4", R"({"gradient_merge": {"enable": true, "k_steps": 4}})"},
+      {"merge2_dp2", R"({"dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 2}})"},
+  };
+  for (int64_t stage : {1, 2, 3}) {
+    const std::string z = absl::StrCat("zero", stage, "_");
+    strategies.push_back({z + "dp2", Zero(stage, R"("dp_degree": 2)")});
+    strategies.push_back({z + "dp4", Zero(stage, R"("dp_degree": 4)")});
+    strategies.push_back({z + "dp2_mp2_sp", Zero(stage, R"("dp_degree": 2, "mp_degree": 2, "sp": true)")});
+    strategies.push_back(
+        {z + "pp2_dp2", Zero(stage, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})")});
+  }
+  strategies.push_back({"zero3_dp2_merge2",
+                        R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}, "gradient_merge": {"enable": true, "k_steps": 2}})"});
+  std::vector<Case> cases;
+  for (const auto& [name, json] : strategies) {
+    cases.push_back({"gpt_" + name + "_f64", "gpt", json, ir::DataType::kFloat64});
+    cases.push_back({"gpt_" + name + "_f32", "gpt", json, ir::DataType::kFloat32});
+  }
+  cases.push_back({"llama_zero3_dp2_mp2_f32", "llama", Zero(3, R"("dp_degree": 2, "mp_degree": 2)"), ir::DataType::kFloat32});
+  cases.push_back({"llama_zero2_pp2_dp2_f64", "llama",
+                   Zero(2, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})"), ir::DataType::kFloat64});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, MemoryStrategyEquivalenceTest, ::testing::ValuesIn(Cases()), CaseName);
+
+// Without avg, the step's gradient is the sum over the k micro-batches: with SGD that is one
+// rank's large-batch step at k times the learning rate, and the loss reported is the sum of the
+// micro-batches' mean losses, k times the batch mean.
+TEST(GradientMergeTest, WithoutAverageSumsTheMicroBatches) {
+  constexpr int64_t k = 4;
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat64, kLayers, kBatch);
+  EngineOptions single = testing::EquivalenceOptions();
+  single.optimizer.type = passes::OptimizerType::kSgd;
+  single.lr.base *= k;
+  const RunOutcome want = TrainSteps(model.Clone(), single, kSteps, testing::kSmallVocab);
+  EngineOptions merged = testing::EquivalenceOptions();
+  merged.optimizer.type = passes::OptimizerType::kSgd;
+  merged.strategy_json = absl::StrCat(R"({"gradient_merge": {"enable": true, "k_steps": )", k, R"(, "avg": false}})");
+  RunOutcome got = TrainSteps(model.Clone(), merged, kSteps, testing::kSmallVocab);
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (double& loss : got.losses) loss /= k;
+  ExpectSameTraining(got, want, model, 1e-10);
+}
+
+TEST(GradientMergeTest, WithAPipelineTheMicroBatchesMustAgree) {
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, kLayers, kBatch);
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}, "gradient_merge": {"enable": true, "k_steps": 4}})";
+  auto engine = Engine::Create(model.Clone(), o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("gradient_merge.k_steps"), std::string::npos) << engine.status();
+}
+
+TEST(ShardingTest, PartOfTheDataParallelAxisIsRefusedByName) {
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, kLayers, kBatch);
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = R"({"dp_degree": 4, "sharding": {"enable": true, "stage": 3, "degree": 2}})";
+  auto engine = Engine::Create(model.Clone(), o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("sharding.degree 2 of dp_degree 4"), std::string::npos) << engine.status();
+}
+
+}  // namespace
+}  // namespace pdist::engine
