@@ -62,8 +62,9 @@ absl::Status Engine::Prepare() {
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
-  const bool micro_batched = strategy.MicroBatches() > 1;
-  if (passes::WorldSizeOf(strategy, forward_) == 1 && !annotated && !micro_batched) return PrepareSingleRank();
+  // One rank runs the plain pipeline unless the strategy rewrites its program.
+  const bool rewritten = strategy.MicroBatches() > 1 || strategy.recompute.enable;
+  if (passes::WorldSizeOf(strategy, forward_) == 1 && !annotated && !rewritten) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
 

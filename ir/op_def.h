@@ -94,6 +94,9 @@ struct OpDef {
   // when none does. Passes that give values other shapes (partition: a rank's piece; micro-batch:
   // a micro-batch's) rewrite it from the op's new result type.
   std::string result_shape_attr;
+  // Arithmetic dominates its cost (matmul, attention): selective recompute keeps its results
+  // and replays the cheap ops around it (passes/recompute.h); the planner prices the same split.
+  bool compute_bound = false;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

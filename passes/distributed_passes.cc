@@ -13,6 +13,7 @@
 #include "passes/micro_batch.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
+#include "passes/recompute.h"
 #include "passes/replicate_loss.h"
 #include "passes/sharding.h"
 #include "passes/split_weight_grad.h"
@@ -98,6 +99,47 @@ class ReplicateLossPass : public Pass {
 
  private:
   std::optional<int64_t> world_;
+};
+
+// `recompute{granularity=selective}`: forward segments replayed in the backward
+// (passes/recompute.h). Without granularity, the run's recompute.granularity.
+class RecomputePass : public Pass {
+ public:
+  explicit RecomputePass(std::optional<RecomputeGranularity> granularity) : granularity_(granularity) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("recompute", options);
+    std::string name;
+    PDIST_RETURN_IF_ERROR(reader.Read("granularity", &name));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    std::optional<RecomputeGranularity> granularity;
+    if (!name.empty()) {
+      absl::StatusOr<RecomputeGranularity> parsed = ParseRecomputeGranularity(name);
+      if (!parsed.ok()) return WithContext(parsed.status(), "pass 'recompute'");
+      granularity = *parsed;
+    }
+    return std::make_unique<RecomputePass>(granularity);
+  }
+  std::string_view name() const override { return "recompute"; }
+  PassOptions options() const override {
+    return granularity_ ? PassOptions{{"granularity", RecomputeGranularityName(*granularity_)}} : PassOptions{};
+  }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    RecomputeGranularity granularity = RecomputeGranularity::kFull;
+    if (granularity_) {
+      granularity = *granularity_;
+    } else {
+      PDIST_ASSIGN_OR_RETURN(granularity, ParseRecomputeGranularity(context.strategy.recompute.granularity));
+    }
+    PDIST_ASSIGN_OR_RETURN(RecomputeReport report, ApplyRecompute(program, granularity));
+    context.Explain(name(), absl::StrCat(RecomputeGranularityName(granularity), ": ", report.ops_replayed,
+                                         " forward ops replayed in the backward over ", report.segments, " segments; ",
+                                         report.values_dropped, " forward values (", report.bytes_dropped,
+                                         " bytes) no longer kept for the backward"));
+    return report.ops_replayed > 0;
+  }
+
+ private:
+  std::optional<RecomputeGranularity> granularity_;
 };
 
 // `sharding{stage=2,axis=dp}`: ZeRO on a completed global program (passes/sharding.h). Without
@@ -227,6 +269,9 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));
   PDIST_RETURN_IF_ERROR(registry.Register("replicate-loss", "reshard the loss to Replicate on every rank of the world",
                                           &ReplicateLossPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("recompute",
+                                          "replay forward segments in the backward instead of keeping their activations",
+                                          &RecomputePass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("sharding",
                                           "ZeRO 1/2/3: optimizer states (and gradients, parameters) sharded over dp",
                                           &ShardingPass::Create));

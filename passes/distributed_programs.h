@@ -68,13 +68,14 @@ struct DistributedPrograms {
 // The pipelines for `strategy` on `world_size` ranks. With pp_degree > 1 or several
 // micro-batches (pipeline.accumulate_steps, gradient_merge.k_steps) the programs are those of one
 // micro-batch (micro-batch), cut into stages (annotate-strategy); ZBH1 adds split-weight-grad,
-// sharding.enable adds sharding{stage} after completion.
+// recompute.enable adds recompute{granularity} after autodiff, sharding.enable adds
+// sharding{stage} after completion.
 absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Strategy& strategy,
                                                             const OptimizerConfig& optimizer, int64_t world_size);
 
 // Runs DistributedPipelinesFor's pipelines through PassManager (verifying after every pass).
-// Errors name what does not fit: a strategy feature this build cannot run yet (recompute, amp,
-// sharding over part of dp), a mesh with more processes than the world, a schedule that
+// Errors name what does not fit: a strategy feature this build cannot run yet (amp, sharding
+// over part of dp), a mesh with more processes than the world, a schedule that
 // cannot run the shape, and the pass that failed.
 absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& forward,
                                                              const strategy::Strategy& strategy,

@@ -118,7 +118,9 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.flops += op_cost.flops;
       cost.model_flops += op_cost.ModelFlops();
     }
-    if (op->role() == ir::OpRole::kForward && !IsMatmulLike(op_cost)) {
+    // What selective recompute replays (passes/recompute.h): every forward op but the compute-bound ones.
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
+    if (op->role() == ir::OpRole::kForward && (def == nullptr || !def->compute_bound)) {
       cost.recomputable_seconds += *t;
       recomputable.insert(op->results().begin(), op->results().end());
     }

@@ -16,6 +16,6 @@ mkdir -p out
 ./build/pdist-plan --model gpt:layers=24,hidden=2048,heads=16,vocab=51200,seq=2048,dtype=bf16 \
   --gpus 16 --global-batch 512 --explain --top 5 -o out/gpt-1.3b-16gpu.json
 ./build/pdist-export gpt --layers 4 --hidden 128 --heads 4 --vocab 256 --seq 64 --batch 16 -o out/gpt.pb
-./build/pdist-plan out/gpt.pb --cluster cpu-local --gpus 4 --executable-only -o out/plan.json
+./build/pdist-plan out/gpt.pb --cluster cpu-local --gpus 4 -o out/plan.json
 ./build/pdist-train out/gpt.pb --data data/essay.txt --steps "${STEPS:-300}" --lr 3e-3 --warmup 20 \
   --strategy "${STRATEGY:-out/plan.json}" --losses-out out/losses.json

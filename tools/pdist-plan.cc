@@ -118,7 +118,7 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");
   flags.Bool("json", &o->json, "print one JSON object instead of the text report");
   flags.Bool("executable-only", &o->executable_only,
-             "only plans this build of pdist can run (no ZeRO, no recompute yet)");
+             "only plans this build of pdist can run (every plan the search makes runs today: kept for scripts)");
   flags.Bool("mp-across-nodes", &o->mp_across_nodes, "allow tensor parallelism beyond one node");
   flags.Double("memory-margin", &o->memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
   flags.Int("max-micro-batch", &o->max_micro_batch, "largest micro-batch tried");

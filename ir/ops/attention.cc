@@ -137,6 +137,7 @@ OpDef FlashAttnDef(const std::string& name) {
       .infer_spmd = rule.infer,
       .infer_spmd_reverse = rule.reverse,
       .describe_spmd = rule.describe,
+      .compute_bound = true,
   };
 }
 

@@ -115,6 +115,7 @@ absl::Status RegisterMatmulOps(OpRegistry& registry) {
       .infer_spmd = rule.infer,
       .infer_spmd_reverse = rule.reverse,
       .describe_spmd = rule.describe,
+      .compute_bound = true,
   }));
   return registry.Register(OpDef{
       .name = "matmul_grad",

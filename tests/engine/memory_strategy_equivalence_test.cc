@@ -1,6 +1,7 @@
 // The strategies that trade communication or compute for memory train exactly as one rank does:
-// ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp) and gradient merge, 10 AdamW steps,
-// float32 (1e-5) and float64 (1e-10), losses, every parameter and every optimizer state.
+// ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp), gradient merge and recompute (full and
+// selective, with dropout, alone and with the others), 10 AdamW steps, float32 (1e-5) and
+// float64 (1e-10), losses, every parameter and every optimizer state.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -19,10 +20,17 @@ constexpr int64_t kBatch = 8;  // 4 micro-batches of 2 under gradient merge or p
 
 struct Case {
   std::string name;
-  std::string model;  // gpt | llama
+  std::string model;  // gpt | gpt_dropout | llama
   std::string strategy;
   ir::DataType dtype;
 };
+
+ir::Program BuildModel(const std::string& model, ir::DataType dtype) {
+  if (model != "gpt_dropout") return testing::BuildSmallModel(model, dtype, kLayers, kBatch);
+  auto cfg = testing::SmallConfig<ir::models::GptConfig>(dtype, kLayers, kBatch);
+  cfg.dropout = 0.1;
+  return *ir::models::BuildGpt(cfg);
+}
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -46,7 +54,7 @@ class MemoryStrategyEquivalenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MemoryStrategyEquivalenceTest, MatchesSingleRank) {
   const Case& c = GetParam();
-  const ir::Program model = testing::BuildSmallModel(c.model, c.dtype, kLayers, kBatch);
+  const ir::Program model = BuildModel(c.model, c.dtype);
   const RunOutcome single = TrainSteps(model.Clone(), testing::EquivalenceOptions(), kSteps, testing::kSmallVocab);
   EngineOptions o = testing::EquivalenceOptions();
   o.strategy_json = c.strategy;
@@ -54,7 +62,7 @@ TEST_P(MemoryStrategyEquivalenceTest, MatchesSingleRank) {
   const bool f64 = c.dtype == ir::DataType::kFloat64;
   const double tol = f64 ? 1e-10 : 1e-5;
   ExpectSameTraining(run, single, model, tol,
-                     f64 || c.model != "gpt" ? testing::ElementMask{} : testing::KeyBiasElements(model, testing::kSmallHeads));
+                     f64 || c.model == "llama" ? testing::ElementMask{} : testing::KeyBiasElements(model, testing::kSmallHeads));
   ExpectSameStates(run, single, tol);
 }
 
@@ -79,12 +87,31 @@ std::vector<Case> Cases() {
     strategies.push_back(
         {z + "pp2_dp2", Zero(stage, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})")});
   }
+  for (const char* granularity : {"full", "selective"}) {
+    const std::string rc = absl::StrCat(R"("recompute": {"enable": true, "granularity": ")", granularity, R"("})");
+    const std::string r = absl::StrCat("rc_", granularity);
+    strategies.push_back({r, absl::StrCat("{", rc, "}")});
+    strategies.push_back({r + "_dp2_mp2_sp", absl::StrCat(R"({"dp_degree": 2, "mp_degree": 2, "sp": true, )", rc, "}")});
+    strategies.push_back({r + "_pp2", absl::StrCat(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 4}, )", rc, "}")});
+    strategies.push_back(
+        {r + "_pp2_zbh1", absl::StrCat(R"({"pp_degree": 2, "pipeline": {"schedule_mode": "ZBH1", "accumulate_steps": 4}, )", rc, "}")});
+    strategies.push_back({r + "_zero3_dp2", absl::StrCat(R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}, )", rc, "}")});
+  }
   strategies.push_back({"zero3_dp2_merge2",
                         R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}, "gradient_merge": {"enable": true, "k_steps": 2}})"});
   std::vector<Case> cases;
   for (const auto& [name, json] : strategies) {
     cases.push_back({"gpt_" + name + "_f64", "gpt", json, ir::DataType::kFloat64});
     cases.push_back({"gpt_" + name + "_f32", "gpt", json, ir::DataType::kFloat32});
+  }
+  for (const char* granularity : {"full", "selective"}) {
+    const std::string rc = absl::StrCat(R"("recompute": {"enable": true, "granularity": ")", granularity, R"("})");
+    cases.push_back({absl::StrCat("gpt_dropout_rc_", granularity, "_dp2_mp2_f64"), "gpt_dropout",
+                     absl::StrCat(R"({"dp_degree": 2, "mp_degree": 2, )", rc, "}"), ir::DataType::kFloat64});
+    cases.push_back({absl::StrCat("gpt_dropout_rc_", granularity, "_pp2_f32"), "gpt_dropout",
+                     absl::StrCat(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 4}, )", rc, "}"), ir::DataType::kFloat32});
+    cases.push_back({absl::StrCat("llama_rc_", granularity, "_mp2_f64"), "llama",
+                     absl::StrCat(R"({"mp_degree": 2, )", rc, "}"), ir::DataType::kFloat64});
   }
   cases.push_back({"llama_zero3_dp2_mp2_f32", "llama", Zero(3, R"("dp_degree": 2, "mp_degree": 2)"), ir::DataType::kFloat32});
   cases.push_back({"llama_zero2_pp2_dp2_f64", "llama",
@@ -93,6 +120,53 @@ std::vector<Case> Cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, MemoryStrategyEquivalenceTest, ::testing::ValuesIn(Cases()), CaseName);
+
+// Replayed ops compute the same bits as the originals: on one rank in float64, recompute changes
+// no loss and no parameter at all, with dropout on. And it is not a no-op: the activations that
+// live at once shrink (full below selective below none). Sequences of 32 make the activations,
+// not the weight gradients that all live at the end of the backward, the peak.
+TEST(RecomputeTest, ReplaysBitForBitAndHoldsFewerActivations) {
+  auto cfg = testing::SmallConfig<ir::models::GptConfig>(ir::DataType::kFloat64, /*layers=*/4, kBatch);
+  cfg.seq_len = 32;
+  cfg.dropout = 0.1;
+  const ir::Program model = *ir::models::BuildGpt(cfg);
+  struct Run {
+    RunOutcome outcome;
+    int64_t peak_bytes = 0;
+  };
+  auto run = [&](const std::string& strategy) {
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(model.Clone(), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    Run r;
+    if (!engine.ok()) return r;
+    for (int64_t s = 0; s < kSteps; ++s) {
+      auto step = (*engine)->TrainStep(testing::RandomTokenBatch(model, s, testing::kSmallVocab));
+      EXPECT_TRUE(step.ok()) << step.status();
+      if (!step.ok()) return r;
+      r.outcome.losses.push_back(step->loss);
+      r.peak_bytes = std::max(r.peak_bytes, step->peak_bytes);
+    }
+    auto state = (*engine)->WholeState();
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (state.ok()) r.outcome.state = std::move(*state);
+    return r;
+  };
+  const Run none = run("{}");
+  const Run full = run(R"({"recompute": {"enable": true, "granularity": "full"}})");
+  const Run selective = run(R"({"recompute": {"enable": true, "granularity": "selective"}})");
+  for (const Run* r : {&full, &selective}) {
+    ASSERT_EQ(r->outcome.losses.size(), none.outcome.losses.size());
+    for (size_t s = 0; s < none.outcome.losses.size(); ++s) EXPECT_EQ(r->outcome.losses[s], none.outcome.losses[s]) << s;
+    for (const ir::Value* p : model.Parameters()) {
+      EXPECT_EQ(testing::RelativeNormDistance(r->outcome.state.at(p->name()), none.outcome.state.at(p->name())), 0)
+          << p->name();
+    }
+  }
+  EXPECT_LT(full.peak_bytes, selective.peak_bytes);
+  EXPECT_LT(selective.peak_bytes, none.peak_bytes);
+}
 
 // Without avg, the step's gradient is the sum over the k micro-batches: with SGD that is one
 // rank's large-batch step at k times the learning rate, and the loss reported is the sum of the

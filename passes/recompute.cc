@@ -1,0 +1,201 @@
+// ApplyRecompute: segments of the forward, what the backward reads of them, and the copies.
+#include "passes/recompute.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+namespace {
+
+using ir::Operation;
+using ir::Value;
+
+bool IsBackward(const Operation& op) {
+  return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
+}
+
+// Where each forward op's segment starts: cuts where the fewest values made by earlier forward
+// ops are still read by later ones (between layers: the residual stream), and where the chunk
+// changes. segment[i] for the i-th forward op.
+std::vector<int64_t> Segments(const std::vector<Operation*>& forward) {
+  const size_t n = forward.size();
+  std::unordered_map<const Operation*, size_t> position;
+  for (size_t i = 0; i < n; ++i) position[forward[i]] = i;
+  std::vector<int64_t> delta(n + 1, 0);
+  std::unordered_map<const Value*, size_t> last_use;
+  for (size_t i = 0; i < n; ++i) {
+    for (const Value* v : forward[i]->operands()) {
+      if (v != nullptr && v->producer() != nullptr && position.count(v->producer()) != 0) last_use[v] = i;
+    }
+  }
+  for (const auto& [v, last] : last_use) {
+    const size_t made = position.at(v->producer());
+    if (last > made) {
+      ++delta[made + 1];
+      --delta[last + 1];
+    }
+  }
+  std::vector<int64_t> crossing(n, 0);
+  int64_t running = 0, fewest = std::numeric_limits<int64_t>::max();
+  for (size_t c = 1; c < n; ++c) {
+    crossing[c] = running += delta[c];
+    fewest = std::min(fewest, crossing[c]);
+  }
+  std::vector<int64_t> segment(n, 0);
+  for (size_t c = 1; c < n; ++c) {
+    const bool cut = crossing[c] == fewest || forward[c]->chunk() != forward[c - 1]->chunk();
+    segment[c] = segment[c - 1] + (cut ? 1 : 0);
+  }
+  return segment;
+}
+
+// A reshard to another mesh is a pipeline send: replaying it in the backward would send again.
+absl::Status CheckReplayable(const Operation& op) {
+  if (op.type() != "reshard" || !op.operand(0)->dist_attr() || !op.result(0)->dist_attr()) return absl::OkStatus();
+  if (op.operand(0)->dist_attr()->mesh == op.result(0)->dist_attr()->mesh) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "recompute: the segment to replay contains ", op.Describe(), ", which moves a value from mesh ",
+      op.operand(0)->dist_attr()->mesh.ToString(), " to ", op.result(0)->dist_attr()->mesh.ToString(),
+      " (another pipeline stage); a segment must not span a stage boundary"));
+}
+
+}  // namespace
+
+absl::StatusOr<RecomputeGranularity> ParseRecomputeGranularity(const std::string& name) {
+  if (name == "full") return RecomputeGranularity::kFull;
+  if (name == "selective") return RecomputeGranularity::kSelective;
+  return absl::InvalidArgumentError(absl::StrCat("unknown recompute granularity '", name, "' (expected full or selective)"));
+}
+
+const char* RecomputeGranularityName(RecomputeGranularity granularity) {
+  return granularity == RecomputeGranularity::kFull ? "full" : "selective";
+}
+
+absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity) {
+  if (program.gradients().empty()) {
+    return absl::FailedPreconditionError("recompute: the program has no backward (run autodiff first)");
+  }
+  if (program.local_rank() >= 0) {
+    return absl::FailedPreconditionError("recompute: the program is one rank's local program; recompute the global one");
+  }
+  std::vector<Operation*> forward;
+  for (const auto& op : program.block().ops()) {
+    if (op->role() == ir::OpRole::kForward) forward.push_back(op.get());
+  }
+  const std::vector<int64_t> segment_of_op = Segments(forward);
+  std::unordered_map<const Value*, int64_t> segment;  // of every value a forward op makes
+  std::unordered_map<const Value*, Operation*> made_by;
+  std::unordered_map<const Operation*, int64_t> op_segment;
+  for (size_t i = 0; i < forward.size(); ++i) {
+    op_segment[forward[i]] = segment_of_op[i];
+    for (Value* r : forward[i]->results()) {
+      segment[r] = segment_of_op[i];
+      made_by[r] = forward[i];
+    }
+  }
+
+  // Kept: values read by a later segment's forward or by anything but the forward and backward
+  // (the optimizer, the loss), and under selective the results of compute-bound ops.
+  std::unordered_set<const Value*> kept;
+  if (program.loss() != nullptr) kept.insert(program.loss());
+  for (const auto& op : program.block().ops()) {
+    const bool forward_op = op->role() == ir::OpRole::kForward;
+    for (const Value* v : op->operands()) {
+      auto s = v == nullptr ? segment.end() : segment.find(v);
+      if (s == segment.end()) continue;
+      if (forward_op ? op_segment.at(op.get()) > s->second : !IsBackward(*op)) kept.insert(v);
+    }
+    if (forward_op && granularity == RecomputeGranularity::kSelective) {
+      const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
+      if (def != nullptr && def->compute_bound) kept.insert(op->results().begin(), op->results().end());
+    }
+  }
+
+  // Per segment: the backward's first reader, and the ops to replay (the closure of what the
+  // backward reads, stopping at kept values), in program order.
+  struct Replay {
+    Operation* first_reader = nullptr;
+    std::unordered_set<const Operation*> ops;
+  };
+  std::map<int64_t, Replay> replays;
+  RecomputeReport report;
+  std::unordered_set<const Value*> dropped;
+  for (const auto& op : program.block().ops()) {
+    if (!IsBackward(*op)) continue;
+    for (const Value* v : op->operands()) {
+      if (v == nullptr || !segment.count(v) || kept.count(v) || !dropped.insert(v).second) continue;
+      report.bytes_dropped += v->type().num_bytes();
+      Replay& replay = replays[segment.at(v)];
+      if (replay.first_reader == nullptr) replay.first_reader = op.get();
+      std::vector<const Value*> work = {v};
+      while (!work.empty()) {
+        const Value* x = work.back();
+        work.pop_back();
+        Operation* maker = made_by.at(x);
+        if (!replay.ops.insert(maker).second) continue;
+        PDIST_RETURN_IF_ERROR(CheckReplayable(*maker));
+        for (const Value* in : maker->operands()) {
+          if (in != nullptr && segment.count(in) && !kept.count(in) && segment.at(in) == segment.at(x)) work.push_back(in);
+        }
+      }
+    }
+  }
+  report.values_dropped = static_cast<int64_t>(dropped.size());
+
+  // Copies, placed before each segment's first backward reader; then the backward reads them.
+  std::unordered_map<const Operation*, std::vector<std::unique_ptr<Operation>>> before;
+  std::unordered_map<const Value*, Value*> copy_of;  // of the dropped values, for the backward
+  for (auto& [s, replay] : replays) {
+    ++report.segments;
+    // A copy reads copies made for its own segment only: a kept result of a replayed op (a
+    // value crossing into the next segment) has a copy too, made later in program order.
+    std::unordered_map<const Value*, Value*> local;
+    for (Operation* op : forward) {
+      if (!replay.ops.count(op)) continue;
+      std::vector<Value*> operands = op->operands();
+      for (Value*& in : operands) {
+        if (auto c = local.find(in); in != nullptr && c != local.end() && !kept.count(in)) in = c->second;
+      }
+      auto copy = std::make_unique<Operation>(op->type(), std::move(operands), op->attrs());
+      copy->set_role(ir::OpRole::kBackward);
+      copy->set_chunk(op->chunk());
+      for (Value* r : op->results()) {
+        Value* c = program.NewValue(r->type(), r->role());
+        c->set_dist_attr(r->dist_attr());
+        c->set_dist_annotated(r->dist_annotated());
+        copy->add_result(c);
+        local[r] = c;
+        if (dropped.count(r)) copy_of[r] = c;
+      }
+      before[replay.first_reader].push_back(std::move(copy));
+      ++report.ops_replayed;
+    }
+  }
+  std::vector<std::unique_ptr<Operation>>& ops = program.block().mutable_ops();
+  std::vector<std::unique_ptr<Operation>> out;
+  out.reserve(ops.size() + static_cast<size_t>(report.ops_replayed));
+  for (std::unique_ptr<Operation>& op : ops) {
+    if (auto it = before.find(op.get()); it != before.end()) {
+      for (std::unique_ptr<Operation>& c : it->second) out.push_back(std::move(c));
+    }
+    if (IsBackward(*op)) {
+      for (size_t i = 0; i < op->num_operands(); ++i) {
+        auto c = op->operand(i) == nullptr ? copy_of.end() : copy_of.find(op->operand(i));
+        if (c != copy_of.end()) op->set_operand(i, c->second);
+      }
+    }
+    out.push_back(std::move(op));
+  }
+  ops = std::move(out);
+  return report;
+}
+
+}  // namespace pdist::passes

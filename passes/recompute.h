@@ -1,0 +1,49 @@
+// Recompute (activation checkpointing; Chen et al. 2016, Megatron-LM's full and selective
+// recompute, Korthikanti et al. 2022): forward ops cloned into the backward so that the
+// activations they made need not live from the forward to the backward.
+//
+//   full — the forward is cut into segments where the fewest values cross (between transformer
+//   layers: the residual stream); each segment keeps the values that cross into the next one and
+//   replays the rest just before the first backward op that needs it:
+//
+//     %5 = layer_norm(%4) ...                  %5 = layer_norm(%4) ...         (freed after the forward)
+//     %6 = matmul(%5, %w) ...                  %6 = matmul(%5, %w) ...
+//     ...                                →     ...
+//     %30 = matmul_grad(%5, %w, %29)           %40 = layer_norm(%4) @backward  (replayed)
+//                                              %41 = matmul(%40, %w) @backward
+//                                              %30 = matmul_grad(%40, %w, %29)
+//
+//   selective — the results of compute-bound ops (OpDef::compute_bound: matmul, attention) are
+//   kept too; only the cheap ops between them (norms, activations, dropout, views) are replayed.
+//
+// A replayed op is a copy with the same attributes and operands, so it computes the same bits:
+// dropout draws its mask from (seed, position, micro-batch), not from the op's identity. Copies
+// run with role backward in the chunk of their original and carry its DistAttr, so the pass can
+// run before or after completion. A segment never spans two chunks, and replaying a reshard that
+// moves a value to another mesh (a pipeline send) is refused, naming the op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace pdist::passes {
+
+enum class RecomputeGranularity { kFull, kSelective };
+absl::StatusOr<RecomputeGranularity> ParseRecomputeGranularity(const std::string& name);  // full | selective
+const char* RecomputeGranularityName(RecomputeGranularity granularity);
+
+struct RecomputeReport {
+  int64_t segments = 0;        // segments with something to replay
+  int64_t ops_replayed = 0;    // forward ops copied into the backward
+  int64_t values_dropped = 0;  // forward values the backward no longer reads
+  int64_t bytes_dropped = 0;   // their bytes (global shapes): what no longer lives until the backward
+};
+
+// Needs a program with a backward (run autodiff first: FailedPrecondition otherwise). A program
+// whose backward reads no forward value made by a replayable op is left as it is.
+absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity);
+
+}  // namespace pdist::passes
