@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
+#include "ir/legacy_types.h"
 #include "ir/lexer.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
@@ -124,6 +125,7 @@ absl::StatusOr<Program> Parser::Parse() {
   }
   PDIST_RETURN_IF_ERROR(Advance());
   if (tok_.kind != TokenKind::kEof) return Unexpected("end of input after the program's '}'");
+  PDIST_RETURN_IF_ERROR(UpgradeLegacyResultTypes(program_));
   return std::move(program_);
 }
 
@@ -285,7 +287,8 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
         absl::StrCat("the text names ", result_types.size(), " results, the op has ", inferred->size())));
   }
   for (size_t i = 0; i < inferred->size(); ++i) {
-    if ((*inferred)[i] != result_types[i].type) {
+    if ((*inferred)[i] != result_types[i].type &&
+        !IsLegacyResultType(op_token.text, i, result_types[i].type, (*inferred)[i])) {
       return op_error(absl::InvalidArgumentError(absl::StrCat("result %", result_names[i].text, " is written as ",
                                                               result_types[i].type.ToString(), " but the op infers ",
                                                               (*inferred)[i].ToString())));

@@ -13,6 +13,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "ir/checksum.h"
+#include "ir/legacy_types.h"
 #include "ir/op_def.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -293,6 +294,7 @@ absl::StatusOr<Program> ProtoReader::Read() {
     }
   }
   PDIST_RETURN_IF_ERROR(ReadBindings());
+  PDIST_RETURN_IF_ERROR(UpgradeLegacyResultTypes(program_));
   PDIST_RETURN_IF_ERROR(WithContext(VerifyProgram(program_), "invalid model.pb"));
   return std::move(program_);
 }

@@ -20,11 +20,14 @@ using ops::EmitGradOp;
 TensorType EmptyOf(DataType dtype) { return {{0}, dtype}; }
 
 // layer_norm and rms_norm view x as [rows, cols]: rows = prod(x.shape[:axis]) are normalised
-// independently over cols = prod(x.shape[axis:]). Like Paddle, statistics are flattened to
-// [rows] and scale/bias hold `cols` elements (usually shape [cols]).
+// independently over cols = prod(x.shape[axis:]); scale/bias hold `cols` elements (usually
+// shape [cols]). The statistics are shaped x.shape[:axis] — the same values, in the same order,
+// as Paddle's flattened [rows] — so that each leading axis keeps its own sharding (Paddle's SPMD
+// rule treats them so): a norm runs on a sequence shard under sequence parallelism.
 struct NormSplit {
   int64_t rows = 1;
   int64_t cols = 1;
+  Shape leading;  // x.shape[:axis]: the statistics' shape
 };
 
 absl::StatusOr<NormSplit> SplitAtNormAxis(const TensorType& x, const AttributeMap& attrs) {
@@ -37,6 +40,7 @@ absl::StatusOr<NormSplit> SplitAtNormAxis(const TensorType& x, const AttributeMa
   if (begin < 0) begin += x.rank();
   NormSplit split;
   for (int64_t i = 0; i < x.rank(); ++i) (i < begin ? split.rows : split.cols) *= x.shape[static_cast<size_t>(i)];
+  split.leading.assign(x.shape.begin(), x.shape.begin() + begin);
   return split;
 }
 
@@ -112,14 +116,14 @@ absl::Status RegisterSoftmaxPair(OpRegistry& registry, const std::string& name) 
 
 // --- layer_norm --------------------------------------------------------------------------
 
-// (x, scale?, bias?) → out, mean [rows], variance [rows].
+// (x, scale?, bias?) → out, mean, variance (both x.shape[:begin_norm_axis]).
 absl::StatusOr<std::vector<TensorType>> LayerNormMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "x"));
   const TensorType& x = *in[0];
   PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 2, "bias", x, split.cols));
-  const TensorType stats{{split.rows}, x.dtype};
+  const TensorType stats{split.leading, x.dtype};
   return std::vector<TensorType>{x, stats, stats};
 }
 
@@ -156,13 +160,13 @@ absl::StatusOr<std::vector<Value*>> LayerNormGrad(Builder& b, const Operation& o
 
 // --- rms_norm ----------------------------------------------------------------------------
 
-// (x, scale) → out, invvar [rows] with invvar = 1 / sqrt(mean(x²) + epsilon).
+// (x, scale) → out, invvar (x.shape[:begin_norm_axis]) with invvar = 1 / sqrt(mean(x²) + epsilon).
 absl::StatusOr<std::vector<TensorType>> RmsNormMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "x"));
   const TensorType& x = *in[0];
   PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
-  return std::vector<TensorType>{x, TensorType{{split.rows}, x.dtype}};
+  return std::vector<TensorType>{x, TensorType{split.leading, x.dtype}};
 }
 
 // (x, scale, invvar, out_grad) → x_grad, scale_grad.

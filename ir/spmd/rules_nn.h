@@ -18,8 +18,8 @@ namespace pdist::ir::spmd {
 SpmdRuleFns SoftmaxRule(const std::string& op);
 // <op>_grad (out, out_grad) → x_grad: "abc,abc->abc  c→Replicate".
 SpmdRuleFns SoftmaxGradRule(const std::string& op);
-// layer_norm (x, scale?, bias?) → out, mean, variance: "abc,c,c->abc,a,a  bc→Replicate"
-// (begin_norm_axis 2; the statistics [rows] carry the first leading axis's sharding).
+// layer_norm (x, scale?, bias?) → out, mean, variance: "abc,c,c->abc,ab,ab  c→Replicate"
+// (begin_norm_axis 2; the statistics, x.shape[:2], keep every leading axis's sharding).
 SpmdRuleFns LayerNormRule();
 // layer_norm_grad (x, scale?, bias?, mean, variance, out_grad) → x_grad, scale_grad, bias_grad:
 // aligned as Paddle's; scale_grad and bias_grad Partial over the sharded leading axis.

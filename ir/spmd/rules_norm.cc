@@ -1,14 +1,13 @@
 // SPMD rules of softmax, log_softmax, layer_norm, rms_norm and their gradients (Paddle a.8, a.9).
 //
 //   softmax x f32[8,32,64], axis = -1:            "abc->abc  c→Replicate"
-//   layer_norm x f32[8,32,64], begin_norm_axis 2: "abc,c,c->abc,a,a  bc→Replicate"
+//   layer_norm x f32[8,32,64], begin_norm_axis 2: "abc,c,c->abc,ab,ab  c→Replicate"
 //
 // The normalised axes are replicated: a sharded one would normalise each shard on its own.
-// pdist's statistics (mean, variance, invvar) are x's leading axes flattened into one axis
-// [rows]; a flattened axis can carry the sharding of its first axis longer than 1 only (the
-// DimTrans Flatten rule), so that letter names the statistics and the other leading axes are
-// replicated. Gradients of scale and bias sum over the leading axes: Partial where they are
-// sharded. The gradients align their inputs as Paddle's (AlignDimsSharding).
+// The statistics (mean, variance, invvar) are shaped x.shape[:begin_norm_axis], so every
+// leading axis keeps its sharding — the batch over dp and the sequence over mp at once, which
+// sequence parallelism needs. Gradients of scale and bias sum over the leading axes: Partial
+// where they are sharded. The gradients align their inputs as Paddle's (AlignDimsSharding).
 #include "absl/strings/str_cat.h"
 #include "ir/spmd/nn_rule.h"
 #include "ir/spmd/rules_nn.h"
@@ -42,7 +41,7 @@ NnRuleBuilder SoftmaxAxes(bool grad) {
 
 // --- layer_norm / rms_norm -----------------------------------------------------------------
 
-// The role of each operand and result of a norm op: 'x' shaped like x, 's' a statistic [rows],
+// The role of each operand and result of a norm op: 'x' shaped like x, 's' a statistic (x's leading axes),
 // 'w' the scale, 'b' the bias (as a result, 'w' / 'b' is that gradient).
 struct NormSignature {
   std::string inputs;
@@ -62,14 +61,11 @@ NnRuleBuilder NormAxes(NormSignature sig) {
     const std::string lead = letters.substr(0, static_cast<size_t>(begin));
     const std::string norm = letters.substr(static_cast<size_t>(begin));
     const Shape x_norm(x.begin() + begin, x.end());
-    const size_t first = lead.find_first_not_of('1');
-    int64_t rows = 1;
-    for (int64_t d = 0; d < begin; ++d) rows *= x[static_cast<size_t>(d)];
 
     // Letters and shape per role. A parameter laid out like x's normalised axes shares their
     // letters; any other layout (one flattened axis) is all '1': replicated either way.
     std::map<char, std::pair<std::string, Shape>> roles = {
-        {'x', {letters, x}}, {'s', {first == std::string::npos ? "1" : lead.substr(first, 1), {rows}}}};
+        {'x', {letters, x}}, {'s', {lead, Shape(x.begin(), x.begin() + begin)}}};
     for (char role : {'w', 'b'}) {
       const size_t index = sig.inputs.find(role);
       const Shape param = index < in.size() ? in[index] : Shape{0};
@@ -91,7 +87,7 @@ NnRuleBuilder NormAxes(NormSignature sig) {
       e.output_shapes.push_back(roles[role].second);
     }
     e.output_names = sig.output_names;
-    e.replicated = UniqueLetters((first == std::string::npos ? "" : lead.substr(first + 1)) + norm);
+    e.replicated = UniqueLetters(norm);
     e.align = sig.grad;
     // Every gradient is linear in out_grad (the last x-shaped operand).
     if (sig.grad) e.partial = PartialPolicy::Linear({static_cast<int>(sig.inputs.rfind('x'))});

@@ -52,15 +52,16 @@ TEST(LayerNormTest, OneRowWithScaleAndBias) {
   ExpectValues(out[2], {1.25}, 1e-12);
 }
 
-TEST(LayerNormTest, StatisticsAreFlattenedLeadingDims) {
+// The statistics are shaped like x's leading dims (not flattened), so each keeps its sharding.
+TEST(LayerNormTest, StatisticsAreShapedLikeTheLeadingDims) {
   ir::Program program;
   ir::Builder b(&program);
   ir::Value* x = b.Data("x", {{2, 3, 4}, DataType::kFloat32});
   auto results = b.Create("layer_norm", {x, nullptr, nullptr}, {{"begin_norm_axis", int64_t{2}}});
   ASSERT_TRUE(results.ok()) << results.status();
   EXPECT_EQ((*results)[0]->type().shape, (Shape{2, 3, 4}));
-  EXPECT_EQ((*results)[1]->type().shape, (Shape{6}));
-  EXPECT_EQ((*results)[2]->type().shape, (Shape{6}));
+  EXPECT_EQ((*results)[1]->type().shape, (Shape{2, 3}));
+  EXPECT_EQ((*results)[2]->type().shape, (Shape{2, 3}));
 }
 
 TEST(LayerNormTest, WithoutScaleAndBiasNormalisesTrailingDims) {
@@ -134,7 +135,7 @@ TEST(RmsNormTest, DefaultNormalisesLastAxis) {
   ir::Value* w = b.Data("w", {{8}, DataType::kFloat32});
   auto results = b.Create("rms_norm", {x, w});
   ASSERT_TRUE(results.ok()) << results.status();
-  EXPECT_EQ((*results)[1]->type().shape, (Shape{6}));
+  EXPECT_EQ((*results)[1]->type().shape, (Shape{2, 3}));
 }
 
 TEST(RmsNormTest, ShapeErrors) {

@@ -246,34 +246,35 @@ TEST(AnnotateFromStrategyTest, SequenceParallelReshardsAreReduceScatterAndAllGat
   // On mesh [dp, mp] a [b, s, h] activation: batch over dp, the sequence over mp.
   const std::string seq = "[0,1,-1]", whole = "[0,-1,-1]", partial = "[0,-1,-1] {1: sum}";
   const std::string reduce_scatter = partial + " -> " + seq, all_gather = seq + " -> " + whole;
-  // Forward. layer_norm's rule keeps only the leading of its batch axes sharded (its statistics
-  // are one flattened axis, docs/spmd-nn.md), so with a batch > 1 the all_gather lands before
-  // the norm rather than between the norm and the column-parallel matmul.
+  // Forward. layer_norm's statistics keep both leading axes sharded (docs/spmd-nn.md), so the
+  // norms run on the sequence shard and each all_gather lands between a norm and the
+  // column-parallel matmul it feeds, as in Megatron-LM.
   std::vector<std::string> expected = {"add#0: " + reduce_scatter};  // embedding, before + wpe
   for (int i = 0; i < kLayers; ++i) {
-    for (int sub = 0; sub < 2; ++sub) {                   // attention, then the MLP
-      expected.push_back("layer_norm#0: " + all_gather);  // ln_1 / ln_2, then qkv / up
-      expected.push_back("add#0: " + reduce_scatter);     // proj / down, before its bias
+    for (int sub = 0; sub < 2; ++sub) {               // attention, then the MLP
+      expected.push_back("matmul#0: " + all_gather);  // ln_1 / ln_2's output, into qkv / up
+      expected.push_back("add#0: " + reduce_scatter);  // proj / down, before its bias
     }
   }
-  expected.push_back("layer_norm#0: " + all_gather);  // ln_f, then the head
+  expected.push_back("matmul#0: " + all_gather);  // ln_f's output, into the head
   // Backward: the loss (along dp only, as without sp), then the mirror image: the gradient of a
-  // gather is a reduce_scatter (after each norm's gradient), the gradient of a reduce_scatter a
-  // gather (before each row-parallel matmul_grad and the embedding's gradient).
+  // gather is a reduce_scatter (before each norm's gradient, which runs on the shard), the
+  // gradient of a reduce_scatter a gather (before each row-parallel matmul_grad and the
+  // embedding's gradient).
   expected.push_back("mean_grad#0: [0,-1,-1] -> [-1,-1,-1]");
   expected.push_back("cross_entropy_with_softmax_grad#2: [-1,-1,-1] -> [0,-1,-1]");
-  expected.push_back("add_grad#2: " + reduce_scatter);  // ln_f's gradient
+  expected.push_back("layer_norm_grad#5: " + reduce_scatter);  // ln_f's gradient
   for (int i = 0; i < 2 * kLayers; ++i) {
     expected.push_back("matmul_grad#2: " + all_gather);
-    expected.push_back("add#1: " + reduce_scatter);
+    expected.push_back("layer_norm_grad#5: " + reduce_scatter);
   }
   expected.push_back("embedding_grad#2: " + all_gather);
   EXPECT_THAT(ActivationReshards(p), ElementsAreArray(expected));
   ExpectOnlyReduceScatterAndAllGatherOnMp(p);
 }
 
-// With a batch of 1 layer_norm may keep the sequence sharded: it runs on its shard, and the
-// all_gather moves to its output, right before the column-parallel matmul (Megatron-LM's place).
+// With a batch of 1 as with more (above): layer_norm runs on its shard, and the all_gather is
+// on its output, right before the column-parallel matmul (Megatron-LM's place).
 TEST(AnnotateFromStrategyTest, SequenceParallelNormRunsShardedWhenItsRuleAllows) {
   ir::Program p = Gpt({.vocab = 64, .hidden = 32, .layers = 1, .heads = 4, .seq_len = 8, .batch = 1});
   ASSERT_TRUE(AnnotateFromStrategy(Degrees(1, 2, true), p).ok());

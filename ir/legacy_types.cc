@@ -1,0 +1,45 @@
+// Upgrades of result types older pdist files spell differently.
+#include "ir/legacy_types.h"
+
+#include "ir/builder.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+
+bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred) {
+  const bool statistic = (op_type == "layer_norm" && (index == 1 || index == 2)) || (op_type == "rms_norm" && index == 1);
+  return statistic && written.rank() == 1 && written.dtype == inferred.dtype && written != inferred &&
+         written.num_elements() == inferred.num_elements();
+}
+
+absl::Status UpgradeLegacyResultTypes(Program& program) {
+  for (const auto& op : program.block().ops()) {
+    if (op->type() != "layer_norm" && op->type() != "rms_norm") continue;
+    const OpDef* def = OpRegistry::Global().Find(op->type());
+    if (def == nullptr) continue;
+    absl::StatusOr<std::vector<TensorType>> inferred = InferResultTypes(*def, op->operands(), op->attrs());
+    if (!inferred.ok() || inferred->size() != op->num_results()) continue;  // the verifier names it
+    for (size_t i = 0; i < op->num_results(); ++i) {
+      Value* r = op->result(i);
+      const TensorType& want = (*inferred)[i];
+      if (!IsLegacyResultType(op->type(), i, r->type(), want)) continue;
+      if (r->dist_attr()) {
+        DistAttr attr = *r->dist_attr();
+        const int64_t mesh_dim = attr.dims_mapping.empty() ? -1 : attr.dims_mapping[0];
+        attr.dims_mapping.assign(want.shape.size(), -1);
+        for (size_t d = 0; d < want.shape.size() && mesh_dim >= 0; ++d) {
+          if (want.shape[d] > 1) {
+            attr.dims_mapping[d] = mesh_dim;
+            break;
+          }
+        }
+        r->set_dist_attr(std::move(attr));
+      }
+      r->set_type(want);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::ir

@@ -1,0 +1,26 @@
+// Result types that files written by earlier pdist versions spell differently from today's shape
+// inference, accepted and upgraded on read so that saved programs (model.pb, textual IR) keep
+// loading:
+//
+//   layer_norm / rms_norm statistics, written flattened before issue 14:
+//     %n, %m, %v = layer_norm(%x, ...) {begin_norm_axis = 2} : f32[2,4,8], f32[8], f32[8]
+//   read as f32[2,4] (x.shape[:begin_norm_axis]); the same values in the same order.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "ir/program.h"
+
+namespace pdist::ir {
+
+// Whether `written`, the type of result `index` of an op of type `op_type`, is an older
+// spelling of `inferred`.
+bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred);
+
+// Gives every such result its inferred type. A DistAttr on a flattened statistic moves its
+// mapping to the first leading axis longer than 1 (the only one the old rule could shard).
+absl::Status UpgradeLegacyResultTypes(Program& program);
+
+}  // namespace pdist::ir

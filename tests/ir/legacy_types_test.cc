@@ -1,0 +1,73 @@
+// Files written before the norm statistics took x's leading shape still load: the flattened
+// [rows] statistics of layer_norm and rms_norm are read as x.shape[:begin_norm_axis], from text
+// and from model.pb, and print in today's form.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/legacy_types.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/serialize.h"
+#include "program.pb.h"
+
+namespace pdist::ir {
+namespace {
+
+constexpr char kLegacyText[] = R"(program {
+  %x = data "x" : f32[2,3,4]
+  %g = param "g" : f32[4] {init = "ones"}
+  %n, %m, %v = layer_norm(%x, %g, none) {begin_norm_axis = 2} : f32[2,3,4], f32[6], f32[6]
+  %r, %i = rms_norm(%x, %g) : f32[2,3,4], f32[6]
+  %s = add(%n, %r) : f32[2,3,4]
+  %l = mean(%s) : f32[]
+  loss %l
+})";
+
+TEST(LegacyTypesTest, FlattenedNormStatisticsFromTextAreUpgraded) {
+  absl::StatusOr<Program> p = ParseProgram(kLegacyText);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto& ops = p->block().ops();
+  EXPECT_EQ(ops[0]->result(1)->type().shape, (Shape{2, 3}));
+  EXPECT_EQ(ops[0]->result(2)->type().shape, (Shape{2, 3}));
+  EXPECT_EQ(ops[1]->result(1)->type().shape, (Shape{2, 3}));
+  EXPECT_THAT(PrintProgram(*p), ::testing::HasSubstr(": f32[2,3,4], f32[2,3], f32[2,3]"));
+}
+
+TEST(LegacyTypesTest, FlattenedNormStatisticsFromModelPbAreUpgraded) {
+  absl::StatusOr<Program> today = ParseProgram(kLegacyText);
+  ASSERT_TRUE(today.ok()) << today.status();
+  absl::StatusOr<std::string> bytes = SerializeProgram(*today);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  proto::Program pb;
+  ASSERT_TRUE(pb.ParseFromString(*bytes));
+  int flattened = 0;
+  for (proto::Value& v : *pb.mutable_values()) {
+    if (v.type().shape_size() == 2 && v.type().shape(0) == 2 && v.type().shape(1) == 3) {
+      v.mutable_type()->clear_shape();
+      v.mutable_type()->add_shape(6);
+      ++flattened;
+    }
+  }
+  ASSERT_EQ(flattened, 3);
+  pb.clear_checksum();
+  absl::StatusOr<Program> loaded = DeserializeProgram(SealModelBytes(pb.SerializeAsString()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(PrintProgram(*loaded), PrintProgram(*today));
+}
+
+TEST(LegacyTypesTest, OnlyTheSameElementsInOneAxisAreAnOlderSpelling) {
+  const TensorType inferred{{2, 3}, DataType::kFloat32};
+  EXPECT_TRUE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat32}, inferred));
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 0, {{6}, DataType::kFloat32}, inferred));  // out, not a statistic
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{5}, DataType::kFloat32}, inferred));
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat64}, inferred));
+  EXPECT_FALSE(IsLegacyResultType("matmul", 1, {{6}, DataType::kFloat32}, inferred));
+  // A wrong type in any other form is still an error naming it.
+  EXPECT_THAT(std::string(ParseProgram(R"(program {
+  %x = data "x" : f32[2,3,4]
+  %n, %m, %v = layer_norm(%x, none, none) {begin_norm_axis = 2} : f32[2,3,4], f32[3,2], f32[3,2]
+})").status().message()),
+              ::testing::HasSubstr("is written as f32[3,2] but the op infers f32[2,3]"));
+}
+
+}  // namespace
+}  // namespace pdist::ir
