@@ -216,6 +216,8 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   for (const exec::RunResult& r : runs) {
     result.peak_bytes = std::max(result.peak_bytes, r.peak_bytes);
     result.rank_peak_bytes.push_back(r.peak_bytes);
+    result.rank_peak_gradient_bytes.push_back(r.peak_gradient_bytes);
+    result.rank_peak_activation_bytes.push_back(r.peak_activation_bytes);
   }
   result.op_seconds = run.op_seconds;
   ++step_;

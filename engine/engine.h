@@ -61,6 +61,8 @@ struct StepResult {
   double seconds = 0;  // wall time of the step
   int64_t peak_bytes = 0;                // the largest over this process's ranks
   std::vector<int64_t> rank_peak_bytes;  // per local rank (local_ranks() order)
+  // Per local rank, each kind's own peak: gradients and activations (exec::RunResult).
+  std::vector<int64_t> rank_peak_gradient_bytes, rank_peak_activation_bytes;
   std::map<std::string, double> op_seconds;  // kernel time per op type (EngineOptions::profile)
 };
 

@@ -28,13 +28,21 @@ absl::Status CheckBoundType(const ir::Value& v, const Tensor& t, const char* sou
 
 }  // namespace
 
-void LiveBytes::Acquire(const Tensor& t) {
+namespace {
+bool IsGradient(const ir::Value& v) { return v.role() == ir::ValueRole::kGradient; }
+}  // namespace
+
+void LiveBytes::Acquire(const Tensor& t, bool gradient) {
   if (!t.defined()) return;
-  auto& [bytes, refs] = buffers_[t.buffer_id()];
-  if (refs++ == 0) {
-    bytes = t.num_bytes();
-    live_ += bytes;
+  Buffer& b = buffers_[t.buffer_id()];
+  if (b.refs++ == 0) {
+    b.bytes = t.num_bytes();
+    b.gradient = gradient;
+    live_ += b.bytes;
+    if (gradient) gradient_live_ += b.bytes;
     peak_ = std::max(peak_, live_);
+    gradient_peak_ = std::max(gradient_peak_, gradient_live_);
+    activation_peak_ = std::max(activation_peak_, live_ - gradient_live_);
   }
 }
 
@@ -42,8 +50,9 @@ void LiveBytes::Release(const Tensor& t) {
   if (!t.defined()) return;
   auto it = buffers_.find(t.buffer_id());
   if (it == buffers_.end()) return;
-  if (--it->second.second == 0) {
-    live_ -= it->second.first;
+  if (--it->second.refs == 0) {
+    live_ -= it->second.bytes;
+    if (it->second.gradient) gradient_live_ -= it->second.bytes;
     buffers_.erase(it);
   }
 }
@@ -120,7 +129,7 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     PDIST_RETURN_IF_ERROR(event->Wait());
   }
   event = nullptr;
-  state.live.Acquire(table.values[static_cast<size_t>(id)]);
+  state.live.Acquire(table.values[static_cast<size_t>(id)], IsGradient(*program_->FindValue(id)));
   return absl::OkStatus();
 }
 
@@ -192,7 +201,7 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
         return Fail(s, state);
       }
       for (size_t r = 0; r < op.num_results(); ++r) {
-        state.live.Acquire(outputs[r]);
+        state.live.Acquire(outputs[r], IsGradient(*op.result(r)));
         table.values[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
       }
     }
@@ -283,6 +292,8 @@ RunResult Executor::Finish(const std::vector<Tensor>& loss_source, const std::ve
   const ir::Program& program = *program_;
   RunResult result;
   result.peak_bytes = state.live.peak();
+  result.peak_gradient_bytes = state.live.gradient_peak();
+  result.peak_activation_bytes = state.live.activation_peak();
   result.op_seconds = std::move(state.op_seconds);
   for (const auto& [type, seconds] : state.stream_op_seconds) result.op_seconds[type] += seconds;  // drained by now
   if (program.loss() != nullptr) {

@@ -57,6 +57,9 @@ struct RunResult {
   bool has_loss = false;
   std::map<int64_t, Tensor> fetched;  // by value id
   int64_t peak_bytes = 0;  // peak of live intermediate bytes (persistent tensors excluded)
+  // Each kind's own peak (executor/run_state.h's LiveBytes): gradients, and the rest.
+  int64_t peak_gradient_bytes = 0;
+  int64_t peak_activation_bytes = 0;
   std::map<std::string, double> op_seconds;  // per op type, when ExecutorOptions::profile
 };
 

@@ -14,10 +14,10 @@ namespace pdist::exec {
 namespace {
 
 // sum += x, into a fresh tensor: x may be a view of a tensor still in use.
-absl::Status AddInto(Tensor& sum, const Tensor& x, LiveBytes& live) {
+absl::Status AddInto(Tensor& sum, const Tensor& x, bool gradient, LiveBytes& live) {
   if (!sum.defined()) {
     sum = x;
-    live.Acquire(sum);
+    live.Acquire(sum, gradient);
     return absl::OkStatus();
   }
   Tensor out = Tensor::Empty(x.type());
@@ -28,7 +28,7 @@ absl::Status AddInto(Tensor& sum, const Tensor& x, LiveBytes& live) {
     T* o = out.data<T>();
     for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
   });
-  live.Acquire(out);
+  live.Acquire(out, gradient);
   live.Release(sum);
   sum = std::move(out);
   return absl::OkStatus();
@@ -190,7 +190,8 @@ class PipelinedStep {
       if (!ex_.job_plan_.accumulated.count(r->id())) continue;
       PDIST_RETURN_IF_ERROR(ex_.Await(r->id(), values, state_));
       PDIST_RETURN_IF_ERROR(
-          AddInto(sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state_.live));
+          AddInto(sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())],
+                  r->role() == ir::ValueRole::kGradient, state_.live));
       if (auto left = early_.shares_left.find(r->id()); left != early_.shares_left.end() && --left->second == 0) {
         PDIST_RETURN_IF_ERROR(StartReadySyncs());
       }

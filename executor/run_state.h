@@ -17,18 +17,28 @@ namespace pdist::exec {
 
 class TimelineRecorder;  // executor/timeline.h
 
-// Live bytes of intermediate tensors, counted once per distinct buffer (views share one).
+// Live bytes of intermediate tensors, counted once per distinct buffer (views share one), in
+// all and by kind: gradients (values of role gradient: what the backward makes) and the rest
+// (activations), each with its own peak — what a memory model prices separately.
 class LiveBytes {
  public:
-  void Acquire(const Tensor& t);
+  // `gradient`: the tensor is a gradient value's (the first acquirer of a buffer decides).
+  void Acquire(const Tensor& t, bool gradient = false);
   void Release(const Tensor& t);
   int64_t peak() const { return peak_; }
   int64_t live() const { return live_; }
+  int64_t gradient_peak() const { return gradient_peak_; }
+  int64_t activation_peak() const { return activation_peak_; }
 
  private:
-  std::unordered_map<const void*, std::pair<int64_t, int>> buffers_;
-  int64_t live_ = 0;
-  int64_t peak_ = 0;
+  struct Buffer {
+    int64_t bytes = 0;
+    int refs = 0;
+    bool gradient = false;
+  };
+  std::unordered_map<const void*, Buffer> buffers_;
+  int64_t live_ = 0, peak_ = 0;
+  int64_t gradient_live_ = 0, gradient_peak_ = 0, activation_peak_ = 0;
 };
 
 // The tensors of one run of a program (or of one micro-batch of a pipelined step), by value id.

@@ -103,7 +103,10 @@ std::vector<StageTotals> SumStages(const Candidate& c, const ModelProfile& profi
     st.time.dp_comm += dp_exposed[stage];
     st.time.compute = st.busy - st.time.recompute - st.time.dp_comm - st.time.mp_comm;
     if (c.zero >= 1) st.memory.optimizer_states /= dp;
-    if (c.zero >= 2) st.memory.gradients /= dp;
+    // Over several micro-batches the engine sums each gradient whole and reduce-scatters the sum
+    // once, at the optimizer (executor/job_plan.h): ZeRO 2 and 3 save gradient memory only
+    // with one micro-batch per step.
+    if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= dp;
     if (c.zero >= 3) st.memory.parameters /= dp;
     st.memory.workspace += c.dp > 1 ? 2 * options.bucket_bytes : 0;
     st.memory.activations = st.saved;

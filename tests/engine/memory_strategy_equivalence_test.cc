@@ -132,7 +132,7 @@ TEST(RecomputeTest, ReplaysBitForBitAndHoldsFewerActivations) {
   const ir::Program model = *ir::models::BuildGpt(cfg);
   struct Run {
     RunOutcome outcome;
-    int64_t peak_bytes = 0;
+    int64_t peak_bytes = 0, activation_peak = 0, gradient_peak = 0;
   };
   auto run = [&](const std::string& strategy) {
     EngineOptions o = testing::EquivalenceOptions();
@@ -147,6 +147,8 @@ TEST(RecomputeTest, ReplaysBitForBitAndHoldsFewerActivations) {
       if (!step.ok()) return r;
       r.outcome.losses.push_back(step->loss);
       r.peak_bytes = std::max(r.peak_bytes, step->peak_bytes);
+      r.activation_peak = std::max(r.activation_peak, step->rank_peak_activation_bytes.at(0));
+      r.gradient_peak = std::max(r.gradient_peak, step->rank_peak_gradient_bytes.at(0));
     }
     auto state = (*engine)->WholeState();
     EXPECT_TRUE(state.ok()) << state.status();
@@ -166,6 +168,15 @@ TEST(RecomputeTest, ReplaysBitForBitAndHoldsFewerActivations) {
   }
   EXPECT_LT(full.peak_bytes, selective.peak_bytes);
   EXPECT_LT(selective.peak_bytes, none.peak_bytes);
+  // By kind: recompute shrinks what the forward leaves for the backward, not the gradients;
+  // neither kind's peak exceeds the peak of both.
+  EXPECT_LT(full.activation_peak, none.activation_peak);
+  EXPECT_EQ(full.gradient_peak, none.gradient_peak);
+  for (const Run* r : {&none, &selective, &full}) {
+    EXPECT_GT(r->gradient_peak, 0);
+    EXPECT_LE(r->activation_peak, r->peak_bytes);
+    EXPECT_LE(r->gradient_peak, r->peak_bytes);
+  }
 }
 
 // Without avg, the step's gradient is the sum over the k micro-batches: with SGD that is one

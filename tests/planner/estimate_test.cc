@@ -79,12 +79,16 @@ TEST_F(EstimateTest, EachZeroStageShardsItsShareOverDataParallelRanks) {
     const Estimate e = Run({.dp = 4, .zero = zero, .micro_batch = 2, .micro_batches = 2});
     SCOPED_TRACE(zero);
     EXPECT_DOUBLE_EQ(e.memory.parameters, zero >= 3 ? all.param_bytes / dp : all.param_bytes);
-    EXPECT_DOUBLE_EQ(e.memory.gradients, zero >= 2 ? all.grad_bytes / dp : all.grad_bytes);
+    // Two micro-batches: the engine sums each gradient whole before its reduce-scatter.
+    EXPECT_DOUBLE_EQ(e.memory.gradients, all.grad_bytes);
     EXPECT_DOUBLE_EQ(e.memory.optimizer_states, zero >= 1 ? all.optimizer_state_bytes / dp : all.optimizer_state_bytes);
     // One stage: one micro-batch in flight at a time; two fusion buckets.
     EXPECT_DOUBLE_EQ(e.memory.activations, all.saved_bytes);
     EXPECT_DOUBLE_EQ(e.memory.workspace, 2 * 25e6);
     EXPECT_TRUE(e.not_executable.empty()) << e.not_executable;
+    // With one micro-batch ZeRO 2 and 3 keep only the reduce-scattered gradients.
+    const Estimate one = Run({.dp = 4, .zero = zero, .micro_batch = 4, .micro_batches = 1});
+    EXPECT_DOUBLE_EQ(one.memory.gradients, zero >= 2 ? all.grad_bytes / dp : all.grad_bytes);
   }
 }
 

@@ -1,0 +1,139 @@
+// Predicted against measured memory: for a small GPT on 4 in-process CPU ranks, every
+// combination of {dp, mp, pp} × ZeRO {0..3} × recompute {none, selective, full} (float32; bf16
+// waits for mixed precision), the planner's memory per rank next to what the engine holds on its
+// most loaded rank: parameters and optimizer states (the rank's persistent tensors), gradients
+// and activations (each kind's own peak of live tensors, executor/run_state.h), and the peak of
+// all live tensors. scripts/bench-memory.sh runs it for docs/benchmarks.md.
+//
+//   build/benchmarks/memory_benchmark
+//
+// Memory does not depend on the cluster's speeds: the preset only gives the planner its devices.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "calibration/fixed_token_batch.h"
+#include "engine/engine.h"
+#include "ir/models/gpt.h"
+#include "planner/estimate.h"
+#include "planner/report.h"
+
+namespace {
+
+using pdist::planner::Candidate;
+using pdist::planner::Recompute;
+
+pdist::ir::Program Model() {
+  return *pdist::ir::models::BuildGpt(
+      {.vocab = 256, .hidden = 128, .layers = 4, .heads = 4, .seq_len = 64, .batch = 16});
+}
+
+struct RankMemory {
+  double parameters = 0, optimizer_states = 0, gradients = 0, activations = 0, peak = 0;
+  double total() const { return parameters + optimizer_states + peak; }
+};
+
+// The rank that holds the most after a step (persistent tensors plus its peak of live ones).
+absl::StatusOr<RankMemory> Measure(const pdist::ir::Program& model, const std::string& strategy_json) {
+  pdist::engine::EngineOptions o;
+  o.lr.base = 1e-4;
+  o.strategy_json = strategy_json;
+  absl::StatusOr<std::unique_ptr<pdist::engine::Engine>> engine = pdist::engine::Engine::Create(model.Clone(), o);
+  if (!engine.ok()) return engine.status();
+  const pdist::exec::Feeds feeds = pdist::calibration::FixedTokenBatch(model);
+  absl::StatusOr<pdist::engine::StepResult> step = (*engine)->TrainStep(feeds);
+  if (!step.ok()) return step.status();
+  step = (*engine)->TrainStep(feeds);  // the second step: every state exists from the first
+  if (!step.ok()) return step.status();
+  RankMemory most;
+  const auto& ranks = (*engine)->local_ranks();
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    RankMemory m;
+    for (const pdist::ir::Value* arg : ranks[k]->train_program().block().arguments()) {
+      const double bytes = static_cast<double>(arg->type().num_bytes());
+      if (arg->role() == pdist::ir::ValueRole::kParameter) m.parameters += bytes;
+      if (arg->role() == pdist::ir::ValueRole::kOptimizerState) m.optimizer_states += bytes;
+    }
+    m.gradients = static_cast<double>(step->rank_peak_gradient_bytes[k]);
+    m.activations = static_cast<double>(step->rank_peak_activation_bytes[k]);
+    m.peak = static_cast<double>(step->rank_peak_bytes[k]);
+    if (m.total() > most.total()) most = m;
+  }
+  return most;
+}
+
+std::vector<Candidate> Candidates() {
+  struct Layout {
+    int64_t dp, mp, pp, micro_batch, micro_batches;
+  };
+  const std::vector<Layout> layouts = {{4, 1, 1, 4, 1}, {1, 4, 1, 16, 1}, {1, 1, 4, 4, 4},
+                                       {2, 2, 1, 8, 1}, {2, 1, 2, 4, 2},  {1, 2, 2, 4, 4}};
+  std::vector<Candidate> out;
+  for (const Layout& l : layouts) {
+    for (int64_t zero = 0; zero <= (l.dp > 1 ? 3 : 0); ++zero) {
+      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        out.push_back({.dp = l.dp, .mp = l.mp, .pp = l.pp, .zero = zero, .micro_batch = l.micro_batch,
+                       .micro_batches = l.micro_batches, .recompute = rc});
+      }
+    }
+  }
+  return out;
+}
+
+double Kib(double bytes) { return bytes / 1024; }
+
+}  // namespace
+
+int main() {
+  absl::StatusOr<pdist::strategy::Cluster> cluster = pdist::strategy::ClusterPreset("dgx-a100", 4);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "cluster: %s\n", std::string(cluster.status().message()).c_str());
+    return 1;
+  }
+  const pdist::ir::Program model = Model();
+  absl::StatusOr<pdist::planner::PlannedModel> planned = pdist::planner::ModelFromProgram(model.Clone(), "gpt 4x128");
+  if (!planned.ok()) return 1;
+  pdist::planner::Profiler profiler(*planned, *cluster);
+  std::printf("KiB per rank (the most loaded): predicted / measured\n%-30s %15s %15s %15s %15s %17s %7s\n", "strategy",
+              "parameters", "gradients", "optimizer", "activations", "total", "error");
+  double unsharded = 0;  // parameters + gradients + optimizer states of dp without ZeRO
+  double worst = 0;
+  int rows = 0;
+  for (const Candidate& c : Candidates()) {
+    absl::StatusOr<pdist::planner::Estimate> e = pdist::planner::EstimateCandidate(c, *planned, *cluster, profiler, {});
+    if (!e.ok()) {
+      std::fprintf(stderr, "%s: %s\n", c.ToString().c_str(), std::string(e.status().message()).c_str());
+      return 1;
+    }
+    absl::StatusOr<RankMemory> m = Measure(model, pdist::planner::PlanStrategyJson(*e));
+    if (!m.ok()) {
+      std::fprintf(stderr, "%s: %s\n", c.ToString().c_str(), std::string(m.status().message()).c_str());
+      return 1;
+    }
+    const pdist::planner::MemoryBreakdown& p = e->memory;
+    // The planner's workspace is the gradient buckets (2 × 25 MB with dp > 1, a budget: the
+    // engine's buckets are the gradients themselves) plus what recompute replays at once, an
+    // activation: that part joins the activations here.
+    const double buckets = c.dp > 1 ? 2.0 * static_cast<double>(pdist::planner::EstimateOptions{}.bucket_bytes) : 0.0;
+    const double activations = p.activations + p.workspace - buckets;
+    const double predicted = p.parameters + p.gradients + p.optimizer_states + activations;
+    const double error = predicted / m->total() - 1;
+    worst = std::max(worst, std::abs(error));
+    ++rows;
+    std::printf("%-30s %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %8.0f/%8.0f %+6.0f%%\n", c.ToString().c_str(),
+                Kib(p.parameters), Kib(m->parameters), Kib(p.gradients), Kib(m->gradients), Kib(p.optimizer_states),
+                Kib(m->optimizer_states), Kib(activations), Kib(m->activations), Kib(predicted), Kib(m->total()),
+                100 * error);
+    const double states = m->parameters + m->gradients + m->optimizer_states;
+    if (c.dp == 4 && c.zero == 0 && c.recompute == Recompute::kNone) unsharded = states;
+    if (c.dp == 4 && c.zero == 3 && c.recompute == Recompute::kNone && unsharded > 0) {
+      std::printf("  ZeRO-3 on dp 4: parameters + gradients + optimizer states %.0f KiB = %.3f of the unsharded %.0f KiB\n",
+                  Kib(states), states / unsharded, Kib(unsharded));
+    }
+    std::fflush(stdout);
+  }
+  std::printf("%d strategies; largest |error| of the total: %.0f%%\n", rows, 100 * worst);
+  return 0;
+}
