@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint_format.h"
+#include "engine/sharded_checkpoint.h"
 #include "ir/input_file.h"
 #include "ir/status.h"
 
@@ -65,6 +66,10 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
                                                         static_cast<size_t>(t.num_bytes()))});
   }
   PDIST_ASSIGN_OR_RETURN(std::string out, EncodeCheckpoint(checkpoint.step, records));
+  return WriteFileAtomically(path, out);
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& out) {
   const std::string tmp = path + ".tmp";
   if (absl::Status written = WriteDurably(tmp, out); !written.ok()) {
     std::remove(tmp.c_str());  // no half-written file left behind
@@ -80,6 +85,12 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
 }
 
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
+  if (IsShardedCheckpoint(path)) return ReadShardedWhole(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint '", path, "' is a directory without ", kShardIndexFile,
+                                                   ": not a complete sharded checkpoint (a save that did not finish?)"));
+  }
   absl::StatusOr<std::string> read = ir::ReadFileToString(path, std::numeric_limits<int64_t>::max());
   if (!read.ok()) return WithContext(read.status(), "checkpoint");
   PDIST_ASSIGN_OR_RETURN(CheckpointContents contents, DecodeCheckpoint(*read, path));

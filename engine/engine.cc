@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint.h"
+#include "engine/sharded_checkpoint.h"
 #include "passes/distributed_programs.h"
 #include "engine/comm_backend.h"
 #include "engine/timeline_files.h"
@@ -267,13 +268,31 @@ absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t s
 }
 
 absl::Status Engine::Save(const std::string& path) const {
-  // Checkpoints hold whole tensors whatever the strategy, so any strategy can resume them.
-  PDIST_ASSIGN_OR_RETURN(exec::Workspace whole, WholeState());
+  // Every rank writes the pieces it owns; rank 0 writes the index once every rank has
+  // (engine/sharded_checkpoint.h). No rank gathers the model, and any strategy can resume it.
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t, RankRunner& runner) {
+    return WriteRankShards(train_, runner.rank(), runner.workspace(), step_, path);
+  }));
+  if (backend_->process_per_rank && world_size_ > 1) {
+    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for every rank's file"));
+  }
   if (first_local_rank() != 0) return absl::OkStatus();
-  return SaveCheckpoint(Checkpoint{step_, std::move(whole)}, path);
+  return WriteShardIndex(train_, world_size_, step_, path);
 }
 
 absl::Status Engine::Load(const std::string& path) {
+  if (IsShardedCheckpoint(path)) {
+    // Each rank reads only the files whose pieces overlap its own.
+    std::vector<int64_t> steps(runners_.size(), 0);
+    PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+      PDIST_ASSIGN_OR_RETURN(Checkpoint mine, ReadShardsFor(path, runner.train_program(), runner.rank(), train_));
+      steps[k] = mine.step;
+      return runner.LoadLocalState(std::move(mine.tensors));
+    }));
+    step_ = steps.front();
+    return absl::OkStatus();
+  }
+  // A single-file checkpoint (written before sharded checkpoints): whole tensors, sliced here.
   PDIST_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
   const std::string source = absl::StrCat("checkpoint '", path, "'");
   for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->LoadWholeState(ckpt.tensors, source));

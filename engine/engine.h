@@ -85,8 +85,12 @@ class Engine {
   // Mean loss over `steps` batches.
   absl::StatusOr<double> Evaluate(const BatchSource& next_batch, int64_t steps) const;
 
+  // A sharded checkpoint in the directory `path` (engine/sharded_checkpoint.h): every rank
+  // writes the pieces it owns, rank 0 the index. Collective: every rank calls it.
   absl::Status Save(const std::string& path) const;
-  // Restores parameters, optimizer states and the step counter; every tensor must match.
+  // Restores parameters, optimizer states and the step counter from a sharded checkpoint saved
+  // under any strategy (each rank reads only what overlaps its pieces), or from a single-file
+  // checkpoint of earlier versions; every tensor must match.
   absl::Status Load(const std::string& path);
 
   const ir::Program& forward_program() const { return forward_; }

@@ -110,6 +110,20 @@ absl::StatusOr<exec::Workspace> RankRunner::WholeState() {
   return whole;
 }
 
+absl::Status RankRunner::LoadLocalState(exec::Workspace local) {
+  for (const ir::Value* arg : train_.block().arguments()) {
+    if (!arg->is_persistent()) continue;
+    auto it = local.find(arg->name());
+    if (it == local.end() || it->second.type() != arg->type()) {
+      return absl::InternalError(absl::StrCat("rank ", rank_, ": the checkpoint's piece of '", arg->name(), "' is ",
+                                              it == local.end() ? "missing" : it->second.type().ToString(),
+                                              ", the rank holds ", arg->type().ToString()));
+    }
+  }
+  workspace_ = std::move(local);
+  return absl::OkStatus();
+}
+
 absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std::string& source) {
   exec::Workspace next;
   for (const ir::Value* arg : train_.block().arguments()) {

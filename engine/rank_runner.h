@@ -50,6 +50,8 @@ class RankRunner {
   // Replaces every persistent tensor with this rank's piece of `whole`; names and global types
   // must match.
   absl::Status LoadWholeState(const exec::Workspace& whole, const std::string& source);
+  // Takes `local`, this rank's own pieces (engine/sharded_checkpoint.h checked them).
+  absl::Status LoadLocalState(exec::Workspace local);
 
   int64_t rank() const { return rank_; }
   const ir::Program& train_program() const { return train_; }

@@ -1,6 +1,7 @@
 // Slicing a whole tensor into a rank's piece, and gathering pieces back.
 #include "engine/shard_io.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,46 @@ void CopyBox(const char* src, const ir::Shape& global, const ir::LocalSlice& sli
 }
 
 }  // namespace
+
+int64_t CopyOverlap(const char* src, const ir::LocalSlice& src_box, char* dst, const ir::LocalSlice& dst_box,
+                    int64_t esize) {
+  const size_t rank = src_box.sizes.size();
+  if (rank == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(esize));
+    return 1;
+  }
+  std::vector<int64_t> lo(rank), extent(rank);
+  int64_t runs = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    lo[d] = std::max(src_box.offsets[d], dst_box.offsets[d]);
+    const int64_t hi = std::min(src_box.offsets[d] + src_box.sizes[d], dst_box.offsets[d] + dst_box.sizes[d]);
+    if (hi <= lo[d]) return 0;
+    extent[d] = hi - lo[d];
+    if (d + 1 < rank) runs *= extent[d];
+  }
+  // Row-major strides of each piece.
+  std::vector<int64_t> src_stride(rank, 1), dst_stride(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) {
+    src_stride[d] = src_stride[d + 1] * src_box.sizes[d + 1];
+    dst_stride[d] = dst_stride[d + 1] * dst_box.sizes[d + 1];
+  }
+  std::vector<int64_t> index(rank, 0);  // within the overlap, over all dims but the last
+  const int64_t run = extent[rank - 1];
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t s = 0, t = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t at = lo[d] + (d + 1 < rank ? index[d] : 0);
+      s += (at - src_box.offsets[d]) * src_stride[d];
+      t += (at - dst_box.offsets[d]) * dst_stride[d];
+    }
+    std::memcpy(dst + t * esize, src + s * esize, static_cast<size_t>(run * esize));
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < extent[d]) break;
+      index[d] = 0;
+    }
+  }
+  return runs * run;
+}
 
 absl::StatusOr<exec::Tensor> SliceForRank(const exec::Tensor& whole, const ir::DistAttr& attr, int64_t rank) {
   if (attr.is_partial()) {

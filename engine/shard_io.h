@@ -15,8 +15,15 @@
 #include "executor/comm/comm_groups.h"
 #include "executor/tensor.h"
 #include "ir/dist/dist_attr.h"
+#include "ir/dist/local_slice.h"
 
 namespace pdist::engine {
+
+// Copies the part of the piece `src` (the box `src_box` of a global tensor) that lies in `dst_box`
+// into the piece `dst`; returns the elements copied (0 when the boxes do not overlap). Both
+// pieces are dense, row-major, of `esize`-byte elements.
+int64_t CopyOverlap(const char* src, const ir::LocalSlice& src_box, char* dst, const ir::LocalSlice& dst_box,
+                    int64_t esize);
 
 // The rank's piece of `whole` under `attr` (a copy). Partial placements are not pieces of a
 // whole tensor: InvalidArgument.

@@ -2,7 +2,8 @@
 # Builds every libFuzzer target with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs each
 # on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs), the
 # JSON readers (bounded parser, strategy, cluster, pdist-spmd requests; seeds from examples/),
-# the checkpoint decoder and the token-file decoder (hand-made seeds below).
+# the checkpoint decoder, the sharded-checkpoint index and the token-file decoder (hand-made seeds
+# below).
 #
 #   scripts/fuzz.sh                # 60 s per fuzzer
 #   scripts/fuzz.sh 180            # 3 min per fuzzer; crashes land in build-fuzz/artifacts/
@@ -19,12 +20,13 @@ mkdir -p "$build"
 if ! { CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
          -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF &&
        cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers \
-         fuzz_checkpoint fuzz_token_file; } > "$build/build.log" 2>&1; then
+         fuzz_checkpoint fuzz_shard_index fuzz_token_file; } > "$build/build.log" 2>&1; then
   echo "scripts/fuzz.sh: building the fuzzers failed:"; tail -40 "$build/build.log"; exit 1
 fi
 
 artifacts="$build/artifacts/"
-mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint" "$build/corpus/tokens"
+mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint" "$build/corpus/tokens" \
+  "$build/corpus/index"
 "$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
 # JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster,
 # 3: pdist-spmd requests).
@@ -39,17 +41,24 @@ printf 'PDISTCKP\001\000\000\000\003\000\000\000\000\000\000\000\001\000\000\000
   > "$build/corpus/checkpoint/seed.ckpt"
 printf '\001\000\000\000w\000\001\000\000\000\002\000\000\000\000\000\000\000\000\000\300\077\000\000\040\100' \
   >> "$build/corpus/checkpoint/seed.ckpt"
+# Index seed: one tensor in two pieces over two files.
+cat > "$build/corpus/index/seed.json" <<'JSON'
+{"format": "pdist-sharded-checkpoint", "version": 1, "step": 3, "files": ["rank0.ckpt", "rank1.ckpt"],
+ "tensors": {"w": {"dtype": "f32", "shape": [4, 2], "dist_attr": "{mesh: [2] [dp], dims_mapping: [0,-1]}",
+                   "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [2, 2]}, {"file": 1, "offsets": [2, 0], "sizes": [2, 2]}]}}}
+JSON
 # Token-file seeds (the first byte picks the format: 0 u16, 1 u32, 2 pdtok, 3 text): a PDTOK file
 # of width 2 holding 1, 2, 3, and the first bytes of the essay as text.
 printf '\002PDTOK\000\000\000\001\000\000\000\002\000\000\000\001\000\002\000\003\000' > "$build/corpus/tokens/pdtok"
 { printf '\003'; head -c 256 data/essay.txt; } > "$build/corpus/tokens/text"
 
 status=0
-for fuzzer in model_loader json_readers checkpoint token_file; do
+for fuzzer in model_loader json_readers checkpoint shard_index token_file; do
   case "$fuzzer" in
     model_loader) corpus="$build/corpus/model" ;;
     json_readers) corpus="$build/corpus/json" ;;
     checkpoint) corpus="$build/corpus/checkpoint" ;;
+    shard_index) corpus="$build/corpus/index" ;;
     token_file) corpus="$build/corpus/tokens" ;;
   esac
   log="$build/fuzz_$fuzzer.log"

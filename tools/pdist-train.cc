@@ -93,8 +93,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("timeline", &f->timeline,
                "write the last step's timeline here: a Chrome trace per rank (rank<k>.trace.json, for Perfetto or "
                "chrome://tracing) and pipeline.svg, a row per rank (docs/pipeline.md)");
-  flags.String("save", &f->save, "write a checkpoint here at the end");
-  flags.String("load", &f->load, "resume from this checkpoint");
+  flags.String("save", &f->save, "write a checkpoint into this directory at the end (each rank its own pieces)");
+  flags.String("load", &f->load, "resume from this checkpoint (saved under any strategy)");
   flags.Bool("quiet", &f->quiet, "no progress bar");
   flags.Double("peak-tflops", &f->peak_tflops,
                "one rank's peak TFLOP/s (pdist-plan --calibrate measures it): the progress line then shows MFU");

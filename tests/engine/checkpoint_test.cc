@@ -125,7 +125,7 @@ TEST(CheckpointTest, HeaderFieldsAreCheckedBeforeUse) {
   EXPECT_THAT(LoadError(path), HasSubstr("claims 1099511627776 tensors in"));
 
   std::filesystem::create_directories(path + ".d");
-  EXPECT_THAT(LoadError(path + ".d"), HasSubstr("is a directory, not a file"));
+  EXPECT_THAT(LoadError(path + ".d"), HasSubstr("is a directory without index.json"));
   EXPECT_THAT(std::string(SaveCheckpoint({.step = -1}, path).message()), HasSubstr("checkpoint step -1 is outside"));
 }
 

@@ -1,0 +1,107 @@
+// The sharded-checkpoint index: JSON out, and JSON in through the bounded reader, checked.
+#include "engine/shard_index.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "engine/checkpoint_format.h"
+#include "ir/checked_math.h"
+#include "ir/json_reader.h"
+
+namespace pdist::engine {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::StatusOr<ir::Shape> ReadShape(const Json& j, const std::string& where) {
+  if (!j.is_array() || j.size() > 64) return absl::InvalidArgumentError(absl::StrCat(where, " must be a list of at most 64 integers"));
+  ir::Shape shape;
+  for (const Json& d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " must hold non-negative integers, got ", d.dump()));
+    }
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+}  // namespace
+
+std::string EncodeShardIndex(const ShardIndex& index) {
+  Json tensors = Json::object();
+  for (const auto& [name, t] : index.tensors) {
+    Json pieces = Json::array();
+    for (const ShardPiece& p : t.pieces) pieces.push_back({{"file", p.file}, {"offsets", p.box.offsets}, {"sizes", p.box.sizes}});
+    tensors[name] = {{"dtype", ir::DataTypeName(t.type.dtype)},
+                     {"shape", t.type.shape},
+                     {"dist_attr", t.dist_attr},
+                     {"pieces", std::move(pieces)}};
+  }
+  const Json j = {{"format", "pdist-sharded-checkpoint"}, {"version", 1}, {"step", index.step},
+                  {"files", index.files},                 {"tensors", std::move(tensors)}};
+  return j.dump(1) + "\n";
+}
+
+absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::string& what) {
+  absl::StatusOr<Json> parsed = ir::ParseJson(text, what);
+  if (!parsed.ok()) return parsed.status();
+  const Json& j = *parsed;
+  auto bad = [&](const std::string& why) { return absl::InvalidArgumentError(absl::StrCat(what, ": ", why)); };
+  if (!j.is_object() || !j.contains("format") || j["format"] != "pdist-sharded-checkpoint") {
+    return bad("not a pdist sharded checkpoint index");
+  }
+  if (!j.contains("version") || j["version"] != 1) {
+    return bad(absl::StrCat("version ", j.contains("version") ? j["version"].dump() : "(none)",
+                            " is not supported (this build reads 1)"));
+  }
+  ShardIndex index;
+  if (!j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() < 0 ||
+      j["step"].get<int64_t>() > kMaxCheckpointStep) {
+    return bad("'step' must be an integer in [0, 2^48]");
+  }
+  index.step = j["step"].get<int64_t>();
+  if (!j.contains("files") || !j["files"].is_array()) return bad("'files' must be a list of file names");
+  for (const Json& f : j["files"]) {
+    if (!f.is_string() || f.get<std::string>().empty() || f.get<std::string>().find('/') != std::string::npos ||
+        f.get<std::string>() == "..") {
+      return bad(absl::StrCat("'files' must hold plain file names of this directory, got ", f.dump()));
+    }
+    index.files.push_back(f.get<std::string>());
+  }
+  if (!j.contains("tensors") || !j["tensors"].is_object()) return bad("'tensors' must be an object");
+  for (const auto& [name, t] : j["tensors"].items()) {
+    const std::string at = absl::StrCat("tensor '", name, "'");
+    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string()) return bad(at + " needs a 'dtype'");
+    absl::StatusOr<ir::DataType> dtype = ir::ParseDataType(t["dtype"].get<std::string>());
+    if (!dtype.ok()) return bad(absl::StrCat(at, ": ", dtype.status().message()));
+    absl::StatusOr<ir::Shape> shape = ReadShape(t.contains("shape") ? t["shape"] : Json(), at + " 'shape'");
+    if (!shape.ok()) return bad(std::string(shape.status().message()));
+    std::optional<int64_t> elements = 1;
+    for (int64_t d : *shape) elements = elements ? ir::CheckedMul(*elements, d) : std::nullopt;
+    if (!elements || *elements > (int64_t{1} << 40)) return bad(at + " is too large (over 2^40 elements)");
+    ShardedTensor entry{{*shape, *dtype}, "", {}};
+    if (t.contains("dist_attr") && t["dist_attr"].is_string()) entry.dist_attr = t["dist_attr"].get<std::string>();
+    if (!t.contains("pieces") || !t["pieces"].is_array()) return bad(at + " needs 'pieces'");
+    for (const Json& p : t["pieces"]) {
+      if (!p.is_object() || !p.contains("file") || !p["file"].is_number_integer() || p["file"].get<int64_t>() < 0 ||
+          p["file"].get<int64_t>() >= static_cast<int64_t>(index.files.size())) {
+        return bad(at + ": a piece's 'file' must index 'files'");
+      }
+      absl::StatusOr<ir::Shape> offsets = ReadShape(p.contains("offsets") ? p["offsets"] : Json(), at + " piece 'offsets'");
+      absl::StatusOr<ir::Shape> sizes = ReadShape(p.contains("sizes") ? p["sizes"] : Json(), at + " piece 'sizes'");
+      if (!offsets.ok() || !sizes.ok()) return bad(std::string((offsets.ok() ? sizes : offsets).status().message()));
+      if (offsets->size() != shape->size() || sizes->size() != shape->size()) return bad(at + ": a piece's rank differs from the tensor's");
+      for (size_t d = 0; d < shape->size(); ++d) {
+        if ((*offsets)[d] > (*shape)[d] || (*sizes)[d] > (*shape)[d] - (*offsets)[d]) {
+          return bad(absl::StrCat(at, ": a piece at ", ir::ShapeToString(*offsets), " of ", ir::ShapeToString(*sizes),
+                                  " lies outside ", ir::ShapeToString(*shape)));
+        }
+      }
+      entry.pieces.push_back({p["file"].get<int64_t>(), {*offsets, *sizes}});
+    }
+    index.tensors.emplace(name, std::move(entry));
+  }
+  return index;
+}
+
+}  // namespace pdist::engine

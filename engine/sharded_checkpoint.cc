@@ -1,0 +1,229 @@
+// Sharded checkpoints: pieces per rank, an index, and reading back the pieces a rank needs.
+#include "engine/sharded_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/shard_index.h"
+#include "engine/shard_io.h"
+#include "ir/dist/local_slice.h"
+#include "ir/input_file.h"
+#include "ir/status.h"
+
+namespace pdist::engine {
+namespace {
+
+struct Piece {
+  int64_t owner = 0;
+  ir::LocalSlice box;
+};
+
+ir::LocalSlice WholeBox(const ir::Shape& shape) { return {ir::Shape(shape.size(), 0), shape}; }
+
+// The distinct pieces of a global persistent tensor, each owned by the lowest rank holding it.
+absl::StatusOr<std::vector<Piece>> PiecesOf(const ir::Value& v) {
+  if (!v.dist_attr()) return std::vector<Piece>{{0, WholeBox(v.type().shape)}};
+  const ir::DistAttr& attr = *v.dist_attr();
+  std::vector<Piece> pieces;
+  for (int64_t p : attr.mesh.process_ids()) {
+    PDIST_ASSIGN_OR_RETURN(ir::LocalSlice box, ir::SliceOf(attr, v.type().shape, p));
+    auto same = std::find_if(pieces.begin(), pieces.end(), [&](const Piece& x) { return x.box.offsets == box.offsets; });
+    if (same == pieces.end()) {
+      pieces.push_back({p, std::move(box)});
+    } else {
+      same->owner = std::min(same->owner, p);
+    }
+  }
+  return pieces;
+}
+
+std::string RecordName(const std::string& tensor, const ir::Shape& offsets) {
+  return absl::StrCat(tensor, "@", absl::StrJoin(offsets, ","));
+}
+
+std::string RankFile(int64_t rank) { return absl::StrCat("rank", rank, ".ckpt"); }
+
+std::string InDir(const std::string& dir, const std::string& file) { return (std::filesystem::path(dir) / file).string(); }
+
+absl::StatusOr<ShardIndex> ReadIndex(const std::string& dir) {
+  const std::string path = InDir(dir, kShardIndexFile);
+  absl::StatusOr<std::string> text = ir::ReadFileToString(path, int64_t{256} << 20);
+  if (!text.ok()) return WithContext(text.status(), "sharded checkpoint");
+  return DecodeShardIndex(*text, absl::StrCat("checkpoint index '", path, "'"));
+}
+
+// Files read once per load, each checked against the index's step.
+class PieceReader {
+ public:
+  PieceReader(std::string dir, const ShardIndex& index) : dir_(std::move(dir)), index_(index) {}
+
+  // Fills `out` (the box `box` of tensor `name`) from every overlapping piece.
+  absl::Status Fill(const std::string& name, const ShardedTensor& entry, const ir::LocalSlice& box, exec::Tensor& out) {
+    int64_t copied = 0;
+    const int64_t esize = ir::DataTypeSize(entry.type.dtype);
+    for (const auto& [file, piece] : entry.pieces) {  // ShardPiece: (file, box)
+      if (!Overlaps(piece, box)) continue;
+      PDIST_ASSIGN_OR_RETURN(const Checkpoint* ckpt, File(file));
+      const std::string record = RecordName(name, piece.offsets);
+      auto it = ckpt->tensors.find(record);
+      const std::string path = InDir(dir_, index_.files[static_cast<size_t>(file)]);
+      if (it == ckpt->tensors.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "' lacks the piece '", record,
+                                                       "' its index lists"));
+      }
+      if (it->second.type() != ir::TensorType{piece.sizes, entry.type.dtype}) {
+        return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "': piece '", record, "' is ",
+                                                       it->second.type().ToString(), ", its index says ",
+                                                       ir::ShapeToString(piece.sizes)));
+      }
+      copied += CopyOverlap(static_cast<const char*>(it->second.raw()), piece, static_cast<char*>(out.raw()), box, esize);
+    }
+    if (copied != out.num_elements()) {
+      return absl::InvalidArgumentError(absl::StrCat("sharded checkpoint '", dir_, "': the pieces of '", name, "' cover ",
+                                                     copied, " of the ", out.num_elements(), " elements needed"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static bool Overlaps(const ir::LocalSlice& a, const ir::LocalSlice& b) {
+    for (size_t d = 0; d < a.offsets.size(); ++d) {
+      if (std::max(a.offsets[d], b.offsets[d]) >= std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  absl::StatusOr<const Checkpoint*> File(int64_t file) {
+    auto it = files_.find(file);
+    if (it != files_.end()) return &it->second;
+    const std::string path = InDir(dir_, index_.files[static_cast<size_t>(file)]);
+    PDIST_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
+    if (ckpt.step != index_.step) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "' is of step ", ckpt.step,
+                                                     ", its index of step ", index_.step,
+                                                     " (a file left from another save?)"));
+    }
+    return &files_.emplace(file, std::move(ckpt)).first->second;
+  }
+
+  std::string dir_;
+  const ShardIndex& index_;
+  std::map<int64_t, Checkpoint> files_;
+};
+
+}  // namespace
+
+bool IsShardedCheckpoint(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(InDir(path, kShardIndexFile), ec);
+}
+
+absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
+                             const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec)) {
+    return absl::UnavailableError(absl::StrCat("cannot make the checkpoint directory '", dir, "'",
+                                               ec ? absl::StrCat(": ", ec.message()) : " (a file is in the way)"));
+  }
+  std::filesystem::remove(InDir(dir, kShardIndexFile), ec);  // incomplete until the new index
+  const int64_t me = std::max<int64_t>(rank, 0);
+  Checkpoint mine{step, {}};
+  for (const ir::Value* v : global.block().arguments()) {
+    if (!v->is_persistent()) continue;
+    PDIST_ASSIGN_OR_RETURN(std::vector<Piece> pieces, PiecesOf(*v));
+    for (const Piece& p : pieces) {
+      if (p.owner != me) continue;
+      auto it = local.find(v->name());
+      if (it == local.end() || it->second.shape() != p.box.sizes) {
+        return absl::InternalError(absl::StrCat("rank ", me, " owns ", ir::ShapeToString(p.box.sizes), " of '",
+                                                v->name(), "' but its workspace holds ",
+                                                it == local.end() ? "nothing" : it->second.type().ToString()));
+      }
+      mine.tensors.emplace(RecordName(v->name(), p.box.offsets), it->second);
+    }
+  }
+  if (mine.tensors.empty()) return absl::OkStatus();  // a replica: others own all it holds
+  return SaveCheckpoint(mine, InDir(dir, RankFile(me)));
+}
+
+absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir) {
+  std::map<int64_t, int64_t> file_of;  // owner rank → index in `files`
+  std::vector<std::pair<const ir::Value*, std::vector<Piece>>> all;
+  for (const ir::Value* v : global.block().arguments()) {
+    if (!v->is_persistent()) continue;
+    PDIST_ASSIGN_OR_RETURN(std::vector<Piece> pieces, PiecesOf(*v));
+    for (const Piece& p : pieces) file_of.emplace(p.owner, 0);
+    all.emplace_back(v, std::move(pieces));
+  }
+  ShardIndex index;
+  index.step = step;
+  for (auto& [owner, file] : file_of) {
+    if (owner >= std::max<int64_t>(world_size, 1)) {
+      return absl::InternalError(absl::StrCat("checkpoint: rank ", owner, " owns pieces but the world has ", world_size));
+    }
+    file = static_cast<int64_t>(index.files.size());
+    index.files.push_back(RankFile(owner));
+  }
+  for (const auto& [v, pieces] : all) {
+    ShardedTensor& t = index.tensors[v->name()];
+    t.type = v->type();
+    t.dist_attr = v->dist_attr() ? v->dist_attr()->ToString() : "whole";
+    for (const Piece& p : pieces) t.pieces.push_back({file_of.at(p.owner), p.box});
+  }
+  return WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index));
+}
+
+absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,
+                                         const ir::Program& global) {
+  PDIST_ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(dir));
+  PieceReader reader(dir, index);
+  Checkpoint out{index.step, {}};
+  const std::string source = absl::StrCat("sharded checkpoint '", dir, "'");
+  for (const auto& [name, entry] : index.tensors) {
+    const ir::Value* v = global.FindArgument(name);
+    if (v == nullptr || !v->is_persistent()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have"));
+    }
+  }
+  for (const ir::Value* v : local_program.block().arguments()) {
+    if (!v->is_persistent()) continue;
+    const bool pieced = rank >= 0 && v->dist_attr().has_value();
+    const ir::Shape global = pieced ? ir::GlobalShapeOf(*v->dist_attr(), v->type().shape) : v->type().shape;
+    auto it = index.tensors.find(v->name());
+    if (it == index.tensors.end()) return absl::InvalidArgumentError(absl::StrCat(source, " has no tensor '", v->name(), "'"));
+    const ir::TensorType whole{global, v->type().dtype};
+    if (it->second.type != whole) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": tensor '", v->name(), "' is ", it->second.type.ToString(),
+                                                     ", the model has ", whole.ToString()));
+    }
+    ir::LocalSlice box = WholeBox(global);
+    if (pieced) {
+      PDIST_ASSIGN_OR_RETURN(box, ir::SliceOf(*v->dist_attr(), global, rank));
+    }
+    exec::Tensor t = exec::Tensor::Empty({box.sizes, v->type().dtype});
+    PDIST_RETURN_IF_ERROR(reader.Fill(v->name(), it->second, box, t));
+    out.tensors.emplace(v->name(), std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<Checkpoint> ReadShardedWhole(const std::string& dir) {
+  PDIST_ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(dir));
+  PieceReader reader(dir, index);
+  Checkpoint out{index.step, {}};
+  for (const auto& [name, entry] : index.tensors) {
+    exec::Tensor t = exec::Tensor::Empty(entry.type);
+    PDIST_RETURN_IF_ERROR(reader.Fill(name, entry, WholeBox(entry.type.shape), t));
+    out.tensors.emplace(name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace pdist::engine

@@ -1,0 +1,56 @@
+// Sharded checkpoints: every rank writes only the pieces of the persistent tensors it owns, and
+// one index names each tensor's global shape and where its pieces are. Loading under another
+// strategy (other dp, mp, pp, ZeRO stage, or one rank) reads, for each rank, only the files
+// whose pieces overlap what the rank holds, and cuts its own pieces out of them: no rank ever
+// gathers a whole model.
+//
+//   DIR/rank0.ckpt, DIR/rank1.ckpt, ...   engine/checkpoint.h's format (a checksum per piece),
+//       one record per piece the rank owns, named "<tensor>@<offsets>": "gpt.wte@128,0"
+//   DIR/index.json                        written last:
+//     {"format": "pdist-sharded-checkpoint", "version": 1, "step": 120,
+//      "files": ["rank0.ckpt", "rank1.ckpt"],
+//      "tensors": {"gpt.wte": {"dtype": "f32", "shape": [256, 64],
+//                              "dist_attr": "{mesh: [2,2] [dp,mp], dims_mapping: [1,-1]}",
+//                              "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [128, 64]}, ...]}}}
+//
+// A replicated piece is written once, by the lowest rank that holds it. Each file is written
+// durably (PATH.tmp, fsync, rename) and the index only after every rank's file, so a crash
+// leaves either no index — not a checkpoint, and the previous one's files are not mixed in,
+// because a save first removes the old index — or a complete checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/checkpoint.h"
+#include "ir/program.h"
+
+namespace pdist::engine {
+
+inline constexpr char kShardIndexFile[] = "index.json";
+
+// Whether `path` is a directory with an index (a sharded checkpoint).
+bool IsShardedCheckpoint(const std::string& path);
+
+// Rank `rank`'s file: the pieces it owns of the persistent tensors of `global` (the completed
+// global training program; for a program without DistAttrs, rank 0 owns every tensor whole),
+// taken from `local`, its workspace. Creates DIR if needed and removes a stale index.
+absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
+                             const std::string& dir);
+
+// The index, written after every rank's WriteRankShards has returned.
+absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir);
+
+// What rank `rank` holds of every persistent tensor of `local_program` (its local program; a
+// program without DistAttrs holds everything whole), read from the files with overlapping pieces.
+// Errors name the checkpoint and the tensor: missing from the checkpoint or from `global` (the
+// run's whole training program), a global shape or dtype that differs, a piece the index
+// promises that a file lacks.
+absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,
+                                         const ir::Program& global);
+
+// Every tensor whole (tools and tests; LoadCheckpoint reads a directory through it).
+absl::StatusOr<Checkpoint> ReadShardedWhole(const std::string& dir);
+
+}  // namespace pdist::engine

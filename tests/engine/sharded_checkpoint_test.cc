@@ -1,0 +1,188 @@
+// Sharded checkpoints: each rank writes only what it owns, and a run saved under dp2 × mp2 ×
+// ZeRO-3 resumes under mp4, pp2 and one rank with the losses and parameters of a run that was
+// never interrupted (float64, 1e-10). Damage and half-finished saves are named, not loaded.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "engine/shard_io.h"
+#include "engine/sharded_checkpoint.h"
+#include "tests/engine/distributed_test_util.h"
+#include "tests/testing/temp_path.h"
+
+namespace pdist::engine {
+namespace {
+
+using testing::RunOutcome;
+
+constexpr int64_t kSteps = 10, kSaveAt = 5;
+
+ir::Program Model() { return testing::BuildSmallModel("gpt", ir::DataType::kFloat64, /*layers=*/2, /*batch=*/8); }
+
+exec::Feeds Batch(const ir::Program& model, int64_t step) {
+  return testing::RandomTokenBatch(model, step, testing::kSmallVocab);
+}
+
+// Steps [from, to) on `engine`, their losses appended to `losses`.
+void Train(Engine& engine, const ir::Program& model, int64_t from, int64_t to, std::vector<double>& losses) {
+  for (int64_t s = from; s < to; ++s) {
+    auto r = engine.TrainStep(Batch(model, s));
+    ASSERT_TRUE(r.ok()) << r.status();
+    losses.push_back(r->loss);
+  }
+}
+
+std::unique_ptr<Engine> Make(const ir::Program& model, const std::string& strategy) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = strategy;
+  auto engine = Engine::Create(model.Clone(), o);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterrupted) {
+  const ir::Program model = Model();
+  RunOutcome uninterrupted;
+  {
+    std::unique_ptr<Engine> e = Make(model, "{}");
+    ASSERT_NE(e, nullptr);
+    Train(*e, model, 0, kSteps, uninterrupted.losses);
+    auto state = e->WholeState();
+    ASSERT_TRUE(state.ok()) << state.status();
+    uninterrupted.state = std::move(*state);
+  }
+  const std::string dir = pdist::testing::UniqueTempPath("zero3.ckpt");
+  std::vector<double> first;
+  {
+    std::unique_ptr<Engine> e =
+        Make(model, R"({"dp_degree": 2, "mp_degree": 2, "sharding": {"enable": true, "stage": 3}})");
+    ASSERT_NE(e, nullptr);
+    Train(*e, model, 0, kSaveAt, first);
+    ASSERT_TRUE(e->Save(dir).ok());
+  }
+  // Every rank wrote its own file, and together they hold each tensor once: ZeRO-3 shards every
+  // state over dp and mp, so no file holds a whole copy.
+  int64_t file_bytes = 0, files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().extension() != ".ckpt") continue;
+    file_bytes += static_cast<int64_t>(f.file_size());
+    ++files;
+  }
+  EXPECT_EQ(files, 4);
+  int64_t state_bytes = 0;
+  for (const auto& [name, t] : uninterrupted.state) state_bytes += t.num_bytes();
+  EXPECT_GE(file_bytes, state_bytes);
+  EXPECT_LT(file_bytes, state_bytes * 11 / 10) << "a state is written more than once";
+
+  for (const std::string& strategy :
+       {std::string(R"({"mp_degree": 4})"), std::string(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})"),
+        std::string("{}")}) {
+    SCOPED_TRACE(strategy);
+    std::unique_ptr<Engine> e = Make(model, strategy);
+    ASSERT_NE(e, nullptr);
+    const absl::Status loaded = e->Load(dir);
+    ASSERT_TRUE(loaded.ok()) << loaded;
+    EXPECT_EQ(e->step(), kSaveAt);
+    RunOutcome resumed;
+    resumed.losses = first;
+    Train(*e, model, kSaveAt, kSteps, resumed.losses);
+    auto state = e->WholeState();
+    ASSERT_TRUE(state.ok()) << state.status();
+    resumed.state = std::move(*state);
+    testing::ExpectSameTraining(resumed, uninterrupted, model, 1e-10);
+  }
+}
+
+TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
+  const ir::Program model = Model();
+  const std::string dir = pdist::testing::UniqueTempPath("dp2.ckpt");
+  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 1}})");
+  ASSERT_NE(e, nullptr);
+  std::vector<double> losses;
+  Train(*e, model, 0, 2, losses);
+  ASSERT_TRUE(e->Save(dir).ok());
+  ASSERT_TRUE(LoadCheckpoint(dir).ok());
+  const std::string index = (std::filesystem::path(dir) / kShardIndexFile).string();
+  const std::string rank1 = (std::filesystem::path(dir) / "rank1.ckpt").string();
+
+  // A file from another save: its step is not the index's.
+  const std::string kept = dir + ".rank1";
+  std::filesystem::copy_file(rank1, kept);
+  Train(*e, model, 2, 3, losses);
+  ASSERT_TRUE(e->Save(dir).ok());
+  std::filesystem::copy_file(kept, rank1, std::filesystem::copy_options::overwrite_existing);
+  absl::Status stale = LoadCheckpoint(dir).status();
+  EXPECT_NE(stale.message().find("is of step 2, its index of step 3"), std::string::npos) << stale;
+
+  // A flipped byte in a piece: the file and the piece are named.
+  {
+    std::fstream f(rank1, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-20, std::ios::end);
+    f.put('\x5a');
+  }
+  absl::Status damaged = e->Load(dir);
+  EXPECT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.message().find("rank1.ckpt"), std::string::npos) << damaged;
+
+  // No index: a save that did not finish is not a checkpoint.
+  std::filesystem::remove(index);
+  absl::Status half = e->Load(dir);
+  EXPECT_NE(half.message().find("without index.json"), std::string::npos) << half;
+
+  // An index that is not one.
+  std::ofstream(index) << R"({"format": "pdist-sharded-checkpoint", "version": 7})";
+  absl::Status version = LoadCheckpoint(dir).status();
+  EXPECT_NE(version.message().find("version 7 is not supported"), std::string::npos) << version;
+  std::ofstream(index) << R"({"format": "pdist-sharded-checkpoint", "version": 1, "step": 3, "files": ["../x"],
+                              "tensors": {}})";
+  absl::Status escape = LoadCheckpoint(dir).status();
+  EXPECT_NE(escape.message().find("plain file names"), std::string::npos) << escape;
+}
+
+// Brute force: every overlap of two random boxes of a random 3-D tensor, element by element.
+TEST(CopyOverlapTest, MatchesElementwiseCopyOnRandomBoxes) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    const ir::Shape global = {static_cast<int64_t>(rng() % 5 + 1), static_cast<int64_t>(rng() % 5 + 1),
+                              static_cast<int64_t>(rng() % 5 + 1)};
+    auto box = [&] {
+      ir::LocalSlice b;
+      for (int64_t n : global) {
+        const int64_t lo = static_cast<int64_t>(rng() % static_cast<uint32_t>(n));
+        b.offsets.push_back(lo);
+        b.sizes.push_back(static_cast<int64_t>(rng() % static_cast<uint32_t>(n - lo)) + 1);
+      }
+      return b;
+    };
+    const ir::LocalSlice a = box(), b = box();
+    auto value = [&](int64_t i, int64_t j, int64_t k) { return static_cast<int>((i * global[1] + j) * global[2] + k); };
+    std::vector<int> src(static_cast<size_t>(a.sizes[0] * a.sizes[1] * a.sizes[2]));
+    for (int64_t i = 0; i < a.sizes[0]; ++i)
+      for (int64_t j = 0; j < a.sizes[1]; ++j)
+        for (int64_t k = 0; k < a.sizes[2]; ++k)
+          src[static_cast<size_t>((i * a.sizes[1] + j) * a.sizes[2] + k)] = value(a.offsets[0] + i, a.offsets[1] + j, a.offsets[2] + k);
+    std::vector<int> dst(static_cast<size_t>(b.sizes[0] * b.sizes[1] * b.sizes[2]), -1);
+    const int64_t copied = CopyOverlap(reinterpret_cast<const char*>(src.data()), a, reinterpret_cast<char*>(dst.data()), b,
+                                       sizeof(int));
+    int64_t expected = 0;
+    for (int64_t i = 0; i < b.sizes[0]; ++i) {
+      for (int64_t j = 0; j < b.sizes[1]; ++j) {
+        for (int64_t k = 0; k < b.sizes[2]; ++k) {
+          const int64_t gi = b.offsets[0] + i, gj = b.offsets[1] + j, gk = b.offsets[2] + k;
+          const bool inside = gi >= a.offsets[0] && gi < a.offsets[0] + a.sizes[0] && gj >= a.offsets[1] &&
+                              gj < a.offsets[1] + a.sizes[1] && gk >= a.offsets[2] && gk < a.offsets[2] + a.sizes[2];
+          expected += inside ? 1 : 0;
+          ASSERT_EQ(dst[static_cast<size_t>((i * b.sizes[1] + j) * b.sizes[2] + k)], inside ? value(gi, gj, gk) : -1)
+              << "trial " << trial;
+        }
+      }
+    }
+    EXPECT_EQ(copied, expected) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace pdist::engine
