@@ -19,9 +19,21 @@ struct Bucket {
   size_t first_use = std::numeric_limits<size_t>::max();  // earliest use of any member's result
 };
 
-// Group, reduction, dtype and pipeline job (role, chunk): what members of one bucket share.
+// The bucket op a member joins: c_allreduce_coalesced for all-reduces, c_reduce_scatter_coalesced
+// for the dim-0 reduce-scatters of gradients (ZeRO 2 and 3); empty for ops no bucket takes.
+std::string BucketOpOf(const ir::Operation& op) {
+  if (op.type() == "c_allreduce") return "c_allreduce_coalesced";
+  if (op.type() == "c_reduce_scatter" && op.operand(0)->role() == ir::ValueRole::kGradient) {
+    auto axis = op.attrs().find("axis");
+    if (axis != op.attrs().end() && ir::AttributeToString(axis->second) == "0") return "c_reduce_scatter_coalesced";
+  }
+  return "";
+}
+
+// Kind, group, reduction, dtype and pipeline job (role, chunk): what members of one bucket share.
 std::string BucketKey(const ir::Operation& op) {
-  return absl::StrCat(ir::AttributeToString(op.attrs().at("ranks")), "|", ir::AttributeToString(op.attrs().at("reduce")),
+  return absl::StrCat(BucketOpOf(op), "|", ir::AttributeToString(op.attrs().at("ranks")), "|",
+                      ir::AttributeToString(op.attrs().at("reduce")),
                       "|", ir::DataTypeName(op.operand(0)->type().dtype), "|", ir::OpRoleName(op.role()), "|",
                       op.chunk());
 }
@@ -80,7 +92,7 @@ absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t b
   };
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
-    if (op.type() != "c_allreduce") continue;
+    if (BucketOpOf(op).empty()) continue;
     const std::string key = BucketKey(op);
     // The bucket would run at op i: members whose results are needed before then cannot wait.
     if (open.count(key) && open[key].first_use <= i) close(key);
@@ -112,7 +124,9 @@ absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t b
     if (it == emit_at.end()) continue;  // an earlier member: joins the bucket at its end
     std::vector<ir::Value*> operands;
     for (size_t m : it->second->members) operands.push_back(old[m]->operand(0));
-    auto bucket = std::make_unique<ir::Operation>("c_allreduce_coalesced", operands, old[i]->attrs());
+    ir::AttributeMap attrs = old[i]->attrs();
+    attrs.erase("axis");  // a reduce-scatter bucket cuts every member along dim 0
+    auto bucket = std::make_unique<ir::Operation>(BucketOpOf(*old[i]), operands, std::move(attrs));
     bucket->CopyRoleAndChunk(*old[i]);
     for (size_t m : it->second->members) bucket->add_result(old[m]->result(0));
     local.block().Append(std::move(bucket));

@@ -85,6 +85,36 @@ absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Rank r's region of the flat buffer holds piece r (along dim 0) of every input, so one flat
+// reduce-scatter leaves each rank its pieces.
+absl::Status ReduceScatterCoalescedKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
+  const int64_t n = group->size();
+  int64_t per_rank = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) per_rank += ctx.input(i)->num_elements() / n;
+  const ir::DataType dtype = ctx.input(0)->dtype();
+  const int64_t esize = ir::DataTypeSize(dtype);
+  Tensor flat = Tensor::Empty({{n * per_rank}, dtype});
+  Tensor mine = Tensor::Empty({{per_rank}, dtype});
+  char* dst = static_cast<char*>(flat.raw());
+  for (int64_t r = 0; r < n; ++r) {
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const int64_t piece = ctx.input(i)->num_bytes() / n;
+      std::memcpy(dst, static_cast<const char*>(ctx.input(i)->raw()) + r * piece, static_cast<size_t>(piece));
+      dst += piece;
+    }
+  }
+  PDIST_RETURN_IF_ERROR(group->ReduceScatter(flat, mine, op));
+  int64_t offset = 0;
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    Tensor& out = ctx.AllocateOutput(i);
+    std::memcpy(out.raw(), static_cast<const char*>(mine.raw()) + offset * esize, static_cast<size_t>(out.num_bytes()));
+    offset += out.num_elements();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SendKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
@@ -107,6 +137,7 @@ void RegisterCollectiveKernels(KernelRegistry& registry) {
   registry.Register(Device::kCPU, "c_reduce_scatter", ReduceScatterKernel);
   registry.Register(Device::kCPU, "c_alltoall", AllToAllKernel);
   registry.Register(Device::kCPU, "c_allreduce_coalesced", AllReduceCoalescedKernel);
+  registry.Register(Device::kCPU, "c_reduce_scatter_coalesced", ReduceScatterCoalescedKernel);
   registry.Register(Device::kCPU, "c_send", SendKernel);
   registry.Register(Device::kCPU, "c_recv", RecvKernel);
 }

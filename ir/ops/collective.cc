@@ -153,6 +153,36 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   coalesced.inputs = {{"x", false, true}};
   coalesced.outputs = {{"out", true}};
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(coalesced)));
+  // ZeRO 2/3 gradient buckets: one reduce-scatter over several tensors of one dtype, each cut
+  // along dim 0 (rank r's region of the flat buffer holds piece r of every tensor), made by
+  // passes/fuse_allreduce.h from the c_reduce_scatter ops of gradients.
+  OpDef scatter = CollectiveDef(
+      "c_reduce_scatter_coalesced", CollectiveKind::kReduceScatter, {{"reduce", std::string("sum")}},
+      [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        std::vector<TensorType> out;
+        for (const TensorType* t : in) {
+          if (t->dtype != in[0]->dtype) {
+            return absl::InvalidArgumentError(absl::StrCat("a bucket holds one dtype: ", in[0]->ToString(), " and ",
+                                                           t->ToString()));
+          }
+          AttributeMap along0 = attrs;
+          along0["axis"] = int64_t{0};
+          PDIST_ASSIGN_OR_RETURN(TensorType piece, Rescaled(*t, along0, "axis", false));
+          out.push_back(piece);
+        }
+        return out;
+      },
+      [](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap& attrs) {
+        const double n = static_cast<double>(GroupSize(attrs).value_or(1));
+        double bytes = 0;
+        for (const TensorType* t : in) bytes += static_cast<double>(t->num_bytes());
+        return OpCost{0, (n - 1) / n * bytes};
+      },
+      "local: out_i = this rank's piece along dim 0 of the reduce over ranks of x_i, as one flat reduce-scatter");
+  scatter.inputs = {{"x", false, true}};
+  scatter.outputs = {{"out", true}};
+  PDIST_RETURN_IF_ERROR(registry.Register(std::move(scatter)));
 
   // Point to point between meshes (pipeline stages): `peer` is a global rank. A c_send pairs
   // with the peer's c_recv of the same `tag`, in order: messages of different tags (an

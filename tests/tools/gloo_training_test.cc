@@ -115,6 +115,13 @@ TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF32) {
 TEST_F(GlooTrainingTest, DataAndTensorParallelFourProcessesF64) {
   CompareWithSingleRank("f64", 4, R"({"dp_degree": 2, "mp_degree": 2})");
 }
+// ZeRO-3 with selective recompute as four processes: bucketed gradient reduce-scatters and
+// parameter gathers over Gloo, and a sharded checkpoint each process writes its own pieces of
+// (read back whole for the comparison).
+TEST_F(GlooTrainingTest, ZeroThreeWithRecomputeFourProcessesF64) {
+  CompareWithSingleRank("f64", 4, R"({"dp_degree": 2, "mp_degree": 2, "sharding": {"enable": true, "stage": 3},
+                                      "recompute": {"enable": true, "granularity": "selective"}})");
+}
 
 // Two pipeline stages as two processes: stage 0 cannot hold the other stage's tensors, so the
 // checkpoint (which the comparison reads) also proves they reach rank 0.
