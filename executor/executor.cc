@@ -32,17 +32,26 @@ namespace {
 bool IsGradient(const ir::Value& v) { return v.role() == ir::ValueRole::kGradient; }
 }  // namespace
 
+void LiveBytes::Add(int64_t bytes, bool gradient) {
+  live_ += bytes;
+  if (gradient) gradient_live_ += bytes;
+  peak_ = std::max(peak_, live_);
+  gradient_peak_ = std::max(gradient_peak_, gradient_live_);
+  activation_peak_ = std::max(activation_peak_, live_ - gradient_live_);
+}
+
+void LiveBytes::Subtract(int64_t bytes, bool gradient) {
+  live_ -= bytes;
+  if (gradient) gradient_live_ -= bytes;
+}
+
 void LiveBytes::Acquire(const Tensor& t, bool gradient) {
   if (!t.defined()) return;
   Buffer& b = buffers_[t.buffer_id()];
   if (b.refs++ == 0) {
     b.bytes = t.num_bytes();
     b.gradient = gradient;
-    live_ += b.bytes;
-    if (gradient) gradient_live_ += b.bytes;
-    peak_ = std::max(peak_, live_);
-    gradient_peak_ = std::max(gradient_peak_, gradient_live_);
-    activation_peak_ = std::max(activation_peak_, live_ - gradient_live_);
+    Add(b.bytes, gradient);
   }
 }
 
@@ -51,10 +60,22 @@ void LiveBytes::Release(const Tensor& t) {
   auto it = buffers_.find(t.buffer_id());
   if (it == buffers_.end()) return;
   if (--it->second.refs == 0) {
-    live_ -= it->second.bytes;
-    if (it->second.gradient) gradient_live_ -= it->second.bytes;
+    Subtract(it->second.bytes, it->second.gradient);
     buffers_.erase(it);
   }
+}
+
+void LiveBytes::Reserve(const void* key, int64_t bytes, bool gradient) {
+  Unreserve(key);
+  reserved_[key] = {bytes, 1, gradient};
+  Add(bytes, gradient);
+}
+
+void LiveBytes::Unreserve(const void* key) {
+  auto it = reserved_.find(key);
+  if (it == reserved_.end()) return;
+  Subtract(it->second.bytes, it->second.gradient);
+  reserved_.erase(it);
 }
 
 absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOptions options) {
@@ -129,6 +150,7 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     PDIST_RETURN_IF_ERROR(event->Wait());
   }
   event = nullptr;
+  state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
   state.live.Acquire(table.values[static_cast<size_t>(id)], IsGradient(*program_->FindValue(id)));
   return absl::OkStatus();
 }
@@ -176,7 +198,10 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
   });
-  for (const ir::Value* r : op.results()) table.pending[static_cast<size_t>(r->id())] = event;
+  for (const ir::Value* r : op.results()) {
+    table.pending[static_cast<size_t>(r->id())] = event;
+    state.live.Reserve(&table.values[static_cast<size_t>(r->id())], r->type().num_bytes(), IsGradient(*r));
+  }
 }
 
 absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vector<std::vector<int64_t>>& release_after,
@@ -217,7 +242,11 @@ absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& tabl
   for (int64_t id : ids) {
     // An input of a stream op was captured by it; a value the stream made and still reads is
     // dropped by the stream; any other value the stream owes is waited for before it is dropped.
-    if (table.skip_release[static_cast<size_t>(id)]) continue;
+    if (table.skip_release[static_cast<size_t>(id)]) {
+      // The stream frees it, once its last reader there has run: counted until that is submitted.
+      state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
+      continue;
+    }
     PDIST_RETURN_IF_ERROR(Await(id, table, state));
     state.live.Release(table.values[static_cast<size_t>(id)]);
     table.values[static_cast<size_t>(id)] = Tensor();

@@ -25,6 +25,11 @@ class LiveBytes {
   // `gradient`: the tensor is a gradient value's (the first acquirer of a buffer decides).
   void Acquire(const Tensor& t, bool gradient = false);
   void Release(const Tensor& t);
+  // A result the communication stream will make, counted from when it is submitted (its size
+  // is the IR's) until the compute thread takes the real tensor (Release it, then Acquire that)
+  // or the stream drops it. `key` names the reservation (the value's table slot).
+  void Reserve(const void* key, int64_t bytes, bool gradient);
+  void Unreserve(const void* key);
   int64_t peak() const { return peak_; }
   int64_t live() const { return live_; }
   int64_t gradient_peak() const { return gradient_peak_; }
@@ -36,7 +41,11 @@ class LiveBytes {
     int refs = 0;
     bool gradient = false;
   };
+  void Add(int64_t bytes, bool gradient);
+  void Subtract(int64_t bytes, bool gradient);
+
   std::unordered_map<const void*, Buffer> buffers_;
+  std::unordered_map<const void*, Buffer> reserved_;
   int64_t live_ = 0, peak_ = 0;
   int64_t gradient_live_ = 0, gradient_peak_ = 0, activation_peak_ = 0;
 };

@@ -179,6 +179,23 @@ TEST(RecomputeTest, ReplaysBitForBitAndHoldsFewerActivations) {
   }
 }
 
+// Tensors the communication stream makes count from their submission: under data parallelism
+// every all-reduced gradient exists before the update reads it, so the gradient peak holds them
+// all (counting a stream result only when the compute thread awaited it saw one at a time).
+TEST(MemoryAccountingTest, StreamResultsCountFromTheirSubmission) {
+  const ir::Program model = BuildModel("gpt", ir::DataType::kFloat32);
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = R"({"dp_degree": 2})";
+  o.gradient_bucket_bytes = 4096;  // buckets go out all along the backward
+  auto engine = Engine::Create(model.Clone(), o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  auto step = (*engine)->TrainStep(testing::RandomTokenBatch(model, 0, testing::kSmallVocab));
+  ASSERT_TRUE(step.ok()) << step.status();
+  int64_t gradient_bytes = 0;
+  for (const ir::Value* p : model.Parameters()) gradient_bytes += p->type().num_bytes();
+  for (int64_t peak : step->rank_peak_gradient_bytes) EXPECT_GE(peak, gradient_bytes);
+}
+
 // Without avg, the step's gradient is the sum over the k micro-batches: with SGD that is one
 // rank's large-batch step at k times the learning rate, and the loss reported is the sum of the
 // micro-batches' mean losses, k times the batch mean.
