@@ -71,15 +71,22 @@ class OptimizerSharder {
     return absl::OkStatus();
   }
 
-  // A reshard of `v` to `target`, emitted before `before` (at the end when null), running as `like` does.
-  Value* Reshard(Value* v, ir::DistAttr target, const Operation* before, const Operation& like, ir::ValueRole role) {
+  // A reshard of `v` to `target`, running as `like` does; the caller places it.
+  std::unique_ptr<Operation> NewReshard(Value* v, ir::DistAttr target, const Operation& like, ir::ValueRole role) {
     Value* out = program_.NewValue(v->type(), role);
     out->set_dist_attr(std::move(target));
     auto op = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
     op->CopyRoleAndChunk(like);
     op->add_result(out);
-    (before == nullptr ? at_end_ : before_[before]).push_back(std::move(op));
     ++report_.reshards;
+    return op;
+  }
+
+  // NewReshard's, emitted before `before` (at the end when null); its result.
+  Value* Reshard(Value* v, ir::DistAttr target, const Operation* before, const Operation& like, ir::ValueRole role) {
+    std::unique_ptr<Operation> op = NewReshard(v, std::move(target), like, role);
+    Value* out = op->result(0);
+    (before == nullptr ? at_end_ : before_[before]).push_back(std::move(op));
     return out;
   }
 
@@ -154,9 +161,8 @@ class OptimizerSharder {
       if (use.op == update) continue;
       Value*& g = gathered[{use.op->role(), use.op->chunk()}];
       if (g == nullptr) {
-        g = Reshard(param, whole, nullptr, *use.op, ir::ValueRole::kActivation);
-        gathers_.push_back({std::move(at_end_.back()), use.op});
-        at_end_.pop_back();
+        gathers_.push_back({NewReshard(param, whole, *use.op, ir::ValueRole::kActivation), use.op});
+        g = gathers_.back().op->result(0);
       }
       use.op->set_operand(use.index, g);
     }

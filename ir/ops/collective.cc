@@ -92,6 +92,35 @@ OpDef CollectiveDef(std::string name, CollectiveKind kind, std::vector<AttrSpec>
   return def;
 }
 
+// A gradient bucket: one collective over several tensors of one dtype (a flat buffer), whose
+// results `per_member` derives; costs `factor`·(n−1)/n of every member's bytes.
+OpDef BucketDef(std::string name, CollectiveKind kind, double factor, InferMetaFn per_member,
+                const std::string& description) {
+  OpDef def = CollectiveDef(
+      std::move(name), kind, {{"reduce", std::string("sum")}},
+      [per_member = std::move(per_member)](const InputTypes& in,
+                                           const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        for (const TensorType* t : in) {
+          if (t->dtype != in[0]->dtype) {
+            return absl::InvalidArgumentError(absl::StrCat("a bucket holds one dtype: ", in[0]->ToString(), " and ",
+                                                           t->ToString()));
+          }
+        }
+        return per_member(in, attrs);
+      },
+      [factor](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap& attrs) {
+        const double n = static_cast<double>(GroupSize(attrs).value_or(1));
+        double bytes = 0;
+        for (const TensorType* t : in) bytes += static_cast<double>(t->num_bytes());
+        return OpCost{0, factor * (n - 1) / n * bytes};
+      },
+      description);
+  def.inputs = {{"x", false, true}};
+  def.outputs = {{"out", true}};
+  return def;
+}
+
 }  // namespace
 
 absl::Status RegisterCollectiveOps(OpRegistry& registry) {
@@ -128,61 +157,31 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       RingCost(1), "local: split x along split_axis, exchange, concat along concat_axis (S(i)→S(j))")));
   // Gradient buckets: one all-reduce over several tensors of one dtype (a flat buffer), made by
   // passes/fuse_allreduce.h from the c_allreduce ops of gradients.
-  OpDef coalesced = CollectiveDef(
-      "c_allreduce_coalesced", CollectiveKind::kAllReduce, {{"reduce", std::string("sum")}},
+  PDIST_RETURN_IF_ERROR(registry.Register(BucketDef(
+      "c_allreduce_coalesced", CollectiveKind::kAllReduce, 2,
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(GroupSize(attrs).status());
-        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
         std::vector<TensorType> out;
-        for (const TensorType* t : in) {
-          if (t->dtype != in[0]->dtype) {
-            return absl::InvalidArgumentError(absl::StrCat("a bucket holds one dtype: ", in[0]->ToString(), " and ",
-                                                           t->ToString()));
-          }
-          out.push_back(*t);
-        }
+        for (const TensorType* t : in) out.push_back(*t);
         return out;
       },
-      [](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap& attrs) {
-        const double n = static_cast<double>(GroupSize(attrs).value_or(1));
-        double bytes = 0;
-        for (const TensorType* t : in) bytes += static_cast<double>(t->num_bytes());
-        return OpCost{0, 2 * (n - 1) / n * bytes};
-      },
-      "local: out_i = reduce over ranks of x_i, as one flat all-reduce (a gradient bucket)");
-  coalesced.inputs = {{"x", false, true}};
-  coalesced.outputs = {{"out", true}};
-  PDIST_RETURN_IF_ERROR(registry.Register(std::move(coalesced)));
+      "local: out_i = reduce over ranks of x_i, as one flat all-reduce (a gradient bucket)")));
   // ZeRO 2/3 gradient buckets: one reduce-scatter over several tensors of one dtype, each cut
   // along dim 0 (rank r's region of the flat buffer holds piece r of every tensor), made by
   // passes/fuse_allreduce.h from the c_reduce_scatter ops of gradients.
-  OpDef scatter = CollectiveDef(
-      "c_reduce_scatter_coalesced", CollectiveKind::kReduceScatter, {{"reduce", std::string("sum")}},
+  PDIST_RETURN_IF_ERROR(registry.Register(BucketDef(
+      "c_reduce_scatter_coalesced", CollectiveKind::kReduceScatter, 1,
       [](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
-        PDIST_RETURN_IF_ERROR(CheckReduce(attrs));
+        AttributeMap along0 = attrs;
+        along0["axis"] = int64_t{0};
         std::vector<TensorType> out;
         for (const TensorType* t : in) {
-          if (t->dtype != in[0]->dtype) {
-            return absl::InvalidArgumentError(absl::StrCat("a bucket holds one dtype: ", in[0]->ToString(), " and ",
-                                                           t->ToString()));
-          }
-          AttributeMap along0 = attrs;
-          along0["axis"] = int64_t{0};
           PDIST_ASSIGN_OR_RETURN(TensorType piece, Rescaled(*t, along0, "axis", false));
           out.push_back(piece);
         }
         return out;
       },
-      [](const InputTypes& in, const std::vector<TensorType>&, const AttributeMap& attrs) {
-        const double n = static_cast<double>(GroupSize(attrs).value_or(1));
-        double bytes = 0;
-        for (const TensorType* t : in) bytes += static_cast<double>(t->num_bytes());
-        return OpCost{0, (n - 1) / n * bytes};
-      },
-      "local: out_i = this rank's piece along dim 0 of the reduce over ranks of x_i, as one flat reduce-scatter");
-  scatter.inputs = {{"x", false, true}};
-  scatter.outputs = {{"out", true}};
-  PDIST_RETURN_IF_ERROR(registry.Register(std::move(scatter)));
+      "local: out_i = this rank's piece along dim 0 of the reduce over ranks of x_i, as one flat reduce-scatter")));
 
   // Point to point between meshes (pipeline stages): `peer` is a global rank. A c_send pairs
   // with the peer's c_recv of the same `tag`, in order: messages of different tags (an
