@@ -64,7 +64,7 @@ absl::Status Engine::Prepare() {
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
   // One rank runs the plain pipeline unless the strategy rewrites its program.
-  const bool rewritten = strategy.MicroBatches() > 1 || strategy.recompute.enable;
+  const bool rewritten = strategy.MicroBatches() > 1 || strategy.recompute.enable || strategy.amp.enable;
   if (passes::WorldSizeOf(strategy, forward_) == 1 && !annotated && !rewritten) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }

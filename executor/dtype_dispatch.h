@@ -47,6 +47,19 @@ using float16 = Eigen::half;
           ::absl::StrCat("no CPU kernel for dtype ", ::pdist::ir::DataTypeName(dtype), " (f32, f64 only)")); \
   }
 
+// f32, f64, bf16 and f16, for loops whose per-element arithmetic is right in every float type
+// (Eigen's bfloat16 and half add in f32 and round once).
+#define PDIST_DISPATCH_ANY_FLOAT(dtype, T, ...)                                                   \
+  switch (dtype) {                                                                                 \
+    PDIST_DTYPE_CASE_(kFloat32, float, T, __VA_ARGS__)                                             \
+    PDIST_DTYPE_CASE_(kFloat64, double, T, __VA_ARGS__)                                            \
+    PDIST_DTYPE_CASE_(kBFloat16, ::pdist::exec::bfloat16, T, __VA_ARGS__)                          \
+    PDIST_DTYPE_CASE_(kFloat16, ::pdist::exec::float16, T, __VA_ARGS__)                            \
+    default:                                                                                       \
+      return ::absl::UnimplementedError(                                                           \
+          ::absl::StrCat("expected a float dtype (f32, f64, bf16, f16), got ", ::pdist::ir::DataTypeName(dtype))); \
+  }
+
 // Integer index types (embedding ids, labels).
 #define PDIST_DISPATCH_INDEX(dtype, T, ...)                                                     \
   switch (dtype) {                                                                              \

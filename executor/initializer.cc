@@ -1,8 +1,12 @@
 // InitializeWorkspace: parameters and optimizer states from their `init` strings.
 //
 // Grammar: zeros | ones | const(X) | normal(STD) | uniform(LIMIT)   (uniform in [-LIMIT, LIMIT))
+//          | cast_of(NAME)   the values of parameter NAME, as its dtype holds them, in this value's
+//                            dtype (an f32 master weight of a bf16 parameter: Paddle and Megatron
+//                            alike start the master from the low-precision parameter)
 // Element i of value "name" depends only on (seed, name, i), so a shard of a parameter can be
-// initialised by evaluating the same indices on any rank.
+// initialised by evaluating the same indices on any rank — a master weight's shard too, without
+// the parameter's tensor (ZeRO shards the master where the parameter is whole).
 #include <unistd.h>
 
 #include <charconv>
@@ -23,11 +27,23 @@ namespace {
 struct InitSpec {
   std::string kind;  // zeros, ones, const, normal, uniform
   double arg = 0;
+  const ir::Value* source = nullptr;  // cast_of(NAME): draw NAME's numbers, rounded to its dtype
 };
 
-absl::StatusOr<InitSpec> ParseInit(const std::string& init, const std::string& name) {
+absl::StatusOr<InitSpec> ParseInit(const ir::Program& program, const std::string& init, const std::string& name) {
   if (init == "zeros") return InitSpec{"const", 0.0};
   if (init == "ones") return InitSpec{"const", 1.0};
+  if (init.starts_with("cast_of(") && init.back() == ')') {
+    const std::string of = init.substr(8, init.size() - 9);
+    const ir::Value* source = program.FindArgument(of);
+    if (source == nullptr || !source->is_persistent() || source->init().starts_with("cast_of(")) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init, "' but '", of,
+                                                     "' is not a parameter or state of the program with its own initialiser"));
+    }
+    PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(program, source->init(), of));
+    spec.source = source;
+    return spec;
+  }
   const size_t open = init.find('(');
   if (open != std::string::npos && init.back() == ')') {
     InitSpec spec{init.substr(0, open), 0.0};
@@ -37,14 +53,21 @@ absl::StatusOr<InitSpec> ParseInit(const std::string& init, const std::string& n
     }
   }
   return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init,
-                                                 "'; expected zeros, ones, const(X), normal(STD) or uniform(LIMIT)"));
+                                                 "'; expected zeros, ones, const(X), normal(STD), uniform(LIMIT) or cast_of(NAME)"));
 }
 
 // Fills `t` (the piece of a global tensor at `slice`) with the values the whole tensor has at
 // the same global positions.
 absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, const ir::Shape& global,
                        const ir::LocalSlice& slice, Tensor& t) {
-  const uint64_t key = StreamKey(seed, HashName(v.name()));
+  const ir::Value& drawn = spec.source != nullptr ? *spec.source : v;
+  const uint64_t key = StreamKey(seed, HashName(drawn.name()));
+  // The value the source's dtype holds for x (x itself without a source).
+  auto as_drawn = [&](double x) {
+    double held = x;
+    PDIST_DISPATCH_ALL(drawn.type().dtype, S, { held = static_cast<double>(static_cast<S>(x)); });
+    return held;
+  };
   const auto rank = static_cast<int64_t>(global.size());
   // Global strides, and a local multi-index walked in row-major order.
   std::vector<int64_t> stride(global.size(), 1);
@@ -59,7 +82,7 @@ absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, 
       double x = spec.arg;
       if (spec.kind == "normal") x = spec.arg * NormalAt(key, static_cast<uint64_t>(flat));
       if (spec.kind == "uniform") x = spec.arg * (2.0 * UniformAt(key, static_cast<uint64_t>(flat)) - 1.0);
-      out[i] = static_cast<T>(x);
+      out[i] = static_cast<T>(as_drawn(x));
       for (int64_t d = rank - 1; d >= 0 && ++index[d] == slice.sizes[d]; --d) index[d] = 0;
     }
   });
@@ -95,7 +118,7 @@ absl::Status Initialize(const ir::Program& program, uint64_t seed, int64_t rank,
   PDIST_RETURN_IF_ERROR(CheckPersistentBytesFit(program, workspace));
   for (const ir::Value* v : program.block().arguments()) {
     if (!v->is_persistent() || workspace.count(v->name())) continue;
-    PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(v->init(), v->name()));
+    PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(program, v->init(), v->name()));
     Tensor t = Tensor::Empty(v->type());
     ir::Shape global = v->type().shape;
     ir::LocalSlice slice{ir::Shape(global.size(), 0), global};

@@ -35,8 +35,12 @@ class KernelContext {
   // nullptr for an absent optional operand.
   const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   size_t num_outputs() const { return op_.num_results(); }
-  // The static type of result `i` (from shape inference).
-  const TensorType& output_type(size_t i) const { return op_.result(i)->type(); }
+  // The type result `i` is allocated with: the static type from shape inference, unless the
+  // caller overrode it (cpu/float_math.h runs a bf16 op's f32 kernel with f32 results).
+  const TensorType& output_type(size_t i) const {
+    return output_types_.empty() ? op_.result(i)->type() : output_types_.at(i);
+  }
+  void OverrideOutputTypes(std::vector<TensorType> types) { output_types_ = std::move(types); }
   // Allocates result `i` with its static type and returns it.
   Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i)); }
   // Sets result `i` to an existing tensor (an alias of an input, for view ops).
@@ -55,6 +59,7 @@ class KernelContext {
   const ir::Operation& op_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor>* outputs_;
+  std::vector<TensorType> output_types_;  // empty: the static types
   comm::CommGroups* comm_groups_ = nullptr;
   int64_t micro_batch_ = 0;
 };

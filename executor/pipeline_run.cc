@@ -22,7 +22,7 @@ absl::Status AddInto(Tensor& sum, const Tensor& x, bool gradient, LiveBytes& liv
   }
   Tensor out = Tensor::Empty(x.type());
   const int64_t n = x.num_elements();
-  PDIST_DISPATCH_FLOAT(x.dtype(), T, {
+  PDIST_DISPATCH_ANY_FLOAT(x.dtype(), T, {
     const T* a = sum.data<T>();
     const T* b = x.data<T>();
     T* o = out.data<T>();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/status.h"
+#include "passes/amp.h"
 #include "passes/distributed_programs.h"
 #include "passes/fuse_allreduce.h"
 #include "passes/micro_batch.h"
@@ -142,6 +143,45 @@ class RecomputePass : public Pass {
   std::optional<RecomputeGranularity> granularity_;
 };
 
+// `amp{dtype=bfloat16,level=o2}`: mixed precision on the forward program (passes/amp.h).
+// Without options, the run's amp.dtype and amp.level.
+class AmpPass : public Pass {
+ public:
+  AmpPass(std::string dtype, std::string level) : dtype_(std::move(dtype)), level_(std::move(level)) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("amp", options);
+    std::string dtype;
+    std::string level;
+    PDIST_RETURN_IF_ERROR(reader.Read("dtype", &dtype));
+    PDIST_RETURN_IF_ERROR(reader.Read("level", &level));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    if (!dtype.empty()) PDIST_RETURN_IF_ERROR(WithContext(ParseAmpDtype(dtype).status(), "pass 'amp'"));
+    if (!level.empty()) PDIST_RETURN_IF_ERROR(WithContext(ParseAmpLevel(level).status(), "pass 'amp'"));
+    return std::make_unique<AmpPass>(std::move(dtype), std::move(level));
+  }
+  std::string_view name() const override { return "amp"; }
+  PassOptions options() const override {
+    PassOptions options;
+    if (!dtype_.empty()) options["dtype"] = dtype_;
+    if (!level_.empty()) options["level"] = level_;
+    return options;
+  }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(ir::DataType dtype, ParseAmpDtype(dtype_.empty() ? context.strategy.amp.dtype : dtype_));
+    PDIST_ASSIGN_OR_RETURN(AmpLevel level, ParseAmpLevel(level_.empty() ? context.strategy.amp.level : level_));
+    PDIST_ASSIGN_OR_RETURN(AmpReport report, ApplyAmp(program, dtype, level));
+    context.Explain(name(), absl::StrCat(AmpLevelName(level), " ", ir::DataTypeName(dtype), ": ",
+                                         report.low_precision_ops, " ops in ", ir::DataTypeName(dtype), ", ",
+                                         report.low_precision_params, " parameters stored in it, ", report.casts,
+                                         " casts"));
+    return report.casts > 0 || report.low_precision_params > 0;
+  }
+
+ private:
+  std::string dtype_;
+  std::string level_;
+};
+
 // `sharding{stage=2,axis=dp}`: ZeRO on a completed global program (passes/sharding.h). Without
 // stage, the run's sharding.stage; axis defaults to the strategy meshes' "dp".
 class ShardingPass : public Pass {
@@ -272,6 +312,8 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("recompute",
                                           "replay forward segments in the backward instead of keeping their activations",
                                           &RecomputePass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("amp", "mixed precision: bf16/f16 casts around op lists (o1), low-precision parameters (o2)",
+                                          &AmpPass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("sharding",
                                           "ZeRO 1/2/3: optimizer states (and gradients, parameters) sharded over dp",
                                           &ShardingPass::Create));

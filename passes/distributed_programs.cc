@@ -44,7 +44,6 @@ absl::Status CheckExecutable(const strategy::Strategy& s) {
         ": sharding over part of the data-parallel axis is not implemented; leave sharding.degree out to shard over all ",
         s.dp_degree, " data-parallel ranks"));
   }
-  if (s.amp.enable) return absl::UnimplementedError("amp is not implemented yet");
   return absl::OkStatus();
 }
 
@@ -76,6 +75,7 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
     p.annotate.push_back(std::move(micro));
   }
   p.annotate.push_back({"annotate-strategy", {}});
+  if (strategy.amp.enable) p.annotate.push_back({"amp", {{"dtype", strategy.amp.dtype}, {"level", strategy.amp.level}}});
   const PassSpec replicate_loss{"replicate-loss", {{"world", absl::StrCat(world_size)}}};
   p.train_tail.push_back({"autodiff", {}});
   if (strategy.recompute.enable) p.train_tail.push_back({"recompute", {{"granularity", strategy.recompute.granularity}}});

@@ -24,6 +24,15 @@ std::string OptimizerTypeName(OptimizerType type) {
   return "?";
 }
 
+namespace {
+
+bool IsLowPrecision(ir::DataType dtype) { return dtype == ir::DataType::kBFloat16 || dtype == ir::DataType::kFloat16; }
+
+// The dtype the update runs in: f32 for a low-precision parameter (its master weight), else its own.
+ir::DataType UpdateDtype(ir::DataType param) { return IsLowPrecision(param) ? ir::DataType::kFloat32 : param; }
+
+}  // namespace
+
 absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config) {
   if (program.gradients().empty()) {
     return absl::FailedPreconditionError("optimizer: the program has no gradients (run autodiff first)");
@@ -31,15 +40,24 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   if (!program.updates().empty()) return absl::FailedPreconditionError("optimizer: the program already has updates");
   ir::Builder b(&program);
   b.set_op_role(ir::OpRole::kOptimizer);
-  const ir::DataType lr_dtype = program.gradients().front().state->type().dtype;
+  const ir::DataType lr_dtype = UpdateDtype(program.gradients().front().state->type().dtype);
   ir::Value* lr = program.FindArgument(kLearningRateFeed);
   if (lr == nullptr) lr = b.Data(kLearningRateFeed, {{}, lr_dtype});
 
   const std::vector<ir::StateUpdate> gradients = program.gradients();
   for (const ir::StateUpdate& pg : gradients) {
+    ir::Value* const low_param = IsLowPrecision(pg.state->type().dtype) ? pg.state : nullptr;
     ir::Value* param = pg.state;
     ir::Value* grad = pg.new_value;
     const std::string& name = param->name();
+    if (low_param != nullptr) {
+      // Mixed precision: the update runs on an f32 master weight with the gradient in f32; the
+      // parameter becomes the master rounded (Micikevicius et al., 2018; Paddle's multi_precision).
+      param = b.State(name + ".master", {param->type().shape, ir::DataType::kFloat32}, absl::StrCat("cast_of(", name, ")"));
+      b.set_result_role(ir::ValueRole::kGradient);
+      PDIST_ASSIGN_OR_RETURN(grad, b.Op1("cast", {grad}, {{"dtype", ir::DataType::kFloat32}}));
+      b.set_result_role(ir::ValueRole::kActivation);
+    }
     const ir::TensorType& type = param->type();
     std::vector<ir::Value*> results;
     std::vector<ir::Value*> states;
@@ -69,6 +87,10 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
                                                   {"coeff", config.weight_decay}}));
         break;
       }
+    }
+    if (low_param != nullptr) {
+      PDIST_ASSIGN_OR_RETURN(ir::Value * rounded, b.Op1("cast", {results.at(0)}, {{"dtype", low_param->type().dtype}}));
+      program.add_update(low_param, rounded);
     }
     program.add_update(param, results.at(0));
     for (size_t i = 0; i < states.size(); ++i) program.add_update(states[i], results.at(i + 1));

@@ -41,11 +41,14 @@ class OptimizerSharder {
     for (size_t u = 0; u < updates_.size(); ++u) {
       Value* param = updates_[u].state;
       Operation* update = updates_[u].new_value->producer();
-      if (param->role() != ir::ValueRole::kParameter || update == nullptr || update->role() != ir::OpRole::kOptimizer ||
-          update->num_operands() == 0 || update->operand(0) != param) {
+      if (param->role() != ir::ValueRole::kParameter || update == nullptr || update->role() != ir::OpRole::kOptimizer) {
         continue;
       }
-      PDIST_RETURN_IF_ERROR(Shard(param, update));
+      if (Operation* rounded_from = MasterUpdate(*update)) {
+        PDIST_RETURN_IF_ERROR(Shard(param, rounded_from, update));
+      } else if (update->num_operands() > 0 && update->operand(0) == param) {
+        PDIST_RETURN_IF_ERROR(Shard(param, update, nullptr));
+      }
     }
     Emit();
     return report_;
@@ -90,6 +93,18 @@ class OptimizerSharder {
     return out;
   }
 
+  // Under mixed precision a low-precision parameter's new value is `cast(update(master, ...))`
+  // (passes/optimizer.h): the update op that `rounding` rounds, or null when it is not that.
+  static Operation* MasterUpdate(const Operation& rounding) {
+    if (rounding.type() != "cast" || rounding.num_operands() != 1) return nullptr;
+    Operation* update = rounding.operand(0)->producer();
+    if (update == nullptr || update->role() != ir::OpRole::kOptimizer || update->num_operands() == 0) return nullptr;
+    const Value* master = update->operand(0);
+    return master->role() == ir::ValueRole::kOptimizerState && master->type().shape == rounding.result(0)->type().shape
+               ? update
+               : nullptr;
+  }
+
   bool OnlyUsedBy(const Value* v, const Operation* op) const {
     auto it = uses_.find(v);
     if (it == uses_.end()) return false;
@@ -99,7 +114,10 @@ class OptimizerSharder {
     return true;
   }
 
-  absl::Status Shard(Value* param, Operation* update) {
+  // `rounding`: the cast of the updated master weight to the parameter's dtype (mixed
+  // precision), whose result is the parameter's new value; null when `update` writes it directly.
+  // The master weight is one more optimizer state, sharded like the moments.
+  absl::Status Shard(Value* param, Operation* update, Operation* rounding) {
     const ir::DistAttr whole = *param->dist_attr();
     const int64_t axis = whole.mesh.DimIndex(axis_);
     if (axis < 0 || whole.mesh.dim_size(axis) == 1) return absl::OkStatus();
@@ -142,8 +160,10 @@ class OptimizerSharder {
     for (Value* r : update->results()) {
       if (r->type().shape == param->type().shape) r->set_dist_attr(sliced);
     }
+    if (rounding != nullptr) rounding->result(0)->set_dist_attr(sliced);
+    const Operation* writes_param = rounding != nullptr ? rounding : update;
     for (ir::StateUpdate& u : updates_) {
-      if (u.new_value->producer() != update || u.state != param) continue;
+      if (u.new_value->producer() != writes_param || u.state != param) continue;
       if (stage_ < 3) u.new_value = Reshard(u.new_value, whole, nullptr, *update, ir::ValueRole::kActivation);
     }
     if (stage_ == 3) {

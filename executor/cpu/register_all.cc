@@ -1,5 +1,6 @@
 // RegisterCpuKernels: the single list of CPU kernel families.
 #include "executor/cpu/cpu_kernels.h"
+#include "executor/cpu/float_math.h"
 #include "executor/kernel.h"
 
 namespace pdist::exec::cpu {
@@ -16,6 +17,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterReshardKernels(registry);
   RegisterCollectiveKernels(registry);
   RegisterVocabParallelKernels(registry);
+  UseFloatMathForLowPrecision(registry);  // bf16/f16: f32 math, rounded results
 }
 
 }  // namespace pdist::exec::cpu

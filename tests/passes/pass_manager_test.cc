@@ -82,7 +82,7 @@ TEST(PassRegistryTest, BuiltinsAndUnknownNames) {
   absl::StatusOr<std::unique_ptr<Pass>> pass = registry.Create({"autodif", {}});
   EXPECT_EQ(pass.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(pass.status().message()),
-              HasSubstr("unknown pass 'autodif' (known: annotate-strategy, autodiff, completion, "));
+              HasSubstr("unknown pass 'autodif' (known: amp, annotate-strategy, autodiff, completion, "));
   EXPECT_THAT(std::string(registry.Create({"autodiff", {{"x", "1"}}}).status().message()),
               HasSubstr("pass 'autodiff' has no option 'x' (it takes none)"));
   EXPECT_THAT(std::string(registry.Create({"optimizer", {{"lr", "0.1"}}}).status().message()),

@@ -1,0 +1,67 @@
+// WithFloatMath: bf16/f16 operands upcast to f32, the f32 kernel, results rounded back.
+#include "executor/cpu/float_math.h"
+
+#include <utility>
+#include <vector>
+
+namespace pdist::exec::cpu {
+
+namespace {
+
+bool IsLowPrecision(DataType dtype) { return dtype == DataType::kBFloat16 || dtype == DataType::kFloat16; }
+
+bool TouchesLowPrecision(const KernelContext& ctx) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i) != nullptr && IsLowPrecision(ctx.input(i)->dtype())) return true;
+  }
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    if (IsLowPrecision(ctx.output_type(i).dtype)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+KernelFn WithFloatMath(KernelFn kernel) {
+  return [kernel = std::move(kernel)](KernelContext& ctx) -> absl::Status {
+    if (!TouchesLowPrecision(ctx)) return kernel(ctx);
+    std::vector<Tensor> upcast(ctx.num_inputs());
+    std::vector<const Tensor*> inputs(ctx.num_inputs(), nullptr);
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor* in = ctx.input(i);
+      if (in == nullptr) continue;
+      if (IsLowPrecision(in->dtype())) {
+        upcast[i] = CastTensor(*in, DataType::kFloat32);
+        in = &upcast[i];
+      }
+      inputs[i] = in;
+    }
+    std::vector<TensorType> types;
+    for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+      TensorType t = ctx.output_type(i);
+      if (IsLowPrecision(t.dtype)) t.dtype = DataType::kFloat32;
+      types.push_back(std::move(t));
+    }
+    std::vector<Tensor> outputs(ctx.num_outputs());
+    KernelContext f32(ctx.op(), std::move(inputs), &outputs);
+    f32.OverrideOutputTypes(types);
+    f32.set_comm_groups(ctx.comm_groups());
+    f32.set_micro_batch(ctx.micro_batch());
+    if (absl::Status s = kernel(f32); !s.ok()) return s;
+    for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+      const DataType want = ctx.output_type(i).dtype;
+      Tensor& out = outputs[i];
+      ctx.SetOutput(i, out.defined() && out.dtype() != want ? CastTensor(out, want) : std::move(out));
+    }
+    return absl::OkStatus();
+  };
+}
+
+void UseFloatMathForLowPrecision(KernelRegistry& registry) {
+  for (const std::string& type : registry.OpTypes(Device::kCPU)) {
+    if (type == "cast") continue;
+    registry.Register(Device::kCPU, type, WithFloatMath(*registry.Find(Device::kCPU, type)));
+  }
+}
+
+}  // namespace pdist::exec::cpu

@@ -1,0 +1,173 @@
+// ApplyAmp: casts around the op lists of passes/amp.h, result types re-inferred op by op.
+#include "passes/amp.h"
+
+#include <map>
+#include <tuple>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/op_def.h"
+#include "ir/status.h"
+
+namespace pdist::passes {
+
+namespace {
+
+using ir::DataType;
+using ir::Operation;
+using ir::Value;
+
+bool IsLow(DataType dtype) { return dtype == DataType::kBFloat16 || dtype == DataType::kFloat16; }
+bool IsFloat(const Value* v) { return v != nullptr && ir::IsFloatingPoint(v->type().dtype); }
+
+class AmpRewriter {
+ public:
+  AmpRewriter(ir::Program& program, DataType low, AmpLevel level) : program_(program), low_(low), level_(level) {}
+
+  absl::StatusOr<AmpReport> Run() {
+    PDIST_RETURN_IF_ERROR(CheckInput());
+    if (level_ == AmpLevel::kO2) LowerParameters();
+    ir::Builder b(&program_);
+    std::vector<std::unique_ptr<Operation>>& ops = program_.block().mutable_ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Operation* op = ops[i].get();
+      if (op->type() == "cast") continue;  // an explicit cast says what it wants
+      if (const std::optional<DataType> want = OperandDtype(*op)) {
+        b.SetInsertionPoint(static_cast<int64_t>(i));
+        b.SetOpRoleAndChunkFrom(*op);
+        for (size_t k = 0; k < op->num_operands(); ++k) {
+          Value* x = op->operand(k);
+          if (!IsFloat(x) || x->type().dtype == *want) continue;
+          PDIST_ASSIGN_OR_RETURN(Value * cast, CastOf(b, x, *want, op->chunk()));
+          op->set_operand(k, cast);
+        }
+        i = FindOp(op, i);
+      }
+      PDIST_RETURN_IF_ERROR(Retype(*op));  // its operands may have changed dtype upstream
+    }
+    return report_;
+  }
+
+ private:
+  absl::Status CheckInput() const {
+    if (!program_.gradients().empty() || !program_.updates().empty()) {
+      return absl::FailedPreconditionError(
+          "amp: the program already has a backward or an optimizer; mixed precision rewrites the forward program, "
+          "before autodiff");
+    }
+    for (const Value* arg : program_.block().arguments()) {
+      if (arg->type().dtype == DataType::kFloat64) {
+        return absl::InvalidArgumentError(absl::StrCat("amp: '", arg->name(), "' is ", arg->type().ToString(),
+                                                       "; mixed precision takes an f32 program (export it with --dtype f32)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // o2: every trainable float parameter that some op outside the f32 list reads.
+  void LowerParameters() {
+    absl::flat_hash_set<const Value*> read_low;
+    for (const auto& op : program_.block().ops()) {
+      if (RunsInFloat32(op->type())) continue;
+      for (const Value* x : op->operands()) read_low.insert(x);
+    }
+    for (Value* arg : program_.block().arguments()) {
+      if (arg->role() != ir::ValueRole::kParameter || !arg->trainable() || !IsFloat(arg) || !read_low.contains(arg)) {
+        continue;
+      }
+      if (arg->type().dtype == low_) continue;
+      arg->set_type({arg->type().shape, low_});
+      ++report_.low_precision_params;
+    }
+  }
+
+  // The dtype `op`'s float operands must have, or nullopt to leave them as they are.
+  std::optional<DataType> OperandDtype(const Operation& op) const {
+    bool any_low = false;
+    bool any_f32 = false;
+    for (const Value* x : op.operands()) {
+      if (!IsFloat(x)) continue;
+      any_low = any_low || IsLow(x->type().dtype);
+      any_f32 = any_f32 || x->type().dtype == DataType::kFloat32;
+    }
+    if (!any_low && !any_f32) return std::nullopt;
+    if (RunsInFloat32(op.type())) return DataType::kFloat32;
+    if (RunsInLowPrecision(op.type()) || level_ == AmpLevel::kO2) return low_;
+    if (any_low && any_f32) return DataType::kFloat32;  // o1 promotes a mixed op
+    return std::nullopt;
+  }
+
+  absl::StatusOr<Value*> CastOf(ir::Builder& b, Value* x, DataType dtype, int64_t chunk) {
+    Value*& cast = casts_[{x, dtype, chunk}];
+    if (cast == nullptr) {
+      PDIST_ASSIGN_OR_RETURN(cast, b.Op1("cast", {x}, {{"dtype", dtype}}));
+      ++report_.casts;
+    }
+    return cast;
+  }
+
+  // `op`'s index now that casts may sit before it (it was at `from` or later).
+  size_t FindOp(const Operation* op, size_t from) const {
+    const auto& ops = program_.block().ops();
+    while (ops[from].get() != op) ++from;
+    return from;
+  }
+
+  absl::Status Retype(Operation& op) {
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+    if (def == nullptr) return absl::NotFoundError(absl::StrCat("amp: unknown op '", op.type(), "'"));
+    PDIST_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, ir::InferResultTypes(*def, op.operands(), op.attrs()));
+    bool low = false;
+    for (size_t r = 0; r < op.num_results(); ++r) {
+      op.result(r)->set_type(types.at(r));
+      low = low || IsLow(types.at(r).dtype);
+    }
+    if (low) ++report_.low_precision_ops;
+    return absl::OkStatus();
+  }
+
+  ir::Program& program_;
+  const DataType low_;
+  const AmpLevel level_;
+  AmpReport report_;
+  std::map<std::tuple<const Value*, DataType, int64_t>, Value*> casts_;
+};
+
+}  // namespace
+
+absl::StatusOr<AmpLevel> ParseAmpLevel(const std::string& name) {
+  if (name == "o1" || name == "O1") return AmpLevel::kO1;
+  if (name == "o2" || name == "O2") return AmpLevel::kO2;
+  return absl::InvalidArgumentError(absl::StrCat("amp level '", name, "': expected o1 or o2"));
+}
+
+const char* AmpLevelName(AmpLevel level) { return level == AmpLevel::kO1 ? "o1" : "o2"; }
+
+absl::StatusOr<ir::DataType> ParseAmpDtype(const std::string& name) {
+  if (name == "bfloat16" || name == "bf16") return DataType::kBFloat16;
+  if (name == "float16" || name == "f16") return DataType::kFloat16;
+  return absl::InvalidArgumentError(absl::StrCat("amp dtype '", name, "': expected bfloat16 or float16"));
+}
+
+bool RunsInFloat32(const std::string& op_type) {
+  static const auto* ops = new absl::flat_hash_set<std::string>{
+      "layer_norm", "rms_norm", "softmax", "log_softmax", "cross_entropy_with_softmax", "mean", "sum", "max", "min",
+      "exp"};
+  return ops->contains(op_type);
+}
+
+bool RunsInLowPrecision(const std::string& op_type) {
+  static const auto* ops = new absl::flat_hash_set<std::string>{"matmul", "flash_attn"};
+  return ops->contains(op_type);
+}
+
+absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level) {
+  if (!IsLow(low)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("amp: the low-precision dtype must be bf16 or f16, got ", ir::DataTypeName(low)));
+  }
+  return AmpRewriter(program, low, level).Run();
+}
+
+}  // namespace pdist::passes
