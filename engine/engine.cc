@@ -9,6 +9,7 @@
 #include "engine/checkpoint.h"
 #include "engine/sharded_checkpoint.h"
 #include "passes/distributed_programs.h"
+#include "passes/loss_scaling.h"
 #include "engine/comm_backend.h"
 #include "engine/timeline_files.h"
 #include "ir/status.h"
@@ -221,6 +222,12 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
     result.rank_peak_activation_bytes.push_back(r.peak_activation_bytes);
   }
   result.op_seconds = run.op_seconds;
+  const exec::Workspace& state = runners_.front()->workspace();
+  if (auto scale = state.find(passes::kLossScalingState); scale != state.end()) {
+    result.loss_scale = scale->second.At(0);
+    auto skipped = state.find(passes::kSkippedStepsState);
+    if (skipped != state.end()) result.skipped_steps = static_cast<int64_t>(skipped->second.At(0));
+  }
   ++step_;
   if (!options_.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(WriteTimeline());
   return result;

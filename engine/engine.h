@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct StepResult {
   // Per local rank, each kind's own peak: gradients and activations (exec::RunResult).
   std::vector<int64_t> rank_peak_gradient_bytes, rank_peak_activation_bytes;
   std::map<std::string, double> op_seconds;  // kernel time per op type (EngineOptions::profile)
+  // Dynamic loss scaling (float16 amp): the scale after this step and the steps skipped so far
+  // because a gradient overflowed; no scale without loss scaling.
+  std::optional<double> loss_scale;
+  int64_t skipped_steps = 0;
 };
 
 class Engine {

@@ -97,6 +97,8 @@ class Operation {
   const std::vector<Value*>& operands() const { return operands_; }
   Value* operand(size_t i) const { return operands_.at(i); }
   void set_operand(size_t i, Value* v) { operands_.at(i) = v; }
+  // Appends a trailing optional operand the op was created without (an update's skip_update).
+  void add_operand(Value* v) { operands_.push_back(v); }
   size_t num_operands() const { return operands_.size(); }
   const std::vector<Value*>& results() const { return results_; }
   Value* result(size_t i) const { return results_.at(i); }

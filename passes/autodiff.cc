@@ -106,4 +106,18 @@ absl::Status AppendBackward(ir::Program& program, Value* loss) {
   return absl::OkStatus();
 }
 
+ir::Operation* LossSeedOf(const ir::Program& program) {
+  const Value* loss = program.loss();
+  if (loss == nullptr) return nullptr;
+  for (const auto& op : program.block().ops()) {
+    if (op->role() != ir::OpRole::kBackward || op->type() != "full" || op->result(0)->type() != loss->type()) continue;
+    auto value = op->attrs().find("value");
+    if (value != op->attrs().end() && std::holds_alternative<double>(value->second) &&
+        std::get<double>(value->second) == 1.0) {
+      return op.get();
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace pdist::passes

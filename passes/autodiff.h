@@ -19,4 +19,9 @@ namespace pdist::passes {
 // Fails if the program already has gradients, or if a gradient's type differs from its value's.
 absl::Status AppendBackward(ir::Program& program, ir::Value* loss);
 
+// The op that seeds the backward, d loss / d loss: the `full() {value = 1.0}` of the loss's type
+// that AppendBackward makes first. Null when the program has none (no backward yet). Dynamic
+// loss scaling (passes/loss_scaling.h) replaces it with the loss scale.
+ir::Operation* LossSeedOf(const ir::Program& program);
+
 }  // namespace pdist::passes

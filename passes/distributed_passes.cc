@@ -11,6 +11,7 @@
 #include "passes/amp.h"
 #include "passes/distributed_programs.h"
 #include "passes/fuse_allreduce.h"
+#include "passes/loss_scaling.h"
 #include "passes/micro_batch.h"
 #include "passes/partition.h"
 #include "passes/pass_registry.h"
@@ -182,6 +183,46 @@ class AmpPass : public Pass {
   std::string level_;
 };
 
+// `loss-scaling{init=65536,incr_every=1000,decr_every=2,incr_ratio=2,decr_ratio=0.5}`: dynamic
+// loss scaling (passes/loss_scaling.h). Options left out come from the run's amp keys.
+class LossScalingPass : public Pass {
+ public:
+  explicit LossScalingPass(PassOptions options) : options_(std::move(options)) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("loss-scaling", options);
+    LossScalingConfig probe;
+    PDIST_RETURN_IF_ERROR(Read(reader, probe));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    return std::make_unique<LossScalingPass>(options);
+  }
+  std::string_view name() const override { return "loss-scaling"; }
+  PassOptions options() const override { return options_; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const strategy::AmpConfig& amp = context.strategy.amp;
+    LossScalingConfig config{amp.init_loss_scaling, amp.incr_every_n_steps, amp.decr_every_n_nan_or_inf, amp.incr_ratio,
+                             amp.decr_ratio};
+    PassOptionReader reader("loss-scaling", options_);
+    PDIST_RETURN_IF_ERROR(Read(reader, config));
+    PDIST_ASSIGN_OR_RETURN(LossScalingReport report, ApplyLossScaling(program, config));
+    context.Explain(name(), absl::StrCat("initial scale ", config.init_loss_scaling, ", ", report.updates,
+                                         " updates skipped when any gradient overflows; x", config.incr_ratio,
+                                         " after ", config.incr_every_n_steps, " clean steps, x", config.decr_ratio,
+                                         " after ", config.decr_every_n_nan_or_inf, " overflows"));
+    return true;
+  }
+
+ private:
+  static absl::Status Read(PassOptionReader& reader, LossScalingConfig& c) {
+    PDIST_RETURN_IF_ERROR(reader.Read("init", &c.init_loss_scaling));
+    // Out-of-range values are refused by update_loss_scaling's shape inference, naming them.
+    PDIST_RETURN_IF_ERROR(reader.Read("incr_every", &c.incr_every_n_steps));
+    PDIST_RETURN_IF_ERROR(reader.Read("decr_every", &c.decr_every_n_nan_or_inf));
+    PDIST_RETURN_IF_ERROR(reader.Read("incr_ratio", &c.incr_ratio));
+    return reader.Read("decr_ratio", &c.decr_ratio);
+  }
+  PassOptions options_;
+};
+
 // `sharding{stage=2,axis=dp}`: ZeRO on a completed global program (passes/sharding.h). Without
 // stage, the run's sharding.stage; axis defaults to the strategy meshes' "dp".
 class ShardingPass : public Pass {
@@ -314,6 +355,9 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
                                           &RecomputePass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("amp", "mixed precision: bf16/f16 casts around op lists (o1), low-precision parameters (o2)",
                                           &AmpPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("loss-scaling",
+                                          "dynamic loss scaling: scaled backward, unscaled gradients, steps skipped on overflow",
+                                          &LossScalingPass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("sharding",
                                           "ZeRO 1/2/3: optimizer states (and gradients, parameters) sharded over dp",
                                           &ShardingPass::Create));

@@ -44,20 +44,30 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   ir::Value* lr = program.FindArgument(kLearningRateFeed);
   if (lr == nullptr) lr = b.Data(kLearningRateFeed, {{}, lr_dtype});
 
-  const std::vector<ir::StateUpdate> gradients = program.gradients();
-  for (const ir::StateUpdate& pg : gradients) {
-    ir::Value* const low_param = IsLowPrecision(pg.state->type().dtype) ? pg.state : nullptr;
-    ir::Value* param = pg.state;
-    ir::Value* grad = pg.new_value;
-    const std::string& name = param->name();
-    if (low_param != nullptr) {
-      // Mixed precision: the update runs on an f32 master weight with the gradient in f32; the
-      // parameter becomes the master rounded (Micikevicius et al., 2018; Paddle's multi_precision).
-      param = b.State(name + ".master", {param->type().shape, ir::DataType::kFloat32}, absl::StrCat("cast_of(", name, ")"));
-      b.set_result_role(ir::ValueRole::kGradient);
-      PDIST_ASSIGN_OR_RETURN(grad, b.Op1("cast", {grad}, {{"dtype", ir::DataType::kFloat32}}));
-      b.set_result_role(ir::ValueRole::kActivation);
+  // Mixed precision: a low-precision parameter is updated as an f32 master weight with its
+  // gradient in f32, and becomes the master rounded (Micikevicius et al., 2018; Paddle's
+  // multi_precision). Every gradient is ready before the first update, so a pass that reads all
+  // of them first (loss scaling's overflow check) can go between.
+  struct Target {
+    ir::Value* param;      // the parameter, or its master weight
+    ir::Value* grad;       // in the update's dtype
+    ir::Value* low_param;  // the low-precision parameter the master rounds to, or null
+  };
+  std::vector<Target> targets;
+  for (const ir::StateUpdate& pg : program.gradients()) {
+    if (!IsLowPrecision(pg.state->type().dtype)) {
+      targets.push_back({pg.state, pg.new_value, nullptr});
+      continue;
     }
+    const std::string& name = pg.state->name();
+    ir::Value* master = b.State(name + ".master", {pg.state->type().shape, ir::DataType::kFloat32}, absl::StrCat("cast_of(", name, ")"));
+    b.set_result_role(ir::ValueRole::kGradient);
+    PDIST_ASSIGN_OR_RETURN(ir::Value * grad, b.Op1("cast", {pg.new_value}, {{"dtype", ir::DataType::kFloat32}}));
+    b.set_result_role(ir::ValueRole::kActivation);
+    targets.push_back({master, grad, pg.state});
+  }
+  for (const auto& [param, grad, low_param] : targets) {
+    const std::string& name = low_param != nullptr ? low_param->name() : param->name();
     const ir::TensorType& type = param->type();
     std::vector<ir::Value*> results;
     std::vector<ir::Value*> states;

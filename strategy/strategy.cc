@@ -44,6 +44,20 @@ class Section {
     };
     return *this;
   }
+  // A finite number in [min_value, max_value].
+  Section& Double(const std::string& key, double& field, double min_value, double max_value) {
+    readers_[key] = [this, key, &field, min_value, max_value](const Json& v) -> absl::Status {
+      if (!v.is_number()) return TypeError(key, "a number", v);
+      const double x = v.get<double>();
+      if (!(x >= min_value && x <= max_value)) {
+        return absl::InvalidArgumentError(absl::StrCat("strategy key '", Path(key), "' must be in [", min_value, ", ",
+                                                       max_value, "], got ", v.dump()));
+      }
+      field = x;
+      return absl::OkStatus();
+    };
+    return *this;
+  }
   Section& Bool(const std::string& key, bool& field) {
     readers_[key] = [this, key, &field](const Json& v) -> absl::Status {
       if (!v.is_boolean()) return TypeError(key, "true or false", v);
@@ -183,6 +197,11 @@ absl::Status Validate(const Strategy& s) {
   if (s.sp && s.mp_degree == 1) {
     return absl::InvalidArgumentError("strategy key 'sp' needs mp_degree > 1 (sequence parallel splits the tensor-parallel group)");
   }
+  if (!(s.amp.incr_ratio > 1.0) || !(s.amp.decr_ratio > 0.0 && s.amp.decr_ratio < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy keys 'amp.incr_ratio' (", s.amp.incr_ratio,
+                                                   ") must be > 1 and 'amp.decr_ratio' (", s.amp.decr_ratio,
+                                                   ") in (0, 1): the loss scale must grow and shrink"));
+  }
   if (s.sharding.enable && s.sharding.degree > s.dp_degree) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
                                                    ") exceeds dp_degree (", s.dp_degree, ")"));
@@ -246,6 +265,12 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
         return x.Bool("enable", s.amp.enable)
             .Enum("dtype", s.amp.dtype, {"float16", "bfloat16"})
             .Enum("level", s.amp.level, {"o1", "o2"})
+            .Bool("use_dynamic_loss_scaling", s.amp.use_dynamic_loss_scaling)
+            .Double("init_loss_scaling", s.amp.init_loss_scaling, 1.0, 3.0e38)
+            .Int("incr_every_n_steps", s.amp.incr_every_n_steps, 1, int64_t{1} << 40)
+            .Int("decr_every_n_nan_or_inf", s.amp.decr_every_n_nan_or_inf, 1, int64_t{1} << 40)
+            .Double("incr_ratio", s.amp.incr_ratio, 1.0, 1e6)
+            .Double("decr_ratio", s.amp.decr_ratio, 0.0, 1.0)
             .Read();
       })
       .Object("gradient_merge", [&s](Section& x) {
@@ -276,7 +301,16 @@ std::string StrategyToJson(const Strategy& s) {
         {"vpp_degree", s.pipeline.vpp_degree},
         {"split_before", s.pipeline.split_before}}},
       {"recompute", {{"enable", s.recompute.enable}, {"granularity", s.recompute.granularity}}},
-      {"amp", {{"enable", s.amp.enable}, {"dtype", s.amp.dtype}, {"level", s.amp.level}}},
+      {"amp",
+       {{"enable", s.amp.enable},
+        {"dtype", s.amp.dtype},
+        {"level", s.amp.level},
+        {"use_dynamic_loss_scaling", s.amp.use_dynamic_loss_scaling},
+        {"init_loss_scaling", s.amp.init_loss_scaling},
+        {"incr_every_n_steps", s.amp.incr_every_n_steps},
+        {"decr_every_n_nan_or_inf", s.amp.decr_every_n_nan_or_inf},
+        {"incr_ratio", s.amp.incr_ratio},
+        {"decr_ratio", s.amp.decr_ratio}}},
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
       {"annotations", Json::array()},
   };

@@ -49,10 +49,20 @@ struct RecomputeConfig {
   std::string granularity = "full";  // full | selective
 };
 
+// Mixed precision (passes/amp.h). Dynamic loss scaling applies to float16 only (bfloat16 has
+// f32's exponent range: its gradients do not underflow); its keys and defaults are Paddle's.
 struct AmpConfig {
   bool enable = false;
   std::string dtype = "float16";  // float16 | bfloat16
   std::string level = "o1";
+  bool use_dynamic_loss_scaling = true;
+  double init_loss_scaling = 32768.0;
+  int64_t incr_every_n_steps = 1000;
+  int64_t decr_every_n_nan_or_inf = 2;
+  double incr_ratio = 2.0;
+  double decr_ratio = 0.5;
+
+  bool ScalesLoss() const { return enable && dtype == "float16" && use_dynamic_loss_scaling; }
 };
 
 struct GradientMergeConfig {

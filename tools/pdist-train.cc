@@ -208,9 +208,13 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
       for (const auto& [type, t] : r.op_seconds) op_seconds[type] += t;
     }
     if (!quiet) {
-      bar.Update(done, absl::StrFormat("loss %.4f  lr %.2e  %s tok/s  %s", r.loss, r.lr,
+      // Under float16 loss scaling: the scale, and the steps skipped because a gradient overflowed.
+      const std::string scaling = r.loss_scale ? absl::StrFormat("  scale %g  skipped %lld", *r.loss_scale,
+                                                                 static_cast<long long>(r.skipped_steps))
+                                               : "";
+      bar.Update(done, absl::StrFormat("loss %.4f  lr %.2e  %s tok/s  %s%s", r.loss, r.lr,
                                        tools::HumanCount(static_cast<double>(tokens_per_step * done) / seconds),
-                                       flops_rate(static_cast<double>(done), seconds)));
+                                       flops_rate(static_cast<double>(done), seconds), scaling));
     }
     return true;
   });
@@ -223,6 +227,11 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
                  static_cast<double>(tokens_per_step * done) / seconds, rate.empty() ? "" : (", " + rate).c_str(),
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
+    if (results->back().loss_scale) {
+      std::fprintf(stderr, "pdist-train: float16 loss scale %g at the end; %lld of %lld steps skipped on overflow\n",
+                   *results->back().loss_scale, static_cast<long long>(results->back().skipped_steps),
+                   static_cast<long long>(results->size()));
+    }
   }
   if (held_out != nullptr) {
     PDIST_ASSIGN_OR_RETURN(double loss, HeldOutLoss(f, trainer, *held_out));

@@ -17,6 +17,7 @@ void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
+void RegisterLossScalingKernels(KernelRegistry& registry);
 void RegisterReshardKernels(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
 void RegisterVocabParallelKernels(KernelRegistry& registry);

@@ -29,8 +29,21 @@ void ForChunks(int64_t n, Fn fn) {
 // Hyper-parameter tensors (learning rate, beta powers) hold one element of any float dtype.
 double ScalarOf(const KernelContext& ctx, size_t input) { return ctx.input(input)->At(0); }
 
-// (param, learning_rate, grad) → param_out.
+// An optional skip_update operand at `index` greater than zero: the step is skipped.
+bool SkipsUpdate(const KernelContext& ctx, size_t index) {
+  return ctx.input(index) != nullptr && ctx.input(index)->At(0) > 0;
+}
+
+// A skipped step: each result is a copy of the operand it is the new value of.
+absl::Status KeepOperands(KernelContext& ctx, std::initializer_list<size_t> operand_of_result) {
+  size_t r = 0;
+  for (size_t operand : operand_of_result) ctx.SetOutput(r++, ctx.input(operand)->Clone());
+  return absl::OkStatus();
+}
+
+// (param, learning_rate, grad[, skip_update]) → param_out.
 absl::Status SgdKernel(KernelContext& ctx) {
+  if (SkipsUpdate(ctx, 3)) return KeepOperands(ctx, {0});
   const Tensor& param = *ctx.input(0);
   const Tensor& grad = *ctx.input(2);
   const double lr = ScalarOf(ctx, 1);
@@ -44,8 +57,9 @@ absl::Status SgdKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// (param, grad, velocity, learning_rate) → param_out, velocity_out.
+// (param, grad, velocity, learning_rate[, skip_update]) → param_out, velocity_out.
 absl::Status MomentumKernel(KernelContext& ctx) {
+  if (SkipsUpdate(ctx, 4)) return KeepOperands(ctx, {0, 2});
   const Tensor& param = *ctx.input(0);
   const Tensor& grad = *ctx.input(1);
   const Tensor& velocity = *ctx.input(2);
@@ -72,9 +86,10 @@ absl::Status MomentumKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow)
+// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow[, skip_update])
 //   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
 absl::Status AdamWKernel(KernelContext& ctx) {
+  if (SkipsUpdate(ctx, 7)) return KeepOperands(ctx, {0, 3, 4, 5, 6});
   const Tensor& param = *ctx.input(0);
   const Tensor& grad = *ctx.input(1);
   const Tensor& moment1 = *ctx.input(3);

@@ -14,6 +14,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterNormKernels(registry);
   RegisterNnKernels(registry);
   RegisterOptimizerKernels(registry);
+  RegisterLossScalingKernels(registry);
   RegisterReshardKernels(registry);
   RegisterCollectiveKernels(registry);
   RegisterVocabParallelKernels(registry);

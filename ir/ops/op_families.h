@@ -18,6 +18,7 @@ absl::Status RegisterShapeOps(OpRegistry& registry);        // reshape (un)squee
 absl::Status RegisterNormOps(OpRegistry& registry);         // softmax log_softmax layer_norm rms_norm
 absl::Status RegisterNnOps(OpRegistry& registry);           // embedding cross_entropy_with_softmax fused_rope flash_attn
 absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adamw
+absl::Status RegisterLossScalingOps(OpRegistry& registry);  // count_nonfinite update_loss_scaling
 absl::Status RegisterReshardOps(OpRegistry& registry);      // reshard
 absl::Status RegisterCollectiveOps(OpRegistry& registry);   // c_allreduce, c_allgather, c_reduce_scatter, c_alltoall
 absl::Status RegisterLocalForms(OpRegistry& registry);       // c_embedding, c_softmax_with_cross_entropy (+ grads), c_dropout

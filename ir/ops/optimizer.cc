@@ -7,8 +7,11 @@
 //
 // Input order follows Paddle (sgd_: param, learning_rate, grad; momentum_: param, grad,
 // velocity, learning_rate; adamw_: param, grad, learning_rate, moment1, moment2, beta1_pow,
-// beta2_pow). Paddle's master_param / multi_precision, skip_update and amsgrad inputs are not
-// supported: CPU kernels update f32/f64 parameters in place of a master copy.
+// beta2_pow), each followed by an optional skip_update: a scalar that, when > 0, makes every
+// result equal its operand (a step skipped after a gradient overflow under dynamic loss scaling;
+// Paddle's adamw has the same input). Paddle's master_param / multi_precision inputs are not
+// needed: the optimizer pass runs the update on an f32 master weight as the param and casts the
+// result back (passes/optimizer.h). amsgrad is not supported.
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
@@ -30,6 +33,11 @@ absl::Status ExpectScalar(const InputTypes& in, size_t index, const char* what) 
   return absl::OkStatus();
 }
 
+// The optional skip_update at `index`: absent, or a scalar like the learning rate.
+absl::Status ExpectSkipUpdate(const InputTypes& in, size_t index) {
+  return index < in.size() && in[index] != nullptr ? ExpectScalar(in, index, "skip_update") : absl::OkStatus();
+}
+
 // The parameter at `param` is floating point, and each of `same` has exactly its type.
 absl::Status ExpectLikeParam(const InputTypes& in, size_t param, std::initializer_list<size_t> same) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, param, "param"));
@@ -41,6 +49,7 @@ absl::Status ExpectLikeParam(const InputTypes& in, size_t param, std::initialize
 absl::StatusOr<std::vector<TensorType>> SgdMeta(const InputTypes& in, const AttributeMap&) {
   PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {2}));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 1, "learning_rate"));
+  PDIST_RETURN_IF_ERROR(ExpectSkipUpdate(in, 3));
   return std::vector<TensorType>{*in[0]};
 }
 
@@ -48,6 +57,7 @@ absl::StatusOr<std::vector<TensorType>> SgdMeta(const InputTypes& in, const Attr
 absl::StatusOr<std::vector<TensorType>> MomentumMeta(const InputTypes& in, const AttributeMap&) {
   PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {1, 2}));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 3, "learning_rate"));
+  PDIST_RETURN_IF_ERROR(ExpectSkipUpdate(in, 4));
   return std::vector<TensorType>{*in[0], *in[2]};
 }
 
@@ -58,6 +68,7 @@ absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const At
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 2, "learning_rate"));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 5, "beta1_pow"));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 6, "beta2_pow"));
+  PDIST_RETURN_IF_ERROR(ExpectSkipUpdate(in, 7));
   return std::vector<TensorType>{*in[0], *in[3], *in[4], *in[5], *in[6]};
 }
 
@@ -76,7 +87,7 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
   // param_out = param - learning_rate * grad.
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "sgd",
-      .inputs = {{"param"}, {"learning_rate"}, {"grad"}},
+      .inputs = {{"param"}, {"learning_rate"}, {"grad"}, {.name = "skip_update", .optional = true}},
       .outputs = {{"param_out"}},
       .attrs = {},
       .infer_meta = SgdMeta,
@@ -96,7 +107,7 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
   //             = param - lr * velocity_out              otherwise
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "momentum",
-      .inputs = {{"param"}, {"grad"}, {"velocity"}, {"learning_rate"}},
+      .inputs = {{"param"}, {"grad"}, {"velocity"}, {"learning_rate"}, {.name = "skip_update", .optional = true}},
       .outputs = {{"param_out"}, {"velocity_out"}},
       .attrs = {{"mu", 0.9}, {"use_nesterov", false}, {"regularization_coeff", 0.0}},
       .infer_meta = MomentumMeta,
@@ -120,7 +131,8 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
   // The last line equals m̂ / (sqrt(v̂) + epsilon) with the usual bias-corrected moments.
   return registry.Register(OpDef{
       .name = "adamw",
-      .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"}},
+      .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"},
+                 {.name = "skip_update", .optional = true}},
       .outputs = {{"param_out"}, {"moment1_out"}, {"moment2_out"}, {"beta1_pow_out"}, {"beta2_pow_out"}},
       .attrs = {{"beta1", 0.9},
                 {"beta2", 0.999},

@@ -14,6 +14,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterNormOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterNnOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterOptimizerOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterLossScalingOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterReshardOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterCollectiveOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterLocalForms(registry));

@@ -64,5 +64,7 @@ SpmdRuleFns MomentumRule();
 //   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out:
 //   "ab,ab,1,ab,ab,1,1->ab,ab,ab,1,1".
 SpmdRuleFns AdamWRule();
+// update_loss_scaling: five scalars in, five out, all replicated (a Partial found_inf is reduced).
+SpmdRuleFns UpdateLossScalingRule();
 
 }  // namespace pdist::ir::spmd

@@ -342,6 +342,13 @@ std::vector<OpCase> Cases() {
   add({"adamw[no decay, lr_ratio]", "adamw", {F(kX), F(kX), Pos({1}), F(kX), Pos(kX), Unit({}), Unit({})},
        {{"with_decay", false}, {"lr_ratio", 0.5}}});
   add({"momentum[plain]", "momentum", {F(kX), F(kX), F(kX), Pos({})}, {}});
+  add({"sgd[skip_update]", "sgd", {F(kX), Pos({}), F(kX), Pos({1})}, {}});
+  add({"adamw[skip_update]", "adamw", {F(kX), F(kX), Pos({}), F(kX), Pos(kX), Unit({1}), Unit({1}), Pos({})}, {}});
+
+  // Dynamic loss scaling.
+  add({"count_nonfinite", "count_nonfinite", {F(kX3)}, {}});
+  add({"update_loss_scaling[overflow]", "update_loss_scaling", {Pos({}), Pos({1}), Unit({1}), Unit({1}), Unit({1})},
+       {{"decr_every_n_nan_or_inf", int64_t{1}}}});
   return cases;
 }
 // clang-format on

@@ -1,0 +1,124 @@
+// ApplyLossScaling: the scaled seed, the unscale-and-count block before the first update, and
+// the skip_update operand of every update (passes/loss_scaling.h).
+#include "passes/loss_scaling.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ir/builder.h"
+#include "ir/status.h"
+#include "passes/autodiff.h"
+
+namespace pdist::passes {
+
+namespace {
+
+using ir::DataType;
+using ir::Operation;
+using ir::Value;
+
+// The gradient operand of an update op, by Paddle's operand orders; -1 for other ops.
+int GradientOperand(const Operation& op) {
+  if (op.type() == "sgd") return 2;
+  if (op.type() == "momentum" || op.type() == "adamw") return 1;
+  return -1;
+}
+
+size_t IndexOf(const ir::Program& program, const Operation* op) {
+  const auto& ops = program.block().ops();
+  return static_cast<size_t>(std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == op; }) -
+                             ops.begin());
+}
+
+// Every use of `from` by ops other than `except` now reads `to`.
+void ReplaceUses(ir::Program& program, Value* from, Value* to, const Operation* except) {
+  for (const auto& op : program.block().ops()) {
+    if (op.get() == except) continue;
+    for (size_t i = 0; i < op->num_operands(); ++i) {
+      if (op->operand(i) == from) op->set_operand(i, to);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LossScalingReport> ApplyLossScaling(ir::Program& program, const LossScalingConfig& config) {
+  Operation* seed = LossSeedOf(program);
+  if (seed == nullptr) return absl::FailedPreconditionError("loss-scaling: the program has no backward (run autodiff first)");
+  std::vector<Operation*> updates;
+  for (const auto& op : program.block().ops()) {
+    if (op->role() == ir::OpRole::kOptimizer && GradientOperand(*op) >= 0) updates.push_back(op.get());
+  }
+  if (updates.empty()) return absl::FailedPreconditionError("loss-scaling: the program has no updates (run optimizer first)");
+  if (program.FindArgument(kLossScalingState) != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("loss-scaling: the program already has '", kLossScalingState, "'"));
+  }
+
+  ir::Builder b(&program);
+  const ir::TensorType scalar{{1}, DataType::kFloat32};
+  Value* scale = b.State(kLossScalingState, scalar, absl::StrCat("const(", ir::DoubleToString(config.init_loss_scaling), ")"));
+  Value* good = b.State("amp.good_steps", scalar, "zeros");
+  Value* bad = b.State("amp.bad_steps", scalar, "zeros");
+  Value* skipped = b.State(kSkippedStepsState, scalar, "zeros");
+
+  // The seed times the scale: the backward of the scaled loss. (The seed op stays: a program's
+  // values may not be orphaned, and one multiply of a scalar costs nothing.)
+  Value* loss_grad = seed->result(0);
+  b.SetOpRoleAndChunkFrom(*seed);
+  b.set_result_role(ir::ValueRole::kGradient);
+  b.SetInsertionPoint(static_cast<int64_t>(IndexOf(program, seed)) + 1);
+  PDIST_ASSIGN_OR_RETURN(Value * factor, b.Op1("reshape", {scale}, {{"shape", loss_grad->type().shape}}));
+  if (factor->type().dtype != loss_grad->type().dtype) {
+    PDIST_ASSIGN_OR_RETURN(factor, b.Op1("cast", {factor}, {{"dtype", loss_grad->type().dtype}}));
+  }
+  PDIST_ASSIGN_OR_RETURN(Value * scaled, b.Op1("multiply", {loss_grad, factor}));
+  ReplaceUses(program, loss_grad, scaled, scaled->producer());
+
+  // Unscale and count every update's gradient, before the first update.
+  b.SetOpRoleAndChunkFrom(*updates.front());
+  b.SetInsertionPoint(static_cast<int64_t>(IndexOf(program, updates.front())));
+  b.set_result_role(ir::ValueRole::kActivation);
+  PDIST_ASSIGN_OR_RETURN(Value * one, b.Op1("full", {}, {{"shape", scalar.shape}, {"value", 1.0}, {"dtype", DataType::kFloat32}}));
+  PDIST_ASSIGN_OR_RETURN(Value * inverse, b.Op1("divide", {one, scale}));
+  std::map<DataType, Value*> inverse_as;  // 1 / scale in each gradient dtype
+  inverse_as[DataType::kFloat32] = inverse;
+  Value* total = nullptr;
+  std::vector<Value*> unscaled;
+  for (Operation* update : updates) {
+    Value* grad = update->operand(static_cast<size_t>(GradientOperand(*update)));
+    Value*& inv = inverse_as[grad->type().dtype];
+    if (inv == nullptr) {
+      PDIST_ASSIGN_OR_RETURN(inv, b.Op1("cast", {inverse}, {{"dtype", grad->type().dtype}}));
+    }
+    b.set_result_role(ir::ValueRole::kGradient);
+    PDIST_ASSIGN_OR_RETURN(Value * g, b.Op1("multiply", {grad, inv}));
+    b.set_result_role(ir::ValueRole::kActivation);
+    PDIST_ASSIGN_OR_RETURN(Value * count, b.Op1("count_nonfinite", {g}));
+    if (total == nullptr) {
+      total = count;
+    } else {
+      PDIST_ASSIGN_OR_RETURN(total, b.Op1("add", {total, count}));
+    }
+    unscaled.push_back(g);
+  }
+  PDIST_ASSIGN_OR_RETURN(std::vector<Value*> next,
+                         b.Create("update_loss_scaling", {total, scale, good, bad, skipped},
+                                  {{"incr_every_n_steps", config.incr_every_n_steps},
+                                   {"decr_every_n_nan_or_inf", config.decr_every_n_nan_or_inf},
+                                   {"incr_ratio", config.incr_ratio},
+                                   {"decr_ratio", config.decr_ratio}}));
+  for (size_t u = 0; u < updates.size(); ++u) {
+    Operation* update = updates[u];
+    update->set_operand(static_cast<size_t>(GradientOperand(*update)), unscaled[u]);
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(update->type());
+    while (update->num_operands() + 1 < def->inputs.size()) update->add_operand(nullptr);
+    update->add_operand(next[0]);  // skip_update
+  }
+  program.add_update(scale, next[1]);
+  program.add_update(good, next[2]);
+  program.add_update(bad, next[3]);
+  program.add_update(skipped, next[4]);
+  return LossScalingReport{static_cast<int64_t>(updates.size())};
+}
+
+}  // namespace pdist::passes

@@ -1,0 +1,49 @@
+// Dynamic loss scaling (Micikevicius et al., 2018; Paddle's amp with use_dynamic_loss_scaling):
+// the backward starts from the loss scale instead of 1, so small f16 gradients do not flush to
+// zero; before the updates every gradient is unscaled and counted for inf/nan, and a step with
+// any overflow on any rank is skipped by every update while the scale shrinks.
+//
+//   %s = state "amp.loss_scaling" : f32[1] {init = "const(32768.0)"}
+//   %20 = reshape(%s) {shape = []} : f32[] @backward           was: full() {value = 1.0}
+//   ...                                                          (the backward, scaled)
+//   %60 = divide(%one, %s)                    @optimizer         1 / scale
+//   %61 = multiply(%g32, %60)                 @optimizer         the unscaled gradient
+//   %62 = count_nonfinite(%61) : f32[]        @optimizer
+//   %70 = add(%62, %66) ...                                      every count, summed
+//   %71, %s', ... = update_loss_scaling(%70, %s, %good, %bad, %skipped)
+//   %80, ... = adamw(%master, %61, %lr, ..., %71)                skip_update = %71
+//
+// Needs the optimizer's updates (run after the optimizer pass, before completion). The counts
+// of Partial gradients are Partial, so completion adds one all-reduce of the summed count before
+// update_loss_scaling, whose found_inf_out every update reads: one decision for all ranks. The
+// states live replicated on the loss's mesh; a pipeline would need them on every stage, which is
+// not implemented (passes/distributed_programs.cc refuses float16 with pp_degree > 1).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace pdist::passes {
+
+// Named as Paddle's amp keys; defaults are Paddle's.
+struct LossScalingConfig {
+  double init_loss_scaling = 32768.0;
+  int64_t incr_every_n_steps = 1000;
+  int64_t decr_every_n_nan_or_inf = 2;
+  double incr_ratio = 2.0;
+  double decr_ratio = 0.5;
+};
+
+// The states it adds, read back by the engine for the progress line.
+inline constexpr char kLossScalingState[] = "amp.loss_scaling";
+inline constexpr char kSkippedStepsState[] = "amp.skipped_steps";
+
+struct LossScalingReport {
+  int64_t updates = 0;  // optimizer ops that now skip on overflow
+};
+
+absl::StatusOr<LossScalingReport> ApplyLossScaling(ir::Program& program, const LossScalingConfig& config);
+
+}  // namespace pdist::passes
