@@ -3,7 +3,11 @@
 //    measured tolerance (docs/mixed_precision.md records the numbers);
 //  - o2's parameters are at every step the bf16 rounding of their f32 master weights;
 //  - ZeRO 1/2/3 under bf16 o2 are bit-for-bit the dp run they shard: the reductions add the same
-//    f32 numbers, only where the slices live differs.
+//    f32 numbers, only where the slices live differs;
+//  - float16 loss scaling skips every step whose gradients overflow (forced here by a loss scale
+//    of 2^30, which sends the scaled gradients past f16's 65504 to inf), leaves the parameters
+//    untouched then, shrinks the scale by Paddle's rule until steps are clean, grows it again,
+//    and the run then learns — on one rank and on four (dp2 × mp2, where all must skip at once).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,8 +25,11 @@ using testing::RunOutcome;
 
 constexpr int64_t kSteps = 30;
 
-std::string Amp(const std::string& dtype, const std::string& level, const std::string& more = "") {
-  return absl::StrCat(R"({"amp": {"enable": true, "dtype": ")", dtype, R"(", "level": ")", level, R"("})", more, "}");
+// A strategy with amp on; `more` adds top-level keys, `amp_keys` keys of the amp section.
+std::string Amp(const std::string& dtype, const std::string& level, const std::string& more = "",
+                const std::string& amp_keys = "") {
+  return absl::StrCat(R"({"amp": {"enable": true, "dtype": ")", dtype, R"(", "level": ")", level, R"(")", amp_keys,
+                      "}", more, "}");
 }
 
 // One fixed batch, learnt by heart: the loss falls steeply, so a curve has a shape to follow.
@@ -112,6 +119,87 @@ TEST_P(MixedPrecisionZeroTest, ShardsTheMasterWeightsWithoutChangingABit) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, MixedPrecisionZeroTest, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return absl::StrCat("zero", info.param); });
+
+struct ScaledStep {
+  double loss;
+  double scale;
+  int64_t skipped;
+};
+
+std::vector<ScaledStep> TrainScaled(const std::string& degrees, int64_t steps) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.lr.base = 3e-3;
+  o.strategy_json = Amp("float16", "o2", degrees,
+                        R"(, "init_loss_scaling": 1073741824, "decr_every_n_nan_or_inf": 1, "incr_every_n_steps": 4)");
+  ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32);
+  const exec::Feeds batch = testing::RandomTokenBatch(model, 0, testing::kSmallVocab);
+  auto engine = Engine::Create(std::move(model), o);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  std::vector<ScaledStep> out;
+  if (!engine.ok()) return out;
+  for (int64_t s = 0; s < steps; ++s) {
+    absl::StatusOr<StepResult> r = (*engine)->TrainStep(batch);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || !r->loss_scale) return out;
+    out.push_back({r->loss, *r->loss_scale, r->skipped_steps});
+  }
+  return out;
+}
+
+// Paddle's update_loss_scaling with decr_every 1, incr_every 4, ratios 2 and 0.5, replayed from
+// which steps skipped: the scale each step must have.
+void ExpectPaddlesScaleRule(const std::vector<ScaledStep>& steps) {
+  double scale = 1073741824.0;
+  int64_t good = 0, skipped = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const bool overflow = steps[s].skipped > skipped;
+    skipped = steps[s].skipped;
+    if (overflow) {
+      good = 0;
+      scale = std::max(scale * 0.5, 1.0);
+    } else if (++good == 4) {
+      scale *= 2;
+      good = 0;
+    }
+    EXPECT_EQ(steps[s].scale, scale) << "step " << s;
+  }
+}
+
+class LossScalingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LossScalingTest, SkipsOverflowingStepsAndRecovers) {
+  const std::vector<ScaledStep> steps = TrainScaled(GetParam(), 40);
+  ASSERT_EQ(steps.size(), 40u);
+  // 2^30 overflows f16 at once; the first steps are all skipped and change no parameter, so the
+  // loss on the same batch stays exactly where it was.
+  int64_t first_clean = 0;
+  while (first_clean < 40 && steps[first_clean].skipped == first_clean + 1) ++first_clean;
+  std::printf("%s: %lld steps skipped before the first clean one (scale %g then); %lld skipped in all; loss %.4f -> %.4f\n",
+              GetParam().empty() ? "one rank" : GetParam().c_str(), static_cast<long long>(first_clean),
+              steps[first_clean].scale, static_cast<long long>(steps.back().skipped), steps.front().loss,
+              steps.back().loss);
+  ASSERT_GT(first_clean, 5);
+  ASSERT_LT(first_clean, 35);
+  for (int64_t s = 1; s <= first_clean; ++s) EXPECT_EQ(steps[s].loss, steps[0].loss) << "step " << s;
+  ExpectPaddlesScaleRule(steps);
+  // It grows back (clean steps double it every 4) and overflows again now and then: skipped
+  // steps after the first clean one show the scale found its ceiling.
+  EXPECT_GT(steps.back().skipped, first_clean);
+  EXPECT_LT(steps.back().loss, 0.8 * steps.front().loss) << "after recovering, the run must learn";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LossScalingTest, ::testing::Values("", R"(, "dp_degree": 2, "mp_degree": 2)"),
+                         [](const auto& info) { return info.param.empty() ? std::string("one_rank") : "dp2_mp2"; });
+
+TEST(LossScalingTest, IsRefusedUnderAPipelineNamingTheKeys) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = Amp("float16", "o2", R"(, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})");
+  auto engine = Engine::Create(testing::BuildSmallModel("gpt", ir::DataType::kFloat32), o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(std::string(engine.status().message()).find("amp.dtype float16 with amp.use_dynamic_loss_scaling and pp_degree 2"),
+            std::string::npos)
+      << engine.status();
+}
 
 }  // namespace
 }  // namespace pdist::engine

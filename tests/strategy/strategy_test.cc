@@ -56,6 +56,36 @@ TEST(StrategyTest, GradientMergeIsTheMicroBatchCountWithoutAPipeline) {
             std::string::npos);
 }
 
+TEST(StrategyTest, AmpReadsPaddlesLossScalingKeys) {
+  absl::StatusOr<Strategy> s = ParseStrategy(R"({"amp": {"enable": true, "dtype": "float16", "level": "o2",
+      "init_loss_scaling": 1024, "incr_every_n_steps": 500, "decr_every_n_nan_or_inf": 1, "incr_ratio": 4.0,
+      "decr_ratio": 0.25}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->amp.init_loss_scaling, 1024.0);
+  EXPECT_EQ(s->amp.incr_every_n_steps, 500);
+  EXPECT_EQ(s->amp.decr_every_n_nan_or_inf, 1);
+  EXPECT_EQ(s->amp.incr_ratio, 4.0);
+  EXPECT_EQ(s->amp.decr_ratio, 0.25);
+  EXPECT_TRUE(s->amp.ScalesLoss());
+  absl::StatusOr<Strategy> again = ParseStrategy(StrategyToJson(*s));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(StrategyToJson(*again), StrategyToJson(*s));
+  // bfloat16 has f32's exponent range: no loss scaling.
+  absl::StatusOr<Strategy> bf16 = ParseStrategy(R"({"amp": {"enable": true, "dtype": "bfloat16"}})");
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_FALSE(bf16->amp.ScalesLoss());
+  EXPECT_NE(ErrorOf(R"({"amp": {"decr_ratio": 1.5}})").find("'amp.decr_ratio' must be in [0, 1], got 1.5"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"decr_ratio": 0}})").find("'amp.decr_ratio' (0) in (0, 1)"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"incr_ratio": 1}})").find("'amp.incr_ratio' (1) must be > 1"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"init_loss_scaling": "big"}})").find("'amp.init_loss_scaling' must be a number"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"incr_every_n_steps": 0}})").find("'amp.incr_every_n_steps' must be in [1, "),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"use_dynamic_loss_scalin": true}})").find("'amp.use_dynamic_loss_scalin'"),
+            std::string::npos);
+}
+
 TEST(StrategyTest, ErrorsNameTheKey) {
   EXPECT_NE(ErrorOf(R"({"dp_degre": 2})").find("unknown strategy key 'dp_degre'"), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"pipeline": {"shedule_mode": "1F1B"}})").find("'pipeline.shedule_mode'"), std::string::npos);
