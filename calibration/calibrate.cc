@@ -219,7 +219,9 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
 
   // rate(f) = P·f/(f + h) from a large and a small matmul (overhead taken out): two equations.
   double half = 0;
-  for (const char* dtype : {"f32", "f64"}) {
+  // bf16 and f16 run as f32 math on upcast operands (executor/cpu/float_math.h): their rate is
+  // measured too, conversions included, so the planner prices a mixed-precision plan as it runs.
+  for (const char* dtype : {"f32", "f64", "bf16", "f16"}) {
     say(absl::StrCat("GEMM ", dtype));
     PDIST_ASSIGN_OR_RETURN(OpTiming large, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[512,512]"), 4, 5));
     PDIST_ASSIGN_OR_RETURN(OpTiming small, TimeOp(at_once, threads, "matmul", absl::StrCat(dtype, "[48,48]"), 50, 9));

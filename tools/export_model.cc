@@ -7,6 +7,8 @@
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
 #include "ir/models/mlp.h"
+#include "ir/status.h"
+#include "passes/amp.h"
 
 namespace pdist::tools {
 
@@ -22,14 +24,35 @@ void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* o) {
   flags.Double("dropout", &o->dropout, "embedding and residual dropout probability (gpt, llama)");
   flags.Int("input", &o->input, "mlp: input features");
   flags.Int("classes", &o->classes, "mlp: output classes");
-  flags.String("dtype", &o->dtype, "parameter dtype: f32 or f64");
+  flags.String("dtype", &o->dtype,
+               "f32, f64, or bf16: mixed precision o2 (bf16 parameters and matmuls; norms, softmax and the loss in "
+               "f32; training adds f32 master weights)");
 }
 
+namespace {
+
+absl::StatusOr<ir::Program> BuildInDtype(const ExportOptions& o, ir::DataType dtype);
+
+}  // namespace
+
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {
-  if (o.dtype != "f32" && o.dtype != "f64") {
-    return absl::InvalidArgumentError(absl::StrCat("flag --dtype: '", o.dtype, "' is not f32 or f64"));
+  if (o.dtype == "bf16") {
+    // The f32 model through the amp pass: what a strategy's amp {bfloat16, o2} trains.
+    PDIST_ASSIGN_OR_RETURN(ir::Program program, BuildInDtype(o, ir::DataType::kFloat32));
+    PDIST_RETURN_IF_ERROR(passes::ApplyAmp(program, ir::DataType::kBFloat16, passes::AmpLevel::kO2).status());
+    return program;
   }
-  const ir::DataType dtype = o.dtype == "f64" ? ir::DataType::kFloat64 : ir::DataType::kFloat32;
+  if (o.dtype != "f32" && o.dtype != "f64") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag --dtype: '", o.dtype, "' is not f32, f64 or bf16 (for float16, export f32 and train with the strategy's "
+        "amp {\"dtype\": \"float16\"}, which adds the loss scaling float16 needs)"));
+  }
+  return BuildInDtype(o, o.dtype == "f64" ? ir::DataType::kFloat64 : ir::DataType::kFloat32);
+}
+
+namespace {
+
+absl::StatusOr<ir::Program> BuildInDtype(const ExportOptions& o, ir::DataType dtype) {
   if (o.model == "gpt") {
     return ir::models::BuildGpt({.vocab = o.vocab, .hidden = o.hidden, .layers = o.layers, .heads = o.heads,
                                  .ffn_hidden = o.ffn, .seq_len = o.seq, .batch = o.batch,
@@ -50,5 +73,7 @@ absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown model '", o.model, "'; expected gpt, llama or mlp"));
 }
+
+}  // namespace
 
 }  // namespace pdist::tools

@@ -20,13 +20,14 @@ TEST(CalibrateTest, MeasuresEveryRateOfTwoRanks) {
   absl::StatusOr<strategy::Cluster> c = CalibrateCpu(2, [&](const std::string& s) { steps.push_back(s); });
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->num_devices(), 2);
-  EXPECT_EQ(steps.size(), c->shared_cores >= 2 ? 6u : 7u);  // one core: the time-slicing step too
+  EXPECT_EQ(steps.size(), c->shared_cores >= 2 ? 8u : 9u);  // one core: the time-slicing step too
   // Only op types of the reference step get a scale.
   for (const auto& [op, scale] : c->device.efficiency.op_scale) {
     EXPECT_TRUE(ir::OpRegistry::Global().Find(op) != nullptr) << op;
   }
   for (double v : {c->device.memory, c->device.memory_bandwidth, c->device.peak_flops.at("f32"),
-                   c->device.peak_flops.at("f64"), c->device.efficiency.op_overhead}) {
+                   c->device.peak_flops.at("f64"), c->device.peak_flops.at("bf16"), c->device.peak_flops.at("f16"),
+                   c->device.efficiency.op_overhead}) {
     EXPECT_TRUE(std::isfinite(v) && v > 0) << v;
   }
   absl::StatusOr<strategy::Cluster> back = strategy::ParseCluster(strategy::ClusterToJson(*c));

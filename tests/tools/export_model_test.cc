@@ -53,6 +53,22 @@ TEST(ExportModelTest, LlamaAndMlp) {
   EXPECT_EQ(mlp->FindArgument("mlp.head.weight")->type().shape, (ir::Shape{7, 2}));
 }
 
+// --dtype bf16 is the f32 model through amp o2: bf16 parameters and matmuls, the norms' scales
+// and the loss in f32 (a model pdist-train trains, with f32 master weights).
+TEST(ExportModelTest, Bfloat16IsMixedPrecisionOTwo) {
+  absl::StatusOr<ir::Program> gpt = Export({"gpt", "--dtype", "bf16"});
+  ASSERT_TRUE(gpt.ok()) << gpt.status();
+  EXPECT_EQ(gpt->FindArgument("gpt.h.0.mlp.up.weight")->type().dtype, ir::DataType::kBFloat16);
+  EXPECT_EQ(gpt->FindArgument("gpt.h.0.ln_1.weight")->type().dtype, ir::DataType::kFloat32);
+  EXPECT_EQ(gpt->loss()->type().dtype, ir::DataType::kFloat32);
+  int64_t bf16_matmuls = 0;
+  for (const auto& op : gpt->block().ops()) {
+    if (op->type() == "matmul") bf16_matmuls += op->result(0)->type().dtype == ir::DataType::kBFloat16;
+    if (op->type() == "layer_norm") EXPECT_EQ(op->operand(0)->type().dtype, ir::DataType::kFloat32);
+  }
+  EXPECT_GT(bf16_matmuls, 4);
+}
+
 TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
   auto error = [](std::vector<const char*> args) {
     absl::StatusOr<ir::Program> p = Export(std::move(args));
@@ -60,7 +76,7 @@ TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
     return std::string(p.status().message());
   };
   EXPECT_THAT(error({"gpt", "--heads", "5"}), HasSubstr("GptConfig.hidden (64) must be divisible by GptConfig.heads (5)"));
-  EXPECT_THAT(error({"gpt", "--dtype", "bf16"}), HasSubstr("flag --dtype: 'bf16' is not f32 or f64"));
+  EXPECT_THAT(error({"gpt", "--dtype", "f16"}), HasSubstr("flag --dtype: 'f16' is not f32, f64 or bf16"));
   EXPECT_THAT(error({"bert"}), HasSubstr("unknown model 'bert'; expected gpt, llama or mlp"));
   EXPECT_THAT(error({"gpt", "--layer", "2"}), HasSubstr("--layer"));
   EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
