@@ -80,17 +80,21 @@ absl::StatusOr<LossScalingReport> ApplyLossScaling(ir::Program& program, const L
   b.set_result_role(ir::ValueRole::kActivation);
   PDIST_ASSIGN_OR_RETURN(Value * one, b.Op1("full", {}, {{"shape", scalar.shape}, {"value", 1.0}, {"dtype", DataType::kFloat32}}));
   PDIST_ASSIGN_OR_RETURN(Value * inverse, b.Op1("divide", {one, scale}));
-  std::map<DataType, Value*> inverse_as;  // 1 / scale in each gradient dtype
+  std::map<DataType, Value*> inverse_as;  // 1 / scale in f32, and in f64 for f64 gradients
   inverse_as[DataType::kFloat32] = inverse;
   Value* total = nullptr;
   std::vector<Value*> unscaled;
   for (Operation* update : updates) {
     Value* grad = update->operand(static_cast<size_t>(GradientOperand(*update)));
-    Value*& inv = inverse_as[grad->type().dtype];
+    Value*& inv = inverse_as[grad->type().dtype == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32];
     if (inv == nullptr) {
-      PDIST_ASSIGN_OR_RETURN(inv, b.Op1("cast", {inverse}, {{"dtype", grad->type().dtype}}));
+      PDIST_ASSIGN_OR_RETURN(inv, b.Op1("cast", {inverse}, {{"dtype", DataType::kFloat64}}));
     }
     b.set_result_role(ir::ValueRole::kGradient);
+    if (grad->type().dtype == DataType::kFloat16 || grad->type().dtype == DataType::kBFloat16) {
+      // Unscaled in f32: a small f16 gradient divided by the scale would flush to zero in f16.
+      PDIST_ASSIGN_OR_RETURN(grad, b.Op1("cast", {grad}, {{"dtype", DataType::kFloat32}}));
+    }
     PDIST_ASSIGN_OR_RETURN(Value * g, b.Op1("multiply", {grad, inv}));
     b.set_result_role(ir::ValueRole::kActivation);
     PDIST_ASSIGN_OR_RETURN(Value * count, b.Op1("count_nonfinite", {g}));

@@ -7,13 +7,16 @@
 //   %20 = reshape(%s) {shape = []} : f32[] @backward           was: full() {value = 1.0}
 //   ...                                                          (the backward, scaled)
 //   %60 = divide(%one, %s)                    @optimizer         1 / scale
-//   %61 = multiply(%g32, %60)                 @optimizer         the unscaled gradient
+//   %61 = multiply(cast(%g, f32), %60)        @optimizer         the unscaled gradient, in f32
 //   %62 = count_nonfinite(%61) : f32[]        @optimizer
 //   %70 = add(%62, %66) ...                                      every count, summed
 //   %71, %s', ... = update_loss_scaling(%70, %s, %good, %bad, %skipped)
 //   %80, ... = adamw(%master, %61, %lr, ..., %71)                skip_update = %71
 //
-// Needs the optimizer's updates (run after the optimizer pass, before completion). The counts
+// Needs the optimizer's updates (run after the optimizer pass, before completion). Every
+// unscaled gradient exists before the first update: with f16 gradients that is an f32 copy of all
+// of them at once, as Megatron-LM's f32 main-grad buffers are (the planner does not count these
+// copies yet). The counts
 // of Partial gradients are Partial, so completion adds one all-reduce of the summed count before
 // update_loss_scaling, whose found_inf_out every update reads: one decision for all ranks. The
 // states live replicated on the loss's mesh; a pipeline would need them on every stage, which is

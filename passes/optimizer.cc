@@ -44,13 +44,12 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   ir::Value* lr = program.FindArgument(kLearningRateFeed);
   if (lr == nullptr) lr = b.Data(kLearningRateFeed, {{}, lr_dtype});
 
-  // Mixed precision: a low-precision parameter is updated as an f32 master weight with its
-  // gradient in f32, and becomes the master rounded (Micikevicius et al., 2018; Paddle's
-  // multi_precision). Every gradient is ready before the first update, so a pass that reads all
-  // of them first (loss scaling's overflow check) can go between.
+  // Mixed precision: a low-precision parameter is updated as an f32 master weight, reading its
+  // low-precision gradient (the update ops accept one for an f32 param), and becomes the master
+  // rounded (Micikevicius et al., 2018; Paddle's multi_precision).
   struct Target {
     ir::Value* param;      // the parameter, or its master weight
-    ir::Value* grad;       // in the update's dtype
+    ir::Value* grad;
     ir::Value* low_param;  // the low-precision parameter the master rounds to, or null
   };
   std::vector<Target> targets;
@@ -61,10 +60,7 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
     }
     const std::string& name = pg.state->name();
     ir::Value* master = b.State(name + ".master", {pg.state->type().shape, ir::DataType::kFloat32}, absl::StrCat("cast_of(", name, ")"));
-    b.set_result_role(ir::ValueRole::kGradient);
-    PDIST_ASSIGN_OR_RETURN(ir::Value * grad, b.Op1("cast", {pg.new_value}, {{"dtype", ir::DataType::kFloat32}}));
-    b.set_result_role(ir::ValueRole::kActivation);
-    targets.push_back({master, grad, pg.state});
+    targets.push_back({master, pg.new_value, pg.state});
   }
   for (const auto& [param, grad, low_param] : targets) {
     const std::string& name = low_param != nullptr ? low_param->name() : param->name();

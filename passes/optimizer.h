@@ -41,6 +41,15 @@ inline constexpr char kLearningRateFeed[] = "learning_rate";
 // Needs program.gradients() (run AppendBackward first). Creates the optimizer states as
 // arguments named "<param>.moment1", "<param>.moment2", "<param>.beta1_pow", "<param>.beta2_pow",
 // "<param>.velocity", and `update` bindings for the parameter and each state.
+//
+// A bf16/f16 parameter (mixed precision, passes/amp.h) is updated through an f32 master weight
+// "<param>.master" (initialised cast_of(<param>)): the update op reads the master, the
+// low-precision gradient and f32 states, and the parameter's new value is the master rounded:
+//   %m = state "w.master" : f32[64,64] {init = "cast_of(w)"}
+//   %9, ... = adamw(%m, %w_grad_bf16, %lr, ...)  ;  %14 = cast(%9) {dtype = bf16}
+//   update %w <- %14 ; update %m <- %9 ; ...
+// Every gradient is ready before the first update, so a pass that must read all of them first
+// (passes/loss_scaling.h) can go between.
 absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config);
 
 }  // namespace pdist::passes

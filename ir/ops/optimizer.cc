@@ -38,16 +38,24 @@ absl::Status ExpectSkipUpdate(const InputTypes& in, size_t index) {
   return index < in.size() && in[index] != nullptr ? ExpectScalar(in, index, "skip_update") : absl::OkStatus();
 }
 
-// The parameter at `param` is floating point, and each of `same` has exactly its type.
-absl::Status ExpectLikeParam(const InputTypes& in, size_t param, std::initializer_list<size_t> same) {
+// The parameter at `param` is floating point, and each of `same` has exactly its type. The
+// gradient at `grad` has the parameter's type too, or its shape in bf16/f16 when the parameter is
+// an f32 master weight (mixed precision: the kernel reads the low-precision gradient as f32, so
+// no f32 copy of every gradient is made; Paddle's multi_precision kernels do the same).
+absl::Status ExpectLikeParam(const InputTypes& in, size_t param, size_t grad, std::initializer_list<size_t> same) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, param, "param"));
   for (size_t i : same) PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, param, i));
-  return absl::OkStatus();
+  const DataType g = in[grad]->dtype;
+  if ((g == DataType::kBFloat16 || g == DataType::kFloat16) && in[param]->dtype == DataType::kFloat32 &&
+      in[grad]->shape == in[param]->shape) {
+    return absl::OkStatus();
+  }
+  return ops::ExpectSameType(in, param, grad);
 }
 
 // (param, learning_rate, grad) → param_out.
 absl::StatusOr<std::vector<TensorType>> SgdMeta(const InputTypes& in, const AttributeMap&) {
-  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {2}));
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, /*grad=*/2, {}));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 1, "learning_rate"));
   PDIST_RETURN_IF_ERROR(ExpectSkipUpdate(in, 3));
   return std::vector<TensorType>{*in[0]};
@@ -55,7 +63,7 @@ absl::StatusOr<std::vector<TensorType>> SgdMeta(const InputTypes& in, const Attr
 
 // (param, grad, velocity, learning_rate) → param_out, velocity_out.
 absl::StatusOr<std::vector<TensorType>> MomentumMeta(const InputTypes& in, const AttributeMap&) {
-  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {1, 2}));
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, /*grad=*/1, {2}));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 3, "learning_rate"));
   PDIST_RETURN_IF_ERROR(ExpectSkipUpdate(in, 4));
   return std::vector<TensorType>{*in[0], *in[2]};
@@ -64,7 +72,7 @@ absl::StatusOr<std::vector<TensorType>> MomentumMeta(const InputTypes& in, const
 // (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow)
 //   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
 absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const AttributeMap&) {
-  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, {1, 3, 4}));
+  PDIST_RETURN_IF_ERROR(ExpectLikeParam(in, 0, /*grad=*/1, {3, 4}));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 2, "learning_rate"));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 5, "beta1_pow"));
   PDIST_RETURN_IF_ERROR(ExpectScalar(in, 6, "beta2_pow"));
