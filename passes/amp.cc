@@ -82,8 +82,12 @@ class AmpRewriter {
     }
   }
 
-  // The dtype `op`'s float operands must have, or nullopt to leave them as they are.
+  // The dtype `op`'s float operands must have, or nullopt to leave them as they are. The op
+  // that makes the loss runs in f32 whatever its type (the micro-batch pass's `scale` of the
+  // loss, say): the loss is reported, and it seeds the backward, where a float16 loss scale
+  // would not even be representable.
   std::optional<DataType> OperandDtype(const Operation& op) const {
+    const bool makes_loss = program_.loss() != nullptr && program_.loss()->producer() == &op;
     bool any_low = false;
     bool any_f32 = false;
     for (const Value* x : op.operands()) {
@@ -92,7 +96,7 @@ class AmpRewriter {
       any_f32 = any_f32 || x->type().dtype == DataType::kFloat32;
     }
     if (!any_low && !any_f32) return std::nullopt;
-    if (RunsInFloat32(op.type())) return DataType::kFloat32;
+    if (RunsInFloat32(op.type()) || makes_loss) return DataType::kFloat32;
     if (RunsInLowPrecision(op.type()) || level_ == AmpLevel::kO2) return low_;
     if (any_low && any_f32) return DataType::kFloat32;  // o1 promotes a mixed op
     return std::nullopt;

@@ -44,12 +44,6 @@ absl::Status CheckExecutable(const strategy::Strategy& s) {
         ": sharding over part of the data-parallel axis is not implemented; leave sharding.degree out to shard over all ",
         s.dp_degree, " data-parallel ranks"));
   }
-  if (s.amp.ScalesLoss() && s.pp_degree > 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "amp.dtype float16 with amp.use_dynamic_loss_scaling and pp_degree ", s.pp_degree,
-        ": dynamic loss scaling under a pipeline is not implemented (the scale would have to live on every stage); "
-        "use amp.dtype bfloat16, which needs no loss scaling"));
-  }
   return absl::OkStatus();
 }
 

@@ -82,10 +82,17 @@ absl::StatusOr<LossScalingReport> ApplyLossScaling(ir::Program& program, const L
   PDIST_ASSIGN_OR_RETURN(Value * inverse, b.Op1("divide", {one, scale}));
   std::map<DataType, Value*> inverse_as;  // 1 / scale in f32, and in f64 for f64 gradients
   inverse_as[DataType::kFloat32] = inverse;
-  Value* total = nullptr;
+  // Counts are summed per parameter mesh first (a pipeline stage's, from annotate-strategy),
+  // then across meshes: each stage sends one partial sum to the stage that holds the scale, not
+  // one count per parameter.
+  std::map<const Value*, const Value*> param_of;  // gradient → its parameter
+  for (const ir::StateUpdate& g : program.gradients()) param_of[g.new_value] = g.state;
+  std::map<std::string, Value*> mesh_total;
   std::vector<Value*> unscaled;
   for (Operation* update : updates) {
     Value* grad = update->operand(static_cast<size_t>(GradientOperand(*update)));
+    const Value* param = param_of.count(grad) ? param_of[grad] : nullptr;
+    const std::string mesh = param != nullptr && param->dist_attr() ? param->dist_attr()->mesh.ToString() : "";
     Value*& inv = inverse_as[grad->type().dtype == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32];
     if (inv == nullptr) {
       PDIST_ASSIGN_OR_RETURN(inv, b.Op1("cast", {inverse}, {{"dtype", DataType::kFloat64}}));
@@ -98,12 +105,22 @@ absl::StatusOr<LossScalingReport> ApplyLossScaling(ir::Program& program, const L
     PDIST_ASSIGN_OR_RETURN(Value * g, b.Op1("multiply", {grad, inv}));
     b.set_result_role(ir::ValueRole::kActivation);
     PDIST_ASSIGN_OR_RETURN(Value * count, b.Op1("count_nonfinite", {g}));
+    Value*& total = mesh_total[mesh];
     if (total == nullptr) {
       total = count;
     } else {
       PDIST_ASSIGN_OR_RETURN(total, b.Op1("add", {total, count}));
     }
     unscaled.push_back(g);
+  }
+  b.SetOpRoleAndChunkFrom(*updates.front());
+  Value* total = nullptr;
+  for (const auto& [_, sum] : mesh_total) {
+    if (total == nullptr) {
+      total = sum;
+    } else {
+      PDIST_ASSIGN_OR_RETURN(total, b.Op1("add", {total, sum}));
+    }
   }
   PDIST_ASSIGN_OR_RETURN(std::vector<Value*> next,
                          b.Create("update_loss_scaling", {total, scale, good, bad, skipped},

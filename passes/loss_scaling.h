@@ -18,9 +18,10 @@
 // of them at once, as Megatron-LM's f32 main-grad buffers are (the planner does not count these
 // copies yet). The counts
 // of Partial gradients are Partial, so completion adds one all-reduce of the summed count before
-// update_loss_scaling, whose found_inf_out every update reads: one decision for all ranks. The
-// states live replicated on the loss's mesh; a pipeline would need them on every stage, which is
-// not implemented (passes/distributed_programs.cc refuses float16 with pp_degree > 1).
+// update_loss_scaling, whose found_inf_out every update reads: one decision for all ranks.
+// Under a pipeline the counts are summed per model chunk, so each stage sends one sum to the
+// stage whose mesh holds the states (the first update's), which sends the decision back and the
+// scale to the stage of the loss: completion inserts these sends like any cross-mesh reshard.
 #pragma once
 
 #include <cstdint>
