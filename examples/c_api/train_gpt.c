@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/c_api.h"
+#include <pdist/c_api.h>
 
 static int print_step(int64_t step, double loss, double seconds, void* user_data) {
   (void)user_data;
