@@ -1,0 +1,55 @@
+"""Programs: pdist.load(path), program.save(path), str(program), and Paddle's
+pdist.shard_tensor(program, name, mesh, placements)."""
+import ctypes
+
+from . import _native
+from .placements import Placement, ProcessMesh
+
+
+class Program:
+    """A pdist program (model.pb or textual IR), owned by the library."""
+
+    def __init__(self, handle):
+        self._handle = ctypes.c_void_p(handle)
+
+    @classmethod
+    def load(cls, path):
+        handle = ctypes.c_void_p()
+        _native.check(_native.lib.pdist_program_load(_native.encode(str(path)), ctypes.byref(handle)), f"load {path}")
+        return cls(handle.value)
+
+    def save(self, path):
+        """Writes model.pb, placements and annotation marks included."""
+        _native.check(_native.lib.pdist_program_save(self._handle, _native.encode(str(path))), f"save {path}")
+
+    def __str__(self):
+        text = _native.lib.pdist_program_print(self._handle)
+        if text is None:
+            _native.check(1, "print")
+        return text.decode("utf-8")
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and self._handle.value:
+            _native.lib.pdist_program_destroy(self._handle)
+            self._handle = None
+
+
+def load(path):
+    return Program.load(path)
+
+
+def shard_tensor(program, name, mesh, placements):
+    """Places tensor `name` (a parameter or data input's name, or "%12") on `mesh` with one
+    placement per mesh dim, as Paddle's shard_tensor; completion derives every other tensor's."""
+    if not isinstance(mesh, ProcessMesh):
+        raise TypeError(f"shard_tensor: mesh must be a pdist.ProcessMesh, got {type(mesh).__name__}")
+    placements = list(placements)
+    if len(placements) != mesh.ndim or not all(isinstance(p, Placement) for p in placements):
+        raise ValueError(f"shard_tensor: one pdist.Shard/Replicate/Partial per mesh dim ({mesh.ndim}), got {placements}")
+    shape = (ctypes.c_int64 * mesh.ndim)(*mesh.shape)
+    names = (ctypes.c_char_p * mesh.ndim)(*[_native.encode(n) for n in mesh.dim_names])
+    text = ",".join(str(p) for p in placements)
+    _native.check(_native.lib.pdist_program_shard_tensor(program._handle, _native.encode(name), shape, mesh.ndim, names,
+                                                         _native.encode(text)),
+                  f"shard_tensor {name}")
+    return program

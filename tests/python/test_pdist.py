@@ -1,0 +1,127 @@
+"""The Python package over libpdist.so: programs, placements, the engine, errors.
+
+Run by ctest (python.pdist) with Debian's python3; the environment names the library
+(PDIST_LIBRARY), pdist-export (PDIST_EXPORT) and a text file to train on (PDIST_DATA)."""
+import os
+import subprocess
+import tempfile
+import unittest
+
+import pdist
+
+DATA = os.environ["PDIST_DATA"]
+
+
+def export_gpt(directory):
+    path = os.path.join(directory, "gpt.pb")
+    subprocess.run([os.environ["PDIST_EXPORT"], "gpt", "--layers", "2", "--hidden", "32", "--heads", "2", "--vocab",
+                    "256", "--seq", "16", "--batch", "4", "-o", path], check=True, capture_output=True)
+    return path
+
+
+class ProgramTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.model = export_gpt(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_load_save_and_print_round_trip(self):
+        program = pdist.load(self.model)
+        text = str(program)
+        self.assertIn('param "gpt.h.1.mlp.up.weight" : f32[32,128]', text)
+        copy = os.path.join(self.tmp.name, "copy.pb")
+        program.save(copy)
+        self.assertEqual(str(pdist.load(copy)), text)
+
+    def test_shard_tensor_annotates_with_paddles_placements(self):
+        program = pdist.load(self.model)
+        mesh = pdist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
+        pdist.shard_tensor(program, "gpt.h.0.mlp.up.weight", mesh, [pdist.Replicate(), pdist.Shard(1)])
+        line = next(l for l in str(program).splitlines() if '"gpt.h.0.mlp.up.weight"' in l)
+        self.assertIn("dist! {mesh: [2,2] [dp,mp], dims_mapping: [-1,1]}", line)
+
+    def test_bad_annotations_raise_naming_the_value(self):
+        program = pdist.load(self.model)
+        mesh = pdist.ProcessMesh(shape=[2], dim_names=["dp"])
+        with self.assertRaisesRegex(pdist.NotFoundError, "tensor 'no_such_tensor' is neither a block argument"):
+            pdist.shard_tensor(program, "no_such_tensor", mesh, [pdist.Shard(0)])
+        with self.assertRaisesRegex(ValueError, "one pdist.Shard/Replicate/Partial per mesh dim"):
+            pdist.shard_tensor(program, "gpt.wte", mesh, [pdist.Shard(0), pdist.Shard(1)])
+        with self.assertRaisesRegex(ValueError, "row-major"):
+            pdist.ProcessMesh([[1, 0]])
+        with self.assertRaisesRegex(ValueError, "reduce_type"):
+            pdist.Partial("min")
+        # A failed call leaves the program as it was.
+        self.assertEqual(str(program), str(pdist.load(self.model)))
+
+    def test_missing_file_is_a_file_not_found_error(self):
+        with self.assertRaises(FileNotFoundError) as caught:
+            pdist.load(os.path.join(self.tmp.name, "absent.pb"))
+        self.assertIsInstance(caught.exception, pdist.PdistError)
+        self.assertIn("absent.pb", str(caught.exception))
+
+
+class EngineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.model = export_gpt(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_four_ranks_train_as_one(self):
+        one = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=4)
+        four = pdist.Engine(pdist.load(self.model), strategy={"dp_degree": 2, "mp_degree": 2},
+                            learning_rate=3e-3).fit(DATA, steps=4)
+        self.assertEqual(len(four), 4)
+        for a, b in zip(four, one):
+            self.assertAlmostEqual(a, b, delta=1e-5 * b)
+        self.assertLess(one[-1], one[0])
+
+    def test_checkpoint_resumes_the_same_run(self):
+        whole = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=5)
+        first = pdist.Engine(self.model, learning_rate=3e-3)
+        first.fit(DATA, steps=3)
+        ckpt = os.path.join(self.tmp.name, "ckpt")
+        first.save(ckpt)
+        resumed = pdist.Engine(self.model, learning_rate=3e-3)
+        resumed.load(ckpt)
+        self.assertEqual(resumed.step, 3)
+        rest = resumed.fit(DATA, steps=2)
+        for a, b in zip(rest, whole[3:]):
+            self.assertAlmostEqual(a, b, delta=1e-6 * b)
+        self.assertGreater(resumed.evaluate(DATA, steps=2), 0)
+
+    def test_callbacks_stop_fit_and_their_errors_propagate(self):
+        engine = pdist.Engine(self.model)
+        losses = engine.fit(DATA, steps=10, callbacks=[lambda step, loss, seconds: step == 1])
+        self.assertEqual(len(losses), 2)
+
+        def broken(step, loss, seconds):
+            raise KeyError("from the callback")
+
+        with self.assertRaisesRegex(KeyError, "from the callback"):
+            engine.fit(DATA, steps=3, callbacks=[broken])
+
+    def test_bad_input_raises_with_the_librarys_message(self):
+        with self.assertRaisesRegex(ValueError, "unknown strategy key 'dp_degre'"):
+            pdist.Engine(self.model, strategy={"dp_degre": 2})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "optimizer"):
+            pdist.Engine(self.model, optimizer="lion")
+        engine = pdist.Engine(self.model)
+        with self.assertRaises(FileNotFoundError):
+            engine.fit(os.path.join(self.tmp.name, "absent.txt"), steps=1)
+        with self.assertRaisesRegex(TypeError, "token file path"):
+            engine.fit([[1, 2, 3]], steps=1)
+        with self.assertRaisesRegex(ValueError, "data_format"):
+            engine.fit(DATA, steps=1, data_format="utf8")
+
+
+if __name__ == "__main__":
+    unittest.main()
