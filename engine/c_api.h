@@ -97,6 +97,10 @@ typedef struct pdist_program pdist_program;
 
 /* model.pb or the textual IR (told apart by content); the program is verified. */
 pdist_status pdist_program_load(const char* path, pdist_program** program);
+/* A built-in model's forward program: `model` "gpt", "llama" or "mlp"; `options` NULL or
+ * comma-separated key=value pairs named as pdist-export's flags ("layers=4,hidden=128,heads=4,
+ * vocab=256,seq=64,batch=16,tied=true,dropout=0.1,dtype=bf16"); unknown keys are errors. */
+pdist_status pdist_program_build(const char* model, const char* options, pdist_program** program);
 /* Sets the DistAttr of one tensor and marks it annotated. `tensor_name` is a block argument's
  * name ("wte") or a value as printed ("%12"). The mesh has `mesh_ndim` dims of `mesh_shape`,
  * process ids 0..n-1, and names `dim_names` (NULL: d0, d1, ...). `placements` has one entry per

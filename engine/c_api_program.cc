@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/c_api.h"
 #include "engine/c_api_internal.h"
+#include "engine/model_program.h"
 #include "ir/dist/shard_tensor.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
@@ -63,6 +64,20 @@ pdist_status pdist_program_load(const char* path, pdist_program** program) {
   absl::StatusOr<pdist::ir::Program> loaded = pdist::ir::LoadProgramAuto(path);
   if (!loaded.ok()) return ToCode(loaded.status());
   *program = new pdist_program{*std::move(loaded), ""};
+  return ToCode(absl::OkStatus());
+}
+
+pdist_status pdist_program_build(const char* model, const char* options, pdist_program** program) {
+  if (program == nullptr) return Fail("program output pointer is NULL");
+  *program = nullptr;
+  if (model == nullptr) return Fail("model is NULL");
+  pdist::ir::models::ModelOptions parsed{.model = model};
+  if (options != nullptr) {
+    if (absl::Status s = pdist::ir::models::SetModelOptions(parsed, options); !s.ok()) return ToCode(s);
+  }
+  absl::StatusOr<pdist::ir::Program> built = pdist::engine::BuildModelProgram(parsed);
+  if (!built.ok()) return ToCode(pdist::WithContext(built.status(), absl::StrCat("model '", model, "'")));
+  *program = new pdist_program{*std::move(built), ""};
   return ToCode(absl::OkStatus());
 }
 

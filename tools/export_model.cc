@@ -1,14 +1,8 @@
-// pdist-export's flags → GptConfig / LlamaConfig / MlpConfig → Program.
+// pdist-export's flags → ir::models::ModelOptions → Program.
 #include "tools/export_model.h"
 
-#include <vector>
-
-#include "absl/strings/str_cat.h"
-#include "ir/models/gpt.h"
-#include "ir/models/llama.h"
-#include "ir/models/mlp.h"
+#include "engine/model_program.h"
 #include "ir/status.h"
-#include "passes/amp.h"
 
 namespace pdist::tools {
 
@@ -29,51 +23,10 @@ void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* o) {
                "f32; training adds f32 master weights)");
 }
 
-namespace {
-
-absl::StatusOr<ir::Program> BuildInDtype(const ExportOptions& o, ir::DataType dtype);
-
-}  // namespace
-
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {
-  if (o.dtype == "bf16") {
-    // The f32 model through the amp pass: what a strategy's amp {bfloat16, o2} trains.
-    PDIST_ASSIGN_OR_RETURN(ir::Program program, BuildInDtype(o, ir::DataType::kFloat32));
-    PDIST_RETURN_IF_ERROR(passes::ApplyAmp(program, ir::DataType::kBFloat16, passes::AmpLevel::kO2).status());
-    return program;
-  }
-  if (o.dtype != "f32" && o.dtype != "f64") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flag --dtype: '", o.dtype, "' is not f32, f64 or bf16 (for float16, export f32 and train with the strategy's "
-        "amp {\"dtype\": \"float16\"}, which adds the loss scaling float16 needs)"));
-  }
-  return BuildInDtype(o, o.dtype == "f64" ? ir::DataType::kFloat64 : ir::DataType::kFloat32);
+  absl::StatusOr<ir::Program> program = engine::BuildModelProgram(o);
+  if (!engine::IsModelDtype(o.dtype)) return WithContext(program.status(), "flag --dtype");
+  return program;
 }
-
-namespace {
-
-absl::StatusOr<ir::Program> BuildInDtype(const ExportOptions& o, ir::DataType dtype) {
-  if (o.model == "gpt") {
-    return ir::models::BuildGpt({.vocab = o.vocab, .hidden = o.hidden, .layers = o.layers, .heads = o.heads,
-                                 .ffn_hidden = o.ffn, .seq_len = o.seq, .batch = o.batch,
-                                 .tied_embeddings = o.tied, .dtype = dtype, .dropout = o.dropout});
-  }
-  if (o.model == "llama") {
-    return ir::models::BuildLlama({.vocab = o.vocab, .hidden = o.hidden, .layers = o.layers, .heads = o.heads,
-                                   .ffn_hidden = o.ffn, .seq_len = o.seq, .batch = o.batch,
-                                   .tied_embeddings = o.tied, .dtype = dtype, .dropout = o.dropout});
-  }
-  if (o.model == "mlp") {
-    if (o.layers < 0) return absl::InvalidArgumentError(absl::StrCat("flag --layers must be >= 0 for mlp, got ", o.layers));
-    return ir::models::BuildMlp({.input = o.input,
-                                 .hidden = std::vector<int64_t>(static_cast<size_t>(o.layers), o.hidden),
-                                 .classes = o.classes,
-                                 .batch = o.batch,
-                                 .dtype = dtype});
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown model '", o.model, "'; expected gpt, llama or mlp"));
-}
-
-}  // namespace
 
 }  // namespace pdist::tools

@@ -1,7 +1,7 @@
 """pdist from Python: programs, placements and the training engine, over libpdist.so's C API.
 
     import pdist
-    program = pdist.load("gpt.pb")
+    program = pdist.load("gpt.pb")            # or pdist.models.gpt(layers=2, hidden=64, heads=4)
     mesh = pdist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
     pdist.shard_tensor(program, "gpt.h.0.mlp.up.weight", mesh, [pdist.Replicate(), pdist.Shard(1)])
     engine = pdist.Engine(program, strategy={"dp_degree": 2, "mp_degree": 2}, learning_rate=3e-3)
@@ -14,11 +14,12 @@ InvalidArgumentError is also a ValueError, NotFoundError a FileNotFoundError).
 """
 from ._native import (FailedPreconditionError, InvalidArgumentError, NotFoundError, PdistError, UnimplementedError,
                       lib as _lib)
+from . import models
 from .engine import Engine
 from .placements import Partial, ProcessMesh, Replicate, Shard
 from .program import Program, load, shard_tensor
 
 __version__ = _lib.pdist_version().decode()
 
-__all__ = ["Engine", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError", "Partial", "PdistError",
+__all__ = ["Engine", "models", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError", "Partial", "PdistError",
            "ProcessMesh", "Program", "Replicate", "Shard", "UnimplementedError", "load", "shard_tensor"]

@@ -65,6 +65,30 @@ class ProgramTest(unittest.TestCase):
         self.assertIn("absent.pb", str(caught.exception))
 
 
+class ModelsTest(unittest.TestCase):
+    def test_builders_match_pdist_export(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            exported = pdist.load(export_gpt(tmp))
+        built = pdist.models.gpt(layers=2, hidden=32, heads=2, vocab=256, seq=16, batch=4)
+        self.assertEqual(str(built), str(exported))
+        self.assertIn('param "llama.h.0.mlp.gate.weight"', str(pdist.models.llama(layers=1, hidden=32, heads=2)))
+        self.assertIn('param "mlp.head.weight" : f32[8,3]', str(pdist.models.mlp(input=5, layers=1, hidden=8, classes=3)))
+
+    def test_bf16_is_the_mixed_precision_program_and_trains(self):
+        program = pdist.models.gpt(layers=1, hidden=32, heads=2, vocab=256, seq=16, batch=4, tied=True, dtype="bf16")
+        self.assertIn('param "gpt.wte" : bf16[256,32]', str(program))
+        losses = pdist.Engine(program, learning_rate=3e-3).fit(DATA, steps=3)
+        self.assertLess(losses[-1], losses[0])
+
+    def test_bad_options_raise_naming_them(self):
+        with self.assertRaisesRegex(ValueError, "unknown model option 'hiden'"):
+            pdist.models.gpt(hiden=32)
+        with self.assertRaisesRegex(ValueError, "GptConfig.hidden \\(30\\) must be divisible by GptConfig.heads \\(4\\)"):
+            pdist.models.gpt(hidden=30, heads=4)
+        with self.assertRaisesRegex(ValueError, "dtype 'f16' is not f32, f64 or bf16"):
+            pdist.models.gpt(dtype="f16")
+
+
 class EngineTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -76,11 +76,11 @@ TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
     return std::string(p.status().message());
   };
   EXPECT_THAT(error({"gpt", "--heads", "5"}), HasSubstr("GptConfig.hidden (64) must be divisible by GptConfig.heads (5)"));
-  EXPECT_THAT(error({"gpt", "--dtype", "f16"}), HasSubstr("flag --dtype: 'f16' is not f32, f64 or bf16"));
+  EXPECT_THAT(error({"gpt", "--dtype", "f16"}), HasSubstr("flag --dtype: dtype 'f16' is not f32, f64 or bf16"));
   EXPECT_THAT(error({"bert"}), HasSubstr("unknown model 'bert'; expected gpt, llama or mlp"));
   EXPECT_THAT(error({"gpt", "--layer", "2"}), HasSubstr("--layer"));
   EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
-  EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("--layers must be >= 0"));
+  EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("layers must be >= 0"));
   EXPECT_THAT(error({"llama", "--seq", "0"}), HasSubstr("LlamaConfig.seq_len must be in [1, 16777216], got 0"));
 }
 
