@@ -25,7 +25,9 @@ def main(data_path, steps=30):
         pdist.shard_tensor(program, f"gpt.h.{layer}.mlp.up.weight", mesh, [pdist.Replicate(), pdist.Shard(1)])
 
     # 3. Fit: four ranks as threads of this process, AdamW with a warm-up.
-    strategy = {"dp_degree": 2, "mp_degree": 2}
+    strategy = pdist.Strategy()
+    strategy.dp_degree = 2
+    strategy.mp_degree = 2
     engine = pdist.Engine(program, strategy=strategy, learning_rate=3e-3, warmup_steps=5)
     losses = engine.fit(data_path, steps=steps, log_freq=10)
     print(f"trained {engine.step} steps: loss {losses[0]:.4f} -> {losses[-1]:.4f}")

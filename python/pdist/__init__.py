@@ -18,8 +18,9 @@ from . import models
 from .engine import Engine
 from .placements import Partial, ProcessMesh, Replicate, Shard
 from .program import Program, load, shard_tensor
+from .strategy import Strategy
 
 __version__ = _lib.pdist_version().decode()
 
 __all__ = ["Engine", "models", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError", "Partial", "PdistError",
-           "ProcessMesh", "Program", "Replicate", "Shard", "UnimplementedError", "load", "shard_tensor"]
+           "ProcessMesh", "Program", "Replicate", "Shard", "Strategy", "UnimplementedError", "load", "shard_tensor"]

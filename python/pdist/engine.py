@@ -7,6 +7,7 @@ import tempfile
 
 from . import _native
 from .program import Program
+from .strategy import Strategy
 
 _FORMATS = {"text": 0, "uint16": 1, "uint32": 2}
 
@@ -21,8 +22,8 @@ def _dataset(path, data_format, seed):
 
 
 class Engine:
-    """`model` is a pdist.Program or a model file; `strategy` a dict or JSON text with Paddle's
-    keys (docs/strategy.md), None for one rank. Ranks run as threads of this process."""
+    """`model` is a pdist.Program or a model file; `strategy` a pdist.Strategy, a dict or JSON text
+    with Paddle's keys (docs/strategy.md), None for one rank. Ranks run as threads of this process."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
                  weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1):
@@ -32,6 +33,8 @@ class Engine:
         self._optimizer = _native.encode(optimizer)
         self._strategy = None
         if strategy is not None:
+            if isinstance(strategy, Strategy):
+                strategy = strategy.to_json()
             self._strategy = _native.encode(strategy if isinstance(strategy, str) else json.dumps(strategy))
         config.optimizer = self._optimizer
         config.learning_rate = float(learning_rate)

@@ -89,6 +89,44 @@ class ModelsTest(unittest.TestCase):
             pdist.models.gpt(dtype="f16")
 
 
+class StrategyTest(unittest.TestCase):
+    def test_sections_are_attributes_with_paddles_keys(self):
+        strategy = pdist.Strategy({"dp_degree": 2, "sharding": {"enable": True}})
+        strategy.mp_degree = 2
+        strategy.sharding.stage = 3
+        strategy.amp.init_loss_scaling = 1024  # an int where a number goes
+        d = strategy.to_dict()
+        self.assertEqual((d["dp_degree"], d["mp_degree"], d["sharding"]["stage"]), (2, 2, 3))
+        self.assertEqual(d["amp"]["init_loss_scaling"], 1024.0)
+        self.assertEqual(d["pipeline"]["schedule_mode"], "1F1B")
+
+    def test_unknown_keys_and_wrong_types_raise_as_they_are_set(self):
+        strategy = pdist.Strategy()
+        with self.assertRaisesRegex(AttributeError, "strategy has no key 'dp_degre'"):
+            strategy.dp_degre = 2
+        with self.assertRaisesRegex(AttributeError, "section 'sharding' has no key 'stages'"):
+            strategy.sharding.stages = 2
+        with self.assertRaisesRegex(TypeError, "'sharding.enable' must be bool, got 1"):
+            strategy.sharding.enable = 1
+        with self.assertRaisesRegex(TypeError, "'dp_degree' must be int, got '2'"):
+            strategy.dp_degree = "2"
+        with self.assertRaisesRegex(AttributeError, "set key by key"):
+            strategy.amp = {"enable": True}
+
+    def test_the_engine_reads_it_and_the_library_checks_ranges(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = export_gpt(tmp)
+            strategy = pdist.Strategy()
+            strategy.dp_degree = 2
+            strategy.sharding.enable = True
+            strategy.sharding.stage = 2
+            losses = pdist.Engine(model, strategy=strategy, learning_rate=3e-3).fit(DATA, steps=2)
+            self.assertEqual(len(losses), 2)
+            strategy.sharding.stage = 4
+            with self.assertRaisesRegex(ValueError, "'sharding.stage'"):
+                pdist.Engine(model, strategy=strategy)
+
+
 class EngineTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
