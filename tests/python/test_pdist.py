@@ -19,7 +19,9 @@ def export_gpt(directory):
     return path
 
 
-class ProgramTest(unittest.TestCase):
+class WithExportedGpt(unittest.TestCase):
+    """A small GPT exported once per test class into a temporary directory (self.model)."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -29,6 +31,8 @@ class ProgramTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+
+class ProgramTest(WithExportedGpt):
     def test_load_save_and_print_round_trip(self):
         program = pdist.load(self.model)
         text = str(program)
@@ -127,16 +131,7 @@ class StrategyTest(unittest.TestCase):
                 pdist.Engine(model, strategy=strategy)
 
 
-class EngineTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.model = export_gpt(cls.tmp.name)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class EngineTest(WithExportedGpt):
     def test_four_ranks_train_as_one(self):
         one = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=4)
         four = pdist.Engine(pdist.load(self.model), strategy={"dp_degree": 2, "mp_degree": 2},
