@@ -20,6 +20,24 @@ namespace {
 using ir::Operation;
 using ir::Value;
 
+// Places to cut: where the fewest values cross, loosening the bound until there are `needed`.
+std::vector<size_t> CutCandidates(const std::vector<int64_t>& crossing, size_t needed) {
+  std::vector<int64_t> levels(crossing.begin() + (crossing.empty() ? 0 : 1), crossing.end());
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  std::vector<size_t> cuts;
+  for (int64_t bound : levels) {
+    cuts.clear();
+    for (size_t c = 1; c < crossing.size(); ++c) {
+      if (crossing[c] <= bound) cuts.push_back(c);
+    }
+    if (cuts.size() >= needed) break;
+  }
+  return cuts;
+}
+
+}  // namespace
+
 double ForwardFlops(const Operation& op) {
   const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
   if (def == nullptr || !def->cost) return 0;
@@ -30,7 +48,6 @@ double ForwardFlops(const Operation& op) {
   return def->cost(inputs, outputs, op.attrs()).flops;
 }
 
-// crossing[c]: values made before op c and read at or after it (c = 1 … n-1).
 std::vector<int64_t> CrossingValues(const ir::Program& program) {
   const auto& ops = program.block().ops();
   std::unordered_map<const Value*, size_t> last_use;
@@ -53,24 +70,6 @@ std::vector<int64_t> CrossingValues(const ir::Program& program) {
   for (size_t c = 1; c < ops.size(); ++c) crossing[c] = running += delta[c];
   return crossing;
 }
-
-// Places to cut: where the fewest values cross, loosening the bound until there are `needed`.
-std::vector<size_t> CutCandidates(const std::vector<int64_t>& crossing, size_t needed) {
-  std::vector<int64_t> levels(crossing.begin() + (crossing.empty() ? 0 : 1), crossing.end());
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  std::vector<size_t> cuts;
-  for (int64_t bound : levels) {
-    cuts.clear();
-    for (size_t c = 1; c < crossing.size(); ++c) {
-      if (crossing[c] <= bound) cuts.push_back(c);
-    }
-    if (cuts.size() >= needed) break;
-  }
-  return cuts;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, int64_t virtual_stages) {
   const auto& ops = forward.block().ops();

@@ -24,6 +24,13 @@
 
 namespace pdist::passes {
 
+// The FLOPs of one forward op as its OpDef prices them (0 for an op without a cost).
+double ForwardFlops(const ir::Operation& op);
+
+// crossing[c]: the values made before op c and read at or after it (c = 1 … n-1; crossing[0] is
+// 0). Arguments do not count: every stage can read a parameter or a data input.
+std::vector<int64_t> CrossingValues(const ir::Program& program);
+
 // The virtual stage (0 … virtual_stages-1) of every op of `forward`, in program order, never
 // decreasing. Errors name the number of places the program can be cut when there are too few.
 absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, int64_t virtual_stages);

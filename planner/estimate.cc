@@ -75,7 +75,7 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
 
 // Per stage: its work in one step (a lower bound on the step) split by kind, and its memory
 // with one micro-batch in flight.
-std::vector<StageTotals> SumStages(const Candidate& c, const ModelProfile& profile, const std::vector<VirtualStage>& vs,
+std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<VirtualStage>& vs,
                                    const std::vector<double>& dp_exposed, const EstimateOptions& options) {
   const double mb = static_cast<double>(c.micro_batches), dp = static_cast<double>(c.dp);
   std::vector<StageTotals> totals(static_cast<size_t>(c.pp));
@@ -93,11 +93,7 @@ std::vector<StageTotals> SumStages(const Candidate& c, const ModelProfile& profi
       st.memory.gradients += s.cost.grad_bytes;
       st.memory.optimizer_states += s.cost.optimizer_state_bytes;
       st.saved = std::max(st.saved, s.saved);
-      if (s.layers == 0) continue;
-      if (c.recompute == Recompute::kFull) st.memory.workspace = std::max(st.memory.workspace, profile.layer.saved_bytes);
-      if (c.recompute == Recompute::kSelective) {
-        st.memory.workspace = std::max(st.memory.workspace, profile.layer.recomputable_bytes);
-      }
+      st.memory.workspace = std::max(st.memory.workspace, s.workspace);
     }
     st.busy += vs[stage].jobs.optimizer;
     st.time.dp_comm += dp_exposed[stage];
@@ -163,8 +159,9 @@ void ShareCores(const Candidate& c, const strategy::Cluster& cluster, const std:
 
 absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler) {
   PDIST_ASSIGN_OR_RETURN(const ModelProfile* p, profiler.Get({.mp = 1, .sp = false, .micro_batch = 1}));
-  return (p->embedding.model_flops + p->layer.model_flops * static_cast<double>(model.layers) + p->head.model_flops) *
-         static_cast<double>(model.global_batch);
+  double flops = 0;
+  for (const ProgramSegment& s : model.segments) flops += p->Of(s).model_flops;
+  return flops * static_cast<double>(model.global_batch);
 }
 
 absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedModel& model,
@@ -179,9 +176,11 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   e.capacity = cluster.device.memory * (1 - options.memory_margin);
 
   std::vector<VirtualStage> vs;
-  for (int64_t k = 0; k < c.pp * c.vpp; ++k) vs.push_back(PriceVirtualStage(c, *profile, layout.stages[k], k, cluster));
+  for (int64_t k = 0; k < c.pp * c.vpp; ++k) {
+    vs.push_back(PriceVirtualStage(c, model, *profile, layout.stages[k], k, cluster));
+  }
   const std::vector<double> dp_exposed = ExposeDataParallelSync(c, cluster, vs);
-  std::vector<StageTotals> totals = SumStages(c, *profile, vs, dp_exposed, options);
+  std::vector<StageTotals> totals = SumStages(c, vs, dp_exposed, options);
 
   // Bounds before the simulation: the busiest rank's work, the memory with one micro-batch.
   double busiest = 0;

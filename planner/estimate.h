@@ -6,8 +6,9 @@
 //   e.step_time; e.fits; e.memory.total(); e.time.bubble;
 //
 // How the pieces combine (docs/cost_model.md has the formulas and their sources):
-//   - layers go to the pp × vpp virtual stages so that the slowest is as fast as possible (the
-//     embedding on the first, the head on the last); the cut is written into the strategy;
+//   - the model's segments (embedding, layers, head, or what the graph has) go to the pp × vpp
+//     virtual stages so that the slowest is as fast as possible; the cut is written into the
+//     strategy;
 //   - a virtual stage's jobs cost the sum of its segments' F, B, W (recompute adds the forward
 //     it redoes to B) and run through the schedule's simulator with p2p on every cross-stage
 //     dependency: bubbles, warm-up and cool-down are counted as they happen;
@@ -84,7 +85,7 @@ struct Estimate {
 absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler);
 
 // InvalidArgument naming what does not fit together (degrees whose product is not the device
-// count, a batch the micro-batching does not divide, more virtual stages than layers + 2); a
+// count, a batch the micro-batching does not divide, more virtual stages than the model has segments); a
 // profile's error (a degree the shapes cannot be split by) is passed on.
 //
 // `beat`: the step time a candidate must beat to matter. When the busiest rank's work alone

@@ -1,12 +1,10 @@
 #include "planner/planned_model.h"
 
 #include <map>
-#include <set>
 #include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "ir/models/gpt.h"
 #include "ir/models/layer_builder.h"
@@ -16,8 +14,6 @@
 
 namespace pdist::planner {
 namespace {
-
-constexpr int64_t kProfileLayers = 3;
 
 struct SpecFields {
   std::map<std::string, int64_t> ints{{"layers", 0}, {"hidden", 0}, {"heads", 0}, {"vocab", 0},
@@ -49,28 +45,20 @@ absl::StatusOr<SpecFields> ParseSpecFields(const std::string& spec, const std::s
   return f;
 }
 
-// The prefix whose "<prefix>.<i>." numbers the most layers, and that count.
-std::pair<std::string, int64_t> LayerPrefix(const ir::Program& program) {
-  std::map<std::string, std::set<int64_t>> indices;
-  for (const ir::Value* p : program.Parameters()) {
-    const std::vector<std::string> parts = absl::StrSplit(p->name(), '.');
-    std::string prefix;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) {
-      int64_t index = 0;
-      if (i > 0 && absl::SimpleAtoi(parts[i], &index) && index >= 0) indices[prefix].insert(index);
-      prefix = i == 0 ? parts[i] : absl::StrCat(prefix, ".", parts[i]);
+// The dtype most parameter elements have: the peak rate MFU counts against (an o2 program keeps
+// its LayerNorm scales in f32).
+ir::DataType ParameterDtype(const ir::Program& program) {
+  std::map<ir::DataType, int64_t> elements;
+  for (const ir::Value* p : program.Parameters()) elements[p->type().dtype] += p->type().num_elements();
+  ir::DataType best = ir::DataType::kFloat32;
+  int64_t most = -1;
+  for (const auto& [dtype, n] : elements) {
+    if (n > most) {
+      best = dtype;
+      most = n;
     }
   }
-  std::pair<std::string, int64_t> best{"", 0};
-  for (const auto& [prefix, set] : indices) {
-    const int64_t n = static_cast<int64_t>(set.size());
-    if (n > best.second && *set.rbegin() == n - 1) best = {prefix, n};
-  }
   return best;
-}
-
-std::vector<std::string> Marks(const std::string& prefix) {
-  return {absl::StrCat(prefix, ".1.*"), absl::StrCat(prefix, ".2.*")};
 }
 
 }  // namespace
@@ -94,17 +82,27 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
   m.global_batch = global_batch;
   m.seq_len = f.ints["seq"];
   m.dtype = *dtype;
-  if (m.layers < kProfileLayers) {
-    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': the planner needs layers >= 3, got ", m.layers));
-  }
   const bool llama = kind == "llama";
-  m.layer_prefix = llama ? "llama.h" : "gpt.h";
-  m.head_mark = llama ? "llama.ln_f.*" : "gpt.ln_f.*";
-  auto build = [f, llama, dtype = *dtype](int64_t micro_batch) mutable -> absl::StatusOr<ProfileProgram> {
+  const std::string prefix = llama ? "llama.h" : "gpt.h";
+  const std::string head_mark = llama ? "llama.ln_f.*" : "gpt.ln_f.*";
+  // The whole model's depth too (the profile builds one layer of it).
+  if (absl::Status s = ir::models::RequireInRange(llama ? "LlamaConfig" : "GptConfig", "layers", m.layers,
+                                                  ir::models::kMaxModelLayers);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': ", s.message()));
+  }
+  // The profile is a 1-layer copy: a stage for the embedding, one for the layer, one for the head.
+  m.kinds = 3;
+  m.segments.push_back({.kind = kEmbeddingKind});
+  for (int64_t i = 0; i < m.layers; ++i) {
+    m.segments.push_back({.kind = kLayerKind, .mark = absl::StrCat(prefix, ".", i, ".*"), .layer = true});
+  }
+  m.segments.push_back({.kind = kHeadKind, .mark = head_mark});
+  auto build = [f, llama, prefix, head_mark, dtype = *dtype](int64_t micro_batch) mutable -> absl::StatusOr<ProfileProgram> {
     ProfileProgram p;
-    p.layers = kProfileLayers;
-    p.split_before = Marks(llama ? "llama.h" : "gpt.h");
-    const int64_t layers = kProfileLayers, hidden = f.ints["hidden"], heads = f.ints["heads"], vocab = f.ints["vocab"],
+    p.split_before = {absl::StrCat(prefix, ".0.*"), head_mark};
+    p.stage_kind = {kEmbeddingKind, kLayerKind, kHeadKind};
+    const int64_t layers = 1, hidden = f.ints["hidden"], heads = f.ints["heads"], vocab = f.ints["vocab"],
                   seq = f.ints["seq"], ffn = f.ints["ffn"];
     const bool tied = f.ints["tied"] != 0;
     if (llama) {
@@ -121,24 +119,32 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
     return p;
   };
   PDIST_RETURN_IF_ERROR(build(1).status());  // a bad config fails here, naming its field
-  // The whole model's depth too (the profile builds only kProfileLayers of it).
-  if (absl::Status s = ir::models::RequireInRange(llama ? "LlamaConfig" : "GptConfig", "layers", m.layers,
-                                                  ir::models::kMaxModelLayers);
-      !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': ", s.message()));
-  }
   m.profile_program = build;
   return m;
 }
 
+std::pair<std::vector<std::string>, std::vector<int64_t>> ProfileStages(const std::vector<ProgramSegment>& segments,
+                                                                        int64_t kinds) {
+  std::vector<int64_t> measured_at(static_cast<size_t>(kinds), -1);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    int64_t& at = measured_at[static_cast<size_t>(segments[i].kind)];
+    if (at <= 0) at = static_cast<int64_t>(i);  // the first, or the second when the first is segment 0
+  }
+  std::vector<std::string> marks;
+  std::vector<int64_t> stage_kind;
+  bool filler_open = false;  // the last stage is a filler that the next unmeasured segment joins
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const bool measured = measured_at[static_cast<size_t>(segments[i].kind)] == static_cast<int64_t>(i);
+    if (!measured && filler_open) continue;
+    if (i > 0) marks.push_back(segments[i].mark);
+    stage_kind.push_back(measured ? segments[i].kind : -1);
+    filler_open = !measured;
+  }
+  return {marks, stage_kind};
+}
+
 absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string description) {
   if (program.loss() == nullptr) return absl::InvalidArgumentError(absl::StrCat(description, ": the program has no loss"));
-  const auto [prefix, layers] = LayerPrefix(program);
-  if (layers < kProfileLayers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        description, ": the planner needs at least 3 repeated layers whose parameters are named <prefix>.<i>.*, found ",
-        layers, prefix.empty() ? "" : absl::StrCat(" (", prefix, ".*)")));
-  }
   const ir::Value* input = nullptr;
   for (const ir::Value* arg : program.block().arguments()) {
     if (arg->role() == ir::ValueRole::kDataInput && !arg->type().shape.empty()) {
@@ -147,34 +153,24 @@ absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string d
     }
   }
   if (input == nullptr) return absl::InvalidArgumentError(absl::StrCat(description, ": the program has no batched data input"));
+  absl::StatusOr<ProgramSegments> found = FindProgramSegments(program);
+  if (!found.ok()) return WithContext(found.status(), description);
   PlannedModel m;
-  m.layer_prefix = prefix;
-  // The head starts at the first parameter declared after the last layer's.
-  const std::string last_layer = absl::StrCat(prefix, ".", layers - 1, ".");
-  bool after_last = false;
-  for (const ir::Value* p : program.Parameters()) {
-    m.dtype = p->type().dtype;
-    if (absl::StartsWith(p->name(), last_layer)) {
-      after_last = true;
-    } else if (after_last && m.head_mark.empty()) {
-      m.head_mark = p->name();
-    }
-  }
-  if (m.head_mark.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(description, ": no parameter follows the last layer (", last_layer,
-                                                   "*); the planner needs a head after the layers"));
-  }
-  m.description = absl::StrCat(description, " (", layers, " layers of ", prefix, ".*)");
-  m.layers = layers;
+  m.description = absl::StrCat(description, " (", found->summary, ")");
+  m.segments = found->segments;
+  m.kinds = found->kinds;
+  m.layers = found->layers;
+  m.dtype = ParameterDtype(program);
   m.global_batch = input->type().shape[0];
   m.seq_len = input->type().shape.size() > 1 ? input->type().shape[1] : 1;
+  auto [marks, stage_kind] = ProfileStages(m.segments, m.kinds);
   auto shared = std::make_shared<ir::Program>(std::move(program));
-  m.profile_program = [shared, prefix = prefix, layers = layers,
+  m.profile_program = [shared, marks = marks, stage_kind = stage_kind,
                        batch = m.global_batch](int64_t micro_batch) -> absl::StatusOr<ProfileProgram> {
     if (micro_batch < 1 || batch % micro_batch != 0) {
       return absl::InvalidArgumentError(absl::StrCat("micro-batch ", micro_batch, " does not divide the batch ", batch));
     }
-    return ProfileProgram{shared->Clone(), layers, batch / micro_batch, Marks(prefix)};
+    return ProfileProgram{shared->Clone(), batch / micro_batch, marks, stage_kind};
   };
   return m;
 }

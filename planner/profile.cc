@@ -7,13 +7,11 @@
 namespace pdist::planner {
 namespace {
 
-constexpr int64_t kProfileStages = 3;
-
 absl::StatusOr<passes::DistributedPrograms> BuildStages(const ProfileProgram& program, const ProfileKey& key,
                                                         const std::string& schedule) {
   strategy::Strategy s;
   s.mp_degree = key.mp;
-  s.pp_degree = kProfileStages;
+  s.pp_degree = static_cast<int64_t>(program.split_before.size()) + 1;
   s.sp = key.sp;
   s.pipeline.enable = true;
   s.pipeline.schedule_mode = schedule;
@@ -42,28 +40,22 @@ absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
   if (!built.ok()) built = BuildStages(*program, key, "1F1B");
   if (!built.ok()) return WithContext(built.status(), where);
   passes::ReshardPlanCache plans;
-  SegmentCost stage[kProfileStages];
-  for (int64_t s = 0; s < kProfileStages; ++s) {
-    absl::StatusOr<ir::Program> local = passes::LocalProgram(built->train, passes::RankPipeline(s * key.mp, {}), plans);
+  ModelProfile profile;
+  profile.kinds.resize(static_cast<size_t>(model_.kinds));
+  std::vector<bool> measured(profile.kinds.size(), false);
+  for (size_t s = 0; s < program->stage_kind.size(); ++s) {
+    const int64_t kind = program->stage_kind[s];
+    if (kind < 0) continue;
+    const int64_t rank = static_cast<int64_t>(s) * key.mp;
+    absl::StatusOr<ir::Program> local = passes::LocalProgram(built->train, passes::RankPipeline(rank, {}), plans);
     if (!local.ok()) return WithContext(local.status(), where);
     absl::StatusOr<SegmentCost> cost = PriceLocalProgram(*local, cluster_);
     if (!cost.ok()) return WithContext(cost.status(), where);
-    stage[s] = *cost;
+    profile.kinds[static_cast<size_t>(kind)] = *cost;
+    measured[static_cast<size_t>(kind)] = true;
   }
-  ModelProfile profile;
-  profile.layer = stage[1];
-  profile.embedding = stage[0] - stage[1];
-  profile.head = stage[2] - stage[1] * static_cast<double>(program->layers - 2);
-  // The layer's own boundary is what every cut sends; the embedding's and head's differences of
-  // sends are not theirs.
-  profile.embedding.boundary_bytes = profile.head.boundary_bytes = 0;
-  // The first stage has no upstream to send input gradients to, so ZBH1's split puts all of its
-  // backward into W, layer 0's included: stage 0 − layer leaves the embedding a negative B and
-  // a W too large by as much. Their sum is the embedding's backward; it is a weight gradient.
-  for (auto* by_role : {&profile.embedding.seconds, &profile.embedding.mp_comm_seconds}) {
-    auto& r = *by_role;
-    r[static_cast<size_t>(ir::OpRole::kBackwardWeight)] += r[static_cast<size_t>(ir::OpRole::kBackward)];
-    r[static_cast<size_t>(ir::OpRole::kBackward)] = 0;
+  for (size_t kind = 0; kind < measured.size(); ++kind) {
+    if (!measured[kind]) return absl::InternalError(absl::StrCat(where, ": no profile stage measures segment kind ", kind));
   }
   return profile;
 }

@@ -1,10 +1,11 @@
-// Profiles: what the embedding, one repeated layer and the head cost one rank, for a tensor-
-// parallel degree, sequence parallelism on or off and a micro-batch size — measured by running
-// the real passes (pdist's engine builds exactly these programs) on the model cut into three
-// pipeline stages and pricing each stage's partitioned local program:
+// Profiles: what each kind of segment of the model (planner/program_segments.h: an embedding,
+// one repeated layer, a head — or the pieces of a program without repetition) costs one rank,
+// for a tensor-parallel degree, sequence parallelism on or off and a micro-batch size — measured
+// by running the real passes (pdist's engine builds exactly these programs) on the model cut
+// into pipeline stages, one stage per kind (planner/planned_model.h's ProfileStages), and
+// pricing each stage's partitioned local program:
 //
-//   stage 0 = embedding + layer 0,  stage 1 = layer 1,  stage 2 = layers 2 … L-1 + head
-//   layer = stage 1,  embedding = stage 0 − layer,  head = stage 2 − (L−2) · layer
+//   GPT:  stage 0 = embedding,  stage 1 = layer 0,  stage 2 = head     (a 1-layer copy)
 //
 // The stages run the ZBH1 schedule so that the backward splits into input and weight gradients;
 // a whole backward is their sum. Data parallelism, ZeRO, recompute and the schedule change how
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/planned_model.h"
@@ -33,7 +35,8 @@ struct ProfileKey {
 };
 
 struct ModelProfile {
-  SegmentCost embedding, layer, head;  // one micro-batch, one rank of the tensor-parallel group
+  std::vector<SegmentCost> kinds;  // per segment kind: one micro-batch, one rank of the tensor-parallel group
+  const SegmentCost& Of(const ProgramSegment& segment) const { return kinds[static_cast<size_t>(segment.kind)]; }
 };
 
 class Profiler {

@@ -29,7 +29,7 @@ struct Schedule {
   int64_t vpp;
 };
 
-std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t layers, const FixedChoices& fixed) {
+std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t segments, const FixedChoices& fixed) {
   std::vector<Schedule> out;
   if (pp == 1) {
     const passes::ScheduleMode mode = fixed.schedule.value_or(passes::ScheduleMode::k1F1B);
@@ -44,7 +44,7 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t la
       if (!fixed.vpp || *fixed.vpp == 1) out.push_back({mode, 1});
       continue;
     }
-    for (int64_t v = 2; v <= kMaxVppDegree && pp * v <= layers + 2; ++v) {
+    for (int64_t v = 2; v <= kMaxVppDegree && pp * v <= segments; ++v) {
       if (fixed.vpp && *fixed.vpp != v) continue;
       if (passes::CheckScheduleShape(mode, {pp, micro_batches, v}).ok()) out.push_back({mode, v});
     }
@@ -105,7 +105,7 @@ class SearchRun {
     for (int64_t mp : Choices<int64_t>(fixed_.mp, Divisors(n))) {
       if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
-        if (n % (mp * pp) != 0 || pp > model_.layers) continue;
+        if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
         out.push_back({mp, pp});
       }
@@ -137,7 +137,7 @@ class SearchRun {
           layout.not_built = std::string(p.status().message());
           continue;
         }
-        for (const Schedule& schedule : SchedulesFor(layout.pp, m, model_.layers, fixed_)) {
+        for (const Schedule& schedule : SchedulesFor(layout.pp, m, static_cast<int64_t>(model_.segments.size()), fixed_)) {
           const Candidate base{.dp = dp, .mp = mp, .pp = layout.pp, .vpp = schedule.vpp, .sp = sp,
                                .micro_batch = b, .micro_batches = m, .schedule = schedule.mode};
           PDIST_RETURN_IF_ERROR(SearchMemorySavings(base, layout));

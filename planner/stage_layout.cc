@@ -59,28 +59,18 @@ std::vector<int64_t> BalancedGroups(const std::vector<double>& weights, int64_t 
 }
 
 absl::StatusOr<StageLayout> LayoutStages(const ModelProfile& profile, const PlannedModel& model, int64_t virtual_stages) {
-  const int64_t segments = model.layers + 2;
+  const int64_t segments = static_cast<int64_t>(model.segments.size());
   if (virtual_stages < 1 || virtual_stages > segments) {
-    return absl::InvalidArgumentError(absl::StrCat(virtual_stages, " virtual pipeline stages for ", model.layers,
-                                                   " layers: at most layers + 2 (embedding and head alone)"));
+    return absl::InvalidArgumentError(absl::StrCat(virtual_stages, " virtual pipeline stages for a model of ", segments,
+                                                   " segments (", model.description, "): at most one stage per segment"));
   }
-  std::vector<double> weights{TimeOf(profile.embedding)};
-  weights.insert(weights.end(), static_cast<size_t>(model.layers), TimeOf(profile.layer));
-  weights.push_back(TimeOf(profile.head));
+  std::vector<double> weights;
+  for (const ProgramSegment& s : model.segments) weights.push_back(TimeOf(profile.Of(s)));
   const std::vector<int64_t> starts = BalancedGroups(weights, virtual_stages);
   StageLayout layout;
   for (size_t g = 0; g < starts.size(); ++g) {
-    const int64_t begin = starts[g], end = g + 1 < starts.size() ? starts[g + 1] : segments;
-    StageLayout::Segments s;
-    s.embedding = begin == 0;
-    s.head = end == segments;
-    s.first_layer = std::max<int64_t>(begin - 1, 0);
-    s.layers = std::min(end, segments - 1) - std::max<int64_t>(begin, 1);
-    layout.stages.push_back(s);
-    if (g > 0) {
-      layout.split_before.push_back(begin <= model.layers ? absl::StrCat(model.layer_prefix, ".", begin - 1, ".*")
-                                                          : model.head_mark);
-    }
+    layout.stages.push_back({starts[g], g + 1 < starts.size() ? starts[g + 1] : segments});
+    if (g > 0) layout.split_before.push_back(model.segments[static_cast<size_t>(starts[g])].mark);
   }
   return layout;
 }

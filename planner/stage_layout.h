@@ -1,6 +1,7 @@
-// Stage layout: which segments (the embedding, layers, the head) each virtual pipeline stage
-// holds, chosen so that the slowest stage (F + B + W of one micro-batch) is as fast as it can
-// be, and the `pipeline.split_before` marks that make the engine cut exactly there.
+// Stage layout: which segments of the model (planner/program_segments.h: the embedding, layers,
+// the head, or whatever the graph has) each virtual pipeline stage holds, chosen so that the
+// slowest stage (F + B + W of one micro-batch, as profiled) is as fast as it can be, and the
+// `pipeline.split_before` marks that make the engine cut exactly there.
 //
 //   4 layers, 2 stages, a heavy head:  stage 0 = embedding + layers 0-2, stage 1 = layer 3 + head
 //   split_before = {"gpt.h.3.*"}
@@ -18,16 +19,13 @@ namespace pdist::planner {
 
 struct StageLayout {
   struct Segments {
-    bool embedding = false;
-    int64_t first_layer = 0;
-    int64_t layers = 0;
-    bool head = false;
+    int64_t begin = 0, end = 0;  // model.segments[begin, end)
   };
   std::vector<Segments> stages;           // per virtual stage
   std::vector<std::string> split_before;  // virtual_stages - 1 marks
 };
 
-// InvalidArgument when there are more virtual stages than segments (layers + 2).
+// InvalidArgument when there are more virtual stages than segments.
 absl::StatusOr<StageLayout> LayoutStages(const ModelProfile& profile, const PlannedModel& model, int64_t virtual_stages);
 
 // The same on bare weights: contiguous, non-empty groups of `weights` minimising the largest

@@ -17,34 +17,52 @@ std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage) {
   return group;
 }
 
-VirtualStage PriceVirtualStage(const Candidate& c, const ModelProfile& profile, const StageLayout::Segments& seg,
-                               int64_t k, const strategy::Cluster& cluster) {
+namespace {
+
+// What a stage sends forward (its last segment's boundary), or for the model's last stage what
+// it receives; the link is the same either way.
+double StageBoundary(const PlannedModel& model, const ModelProfile& profile, const StageLayout::Segments& seg) {
+  const int64_t n = static_cast<int64_t>(model.segments.size());
+  const int64_t at = seg.end < n ? seg.end - 1 : seg.begin - 1;
+  return at < 0 ? 0.0 : profile.Of(model.segments[static_cast<size_t>(at)]).boundary_bytes;
+}
+
+}  // namespace
+
+VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
+                               const StageLayout::Segments& seg, int64_t k, const strategy::Cluster& cluster) {
   VirtualStage s;
   const int64_t stage = k % c.pp;
-  const double n = static_cast<double>(seg.layers);
-  const double boundary = profile.layer.boundary_bytes;
-  s.layers = seg.layers;
-  s.cost = profile.layer * n;
-  if (seg.embedding) s.cost += profile.embedding;
-  if (seg.head) s.cost += profile.head;
-  switch (c.recompute) {
-    case Recompute::kNone: s.saved = s.cost.saved_bytes; break;
-    case Recompute::kSelective:
-      s.recompute = n * profile.layer.recomputable_seconds;
-      s.saved = s.cost.saved_bytes - n * profile.layer.recomputable_bytes;
-      break;
-    case Recompute::kFull:  // keeps each layer's input only
-      s.recompute = n * profile.layer.Seconds(OpRole::kForward);
-      s.saved = s.cost.saved_bytes - n * (profile.layer.saved_bytes - boundary);
-      break;
+  const double boundary = StageBoundary(model, profile, seg);
+  s.segments = seg.end - seg.begin;
+  double dropped = 0;  // activation bytes recompute frees
+  for (int64_t i = seg.begin; i < seg.end; ++i) {
+    const ProgramSegment& segment = model.segments[static_cast<size_t>(i)];
+    const SegmentCost& cost = profile.Of(segment);
+    s.cost += cost;
+    if (!segment.layer) continue;
+    ++s.layers;
+    switch (c.recompute) {
+      case Recompute::kNone: break;
+      case Recompute::kSelective:
+        s.recompute += cost.recomputable_seconds;
+        dropped += cost.recomputable_bytes;
+        s.workspace = std::max(s.workspace, cost.recomputable_bytes);
+        break;
+      case Recompute::kFull:  // keeps each layer's input only
+        s.recompute += cost.Seconds(OpRole::kForward);
+        dropped += cost.saved_bytes - cost.boundary_bytes;
+        s.workspace = std::max(s.workspace, cost.saved_bytes);
+        break;
+    }
   }
+  s.saved = s.cost.saved_bytes - dropped;
   if (c.zero == 3 && c.dp > 1) {
     const double gather =
         CollectiveSeconds(cluster, Collective::kAllGather, s.cost.param_bytes, DataParallelGroup(c, stage));
     // Prefetched one segment ahead: hidden behind the job except the first segment's share
     // and whatever exceeds the job's compute.
-    const double segments = std::max(1.0, n + (seg.embedding ? 1 : 0) + (seg.head ? 1 : 0));
-    s.gather = gather / segments + std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
+    s.gather = gather / static_cast<double>(std::max<int64_t>(1, s.segments)) + std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
   }
   s.jobs.forward = s.cost.Seconds(OpRole::kForward) + s.gather;
   s.jobs.backward_input = s.cost.Seconds(OpRole::kBackward) + s.recompute + s.gather;

@@ -25,7 +25,9 @@ std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage);
 // Everything about one virtual stage that the jobs and the memory need.
 struct VirtualStage {
   SegmentCost cost;   // its segments, one micro-batch
-  int64_t layers = 0;
+  int64_t segments = 0;
+  int64_t layers = 0;  // of which repeated layers (what recompute replays, what buckets are cut by)
+  double workspace = 0;  // what replaying its largest layer holds at once (recompute only)
   passes::JobCosts jobs;
   double recompute = 0;  // seconds added to its backward
   double gather = 0;     // ZeRO-3 parameter all-gather before each F and B, exposed part
@@ -34,7 +36,7 @@ struct VirtualStage {
 
 // Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
 // recompute adds to its backward, ZeRO-3's gathers, the activations a micro-batch keeps.
-VirtualStage PriceVirtualStage(const Candidate& c, const ModelProfile& profile, const StageLayout::Segments& seg,
-                               int64_t k, const strategy::Cluster& cluster);
+VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
+                               const StageLayout::Segments& seg, int64_t k, const strategy::Cluster& cluster);
 
 }  // namespace pdist::planner

@@ -49,7 +49,10 @@ class EstimateTest : public ::testing::Test {
     return e.ok() ? *e : Estimate{};
   }
   const ModelProfile& Profile(int64_t b) { return **profiler_.Get({.mp = 1, .sp = false, .micro_batch = b}); }
-  SegmentCost Whole(int64_t b) { return Profile(b).embedding + Profile(b).layer * 6 + Profile(b).head; }
+  const SegmentCost& Layer(int64_t b) { return Profile(b).kinds[kLayerKind]; }
+  SegmentCost Whole(int64_t b) {
+    return Profile(b).kinds[kEmbeddingKind] + Layer(b) * 6 + Profile(b).kinds[kHeadKind];
+  }
 
   PlannedModel model_;
   strategy::Cluster cluster_;
@@ -99,8 +102,11 @@ TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
   const Estimate f_then_b = Run(all_f);
   ASSERT_EQ(one_f.split_before.size(), 1u);
   const StageLayout layout = *LayoutStages(Profile(2), model_, 2);
-  const SegmentCost stage0 = Profile(2).embedding + Profile(2).layer * static_cast<double>(layout.stages[0].layers);
-  const SegmentCost stage1 = Profile(2).head + Profile(2).layer * static_cast<double>(layout.stages[1].layers);
+  // Segments: the embedding, 6 layers, the head; stage 0 holds the embedding, stage 1 the head.
+  const double layers0 = static_cast<double>(layout.stages[0].end - 1), layers1 = 6 - layers0;
+  ASSERT_EQ(layout.stages[1].begin, layout.stages[0].end);
+  const SegmentCost stage0 = Profile(2).kinds[kEmbeddingKind] + Layer(2) * layers0;
+  const SegmentCost stage1 = Profile(2).kinds[kHeadKind] + Layer(2) * layers1;
   // The rank with the most memory, by hand: persistent state, in-flight activations, 2 buckets.
   auto fullest = [&](double in_flight0, double in_flight1) {
     const double total0 = stage0.param_bytes + stage0.grad_bytes + stage0.optimizer_state_bytes + in_flight0 * stage0.saved_bytes;
@@ -109,7 +115,7 @@ TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
   };
   EXPECT_DOUBLE_EQ(one_f.memory.total(), fullest(2, 1));
   EXPECT_DOUBLE_EQ(f_then_b.memory.total(), fullest(4, 4));
-  EXPECT_EQ(one_f.split_before[0], absl::StrCat("gpt.h.", layout.stages[1].first_layer, ".*"));
+  EXPECT_EQ(one_f.split_before[0], absl::StrCat("gpt.h.", layout.stages[1].begin - 1, ".*"));
   // The step is at least the busiest stage's work, and pipelining leaves a bubble.
   EXPECT_GT(one_f.time.bubble, 0);
   EXPECT_NEAR(one_f.time.compute + one_f.time.recompute + one_f.time.mp_comm + one_f.time.dp_comm +
@@ -126,11 +132,11 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   EXPECT_GT(none.memory.activations, selective.memory.activations);
   EXPECT_GT(selective.memory.activations, full.memory.activations);
   // Full recompute redoes each layer's forward once.
-  EXPECT_NEAR(full.time.recompute, 6 * Profile(4).layer.Seconds(ir::OpRole::kForward), 1e-15);
+  EXPECT_NEAR(full.time.recompute, 6 * Layer(4).Seconds(ir::OpRole::kForward), 1e-15);
   // and keeps each layer's input: b·s·h floats.
   const SegmentCost all = Whole(4);
   EXPECT_NEAR(full.memory.activations,
-              all.saved_bytes - 6 * (Profile(4).layer.saved_bytes - 4.0 * 4 * 16 * 64), 1e-6);
+              all.saved_bytes - 6 * (Layer(4).saved_bytes - 4.0 * 4 * 16 * 64), 1e-6);
 }
 
 TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
@@ -148,7 +154,7 @@ TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
                          .schedule = passes::ScheduleMode::kVPP},
                         model_, cluster_, profiler_, {});
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("12 virtual pipeline stages for 6 layers"), std::string::npos) << e.status();
+  EXPECT_NE(e.status().message().find("12 virtual pipeline stages for a model of 8 segments"), std::string::npos) << e.status();
 }
 
 }  // namespace

@@ -25,30 +25,32 @@ TEST(ProfileTest, LayerParametersAndFlopsMatchTheClosedForms) {
   Profiler profiler(model, cluster);
   absl::StatusOr<const ModelProfile*> p = profiler.Get({.mp = 1, .sp = false, .micro_batch = 2});
   ASSERT_TRUE(p.ok()) << p.status();
+  const SegmentCost &embedding = (*p)->kinds[kEmbeddingKind], &layer = (*p)->kinds[kLayerKind],
+                    &head = (*p)->kinds[kHeadKind];
   const double h = kHidden, s = kSeq, b = 2, V = kVocab;
   // 12h² + 13h per layer (qkv, proj, up, down with biases; two LayerNorms).
-  EXPECT_DOUBLE_EQ((*p)->layer.param_elements, 12 * h * h + 13 * h);
-  EXPECT_DOUBLE_EQ((*p)->embedding.param_elements, V * h + s * h);
-  EXPECT_DOUBLE_EQ((*p)->head.param_elements, h * V + 2 * h);
+  EXPECT_DOUBLE_EQ(layer.param_elements, 12 * h * h + 13 * h);
+  EXPECT_DOUBLE_EQ(embedding.param_elements, V * h + s * h);
+  EXPECT_DOUBLE_EQ(head.param_elements, h * V + 2 * h);
   // f32: 4 bytes a parameter, the gradient the same, AdamW two moments.
-  EXPECT_DOUBLE_EQ((*p)->layer.param_bytes, 4 * (*p)->layer.param_elements);
-  EXPECT_DOUBLE_EQ((*p)->layer.grad_bytes, (*p)->layer.param_bytes);
-  EXPECT_GE((*p)->layer.optimizer_state_bytes, 2 * (*p)->layer.param_bytes);
+  EXPECT_DOUBLE_EQ(layer.param_bytes, 4 * layer.param_elements);
+  EXPECT_DOUBLE_EQ(layer.grad_bytes, layer.param_bytes);
+  EXPECT_GE(layer.optimizer_state_bytes, 2 * layer.param_bytes);
   // Model FLOPs of a layer, forward + backward = 3 × forward: 3 · (24·b·s·h² + 4·b·s²·h) for
   // the products, a few per cent more for the elementwise ops.
   const double matmul = 3 * (24 * b * s * h * h + 4 * b * s * s * h);
-  EXPECT_GE((*p)->layer.model_flops, matmul);
-  EXPECT_LE((*p)->layer.model_flops, 1.1 * matmul);
+  EXPECT_GE(layer.model_flops, matmul);
+  EXPECT_LE(layer.model_flops, 1.1 * matmul);
   // The kernels do less: causal attention skips half of q·kᵀ and p·v (and recomputes in the
   // backward): 12·b·s²·h of model FLOPs are 7·b·s²·h of kernel FLOPs.
-  EXPECT_DOUBLE_EQ((*p)->layer.model_flops - (*p)->layer.flops, 5 * b * s * s * h);
+  EXPECT_DOUBLE_EQ(layer.model_flops - layer.flops, 5 * b * s * s * h);
   // The residual stream crosses each cut: b·s·h floats.
-  EXPECT_DOUBLE_EQ((*p)->layer.boundary_bytes, 4 * b * s * h);
-  EXPECT_GT((*p)->layer.recomputable_bytes, 0);
-  EXPECT_GT((*p)->layer.saved_bytes, (*p)->layer.recomputable_bytes);
-  for (double t : (*p)->layer.seconds) EXPECT_GE(t, 0);
-  EXPECT_GT((*p)->layer.Seconds(ir::OpRole::kForward), 0);
-  EXPECT_GT((*p)->layer.Seconds(ir::OpRole::kBackwardWeight), 0);
+  EXPECT_DOUBLE_EQ(layer.boundary_bytes, 4 * b * s * h);
+  EXPECT_GT(layer.recomputable_bytes, 0);
+  EXPECT_GT(layer.saved_bytes, layer.recomputable_bytes);
+  for (double t : layer.seconds) EXPECT_GE(t, 0);
+  EXPECT_GT(layer.Seconds(ir::OpRole::kForward), 0);
+  EXPECT_GT(layer.Seconds(ir::OpRole::kBackwardWeight), 0);
 }
 
 TEST(ProfileTest, TensorParallelismSplitsTheLayer) {
@@ -61,17 +63,18 @@ TEST(ProfileTest, TensorParallelismSplitsTheLayer) {
   const double h = kHidden;
   // Matrices and the column-parallel biases (qkv 3h, up 4h) halve; the row-parallel biases
   // (proj, down) and the LayerNorms stay whole.
-  EXPECT_DOUBLE_EQ((*two)->layer.param_elements, 6 * h * h + (3 * h + 4 * h) / 2 + 2 * h + 4 * h);
-  EXPECT_GT((*two)->layer.MpCommSeconds(ir::OpRole::kForward), 0);
-  EXPECT_EQ(one->layer.MpCommSeconds(ir::OpRole::kForward), 0);
+  EXPECT_DOUBLE_EQ((*two)->kinds[kLayerKind].param_elements, 6 * h * h + (3 * h + 4 * h) / 2 + 2 * h + 4 * h);
+  EXPECT_GT((*two)->kinds[kLayerKind].MpCommSeconds(ir::OpRole::kForward), 0);
+  EXPECT_EQ(one->kinds[kLayerKind].MpCommSeconds(ir::OpRole::kForward), 0);
   absl::StatusOr<const ModelProfile*> sp = profiler.Get({.mp = 2, .sp = true, .micro_batch = 2});
   ASSERT_TRUE(sp.ok()) << sp.status();
-  EXPECT_DOUBLE_EQ((*sp)->layer.boundary_bytes, one->layer.boundary_bytes / 2);
-  EXPECT_LT((*sp)->layer.saved_bytes, (*two)->layer.saved_bytes);
+  EXPECT_DOUBLE_EQ((*sp)->kinds[kLayerKind].boundary_bytes, one->kinds[kLayerKind].boundary_bytes / 2);
+  EXPECT_LT((*sp)->kinds[kLayerKind].saved_bytes, (*two)->kinds[kLayerKind].saved_bytes);
   EXPECT_EQ(profiler.programs_profiled(), 3);
-  // Segments are differences of stage programs; none may come out negative.
+  // Each kind is one stage's local program: nothing may come out negative.
   for (const ModelProfile* p : {one, *two, *sp}) {
-    for (const SegmentCost* s : {&p->embedding, &p->layer, &p->head}) {
+    ASSERT_EQ(p->kinds.size(), 3u);
+    for (const SegmentCost* s : {&p->kinds[kEmbeddingKind], &p->kinds[kLayerKind], &p->kinds[kHeadKind]}) {
       for (size_t role = 0; role < 4; ++role) {
         EXPECT_GE(s->seconds[role], 0) << role;
         EXPECT_GE(s->mp_comm_seconds[role], -1e-18) << role;
@@ -98,7 +101,8 @@ TEST(ProfileTest, WholeModelMatchesTheClosedFormsOnSeveralSizes) {
     Profiler profiler(model, *strategy::ClusterPreset("dgx-a100", 8));
     absl::StatusOr<const ModelProfile*> p = profiler.Get({.mp = 1, .sp = false, .micro_batch = 1});
     ASSERT_TRUE(p.ok()) << spec << ": " << p.status();
-    const double params = (*p)->embedding.param_elements + z.l * (*p)->layer.param_elements + (*p)->head.param_elements;
+    const double params = (*p)->kinds[kEmbeddingKind].param_elements + z.l * (*p)->kinds[kLayerKind].param_elements +
+                          (*p)->kinds[kHeadKind].param_elements;
     const double closed_params = 12 * z.l * z.h * z.h * (1 + 13 / (12 * z.h) + (z.V + z.s) / (12 * z.l * z.h));
     EXPECT_DOUBLE_EQ(params, closed_params + 2 * z.h) << spec;
     const double flops = *ModelFlopsPerStep(model, profiler);

@@ -176,7 +176,7 @@ TEST(ModelSpecTest, BadSpecsNameTheirCulprit) {
       {"gpt:layers=4,hiden=64,heads=4,vocab=64,seq=8", "unknown key 'hiden'"},
       {"gpt:layers=four,hidden=64,heads=4,vocab=64,seq=8", "layers='four' is not a non-negative integer"},
       {"gpt:layers=4,hidden=64,heads=4,vocab=64", "needs seq=N"},
-      {"gpt:layers=2,hidden=64,heads=4,vocab=64,seq=8", "needs layers >= 3, got 2"},
+      {"gpt:layers=0,hidden=64,heads=4,vocab=64,seq=8", "needs layers=N (N > 0)"},
       {"gpt:layers=4,hidden=64,heads=5,vocab=64,seq=8", "divisible"},
       {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,dtype=f99", "dtype 'f99'"},
       {"llama:layers=4,hidden=64,heads=4,vocab=64,seq=8,tied=-1", "tied='-1'"},
@@ -188,6 +188,7 @@ TEST(ModelSpecTest, BadSpecsNameTheirCulprit) {
     EXPECT_NE(m.status().message().find(message), std::string::npos) << m.status();
   }
   EXPECT_TRUE(ModelFromSpec("llama:layers=4,hidden=64,heads=4,vocab=64,seq=8", 8).ok());
+  EXPECT_TRUE(ModelFromSpec("gpt:layers=1,hidden=64,heads=4,vocab=64,seq=8", 8).ok());
 }
 
 }  // namespace

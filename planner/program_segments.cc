@@ -1,0 +1,214 @@
+#include "planner/program_segments.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "ir/attribute.h"
+#include "ir/status.h"
+#include "passes/pipeline_stages.h"
+#include "planner/stage_layout.h"
+
+namespace pdist::planner {
+namespace {
+
+using ir::Operation;
+using ir::Value;
+
+// Crossing levels tried, lowest first: the residual stream alone, then with a mask or a rotary
+// table beside it, and so on.
+constexpr size_t kLevelsTried = 4;
+
+// For each op, the name of an argument it reads first (a parameter rather than a data input),
+// or "" — only such an op can start a pipeline stage (passes/pipeline_stages.h's marks). Names
+// with the glob's '*' would match more than themselves and are not used.
+std::vector<std::string> FirstReadMarks(const std::vector<std::unique_ptr<Operation>>& ops) {
+  std::vector<std::string> marks(ops.size());
+  std::unordered_set<const Value*> seen;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    bool parameter = false;
+    for (const Value* v : ops[i]->operands()) {
+      if (v == nullptr || !v->is_argument() || !seen.insert(v).second) continue;
+      if (v->name().empty() || v->name().find('*') != std::string::npos) continue;
+      const bool is_parameter = v->role() == ir::ValueRole::kParameter;
+      if (marks[i].empty() || (is_parameter && !parameter)) {
+        marks[i] = v->name();
+        parameter = is_parameter;
+      }
+    }
+  }
+  return marks;
+}
+
+// What ops [begin, end) compute, as a string two identical pieces share: op types, attributes
+// (a dropout's seed aside: every layer draws its own), result types, and each operand as a
+// result inside the piece, an argument of a role and type, or an outside value of a type.
+std::string PieceSignature(const std::vector<std::unique_ptr<Operation>>& ops, size_t begin, size_t end) {
+  std::unordered_map<const Value*, std::string> local;
+  std::string sig;
+  for (size_t i = begin; i < end; ++i) {
+    const Operation& op = *ops[i];
+    absl::StrAppend(&sig, op.type(), "(");
+    for (const Value* v : op.operands()) {
+      if (v == nullptr) {
+        absl::StrAppend(&sig, "_,");
+      } else if (auto it = local.find(v); it != local.end()) {
+        absl::StrAppend(&sig, it->second, ",");
+      } else if (v->is_argument()) {
+        absl::StrAppend(&sig, "arg ", ir::ValueRoleName(v->role()), " ", v->type().ToString(), ",");
+      } else {
+        absl::StrAppend(&sig, "outer ", v->type().ToString(), ",");
+      }
+    }
+    absl::StrAppend(&sig, "){");
+    for (const auto& [name, attr] : op.attrs()) {
+      if (name != "seed") absl::StrAppend(&sig, name, "=", ir::AttributeToString(attr), ",");
+    }
+    absl::StrAppend(&sig, "}->");
+    for (size_t r = 0; r < op.num_results(); ++r) {
+      local[op.result(r)] = absl::StrCat("%", i - begin, ".", r);
+      absl::StrAppend(&sig, op.result(r)->type().ToString(), ",");
+    }
+    absl::StrAppend(&sig, ";");
+  }
+  return sig;
+}
+
+// The program cut at `cuts` (op indices, ascending, none 0): pieces, their kinds as ids (equal
+// signatures, equal ids) and op counts.
+struct Pieces {
+  std::vector<size_t> begin;  // first op of each
+  std::vector<int64_t> id;
+  std::vector<int64_t> ops_before;  // prefix sums of op counts, one longer than `begin`
+};
+
+Pieces CutInto(const std::vector<std::unique_ptr<Operation>>& ops, const std::vector<size_t>& cuts) {
+  Pieces p;
+  p.begin.push_back(0);
+  p.begin.insert(p.begin.end(), cuts.begin(), cuts.end());
+  std::map<std::string, int64_t> ids;
+  p.ops_before.push_back(0);
+  for (size_t i = 0; i < p.begin.size(); ++i) {
+    const size_t end = i + 1 < p.begin.size() ? p.begin[i + 1] : ops.size();
+    p.id.push_back(ids.emplace(PieceSignature(ops, p.begin[i], end), static_cast<int64_t>(ids.size())).first->second);
+    p.ops_before.push_back(static_cast<int64_t>(end));
+  }
+  return p;
+}
+
+// The longest stretch of k ≥ 2 consecutive copies of a block of `period` pieces, by ops covered;
+// ties go to the shorter period, then the earlier start.
+struct Repetition {
+  size_t start = 0, period = 0, copies = 0;
+  int64_t ops_covered = 0;
+};
+
+Repetition LongestRepetition(const Pieces& p) {
+  const size_t m = p.id.size();
+  Repetition best;
+  for (size_t period = 1; 2 * period <= m; ++period) {
+    // Runs of pieces equal to the one `period` later: a run of r from a gives r / period + 1 copies.
+    size_t a = 0;
+    while (a + period < m) {
+      size_t r = 0;
+      while (a + r + period < m && p.id[a + r] == p.id[a + r + period]) ++r;
+      const size_t copies = r / period + 1;
+      if (copies >= 2) {
+        const int64_t covered = p.ops_before[a + copies * period] - p.ops_before[a];
+        if (covered > best.ops_covered) best = {a, period, copies, covered};
+      }
+      a += std::max<size_t>(r, 1);
+    }
+  }
+  return best;
+}
+
+std::string Ops(int64_t n) { return absl::StrCat(n, n == 1 ? " op" : " ops"); }
+
+absl::Status CheckMarks(const ir::Program& forward, const ProgramSegments& out) {
+  std::vector<std::string> marks;
+  for (size_t i = 1; i < out.segments.size(); ++i) marks.push_back(out.segments[i].mark);
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, passes::StagesFromMarks(forward, marks));
+  for (size_t i = 1; i < out.segments.size(); ++i) {
+    const size_t first = static_cast<size_t>(out.segments[i].first_op);
+    if (stage_of[first] != static_cast<int64_t>(i) || stage_of[first - 1] != static_cast<int64_t>(i - 1)) {
+      return absl::InternalError(absl::StrCat("segment ", i, " starts at op #", first, " but its mark '",
+                                              out.segments[i].mark, "' starts a stage elsewhere"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ProgramSegments> FindProgramSegments(const ir::Program& forward, int64_t max_segments) {
+  const auto& ops = forward.block().ops();
+  if (ops.empty()) return absl::InvalidArgumentError("the program has no ops to plan");
+  if (max_segments < 1) return absl::InvalidArgumentError(absl::StrCat("max_segments must be >= 1, got ", max_segments));
+  const std::vector<std::string> marks = FirstReadMarks(ops);
+  const std::vector<int64_t> crossing = passes::CrossingValues(forward);
+  std::vector<int64_t> levels;
+  for (size_t c = 1; c < ops.size(); ++c) {
+    if (!marks[c].empty()) levels.push_back(crossing[c]);
+  }
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  if (levels.size() > kLevelsTried) levels.resize(kLevelsTried);
+
+  auto cuts_at = [&](int64_t bound) {
+    std::vector<size_t> cuts;
+    for (size_t c = 1; c < ops.size(); ++c) {
+      if (!marks[c].empty() && crossing[c] <= bound) cuts.push_back(c);
+    }
+    return cuts;
+  };
+  Pieces best_pieces = CutInto(ops, levels.empty() ? std::vector<size_t>{} : cuts_at(levels.front()));
+  Repetition best = LongestRepetition(best_pieces);
+  for (size_t l = 1; l < levels.size(); ++l) {
+    Pieces pieces = CutInto(ops, cuts_at(levels[l]));
+    Repetition r = LongestRepetition(pieces);
+    if (r.ops_covered > best.ops_covered) {
+      best = r;
+      best_pieces = std::move(pieces);
+    }
+  }
+
+  ProgramSegments out;
+  const Pieces& p = best_pieces;
+  auto add = [&](size_t piece, bool layer, int64_t kind) {
+    out.segments.push_back({.first_op = static_cast<int64_t>(p.begin[piece]), .kind = kind,
+                            .mark = piece == 0 ? "" : marks[p.begin[piece]], .layer = layer});
+  };
+  if (best.copies >= 2) {
+    const size_t end = best.start + best.copies * best.period;
+    if (best.start > 0) add(0, false, out.kinds++);
+    const int64_t layer_kind = out.kinds++;
+    for (size_t k = 0; k < best.copies; ++k) add(best.start + k * best.period, true, layer_kind);
+    if (end < p.id.size()) add(end, false, out.kinds++);
+    out.layers = static_cast<int64_t>(best.copies);
+    out.summary = absl::StrCat(out.layers, " repeated layers of ", Ops(best.ops_covered / out.layers), "; ",
+                               Ops(p.ops_before[best.start]), " before, ", Ops(static_cast<int64_t>(ops.size()) - p.ops_before[end]), " after");
+  } else {
+    // Nothing repeats: every piece its own segment, merged to at most max_segments by FLOPs.
+    std::vector<double> weights;
+    for (size_t i = 0; i < p.begin.size(); ++i) {
+      double w = 0;
+      for (int64_t op = p.ops_before[i]; op < p.ops_before[i + 1]; ++op) w += passes::ForwardFlops(*ops[op]) + 1;
+      weights.push_back(w);
+    }
+    std::vector<int64_t> groups;
+    if (static_cast<int64_t>(weights.size()) > max_segments) {
+      groups = BalancedGroups(weights, max_segments);
+    } else {
+      for (size_t i = 0; i < weights.size(); ++i) groups.push_back(static_cast<int64_t>(i));
+    }
+    for (int64_t g : groups) add(static_cast<size_t>(g), true, out.kinds++);
+    out.summary = absl::StrCat("no repeated layers; ", out.segments.size(), " segments between cut points");
+  }
+  PDIST_RETURN_IF_ERROR(CheckMarks(forward, out));
+  return out;
+}
+
+}  // namespace pdist::planner
