@@ -12,10 +12,6 @@
 #include "ir/serialize.h"
 #include "ir/status.h"
 
-struct pdist_engine {
-  std::unique_ptr<pdist::engine::Engine> engine;
-};
-
 namespace {
 thread_local std::string last_error;
 }  // namespace

@@ -79,6 +79,24 @@ pdist_status pdist_engine_load(pdist_engine* engine, const char* path);
 /* Steps trained so far (restored by load). */
 int64_t pdist_engine_step(const pdist_engine* engine);
 
+/* One batch from host memory, for models fed by the caller (numpy arrays from Python): one
+ * pdist_feed per data input of the model, the global batch (the engine splits it over ranks and
+ * micro-batches). The bytes are copied; they may be freed when the call returns. */
+typedef struct {
+  const char* name;      /* a data input of the model: "tokens", "labels", "x" */
+  const char* dtype;     /* as the model declares it: "f32", "f64", "i32", "i64", "bf16", ... */
+  int ndim;
+  const int64_t* shape;  /* ndim dims */
+  const void* data;      /* row-major */
+} pdist_feed;
+
+/* One optimizer step on the batch; `loss` (may be NULL) receives its loss. A feed that names no
+ * data input, a data input without a feed, or a shape or dtype other than the model's is
+ * INVALID_ARGUMENT naming it. */
+pdist_status pdist_engine_train_step(pdist_engine* engine, const pdist_feed* feeds, int num_feeds, double* loss);
+/* The loss on the batch, parameters unchanged. */
+pdist_status pdist_engine_eval_step(const pdist_engine* engine, const pdist_feed* feeds, int num_feeds, double* loss);
+
 /* ---- Programs: load, annotate, save, print ----------------------------------------------
  *
  * The annotation half of semi-automatic parallelism (docs/c-api.md): mark a few tensors with
@@ -114,6 +132,27 @@ pdist_status pdist_program_save(const pdist_program* program, const char* path);
  * NULL (with pdist_last_error set) when `program` is NULL. */
 const char* pdist_program_print(pdist_program* program);
 void pdist_program_destroy(pdist_program* program);
+
+/* ---- Planning ------------------------------------------------------------------------------
+ *
+ * The strategy pdist-plan would pick for `program` (a forward program with a loss; its batch is
+ * the global batch), on a cluster: one JSON object, pdist-plan --json's document ("strategy",
+ * "step_time_s", "tokens_per_s", "tflops_per_device", "mfu", "peak_memory_bytes", "time_s",
+ * "memory_bytes", "top", ...) plus "model" (the segments the planner found), "report" (the text
+ * pdist-plan prints) and "explanation" (--explain's text). `options` is NULL or a JSON object:
+ *
+ *   {"cluster": "dgx-a100",      a preset (dgx-a100, dgx-h100, hgx-h200) or a cluster JSON file
+ *    "gpus": 16,                 devices (presets need it; a file has its own)
+ *    "strategy": {...},          Strategy keys kept fixed (all set: the strategy priced as it is)
+ *    "memory_margin": 0.1, "max_micro_batch": 64, "mp_across_nodes": false, "top": 5}
+ *
+ * Placements set by pdist_program_shard_tensor are not priced: the planner places tensors by the
+ * degrees it searches, and "model" says how many annotations it set aside.
+ * Unknown keys and wrong types are errors naming them; no plan that fits is FAILED_PRECONDITION
+ * naming the leanest and what it needs. The string is owned by the handle and valid until the
+ * next plan or destroy.
+ */
+pdist_status pdist_program_plan(pdist_program* program, const char* options, const char** plan_json);
 
 const char* pdist_last_error(void);
 const char* pdist_version(void);

@@ -1,9 +1,24 @@
-// Shared by the C API's translation units (c_api.cc, c_api_program.cc): one thread-local last
-// error and one status → pdist_status mapping.
+// Shared by the C API's translation units (c_api.cc, c_api_feed.cc, c_api_program.cc,
+// c_api_plan.cc): one thread-local last error, one status → pdist_status mapping, the handles.
 #pragma once
+
+#include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "engine/c_api.h"
+#include "engine/engine.h"
+#include "ir/program.h"
+
+struct pdist_engine {
+  std::unique_ptr<pdist::engine::Engine> engine;
+};
+
+struct pdist_program {
+  pdist::ir::Program program;
+  std::string printed;  // the last pdist_program_print result, owned here
+  std::string planned;  // the last pdist_program_plan result, owned here
+};
 
 namespace pdist::engine::capi {
 

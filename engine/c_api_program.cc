@@ -12,11 +12,6 @@
 #include "ir/serialize.h"
 #include "ir/status.h"
 
-struct pdist_program {
-  pdist::ir::Program program;
-  std::string printed;  // the last pdist_program_print result, owned here
-};
-
 namespace {
 
 using pdist::engine::capi::Fail;

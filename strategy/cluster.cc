@@ -1,6 +1,7 @@
 // Cluster JSON: a strict reader (every key known, every number in range), the writer, presets.
 #include "strategy/cluster.h"
 
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/checked_math.h"
 #include "ir/dist/process_mesh.h"
+#include "ir/input_file.h"
 #include "ir/json_reader.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
@@ -238,6 +240,29 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
   if (devices < 8) {
     c.devices_per_node = devices;
     c.name = absl::StrCat(devices, " of ", name);
+  }
+  return c;
+}
+
+absl::StatusOr<Cluster> ClusterFromFileOrPreset(const std::string& file_or_preset, int64_t devices) {
+  if (std::filesystem::exists(file_or_preset)) {
+    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(file_or_preset));
+    absl::StatusOr<Cluster> c = ParseCluster(text);
+    if (!c.ok()) return WithContext(c.status(), absl::StrCat("cluster file ", file_or_preset));
+    if (devices != 0 && devices != c->num_devices()) {
+      return absl::InvalidArgumentError(absl::StrCat(devices, " devices asked for, but cluster file ", file_or_preset,
+                                                     " has ", c->num_devices(), " (nodes × devices_per_node)"));
+    }
+    return c;
+  }
+  if (devices < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the number of devices is needed with the preset '", file_or_preset,
+                                                   "' (or name a cluster file)"));
+  }
+  absl::StatusOr<Cluster> c = ClusterPreset(file_or_preset, devices);
+  if (!c.ok() && c.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(absl::StrCat("cluster '", file_or_preset, "' is neither a file nor a preset (",
+                                            absl::StrJoin(ClusterPresetNames(), ", "), ")"));
   }
   return c;
 }

@@ -85,4 +85,9 @@ std::string ClusterToJson(const Cluster& cluster);
 absl::StatusOr<Cluster> ClusterPreset(std::string_view name, int64_t devices);
 std::vector<std::string> ClusterPresetNames();
 
+// What `--cluster X --gpus N` means to every front end (pdist-plan, the C API, Python): a
+// cluster file when X names an existing path (N, when not 0, must be its device count), else the
+// preset X with N devices. Errors name X, the file's bad key, or the presets there are.
+absl::StatusOr<Cluster> ClusterFromFileOrPreset(const std::string& file_or_preset, int64_t devices);
+
 }  // namespace pdist::strategy

@@ -51,25 +51,12 @@ absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
 // --gpus devices.
 absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   if (o.cluster == "cpu-local") return CalibrateHere(o);
-  if (std::filesystem::exists(o.cluster)) {
-    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.cluster));
-    absl::StatusOr<strategy::Cluster> c = strategy::ParseCluster(text);
-    if (!c.ok()) return WithContext(c.status(), absl::StrCat("cluster file ", o.cluster));
-    if (o.gpus != 0 && o.gpus != c->num_devices()) {
-      return absl::InvalidArgumentError(absl::StrCat("--gpus ", o.gpus, " but cluster file ", o.cluster, " has ",
-                                                     c->num_devices(), " devices (nodes × devices_per_node)"));
-    }
-    return c;
-  }
-  if (o.gpus < 1) {
+  if (!std::filesystem::exists(o.cluster) && o.gpus < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--gpus N is needed with the preset '", o.cluster,
                                                    "' (or give --cluster a cluster file)"));
   }
-  absl::StatusOr<strategy::Cluster> c = strategy::ClusterPreset(o.cluster, o.gpus);
-  if (!c.ok() && c.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(absl::StrCat("--cluster '", o.cluster, "' is neither a file nor a preset (",
-                                            absl::StrJoin(strategy::ClusterPresetNames(), ", "), ")"));
-  }
+  absl::StatusOr<strategy::Cluster> c = strategy::ClusterFromFileOrPreset(o.cluster, o.gpus);
+  if (!c.ok() && c.status().code() == absl::StatusCode::kNotFound) return WithContext(c.status(), "--cluster");
   return c;
 }
 

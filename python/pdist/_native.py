@@ -79,6 +79,11 @@ class Dataset(ctypes.Structure):
     _fields_ = [("path", ctypes.c_char_p), ("format", ctypes.c_int), ("seed", ctypes.c_uint64)]
 
 
+class Feed(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p), ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+
+
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_double, ctypes.c_void_p)
 
 _P = ctypes.c_void_p
@@ -93,6 +98,8 @@ _PROTOTYPES = {
     "pdist_engine_save": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "pdist_engine_load": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "pdist_engine_step": (ctypes.c_int64, [_P]),
+    "pdist_engine_train_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
+    "pdist_engine_eval_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
     "pdist_program_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_build": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_shard_tensor": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
@@ -100,6 +107,7 @@ _PROTOTYPES = {
     "pdist_program_save": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "pdist_program_print": (ctypes.c_char_p, [_P]),
     "pdist_program_destroy": (None, [_P]),
+    "pdist_program_plan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]),
     "pdist_last_error": (ctypes.c_char_p, []),
     "pdist_version": (ctypes.c_char_p, []),
 }

@@ -4,18 +4,48 @@ import ctypes
 import json
 import os
 import tempfile
+import time
 
 from . import _native
+from .plan import plan
 from .program import Program
 from .strategy import Strategy
 
 _FORMATS = {"text": 0, "uint16": 1, "uint32": 2}
 
 
+# numpy dtype names → pdist's (ir/types.h).
+_DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+
+
+def _is_file(data):
+    return isinstance(data, (str, os.PathLike))
+
+
+def _feeds(batch):
+    """A batch (dict of data input name → numpy array) as pdist_feed structs; returns them with
+    the arrays they point into, which must live until the call returns. C-contiguous arrays are
+    not copied here (the library copies them once)."""
+    import numpy as np
+    if not isinstance(batch, dict):
+        raise TypeError("a batch is a dict of data input name -> numpy array (training data: an iterable of such "
+                        f"batches, or a token file path), got {type(batch).__name__}")
+    feeds = (_native.Feed * len(batch))()
+    keep = []
+    for i, (name, value) in enumerate(batch.items()):
+        array = np.ascontiguousarray(value)
+        dtype = _DTYPES.get(array.dtype.name)
+        if dtype is None:
+            raise TypeError(f"batch['{name}']: numpy dtype {array.dtype} has no pdist dtype "
+                            f"({', '.join(sorted(_DTYPES))})")
+        shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+        encoded = _native.encode(name)
+        keep.append((array, shape, encoded))
+        feeds[i] = _native.Feed(encoded, dtype.encode(), array.ndim, shape, array.ctypes.data_as(ctypes.c_void_p))
+    return feeds, keep
+
+
 def _dataset(path, data_format, seed):
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"pdist.Engine: data must be a token file path, got {type(path).__name__} "
-                        "(iterables of numpy batches are not supported yet)")
     if data_format not in _FORMATS:
         raise ValueError(f"pdist.Engine: data_format must be one of {sorted(_FORMATS)}, got {data_format!r}")
     return _native.Dataset(_native.encode(os.fspath(path)), _FORMATS[data_format], int(seed))
@@ -55,10 +85,34 @@ class Engine:
                                                                ctypes.byref(handle))
         _native.check(status, "pdist.Engine")
         self._handle = handle
+        self._model = model
 
-    def fit(self, train_data, steps, data_format="text", seed=0, log_freq=0, callbacks=()):
-        """Trains `steps` steps on a token file; returns the loss of each step. Each callback is
-        called as callback(step, loss, seconds) and may return True to stop."""
+    def train_step(self, batch):
+        """One optimizer step on `batch` — a dict of data input name → numpy array, the global
+        batch as the model declares it — and its loss."""
+        feeds, _keep = _feeds(batch)
+        loss = ctypes.c_double()
+        _native.check(_native.lib.pdist_engine_train_step(self._handle, feeds, len(feeds), ctypes.byref(loss)),
+                      "train_step")
+        return loss.value
+
+    def eval_step(self, batch):
+        """The loss on `batch` (as train_step takes it), parameters unchanged."""
+        feeds, _keep = _feeds(batch)
+        loss = ctypes.c_double()
+        _native.check(_native.lib.pdist_engine_eval_step(self._handle, feeds, len(feeds), ctypes.byref(loss)),
+                      "eval_step")
+        return loss.value
+
+    def fit(self, train_data, steps=None, epochs=1, data_format="text", seed=0, log_freq=0, callbacks=()):
+        """Trains on a token file (`steps` steps; `data_format` text, uint16 or uint32) or on an
+        iterable of batches (dicts of data input name → numpy array; `epochs` passes over it, at
+        most `steps` steps); returns the loss of each step. Each callback is called as
+        callback(step, loss, seconds) and may return True to stop."""
+        if not _is_file(train_data):
+            return self._fit_batches(train_data, steps, epochs, log_freq, callbacks)
+        if steps is None:
+            raise ValueError("fit: steps is needed with a token file")
         losses = []
         raised = []
 
@@ -80,8 +134,37 @@ class Engine:
         _native.check(status, "fit")
         return losses
 
-    def evaluate(self, valid_data, steps, data_format="text"):
-        """Mean loss over `steps` batches from the file's start; parameters unchanged."""
+    def _fit_batches(self, batches, steps, epochs, log_freq, callbacks):
+        losses = []
+        for _ in range(int(epochs)):
+            for batch in batches:
+                if steps is not None and len(losses) >= steps:
+                    return losses
+                start = time.perf_counter()
+                loss = self.train_step(batch)
+                seconds = time.perf_counter() - start
+                losses.append(loss)
+                step = len(losses) - 1
+                if log_freq and (step + 1) % log_freq == 0:
+                    print(f"step {step + 1}  loss {loss:.4f}  {seconds:.3f} s", flush=True)
+                if any(bool(cb(step, loss, seconds)) for cb in callbacks):
+                    return losses
+        return losses
+
+    def evaluate(self, valid_data, steps=None, data_format="text"):
+        """Mean loss over `steps` batches from a token file's start, or over the batches of an
+        iterable (at most `steps`); parameters unchanged."""
+        if not _is_file(valid_data):
+            losses = []
+            for batch in valid_data:
+                if steps is not None and len(losses) >= steps:
+                    break
+                losses.append(self.eval_step(batch))
+            if not losses:
+                raise ValueError("evaluate: no batches")
+            return sum(losses) / len(losses)
+        if steps is None:
+            raise ValueError("evaluate: steps is needed with a token file")
         mean = ctypes.c_double()
         data = _dataset(valid_data, data_format, 0)
         _native.check(_native.lib.pdist_engine_evaluate(self._handle, ctypes.byref(data), int(steps), ctypes.byref(mean)),
@@ -93,6 +176,27 @@ class Engine:
 
     def load(self, path):
         _native.check(_native.lib.pdist_engine_load(self._handle, _native.encode(os.fspath(path))), f"load {path}")
+
+    def cost(self, cluster="dgx-a100", gpus=None):
+        """The planner's prediction (a pdist.Plan) for this engine's program under its strategy —
+        degrees, sp, ZeRO stage, recompute, schedule and micro-batching all fixed; the stage cut
+        is the planner's — on `cluster`: a preset with `gpus` devices (default: the strategy's
+        dp × mp × pp) or a cluster JSON file. Strategies with amp or gradient merge are not priced
+        (the planner prices a model's dtype, not amp): UnimplementedError."""
+        s = Strategy(json.loads(self._strategy)) if self._strategy else Strategy()
+        if s.amp.enable or s.gradient_merge.enable:
+            raise _native.UnimplementedError("Engine.cost: the planner does not price amp or gradient_merge; "
+                                             "export the model in bf16 instead of enabling amp")
+        full = s.to_dict()
+        fixed = {key: full[key] for key in ("dp_degree", "mp_degree", "pp_degree", "sp", "sharding", "recompute")}
+        pipelined = s.pp_degree > 1 or s.pipeline.enable
+        # Without a pipeline the engine runs each rank's whole batch at once: one micro-batch.
+        fixed["pipeline"] = full["pipeline"] if pipelined else {"accumulate_steps": 1}
+        fixed["pipeline"].pop("split_before", None)
+        if gpus is None and not os.path.exists(str(cluster)):
+            gpus = s.dp_degree * s.mp_degree * s.pp_degree
+        program = self._model if isinstance(self._model, Program) else Program.load(self._model)
+        return plan(program, cluster=cluster, gpus=gpus, strategy=fixed)
 
     @property
     def step(self):

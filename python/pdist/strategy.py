@@ -19,7 +19,7 @@ _TOP = {"dp_degree": 1, "mp_degree": 1, "pp_degree": 1, "sp": False}
 _SECTIONS = {
     "sharding": {"enable": False, "stage": 1, "degree": 0},
     "pipeline": {"enable": False, "schedule_mode": "1F1B", "accumulate_steps": 1, "micro_batch_size": 1,
-                 "vpp_degree": 1},
+                 "vpp_degree": 1, "split_before": []},
     "recompute": {"enable": False, "granularity": "full"},
     "amp": {"enable": False, "dtype": "float16", "level": "o1", "use_dynamic_loss_scaling": True,
             "init_loss_scaling": 32768.0, "incr_every_n_steps": 1000, "decr_every_n_nan_or_inf": 2,
@@ -30,6 +30,10 @@ _SECTIONS = {
 
 def _checked(path, default, value):
     """`value` if it has the type of `default` (an int where a float is expected is accepted)."""
+    if isinstance(default, list):  # pipeline.split_before: a list of argument-name patterns
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"strategy key '{path}' must be a list of str, got {value!r}")
+        return list(value)
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, int):
@@ -65,7 +69,7 @@ class _Section:
         self._values[key] = _checked(f"{self._name}.{key}", _SECTIONS[self._name][key], value)
 
     def to_dict(self):
-        return dict(self._values)
+        return copy.deepcopy(self._values)
 
 
 class Strategy:

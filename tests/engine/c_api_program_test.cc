@@ -2,6 +2,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/c_api.h"
 #include "gmock/gmock.h"
@@ -82,6 +84,33 @@ TEST_F(ProgramTest, ErrorsNameTheTensorAndThePlacement) {
   // Nothing was applied by the failed calls.
   EXPECT_THAT(std::string(pdist_program_print(prog_)), ::testing::Not(HasSubstr("dist")));
   EXPECT_STREQ(pdist_last_error(), "");
+}
+
+// The planner through the C API: pdist-plan's JSON with its report; bad options named.
+TEST_F(ProgramTest, PlanAnswersWithTheReportAndNamesBadOptions) {
+  const char* plan = nullptr;
+  ASSERT_EQ(pdist_program_plan(prog_, R"({"cluster": "dgx-a100", "gpus": 2, "strategy": {"dp_degree": 2}})", &plan),
+            PDIST_OK)
+      << pdist_last_error();
+  EXPECT_THAT(plan, HasSubstr("\"step_time_s\""));
+  EXPECT_THAT(plan, HasSubstr("\"dp_degree\": 2"));
+  EXPECT_THAT(plan, HasSubstr("plan: dp2 mp1 pp1"));  // the report
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {nullptr, "the number of devices is needed with the preset 'dgx-a100'"},
+      {R"({"gpu": 2})", "unknown key \"gpu\""},
+      {R"({"gpus": "2"})", "\"gpus\" must be an integer, got \"2\""},
+      {R"({"gpus": 2, "memory_margin": 1.5})", "\"memory_margin\" must be a number in [0, 1)"},
+      {R"({"cluster": "cpu-local", "gpus": 2})", "cpu-local is measured by"},
+      {R"({"cluster": "dgx-z9", "gpus": 2})", "cluster 'dgx-z9' is neither a file nor a preset"},
+      {R"({"gpus": 2, "strategy": {"dp_degre": 2}})", "dp_degre"},
+      {"[1]", "must be a JSON object"},
+      {"{", "plan options"},
+  };
+  for (const auto& [options, message] : bad) {
+    EXPECT_NE(pdist_program_plan(prog_, options, &plan), PDIST_OK) << (options ? options : "NULL");
+    EXPECT_THAT(pdist_last_error(), HasSubstr(message)) << (options ? options : "NULL");
+  }
+  EXPECT_EQ(pdist_program_plan(nullptr, "{}", &plan), PDIST_INVALID_ARGUMENT);
 }
 
 TEST(ProgramApiTest, NullArgumentsAndMissingFiles) {

@@ -109,6 +109,59 @@ TEST(CApiTest, FitEvaluateSaveLoad) {
   std::remove(ckpt.c_str());
 }
 
+// Batches from host memory: a step on them, and every malformed feed named before anything is
+// allocated or read (an absurd shape is a mismatch with the model, not an allocation).
+TEST(CApiTest, HostBatchesTrainAndBadFeedsAreNamed) {
+  const std::string model = WriteTinyModel();
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  std::vector<int64_t> tokens(2 * 16), labels(2 * 16);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int64_t>(i % 7);
+    labels[i] = static_cast<int64_t>((i + 1) % 7);
+  }
+  const int64_t shape[2] = {2, 16};
+  pdist_feed feeds[2] = {{"tokens", "i64", 2, shape, tokens.data()}, {"labels", "i64", 2, shape, labels.data()}};
+  double before = 0, loss = 0, after = 0;
+  ASSERT_EQ(pdist_engine_eval_step(engine, feeds, 2, &before), PDIST_OK) << pdist_last_error();
+  ASSERT_EQ(pdist_engine_train_step(engine, feeds, 2, &loss), PDIST_OK) << pdist_last_error();
+  EXPECT_DOUBLE_EQ(loss, before);  // the step's loss is the loss before its update
+  ASSERT_EQ(pdist_engine_eval_step(engine, feeds, 2, &after), PDIST_OK);
+  EXPECT_LT(after, before);
+  EXPECT_EQ(pdist_engine_step(engine), 1);
+
+  const int64_t huge[2] = {int64_t{1} << 40, int64_t{1} << 40};
+  const int64_t wide[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  struct Bad {
+    pdist_feed feed;
+    const char* message;
+  };
+  const std::vector<Bad> bad = {
+      {{"tokens", "i64", 2, huge, tokens.data()}, "i64[1099511627776,1099511627776], but the model's data input is i64[2,16]"},
+      {{"tokens", "f99", 2, shape, tokens.data()}, "dtype 'f99' is not a dtype"},
+      {{"tokens", "i64", 9, wide, tokens.data()}, "ndim 9 must be in [0, 8]"},
+      {{"tokens", "i64", 2, nullptr, tokens.data()}, "ndim 2 must be in [0, 8] with a shape"},
+      {{"tokens", "i64", 2, shape, nullptr}, "'tokens'): data is NULL"},
+      {{"wte", "f32", 2, shape, tokens.data()}, "'wte' is not a data input of the model (data inputs: 'tokens', 'labels')"},
+      {{nullptr, "i64", 2, shape, tokens.data()}, "name or dtype is NULL"},
+  };
+  for (const Bad& b : bad) {
+    const pdist_feed two[2] = {b.feed, feeds[1]};
+    EXPECT_EQ(pdist_engine_train_step(engine, two, 2, &loss), PDIST_INVALID_ARGUMENT) << b.message;
+    EXPECT_NE(std::string(pdist_last_error()).find(b.message), std::string::npos) << pdist_last_error();
+  }
+  const pdist_feed twice[2] = {feeds[0], feeds[0]};
+  EXPECT_EQ(pdist_engine_train_step(engine, twice, 2, &loss), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("'tokens' is fed twice"), std::string::npos) << pdist_last_error();
+  EXPECT_EQ(pdist_engine_train_step(engine, feeds, 1, &loss), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("no feed for data input 'labels'"), std::string::npos)
+      << pdist_last_error();
+  EXPECT_EQ(pdist_engine_train_step(engine, nullptr, 2, &loss), PDIST_INVALID_ARGUMENT);
+  EXPECT_EQ(pdist_engine_train_step(nullptr, feeds, 2, &loss), PDIST_INVALID_ARGUMENT);
+  EXPECT_EQ(pdist_engine_step(engine), 1);  // no bad call stepped
+  pdist_engine_destroy(engine);
+}
+
 TEST(CApiTest, DatasetShorterThanOneBatchIsAnError) {
   const std::string model = WriteTinyModel();
   const std::string data_path = WriteText("c_api_short.txt", "too short");

@@ -174,7 +174,7 @@ class EngineTest(WithExportedGpt):
         engine = pdist.Engine(self.model)
         with self.assertRaises(FileNotFoundError):
             engine.fit(os.path.join(self.tmp.name, "absent.txt"), steps=1)
-        with self.assertRaisesRegex(TypeError, "token file path"):
+        with self.assertRaisesRegex(TypeError, "a batch is a dict .* or a token file path\\), got list"):
             engine.fit([[1, 2, 3]], steps=1)
         with self.assertRaisesRegex(ValueError, "data_format"):
             engine.fit(DATA, steps=1, data_format="utf8")
@@ -182,3 +182,98 @@ class EngineTest(WithExportedGpt):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlanTest(WithExportedGpt):
+    def test_plan_picks_a_strategy_for_the_devices_and_explains_it(self):
+        p = pdist.plan(pdist.load(self.model), cluster="dgx-a100", gpus=4)
+        self.assertIsInstance(p.strategy, pdist.Strategy)
+        self.assertEqual(p.strategy.dp_degree * p.strategy.mp_degree * p.strategy.pp_degree, 4)
+        self.assertGreater(p.step_time, 0)
+        self.assertGreater(p.tokens_per_s, 0)
+        self.assertLessEqual(p.peak_memory_bytes, p.memory_capacity_bytes)
+        self.assertIn("2 repeated layers", p.model)
+        self.assertIn("plan: dp", str(p))
+        self.assertIn("compute", p.time)
+
+    def test_fixed_keys_are_kept_and_the_plan_trains(self):
+        p = pdist.plan(pdist.load(self.model), gpus=4, strategy={"dp_degree": 2, "mp_degree": 2})
+        self.assertEqual((p.strategy.dp_degree, p.strategy.mp_degree, p.strategy.pp_degree), (2, 2, 1))
+        losses = pdist.Engine(self.model, strategy=p.strategy, learning_rate=3e-3).fit(DATA, steps=2)
+        self.assertEqual(len(losses), 2)
+
+    def test_engine_cost_prices_its_own_strategy(self):
+        engine = pdist.Engine(self.model, strategy={"dp_degree": 2, "pp_degree": 2,
+                                                    "pipeline": {"enable": True, "accumulate_steps": 2,
+                                                                 "micro_batch_size": 1}})
+        cost = engine.cost()
+        s = cost.strategy
+        self.assertEqual((s.dp_degree, s.mp_degree, s.pp_degree), (2, 1, 2))
+        self.assertEqual((s.pipeline.accumulate_steps, s.pipeline.micro_batch_size), (2, 1))
+        self.assertGreater(cost.step_time, 0)
+        one = pdist.Engine(self.model).cost()
+        self.assertEqual((one.strategy.dp_degree, one.strategy.pp_degree), (1, 1))
+
+    def test_bad_plans_raise_naming_the_value(self):
+        program = pdist.load(self.model)
+        with self.assertRaisesRegex(pdist.NotFoundError, "cluster 'dgx-z9' is neither a file nor a preset"):
+            pdist.plan(program, cluster="dgx-z9", gpus=4)
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "dp_degre"):
+            pdist.plan(program, gpus=4, strategy={"dp_degre": 2})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "dp_degree 3 does not divide the 4 devices"):
+            pdist.plan(program, gpus=4, strategy={"dp_degree": 3})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "devices is needed"):
+            pdist.plan(program)
+
+
+class NumpyBatchTest(unittest.TestCase):
+    """Batches from Python: dicts of numpy arrays, fed through pdist_engine_train_step."""
+
+    def setUp(self):
+        import numpy as np
+        self.np = np
+        rng = np.random.default_rng(0)
+        # A learnable task: the class is the index of the largest of the first 4 features.
+        self.batches = []
+        for _ in range(12):
+            x = rng.standard_normal((8, 16)).astype(np.float32)
+            self.batches.append({"x": x, "labels": x[:, :4].argmax(axis=1).reshape(8, 1).astype(np.int64)})
+
+    def mlp(self):
+        return pdist.models.mlp(input=16, layers=2, hidden=32, classes=4, batch=8)
+
+    def test_an_mlp_learns_from_numpy_batches_and_two_ranks_train_as_one(self):
+        one = pdist.Engine(self.mlp(), learning_rate=1e-2).fit(self.batches, epochs=3)
+        self.assertEqual(len(one), 36)
+        self.assertLess(sum(one[-6:]) / 6, 0.8 * sum(one[:6]) / 6)
+        two = pdist.Engine(self.mlp(), strategy={"dp_degree": 2}, learning_rate=1e-2).fit(self.batches, steps=10)
+        for a, b in zip(two, one[:10]):
+            self.assertAlmostEqual(a, b, delta=1e-5 * b)
+        engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
+        before = engine.evaluate(self.batches)
+        self.assertAlmostEqual(before, engine.evaluate(iter(self.batches)), delta=1e-12)  # parameters unchanged
+        engine.fit(iter(self.batches), steps=4, callbacks=[lambda step, loss, seconds: step == 1])
+        self.assertEqual(engine.step, 2)  # the callback stopped it after the second step
+
+    def test_bad_batches_raise_naming_the_input(self):
+        engine = pdist.Engine(self.mlp())
+        batch = self.batches[0]
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, r"'x'\): f64\[8,16\], but the model's data input is f32\[8,16\]"):
+            engine.train_step({"x": batch["x"].astype(self.np.float64), "labels": batch["labels"]})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "'y' is not a data input of the model \\(data inputs: 'x', 'labels'"):
+            engine.train_step({"y": batch["x"], "labels": batch["labels"]})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "no feed for data input 'labels'"):
+            engine.train_step({"x": batch["x"]})
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, r"f32\[4,16\], but the model's data input is f32\[8,16\]"):
+            engine.train_step({"x": batch["x"][:4], "labels": batch["labels"]})
+        with self.assertRaisesRegex(TypeError, "numpy dtype uint8 has no pdist dtype"):
+            engine.train_step({"x": batch["x"].astype(self.np.uint8), "labels": batch["labels"]})
+        with self.assertRaisesRegex(TypeError, "a batch is a dict"):
+            engine.train_step([batch["x"], batch["labels"]])
+        with self.assertRaisesRegex(ValueError, "steps is needed with a token file"):
+            engine.fit(DATA)
+        self.assertEqual(engine.step, 0)
+        # A transposed (not contiguous) view is fed by value, as numpy sees it.
+        x_t = self.np.asfortranarray(batch["x"])
+        self.assertAlmostEqual(engine.eval_step({"x": x_t, "labels": batch["labels"]}),
+                               engine.eval_step(batch), delta=1e-12)

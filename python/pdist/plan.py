@@ -1,0 +1,55 @@
+"""pdist.plan: the planner's pick for a program on a cluster, as pdist-plan makes it."""
+import ctypes
+import json
+
+from . import _native
+from .strategy import Strategy
+
+
+class Plan:
+    """What the planner predicts for its pick: `strategy` (a pdist.Strategy that pdist.Engine and
+    pdist-train run as it is), `step_time` (s), `tokens_per_s`, `tflops_per_device`, `mfu`,
+    `peak_memory_bytes` of `memory_capacity_bytes`, `time` and `memory` by term, `model` (the
+    segments the planner found), `explanation` (the runners-up and why they lost); str() is the
+    report pdist-plan prints. `json` is the whole document."""
+
+    def __init__(self, document):
+        self.json = document
+        self.strategy = Strategy(document["strategy"])
+        self.step_time = document["step_time_s"]
+        self.tokens_per_s = document["tokens_per_s"]
+        self.tflops_per_device = document["tflops_per_device"]
+        self.mfu = document["mfu"]
+        self.peak_memory_bytes = document["peak_memory_bytes"]
+        self.memory_capacity_bytes = document["memory_capacity_bytes"]
+        self.time = document["time_s"]
+        self.memory = document["memory_bytes"]
+        self.model = document["model"]
+        self.explanation = document["explanation"]
+        self.report = document["report"]
+
+    def __str__(self):
+        return self.report
+
+    def __repr__(self):
+        return f"pdist.Plan(step_time={self.step_time:.4g} s, mfu={self.mfu:.3f}, strategy={self.strategy.to_dict()!r})"
+
+
+def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.1, max_micro_batch=64,
+         mp_across_nodes=False, top=5):
+    """Searches data, tensor, pipeline and sequence parallelism, ZeRO, micro-batching, schedules and
+    recompute for `program` (a pdist.Program with a loss; its batch is the global batch) on
+    `cluster` (a preset — dgx-a100, dgx-h100, hgx-h200 — with `gpus` devices, or a cluster JSON
+    file). `strategy` (a pdist.Strategy or dict) fixes the keys it sets; the rest is searched.
+    Raises pdist.FailedPreconditionError when nothing fits, naming the leanest plan."""
+    options = {"cluster": str(cluster), "memory_margin": float(memory_margin), "max_micro_batch": int(max_micro_batch),
+               "mp_across_nodes": bool(mp_across_nodes), "top": int(top)}
+    if gpus is not None:
+        options["gpus"] = int(gpus)
+    if strategy is not None:
+        options["strategy"] = strategy.to_dict() if isinstance(strategy, Strategy) else dict(strategy)
+    result = ctypes.c_char_p()
+    _native.check(_native.lib.pdist_program_plan(program._handle, _native.encode(json.dumps(options)),
+                                                 ctypes.byref(result)),
+                  "plan")
+    return Plan(json.loads(result.value.decode("utf-8")))
