@@ -188,8 +188,9 @@ absl::StatusOr<ProgramSegments> FindProgramSegments(const ir::Program& forward, 
     for (size_t k = 0; k < best.copies; ++k) add(best.start + k * best.period, true, layer_kind);
     if (end < p.id.size()) add(end, false, out.kinds++);
     out.layers = static_cast<int64_t>(best.copies);
+    const int64_t after = static_cast<int64_t>(ops.size()) - p.ops_before[end];
     out.summary = absl::StrCat(out.layers, " repeated layers of ", Ops(best.ops_covered / out.layers), "; ",
-                               Ops(p.ops_before[best.start]), " before, ", Ops(static_cast<int64_t>(ops.size()) - p.ops_before[end]), " after");
+                               Ops(p.ops_before[best.start]), " before, ", Ops(after), " after");
   } else {
     // Nothing repeats: every piece its own segment, merged to at most max_segments by FLOPs.
     std::vector<double> weights;
