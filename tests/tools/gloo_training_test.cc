@@ -241,8 +241,9 @@ class GlooFailureTest : public GlooTrainingTest {
     Strategy("dp2.json", strategy_json);
     LaunchOptions o;
     o.nprocs = 2;
+    // Not --quiet: rank 0's progress line says when a step has run, i.e. both ranks are connected.
     o.command = {PDIST_TRAIN_BIN, model, "--data", std::string(PDIST_SOURCE_DIR) + "/data/essay.txt", "--steps",
-                 "1000000", "--quiet", "--strategy", Path("dp2.json"), "--backend", "gloo",
+                 "1000000", "--strategy", Path("dp2.json"), "--backend", "gloo",
                  "--collective-timeout-s", std::to_string(timeout_s)};
     absl::StatusOr<int> port = PickFreePort();
     EXPECT_TRUE(port.ok()) << port.status();
@@ -254,7 +255,16 @@ class GlooFailureTest : public GlooTrainingTest {
       if (!pid.ok()) return out;
       pids.push_back(*pid);
     }
-    std::this_thread::sleep_for(std::chrono::seconds(3));  // both are training by now
+    // Signal rank 1 once both train: a rank killed before it has connected is a rendezvous that
+    // waits out the timeout (it cannot tell slow from dead), which a loaded machine made happen
+    // with a fixed 3 s wait (the test failed at 33 s under ctest -j3).
+    const auto launched = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - launched < std::chrono::seconds(60)) {
+      std::ifstream progress(Path("rank0.log"));
+      const std::string text(std::istreambuf_iterator<char>(progress), {});
+      if (text.find(" loss ") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     EXPECT_EQ(::kill(pids[1], signal), 0);
     const auto start = std::chrono::steady_clock::now();
     pid_t done = 0;
