@@ -8,6 +8,7 @@
 #include "engine/c_api_internal.h"
 #include "engine/engine.h"
 #include "engine/engine_version.h"
+#include "engine/launched_rank.h"
 #include "engine/token_batches.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
@@ -58,6 +59,7 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   o.optimizer.epsilon = c.epsilon;
   o.seed = c.seed;
   if (c.strategy_json) o.strategy_json = c.strategy_json;
+  o.backend = c.backend != nullptr ? c.backend : pdist::engine::BackendFromEnvironment();
   return o;
 }
 
@@ -68,6 +70,8 @@ pdist_status Create(absl::StatusOr<pdist::ir::Program> program, const pdist_engi
   if (!program.ok()) return ToCode(program.status());
   absl::StatusOr<pdist::engine::EngineOptions> options = ToOptions(config);
   if (!options.ok()) return ToCode(options.status());
+  // A rank that pdist-run started dies with it, as pdist-train's ranks do.
+  if (absl::Status followed = pdist::engine::FollowLauncher(); !followed.ok()) return ToCode(followed);
   auto created = pdist::engine::Engine::Create(std::move(*program), *std::move(options));
   if (!created.ok()) return ToCode(created.status());
   *engine = new pdist_engine{std::move(*created)};
@@ -157,6 +161,10 @@ pdist_status pdist_engine_load(pdist_engine* engine, const char* path) {
 }
 
 int64_t pdist_engine_step(const pdist_engine* engine) { return engine ? engine->engine->step() : -1; }
+
+int64_t pdist_engine_local_rank_count(const pdist_engine* engine) {
+  return engine == nullptr ? 0 : static_cast<int64_t>(engine->engine->local_ranks().size());
+}
 
 const char* pdist_last_error(void) { return last_error.c_str(); }
 

@@ -54,6 +54,12 @@ typedef struct {
   double beta1, beta2, epsilon; /* 0.9, 0.999, 1e-8 */
   uint64_t seed;          /* parameter initialisation, 1 */
   const char* strategy_json; /* NULL or a Strategy JSON document (docs/strategy.md) */
+  /* "inproc": every rank of the strategy a thread of this process; "gloo": this process is one
+   * rank of a job that pdist-run (or srun, mpirun) started. NULL: as the launcher's environment
+   * says (PDIST_BACKEND, which pdist-run sets), else "inproc". Under pdist-run the process also
+   * dies with the launcher. (0.x: this struct may grow; always fill it with
+   * pdist_engine_config_init.) */
+  const char* backend;
 } pdist_engine_config;
 
 typedef struct pdist_engine pdist_engine;
@@ -78,6 +84,9 @@ pdist_status pdist_engine_save(const pdist_engine* engine, const char* path);
 pdist_status pdist_engine_load(pdist_engine* engine, const char* path);
 /* Steps trained so far (restored by load). */
 int64_t pdist_engine_step(const pdist_engine* engine);
+/* How many of the strategy's ranks this process runs: all of them with "inproc", one under a
+ * launcher ("gloo"); 0 for NULL. */
+int64_t pdist_engine_local_rank_count(const pdist_engine* engine);
 
 /* One batch from host memory, for models fed by the caller (numpy arrays from Python): one
  * pdist_feed per data input of the model, the global batch (the engine splits it over ranks and

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/comm_backend.h"
+#include "engine/launched_rank.h"
 #include "engine/engine.h"
 #include "engine/token_batches.h"
 #include "ir/models/model_stats.h"
@@ -23,7 +24,6 @@
 #include "strategy/cluster.h"
 #include "strategy/strategy.h"
 #include "tools/cli.h"
-#include "tools/launched_rank.h"
 #include "tools/progress_bar.h"
 
 namespace {
@@ -295,12 +295,12 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (absl::Status followed = pdist::tools::FollowLauncher(); !followed.ok()) return Fail(followed);
+  if (absl::Status followed = pdist::engine::FollowLauncher(); !followed.ok()) return Fail(followed);
   TrainFlags f;
   // What a launcher says through the environment, unless a flag overrides it: pdist-run's
   // --timeline directory, and the backend its ranks use (gloo under pdist-run, srun, mpirun).
   if (const char* dir = std::getenv("PDIST_TIMELINE_DIR")) f.timeline = dir;
-  f.backend = pdist::tools::BackendFromEnvironment();
+  f.backend = pdist::engine::BackendFromEnvironment();
   pdist::cli::FlagSet flags("pdist-train", "MODEL --data FILE [options]",
                             "Trains MODEL (model.pb or textual IR with a loss) on a dataset and reports the loss of every "
                             "step.");

@@ -72,6 +72,7 @@ class EngineConfig(ctypes.Structure):
         ("epsilon", ctypes.c_double),
         ("seed", ctypes.c_uint64),
         ("strategy_json", ctypes.c_char_p),
+        ("backend", ctypes.c_char_p),
     ]
 
 
@@ -98,6 +99,7 @@ _PROTOTYPES = {
     "pdist_engine_save": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "pdist_engine_load": (ctypes.c_int, [_P, ctypes.c_char_p]),
     "pdist_engine_step": (ctypes.c_int64, [_P]),
+    "pdist_engine_local_rank_count": (ctypes.c_int64, [_P]),
     "pdist_engine_train_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
     "pdist_engine_eval_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
     "pdist_program_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),

@@ -53,10 +53,12 @@ def _dataset(path, data_format, seed):
 
 class Engine:
     """`model` is a pdist.Program or a model file; `strategy` a pdist.Strategy, a dict or JSON text
-    with Paddle's keys (docs/strategy.md), None for one rank. Ranks run as threads of this process."""
+    with Paddle's keys (docs/strategy.md), None for one rank. Ranks run as threads of this process,
+    or — under `pdist-run --nprocs N -- python3 train.py` (`backend` None follows the launcher's
+    environment; "gloo" or "inproc" to say it) — this process is one rank of the job."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
-                 weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1):
+                 weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1, backend=None):
         config = _native.EngineConfig()
         _native.lib.pdist_engine_config_init(ctypes.byref(config))
         # The config holds pointers into these bytes: keep them as long as the call needs them.
@@ -74,6 +76,8 @@ class Engine:
         config.beta1, config.beta2, config.epsilon = float(beta1), float(beta2), float(epsilon)
         config.seed = int(seed)
         config.strategy_json = self._strategy
+        self._backend = None if backend is None else _native.encode(backend)
+        config.backend = self._backend
         handle = ctypes.c_void_p()
         if isinstance(model, Program):
             with tempfile.TemporaryDirectory() as tmp:
@@ -197,6 +201,11 @@ class Engine:
             gpus = s.dp_degree * s.mp_degree * s.pp_degree
         program = self._model if isinstance(self._model, Program) else Program.load(self._model)
         return plan(program, cluster=cluster, gpus=gpus, strategy=fixed)
+
+    @property
+    def local_ranks(self):
+        """How many of the strategy's ranks this process runs (all in-process; one under pdist-run)."""
+        return _native.lib.pdist_engine_local_rank_count(self._handle)
 
     @property
     def step(self):

@@ -1,5 +1,6 @@
-// A rank program's side of being launched (pdist-train under pdist-run, srun or mpirun): which
-// communication backend the launcher's environment implies, and dying with the launcher.
+// A rank program's side of being launched (pdist-train, or Python through the C API, under
+// pdist-run, srun or mpirun): which communication backend the launcher's environment implies,
+// and dying with the launcher.
 //
 //   if (absl::Status s = FollowLauncher(); !s.ok()) return Fail(s);   // first thing in main
 //   options.backend = BackendFromEnvironment();                        // before parsing flags
@@ -9,7 +10,7 @@
 
 #include "absl/status/status.h"
 
-namespace pdist::tools {
+namespace pdist::engine {
 
 // PDIST_BACKEND when the launcher set it (pdist-run does); "gloo" when a launcher that starts one
 // process per rank is recognised (SLURM_NTASKS or OMPI_COMM_WORLD_SIZE > 1); else "inproc".
@@ -21,4 +22,4 @@ std::string BackendFromEnvironment();
 // already gone. Does nothing otherwise.
 absl::Status FollowLauncher();
 
-}  // namespace pdist::tools
+}  // namespace pdist::engine

@@ -1,5 +1,5 @@
 // BackendFromEnvironment, FollowLauncher.
-#include "tools/launched_rank.h"
+#include "engine/launched_rank.h"
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace pdist::tools {
+namespace pdist::engine {
 namespace {
 
 std::string Env(const char* name) {
@@ -48,4 +48,4 @@ absl::Status FollowLauncher() {
   return absl::OkStatus();
 }
 
-}  // namespace pdist::tools
+}  // namespace pdist::engine

@@ -1,0 +1,60 @@
+"""pdist.Engine as the ranks of a pdist-run job: two Python processes, one data-parallel rank each
+(gloo), train as the in-process dp 2 run does. Run by ctest (python.pdist_run_ranks, registered
+where Gloo is built); the environment names the library, pdist-export, pdist-run and the data.
+
+    python3 run_ranks_check.py              checks (spawns pdist-run)
+    python3 run_ranks_check.py MODEL OUT    one rank: trains, writes OUT/rank<R>.json
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import pdist
+
+STRATEGY = {"dp_degree": 2}
+STEPS = 4
+
+
+def train_one_rank(model, out_dir):
+    engine = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3)  # the backend from pdist-run's environment
+    losses = engine.fit(os.environ["PDIST_DATA"], steps=STEPS)
+    with open(os.path.join(out_dir, f"rank{os.environ['RANK']}.json"), "w") as f:
+        json.dump({"losses": losses, "local_ranks": engine.local_ranks}, f)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class PdistRunRanksTest(unittest.TestCase):
+    def test_two_processes_train_as_the_in_process_ranks(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "gpt.pb")
+            subprocess.run([os.environ["PDIST_EXPORT"], "gpt", "--layers", "2", "--hidden", "32", "--heads", "2",
+                            "--vocab", "256", "--seq", "16", "--batch", "4", "-o", model], check=True,
+                           capture_output=True)
+            run = subprocess.run([os.environ["PDIST_RUN"], "--nprocs", "2", "--timeout-s", "120", "--",
+                                  sys.executable, os.path.abspath(__file__), model, tmp],
+                                 capture_output=True, text=True, timeout=180)
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            ranks = [read_json(os.path.join(tmp, f"rank{r}.json")) for r in range(2)]
+            in_process = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3, backend="inproc")
+            threads = in_process.fit(os.environ["PDIST_DATA"], steps=STEPS)
+            self.assertEqual(in_process.local_ranks, 2)
+            self.assertEqual(len(threads), STEPS)
+            for rank in ranks:
+                self.assertEqual(rank["local_ranks"], 1)  # each process was one rank of the job
+                self.assertEqual(len(rank["losses"]), STEPS)
+                for a, b in zip(rank["losses"], threads):
+                    self.assertAlmostEqual(a, b, delta=1e-5 * b)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:
+        train_one_rank(sys.argv[1], sys.argv[2])
+    else:
+        unittest.main()
