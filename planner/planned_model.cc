@@ -61,6 +61,30 @@ ir::DataType ParameterDtype(const ir::Program& program) {
   return best;
 }
 
+// The profile stages for `segments`: each kind measured once on a stage of its own — not on the
+// first segment when a later one is of its kind, because the first stage sends no input
+// gradients and ZBH1 gives its whole backward to W — and the segments in between merged into
+// stages that are only cut off. Returns the marks and each stage's kind.
+std::pair<std::vector<std::string>, std::vector<int64_t>> ProfileStages(const std::vector<ProgramSegment>& segments,
+                                                                        int64_t kinds) {
+  std::vector<int64_t> measured_at(static_cast<size_t>(kinds), -1);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    int64_t& at = measured_at[static_cast<size_t>(segments[i].kind)];
+    if (at <= 0) at = static_cast<int64_t>(i);  // the first, or the second when the first is segment 0
+  }
+  std::vector<std::string> marks;
+  std::vector<int64_t> stage_kind;
+  bool filler_open = false;  // the last stage is a filler that the next unmeasured segment joins
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const bool measured = measured_at[static_cast<size_t>(segments[i].kind)] == static_cast<int64_t>(i);
+    if (!measured && filler_open) continue;
+    if (i > 0) marks.push_back(segments[i].mark);
+    stage_kind.push_back(measured ? segments[i].kind : -1);
+    filler_open = !measured;
+  }
+  return {marks, stage_kind};
+}
+
 }  // namespace
 
 absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t global_batch) {
@@ -121,26 +145,6 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
   PDIST_RETURN_IF_ERROR(build(1).status());  // a bad config fails here, naming its field
   m.profile_program = build;
   return m;
-}
-
-std::pair<std::vector<std::string>, std::vector<int64_t>> ProfileStages(const std::vector<ProgramSegment>& segments,
-                                                                        int64_t kinds) {
-  std::vector<int64_t> measured_at(static_cast<size_t>(kinds), -1);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    int64_t& at = measured_at[static_cast<size_t>(segments[i].kind)];
-    if (at <= 0) at = static_cast<int64_t>(i);  // the first, or the second when the first is segment 0
-  }
-  std::vector<std::string> marks;
-  std::vector<int64_t> stage_kind;
-  bool filler_open = false;  // the last stage is a filler that the next unmeasured segment joins
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const bool measured = measured_at[static_cast<size_t>(segments[i].kind)] == static_cast<int64_t>(i);
-    if (!measured && filler_open) continue;
-    if (i > 0) marks.push_back(segments[i].mark);
-    stage_kind.push_back(measured ? segments[i].kind : -1);
-    filler_open = !measured;
-  }
-  return {marks, stage_kind};
 }
 
 absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string description) {

@@ -43,13 +43,6 @@ struct PlannedModel {
   std::function<absl::StatusOr<ProfileProgram>(int64_t micro_batch)> profile_program;
 };
 
-// The profile stages for `segments`: each kind measured once on a stage of its own — not on the
-// first segment when a later one is of its kind, because the first stage sends no input
-// gradients and ZBH1 gives its whole backward to W — and the segments in between merged into
-// stages that are only cut off. Returns the marks and each stage's kind.
-std::pair<std::vector<std::string>, std::vector<int64_t>> ProfileStages(const std::vector<ProgramSegment>& segments,
-                                                                        int64_t kinds);
-
 // The segment kinds of a model from a spec: embedding, one per layer, head.
 inline constexpr int64_t kEmbeddingKind = 0, kLayerKind = 1, kHeadKind = 2;
 

@@ -8,7 +8,6 @@
 //   pdist-plan --calibrate --gpus 4 -o cpu4.json                 # this machine as 4 CPU ranks
 //   pdist-plan model.pb --cluster cpu-local --gpus 4              # measure, then plan
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -51,12 +50,8 @@ absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
 // --gpus devices.
 absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   if (o.cluster == "cpu-local") return CalibrateHere(o);
-  if (!std::filesystem::exists(o.cluster) && o.gpus < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--gpus N is needed with the preset '", o.cluster,
-                                                   "' (or give --cluster a cluster file)"));
-  }
   absl::StatusOr<strategy::Cluster> c = strategy::ClusterFromFileOrPreset(o.cluster, o.gpus);
-  if (!c.ok() && c.status().code() == absl::StatusCode::kNotFound) return WithContext(c.status(), "--cluster");
+  if (!c.ok()) return WithContext(c.status(), "--cluster (with --gpus)");
   return c;
 }
 
