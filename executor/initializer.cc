@@ -1,6 +1,7 @@
 // InitializeWorkspace: parameters and optimizer states from their `init` strings.
 //
 // Grammar: zeros | ones | const(X) | normal(STD) | uniform(LIMIT)   (uniform in [-LIMIT, LIMIT))
+//          | stored          the numbers the program carries (Value::stored(): imported weights)
 //          | cast_of(NAME)   the values of parameter NAME, as its dtype holds them, in this value's
 //                            dtype (an f32 master weight of a bf16 parameter: Paddle and Megatron
 //                            alike start the master from the low-precision parameter)
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,7 +27,7 @@ namespace pdist::exec {
 namespace {
 
 struct InitSpec {
-  std::string kind;  // zeros, ones, const, normal, uniform
+  std::string kind;  // const, normal, uniform, stored
   double arg = 0;
   const ir::Value* source = nullptr;  // cast_of(NAME): draw NAME's numbers, rounded to its dtype
 };
@@ -33,6 +35,13 @@ struct InitSpec {
 absl::StatusOr<InitSpec> ParseInit(const ir::Program& program, const std::string& init, const std::string& name) {
   if (init == "zeros") return InitSpec{"const", 0.0};
   if (init == "ones") return InitSpec{"const", 1.0};
+  if (init == ir::kStoredInit) {
+    const ir::Value* v = program.FindArgument(name);
+    if (v == nullptr || v->stored() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has init \"stored\" but the program carries no numbers for it"));
+    }
+    return InitSpec{"stored", 0.0};
+  }
   if (init.starts_with("cast_of(") && init.back() == ')') {
     const std::string of = init.substr(8, init.size() - 9);
     const ir::Value* source = program.FindArgument(of);
@@ -53,7 +62,19 @@ absl::StatusOr<InitSpec> ParseInit(const ir::Program& program, const std::string
     }
   }
   return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init,
-                                                 "'; expected zeros, ones, const(X), normal(STD), uniform(LIMIT) or cast_of(NAME)"));
+                                                 "'; expected zeros, ones, const(X), normal(STD), uniform(LIMIT), stored or "
+                                                 "cast_of(NAME)"));
+}
+
+// Element `flat` of a value's stored numbers, as a double.
+double StoredAt(const ir::Value& v, int64_t flat) {
+  double x = 0;
+  PDIST_DISPATCH_ALL(v.stored()->dtype, S, {
+    S element;
+    std::memcpy(&element, v.stored()->bytes.data() + flat * static_cast<int64_t>(sizeof(S)), sizeof(S));
+    x = static_cast<double>(element);
+  });
+  return x;
 }
 
 // Fills `t` (the piece of a global tensor at `slice`) with the values the whole tensor has at
@@ -82,6 +103,7 @@ absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, 
       double x = spec.arg;
       if (spec.kind == "normal") x = spec.arg * NormalAt(key, static_cast<uint64_t>(flat));
       if (spec.kind == "uniform") x = spec.arg * (2.0 * UniformAt(key, static_cast<uint64_t>(flat)) - 1.0);
+      if (spec.kind == "stored") x = StoredAt(drawn, flat);
       out[i] = static_cast<T>(as_drawn(x));
       for (int64_t d = rank - 1; d >= 0 && ++index[d] == slice.sizes[d]; --d) index[d] = 0;
     }

@@ -49,6 +49,7 @@ Program Program::Clone() const {
     Value* c = copy.NewValue(v->type(), v->role());
     c->set_name(v->name());
     c->set_init(v->init());
+    c->set_stored(v->stored());
     c->set_trainable(v->trainable());
     c->set_dist_attr(v->dist_attr());
     c->set_dist_annotated(v->dist_annotated());

@@ -30,6 +30,17 @@ namespace pdist::ir {
 class Operation;
 struct OpDef;
 
+// The init of a value whose numbers the program itself carries (Value::stored()).
+inline constexpr char kStoredInit[] = "stored";
+
+// A tensor's numbers, row-major, little-endian. Their dtype is the one they were stored in, which
+// a later pass may change for the value (mixed precision lowers parameters): the initialiser
+// rounds them to the value's dtype.
+struct StoredNumbers {
+  DataType dtype;
+  std::string bytes;
+};
+
 enum class ValueRole : int8_t {
   kDataInput = 0,       // fed per step (tokens, labels, learning rate)
   kParameter = 1,       // trainable or frozen weights, initialised from `init`
@@ -55,9 +66,15 @@ class Value {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
   // Initialiser of a parameter or optimizer state: "zeros", "ones", "const(0.9)", "normal(0.02)",
-  // "uniform(0.1)". Empty for data inputs and results.
+  // "uniform(0.1)", or kStoredInit for a value whose numbers the program carries (an imported
+  // model's weights). Empty for data inputs and results.
   const std::string& init() const { return init_; }
   void set_init(std::string init) { init_ = std::move(init); }
+  // The stored numbers of a kStoredInit value: the whole (global) tensor — also in a partitioned
+  // program, whose ranks each cut their piece out. Shared, never copied: every clone and every
+  // rank's local program points at the same bytes.
+  const std::shared_ptr<const StoredNumbers>& stored() const { return stored_; }
+  void set_stored(std::shared_ptr<const StoredNumbers> numbers) { stored_ = std::move(numbers); }
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 
@@ -78,6 +95,7 @@ class Value {
   ValueRole role_;
   std::string name_;
   std::string init_;
+  std::shared_ptr<const StoredNumbers> stored_;
   bool trainable_ = true;
   Operation* producer_ = nullptr;
   int result_index_ = -1;

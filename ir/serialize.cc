@@ -71,6 +71,10 @@ void ValueToProto(const Value& v, int64_t id, proto::Value* out) {
   out->set_role(static_cast<proto::ValueRole>(v.role()));
   out->set_name(v.name());
   out->set_init(v.init());
+  if (v.stored() != nullptr) {
+    out->set_stored(v.stored()->bytes);
+    out->set_stored_dtype(static_cast<proto::DataType>(v.stored()->dtype));
+  }
   out->set_trainable(v.trainable());
   if (const std::optional<DistAttr>& dist = v.dist_attr()) {
     proto::DistAttr* d = out->mutable_dist_attr();
@@ -204,6 +208,13 @@ absl::Status ProtoReader::ReadValues() {
     Value* v = program_.NewValue(std::move(type), static_cast<ValueRole>(pv.role()));
     v->set_name(pv.name());
     v->set_init(pv.init());
+    if (!pv.stored().empty()) {
+      if (!proto::DataType_IsValid(pv.stored_dtype())) {
+        return Corrupt(absl::StrCat("value ", i, " has stored dtype code ", pv.stored_dtype()));
+      }
+      v->set_stored(std::make_shared<const StoredNumbers>(
+          StoredNumbers{static_cast<DataType>(pv.stored_dtype()), pv.stored()}));
+    }
     v->set_trainable(pv.trainable());
     if (pv.has_dist_attr()) {
       absl::StatusOr<DistAttr> dist = DistAttrFromProto(pv.dist_attr());

@@ -78,6 +78,7 @@ class Verifier {
   absl::Status CheckDefinition(const Value* v, const std::string& where);
   absl::Status CheckUse(const Value* v, const std::string& where) const;
   absl::Status CheckDistAttr(const Value& v, const std::string& where) const;
+  absl::Status CheckStored(const Value& v, const std::string& where) const;
   absl::Status CheckOp(size_t index, const Operation& op);
   absl::Status CheckAttributes(const OpDef& def, const Operation& op, const std::string& where) const;
   absl::Status CheckBindings();
@@ -101,7 +102,32 @@ absl::Status Verifier::CheckDefinition(const Value* v, const std::string& where)
   PDIST_RETURN_IF_ERROR(CheckUtf8(v->init(), absl::StrCat(where, ": the init of ", Name(v))));
   absl::Status type = CheckTensorType(v->type());
   if (!type.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", type.message()));
-  return CheckDistAttr(*v, where);
+  PDIST_RETURN_IF_ERROR(CheckDistAttr(*v, where));
+  return CheckStored(*v, where);
+}
+
+// Stored numbers and init "stored" come together, and the numbers are the whole tensor's.
+absl::Status Verifier::CheckStored(const Value& v, const std::string& where) const {
+  const bool says_stored = v.init() == kStoredInit;
+  if (v.stored() == nullptr) {
+    if (!says_stored) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": value ", Name(&v), " has init \"stored\" but carries no numbers (textual IR does not hold "
+        "tensor data: read the model.pb the importer wrote)"));
+  }
+  if (!says_stored) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(&v), " carries stored numbers but its init is '",
+                                                   v.init(), "', not \"stored\""));
+  }
+  const Shape global = program_.local_rank() >= 0 && v.dist_attr() ? GlobalShapeOf(*v.dist_attr(), v.type().shape)
+                                                                   : v.type().shape;
+  const int64_t expected = NumElements(global) * DataTypeSize(v.stored()->dtype);
+  if (static_cast<int64_t>(v.stored()->bytes.size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(&v), " (", v.type().ToString(), ") stores ",
+                                                   v.stored()->bytes.size(), " bytes of ", DataTypeName(v.stored()->dtype),
+                                                   "; its whole tensor has ", expected));
+  }
+  return absl::OkStatus();
 }
 
 // Per value only: whether the ops' operands and results agree on a mesh is the completion
