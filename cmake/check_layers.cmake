@@ -18,13 +18,14 @@ get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 # `models`: model builders above the IR core.
 set(allowed_ir "")
 set(allowed_models "ir")
+set(allowed_import "ir")
 set(allowed_strategy "ir")
 set(allowed_passes "ir;strategy")
 set(allowed_planner "ir;models;strategy;passes")
 set(allowed_executor "ir")
 set(allowed_engine "ir;models;strategy;passes;planner;executor")
 set(allowed_calibration "ir;models;strategy;passes;planner;executor;engine")
-set(project_layers ir models strategy passes planner executor engine calibration tools tests benchmarks)
+set(project_layers ir models import strategy passes planner executor engine calibration tools tests benchmarks)
 
 # The layer a path relative to the tree belongs to ("" for none).
 function(layer_of path out)
@@ -43,7 +44,7 @@ endfunction()
 
 set(violations "")
 set(checked 0)
-foreach(layer ir strategy passes planner executor engine calibration)
+foreach(layer ir import strategy passes planner executor engine calibration)
   file(GLOB_RECURSE files RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/${layer}/*.h" "${SOURCE_DIR}/${layer}/*.cc"
        "${SOURCE_DIR}/${layer}/*.cu" "${SOURCE_DIR}/${layer}/*.cuh")
   foreach(file IN LISTS files)

@@ -7,4 +7,5 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 python3-numpy \
   libprotobuf-dev protobuf-compiler libeigen3-dev nlohmann-json3-dev libabsl-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev llvm-14-tools clang-14 libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev llvm-14-tools clang-14 libclang-rt-14-dev \
+  libonnx-dev libonnx-testdata python3-onnx python3-torch libopenblas0-pthread

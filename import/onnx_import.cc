@@ -1,0 +1,179 @@
+// The graph walk: opset check, a scan for operators pdist does not import (all reported at
+// once), initializers and inputs, the nodes in order, the outputs, and the optional loss.
+#include "import/onnx_import.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "import/onnx_context.h"
+#include "ir/input_file.h"
+#include "ir/status.h"
+#include "ir/verifier.h"
+
+namespace pdist::onnx_import {
+
+namespace {
+
+// The oldest default-domain opset whose operator definitions the converters implement
+// (Squeeze/Unsqueeze/Split/ReduceSum take their axes as inputs from 13 on).
+constexpr int64_t kMinOpset = 13;
+
+absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& set : model.opset_import()) {
+    if (set.domain().empty() || set.domain() == "ai.onnx") {
+      if (set.version() < kMinOpset) {
+        return absl::UnimplementedError(absl::StrCat(
+            "the model uses opset ", set.version(), "; pdist imports opset ", kMinOpset,
+            " and newer (re-export with torch.onnx.export(..., opset_version=17) or convert with "
+            "onnx.version_converter.convert_version(model, 17))"));
+      }
+      return set.version();
+    }
+  }
+  return absl::InvalidArgumentError("the model imports no default-domain opset (opset_import has no \"\" domain)");
+}
+
+// Every op type without a converter, with its count and first node: one error for the model.
+absl::Status CheckEveryOpIsSupported(const onnx::GraphProto& graph) {
+  struct Missing {
+    int64_t count = 0;
+    std::string first;
+  };
+  std::map<std::string, Missing> missing;
+  for (const onnx::NodeProto& node : graph.node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (default_domain && Converters().contains(node.op_type())) continue;
+    const std::string key = default_domain ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
+    Missing& m = missing[key];
+    if (m.count++ == 0) m.first = node.name();
+  }
+  if (missing.empty()) return absl::OkStatus();
+  std::vector<std::string> lines;
+  for (const auto& [type, m] : missing) {
+    lines.push_back(absl::StrCat(type, " (", m.count, m.count == 1 ? " node" : " nodes", ", first '", m.first, "')"));
+  }
+  std::vector<std::string> supported;
+  for (const auto& [type, _] : Converters()) supported.push_back(type);
+  std::sort(supported.begin(), supported.end());
+  return absl::UnimplementedError(absl::StrCat("pdist does not import ", missing.size(), " operator type",
+                                               missing.size() == 1 ? "" : "s", " of this model: ",
+                                               absl::StrJoin(lines, ", "), ". It imports: ", absl::StrJoin(supported, " ")));
+}
+
+// A graph input's static type: its ONNX shape, or the one the options give.
+absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, const OnnxImportOptions& options) {
+  if (!input.type().has_tensor_type()) {
+    return absl::UnimplementedError(absl::StrCat("graph input '", input.name(), "' is not a tensor"));
+  }
+  const onnx::TypeProto::Tensor& t = input.type().tensor_type();
+  PDIST_ASSIGN_OR_RETURN(ir::DataType dtype, DataTypeOfOnnx(t.elem_type()));
+  if (auto given = options.input_shapes.find(input.name()); given != options.input_shapes.end()) {
+    return ir::TensorType{ir::Shape(given->second.begin(), given->second.end()), dtype};
+  }
+  ir::Shape shape;
+  for (int d = 0; d < t.shape().dim_size(); ++d) {
+    const onnx::TensorShapeProto::Dimension& dim = t.shape().dim(d);
+    if (!dim.has_dim_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph input '", input.name(), "' has dimension ", d, " = ", dim.has_dim_param() ? absl::StrCat("'", dim.dim_param(), "'") : "unknown",
+          "; pdist programs have static shapes: give it (pdist-import --input-shape ", input.name(), "=8,128)"));
+    }
+    shape.push_back(dim.dim_value());
+  }
+  return ir::TensorType{std::move(shape), dtype};
+}
+
+absl::Status AppendLoss(ImportContext& ctx, OnnxImport& out, const OnnxImportOptions& options) {
+  if (options.loss.empty()) return absl::OkStatus();
+  ir::Value* logits = nullptr;
+  std::vector<std::string> names;
+  for (const auto& [name, value] : out.outputs) {
+    names.push_back(name);
+    if (name == options.logits || (options.logits.empty() && out.outputs.size() == 1)) logits = value;
+  }
+  if (logits == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.logits.empty() ? "the graph has several outputs; name the one the loss reads"
+                               : absl::StrCat("the graph has no output '", options.logits, "'"),
+        " (--logits NAME; outputs: ", absl::StrJoin(names, ", "), ")"));
+  }
+  ir::Builder& b = ctx.builder();
+  if (b.program().FindArgument(options.labels) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("the labels input '", options.labels,
+                                                   "' would take the name of a graph input or initializer; choose another (--labels)"));
+  }
+  const ir::Shape& shape = logits->type().shape;
+  if (options.loss == "cross_entropy") {
+    if (shape.empty()) return absl::InvalidArgumentError("cross_entropy needs logits with a class axis, got a scalar");
+    ir::Shape label_shape(shape.begin(), shape.end() - 1);
+    ir::Value* labels = b.Data(options.labels, {label_shape, ir::DataType::kInt64});
+    label_shape.push_back(1);  // cross_entropy_with_softmax takes hard labels with a trailing 1
+    PDIST_ASSIGN_OR_RETURN(ir::Value * labels1, b.Op1("reshape", {labels}, {{"shape", label_shape}}));
+    PDIST_ASSIGN_OR_RETURN(std::vector<ir::Value*> ce, b.Create("cross_entropy_with_softmax", {logits, labels1}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * loss, b.Op1("mean", {ce[1]}));
+    b.program().set_loss(loss);
+  } else if (options.loss == "mse") {
+    ir::Value* labels = b.Data(options.labels, logits->type());
+    PDIST_ASSIGN_OR_RETURN(ir::Value * diff, b.Op1("subtract", {logits, labels}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * square, b.Op1("multiply", {diff, diff}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * loss, b.Op1("mean", {square}));
+    b.program().set_loss(loss);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown loss '", options.loss, "'; expected cross_entropy or mse"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) return absl::InvalidArgumentError("not an ONNX model (the protobuf does not parse)");
+  if (!model.has_graph()) return absl::InvalidArgumentError("the ONNX model has no graph");
+  const onnx::GraphProto& graph = model.graph();
+  OnnxImport out;
+  PDIST_ASSIGN_OR_RETURN(out.opset, DefaultOpset(model));
+  PDIST_RETURN_IF_ERROR(CheckEveryOpIsSupported(graph));
+
+  ImportContext ctx(&out.program, options);
+  ctx.set_opset(out.opset);
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    PDIST_ASSIGN_OR_RETURN(OnnxTensor t, ReadOnnxTensor(init));
+    ctx.DefineKnown(init.name(), std::move(t), /*initializer=*/true);
+  }
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    if (ctx.IsInitializer(input.name())) continue;  // IR < 4 lists initializers as inputs too
+    PDIST_ASSIGN_OR_RETURN(ir::TensorType type, InputType(input, options));
+    ctx.Define(input.name(), ctx.builder().Data(input.name(), std::move(type)));
+  }
+  for (const auto& [name, _] : options.input_shapes) {
+    bool found = false;
+    for (const onnx::ValueInfoProto& input : graph.input()) found = found || input.name() == name;
+    if (!found) return absl::InvalidArgumentError(absl::StrCat("--input-shape names '", name, "', which is not a graph input"));
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    PDIST_RETURN_IF_ERROR(Converters().at(node.op_type())(ctx, node));
+    ++out.nodes;
+  }
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    PDIST_ASSIGN_OR_RETURN(ir::Value * v, ctx.ValueOf(output.name()));
+    out.outputs.emplace_back(output.name(), v);
+  }
+  PDIST_RETURN_IF_ERROR(AppendLoss(ctx, out, options));
+  out.parameters = ctx.parameters();
+  absl::Status valid = ir::VerifyProgram(out.program);
+  if (!valid.ok()) return absl::InternalError(absl::StrCat("the imported program is invalid: ", valid.message()));
+  return out;
+}
+
+absl::StatusOr<OnnxImport> ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  // Protobuf refuses messages over 2 GiB; larger models keep their weights as external data.
+  PDIST_ASSIGN_OR_RETURN(std::string bytes, ir::ReadFileToString(path, (int64_t{1} << 31) - 1));
+  absl::StatusOr<OnnxImport> imported = ImportOnnxBytes(bytes, options);
+  if (!imported.ok()) return absl::Status(imported.status().code(), absl::StrCat(path, ": ", imported.status().message()));
+  return imported;
+}
+
+}  // namespace pdist::onnx_import
