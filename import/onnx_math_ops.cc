@@ -102,12 +102,12 @@ absl::Status Gemm(ImportContext& ctx, const onnx::NodeProto& node) {
   return absl::OkStatus();
 }
 
+// Y, and Mean shaped as ONNX's (x.shape[:axis] then ones); InvStdDev would need a reciprocal
+// square root pdist does not have yet, so a node that names it is refused.
 absl::Status LayerNormalization(ImportContext& ctx, const onnx::NodeProto& node) {
-  for (int i = 1; i < node.output_size(); ++i) {
-    if (!node.output(i).empty()) {
-      return absl::UnimplementedError(absl::StrCat(Describe(node), " asks for its Mean and InvStdDev outputs; pdist's "
-                                                   "layer_norm keeps them to itself (a training graph does not read them)"));
-    }
+  if (node.output_size() > 2 && !node.output(2).empty()) {
+    return absl::UnimplementedError(absl::StrCat(Describe(node), " asks for its InvStdDev output; pdist's layer_norm "
+                                                 "keeps the variance, and pdist has no reciprocal square root to derive it"));
   }
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
   PDIST_ASSIGN_OR_RETURN(ir::Value * scale, ctx.Input(node, 1));
@@ -115,10 +115,17 @@ absl::Status LayerNormalization(ImportContext& ctx, const onnx::NodeProto& node)
   if (ctx.HasInput(node, 2)) {
     PDIST_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2));
   }
+  const int64_t axis = IntAttr(node, "axis", -1);
   PDIST_ASSIGN_OR_RETURN(std::vector<ir::Value*> r,
                          ctx.Create(node, "layer_norm", {x, scale, bias},
-                                    {{"begin_norm_axis", IntAttr(node, "axis", -1)}, {"epsilon", FloatAttr(node, "epsilon", 1e-5)}}));
+                                    {{"begin_norm_axis", axis}, {"epsilon", FloatAttr(node, "epsilon", 1e-5)}}));
   ctx.Define(node.output(0), r[0]);
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    ir::Shape mean_shape = r[1]->type().shape;
+    mean_shape.resize(static_cast<size_t>(x->type().rank()), 1);
+    PDIST_ASSIGN_OR_RETURN(ir::Value * mean, ctx.Op1(node, "reshape", {r[1]}, {{"shape", mean_shape}}));
+    ctx.Define(node.output(1), mean);
+  }
   return absl::OkStatus();
 }
 
@@ -145,6 +152,9 @@ absl::Status Reduce(ImportContext& ctx, const onnx::NodeProto& node, const char*
   return absl::OkStatus();
 }
 
+// ONNX's Dropout is the identity unless its training_mode input is true (what
+// torch.onnx.export(..., training=TrainingMode.TRAINING) writes); then it is pdist's dropout,
+// active in training steps and off in evaluation.
 absl::Status Dropout(ImportContext& ctx, const onnx::NodeProto& node) {
   double p = 0.5;
   if (const OnnxTensor* ratio = ctx.Known(node, 1)) {
@@ -152,12 +162,28 @@ absl::Status Dropout(ImportContext& ctx, const onnx::NodeProto& node) {
   } else if (ctx.HasInput(node, 1)) {
     return absl::UnimplementedError(absl::StrCat(Describe(node), ": its ratio is computed at run time; pdist needs it known"));
   }
+  bool training = false;
+  if (const OnnxTensor* mode = ctx.Known(node, 2)) {
+    training = mode->At(0) != 0;
+  } else if (ctx.HasInput(node, 2)) {
+    return absl::UnimplementedError(absl::StrCat(Describe(node), ": its training_mode is computed at run time; pdist needs it known"));
+  }
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
+  const bool wants_mask = node.output_size() > 1 && !node.output(1).empty();
+  if (!training || p == 0) {
+    ctx.Define(node.output(0), x);
+    if (wants_mask) {
+      PDIST_ASSIGN_OR_RETURN(ir::Value * ones, ctx.Op1(node, "full", {}, {{"shape", x->type().shape}, {"value", 1.0},
+                                                                           {"dtype", ir::DataType::kBool}}));
+      ctx.Define(node.output(1), ones);
+    }
+    return absl::OkStatus();
+  }
   // Each dropout draws its own mask: the seed is the node's place in the program.
-  const int64_t seed = ctx.builder().program().block().ops().size() + 1;
+  const auto seed = static_cast<int64_t>(ctx.builder().program().block().ops().size()) + 1;
   PDIST_ASSIGN_OR_RETURN(std::vector<ir::Value*> r, ctx.Create(node, "dropout", {x}, {{"p", p}, {"seed", seed}}));
   ctx.Define(node.output(0), r[0]);
-  if (node.output_size() > 1 && !node.output(1).empty()) ctx.Define(node.output(1), r[1]);
+  if (wants_mask) ctx.Define(node.output(1), r[1]);
   return absl::OkStatus();
 }
 

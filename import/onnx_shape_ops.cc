@@ -149,6 +149,11 @@ absl::Status Reshape(ImportContext& ctx, const onnx::NodeProto& node) {
     ctx.DefineKnown(node.output(0), MakeOnnxTensor({ir::Shape(target.begin(), target.end()), t->type.dtype}, Values(*t)));
     return absl::OkStatus();
   }
+  if (std::find(target.begin(), target.end(), 0) != target.end()) {
+    return absl::UnimplementedError(absl::StrCat(Describe(node), ": the target shape [", absl::StrJoin(target, ","),
+                                                 "] has a 0 dimension, which pdist's reshape reads as 'copy x's "
+                                                 "dimension' (Paddle's convention)"));
+  }
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
   return Define1(ctx, node, ctx.Op1(node, "reshape", {x}, {{"shape", target}}));
 }
@@ -161,7 +166,9 @@ absl::Status Transpose(ImportContext& ctx, const onnx::NodeProto& node) {
   return Define1(ctx, node, ctx.Op1(node, "transpose", {x}, {{"perm", perm}}));
 }
 
-// Squeeze and Unsqueeze of known numbers: the same numbers under a new shape.
+// Squeeze and Unsqueeze: ONNX's axes index the output (Unsqueeze) or the input (Squeeze). One
+// axis is pdist's squeeze/unsqueeze; several are one reshape to the shape ONNX defines; known
+// numbers take the new shape without an op.
 absl::Status SqueezeOrUnsqueeze(ImportContext& ctx, const onnx::NodeProto& node, bool squeeze) {
   std::vector<int64_t> axes;
   if (ctx.HasInput(node, 1)) {
@@ -173,23 +180,28 @@ absl::Status SqueezeOrUnsqueeze(ImportContext& ctx, const onnx::NodeProto& node,
       if (in.shape[static_cast<size_t>(d)] == 1) axes.push_back(d);
     }
   }
+  const int64_t rank = squeeze ? in.rank() : in.rank() + static_cast<int64_t>(axes.size());
+  std::vector<bool> listed(static_cast<size_t>(rank), false);
+  for (int64_t& a : axes) {
+    PDIST_ASSIGN_OR_RETURN(a, Axis(node, a, rank));
+    if (listed[static_cast<size_t>(a)]) return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": axis ", a, " is named twice"));
+    if (squeeze && in.shape[static_cast<size_t>(a)] != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": axis ", a, " of ", in.ToString(), " is not 1"));
+    }
+    listed[static_cast<size_t>(a)] = true;
+  }
+  ir::Shape shape;
+  for (int64_t d = 0, from = 0; d < rank; ++d) {
+    if (squeeze && listed[static_cast<size_t>(d)]) continue;
+    shape.push_back(!squeeze && listed[static_cast<size_t>(d)] ? 1 : in.shape[static_cast<size_t>(squeeze ? d : from++)]);
+  }
   if (const OnnxTensor* t = Foldable(ctx, node, 0)) {
-    const int64_t rank = squeeze ? in.rank() : in.rank() + static_cast<int64_t>(axes.size());
-    std::vector<bool> listed(static_cast<size_t>(rank), false);
-    for (int64_t a : axes) {
-      PDIST_ASSIGN_OR_RETURN(int64_t axis, Axis(node, a, rank));
-      listed[static_cast<size_t>(axis)] = true;
-    }
-    ir::Shape shape;
-    for (int64_t d = 0, from = 0; d < rank; ++d) {
-      if (squeeze && listed[static_cast<size_t>(d)]) continue;
-      shape.push_back(!squeeze && listed[static_cast<size_t>(d)] ? 1 : in.shape[static_cast<size_t>(squeeze ? d : from++)]);
-    }
     ctx.DefineKnown(node.output(0), MakeOnnxTensor({shape, t->type.dtype}, Values(*t)));
     return absl::OkStatus();
   }
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
-  return Define1(ctx, node, ctx.Op1(node, squeeze ? "squeeze" : "unsqueeze", {x}, {{"axis", axes}}));
+  if (axes.size() == 1) return Define1(ctx, node, ctx.Op1(node, squeeze ? "squeeze" : "unsqueeze", {x}, {{"axis", axes}}));
+  return Define1(ctx, node, ctx.Op1(node, "reshape", {x}, {{"shape", std::vector<int64_t>(shape.begin(), shape.end())}}));
 }
 
 absl::Status Concat(ImportContext& ctx, const onnx::NodeProto& node) {

@@ -3,7 +3,9 @@
 // bf16 as 32-bit integers).
 #include "import/onnx_tensor.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "ir/status.h"
@@ -116,11 +118,23 @@ double OnnxTensor::At(int64_t i) const {
     case ir::DataType::kInt32: return Load<int32_t>(b, i);
     case ir::DataType::kInt64: return static_cast<double>(Load<int64_t>(b, i));
     case ir::DataType::kBool: return Load<bool>(b, i) ? 1.0 : 0.0;
-    case ir::DataType::kFloat16:
-    case ir::DataType::kBFloat16: break;
+    case ir::DataType::kBFloat16: {
+      const uint32_t bits = static_cast<uint32_t>(Load<uint16_t>(b, i)) << 16;  // bf16: f32's upper half
+      float x;
+      std::memcpy(&x, &bits, sizeof(x));
+      return x;
+    }
+    case ir::DataType::kFloat16: {
+      const uint16_t h = Load<uint16_t>(b, i);
+      const int exponent = (h >> 10) & 0x1f;
+      const int mantissa = h & 0x3ff;
+      const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
+      if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // zero and subnormals
+      if (exponent == 31) return mantissa == 0 ? sign * std::numeric_limits<double>::infinity()
+                                               : std::numeric_limits<double>::quiet_NaN();
+      return sign * std::ldexp(mantissa + 1024, exponent - 25);
+    }
   }
-  // 16-bit floats only travel as parameters' numbers (the executor converts them); nothing
-  // the importer folds reads them.
   return std::numeric_limits<double>::quiet_NaN();
 }
 

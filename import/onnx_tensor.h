@@ -25,7 +25,7 @@ struct OnnxTensor {
   std::shared_ptr<const ir::StoredNumbers> numbers;  // numbers->dtype == type.dtype
 
   int64_t num_elements() const { return type.num_elements(); }
-  // Element i as a double (any dtype).
+  // Element i as a double (any dtype; 16-bit floats widened exactly).
   double At(int64_t i) const;
   // Every element of an integer tensor (shapes, axes, split sizes); an error for a float one.
   absl::StatusOr<std::vector<int64_t>> Ints() const;
