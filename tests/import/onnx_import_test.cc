@@ -1,0 +1,227 @@
+// The importer on small hand-built ONNX models: the forms no ONNX node test case has (a token
+// embedding Gather, Pow by 2), parameters and their numbers, the appended losses, and every
+// refusal a user meets — each naming what is wrong and what to do.
+#include <cstring>
+#include <filesystem>
+
+#include "executor/executor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "import/onnx_import.h"
+#include "ir/serialize.h"
+#include "onnx/onnx_pb.h"
+#include "passes/autodiff.h"
+#include "tests/testing/temp_path.h"
+
+namespace pdist::onnx_import {
+namespace {
+
+using ::testing::HasSubstr;
+
+onnx::ModelProto Model(int64_t opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  onnx::OperatorSetIdProto* set = m.add_opset_import();
+  set->set_domain("");
+  set->set_version(opset);
+  return m;
+}
+
+void AddInput(onnx::ModelProto& m, const std::string& name, int32_t type, std::vector<int64_t> dims,
+              const std::string& symbolic_dim = "") {
+  onnx::ValueInfoProto* in = m.mutable_graph()->add_input();
+  in->set_name(name);
+  onnx::TypeProto::Tensor* t = in->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  if (!symbolic_dim.empty()) t->mutable_shape()->add_dim()->set_dim_param(symbolic_dim);
+}
+
+void AddOutput(onnx::ModelProto& m, const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
+
+void AddInitializer(onnx::ModelProto& m, const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+  onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+}
+
+onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& type, std::vector<std::string> inputs,
+                         std::vector<std::string> outputs, const std::string& name = "") {
+  onnx::NodeProto* n = m.mutable_graph()->add_node();
+  n->set_op_type(type);
+  n->set_name(name.empty() ? type : name);
+  for (const std::string& i : inputs) n->add_input(i);
+  for (const std::string& o : outputs) n->add_output(o);
+  return n;
+}
+
+absl::StatusOr<OnnxImport> Import(const onnx::ModelProto& m, const OnnxImportOptions& options = {}) {
+  return ImportOnnxBytes(m.SerializeAsString(), options);
+}
+
+// tokens:i64[2,3] → Gather(table f32[4,2]) → Pow 2 → y:f32[2,3,2]
+onnx::ModelProto EmbeddingSquared() {
+  onnx::ModelProto m = Model();
+  AddInput(m, "tokens", onnx::TensorProto::INT64, {2, 3});
+  AddInitializer(m, "table", {4, 2}, {0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f, 4});
+  onnx::TensorProto* two = AddNode(m, "Constant", {}, {"two"})->add_attribute()->mutable_t();
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_name("value");
+  two->set_data_type(onnx::TensorProto::FLOAT);
+  two->add_float_data(2.0f);
+  AddNode(m, "Gather", {"table", "tokens"}, {"rows"});
+  AddNode(m, "Pow", {"rows", "two"}, {"y"});
+  AddOutput(m, "y");
+  return m;
+}
+
+TEST(OnnxImportTest, AnEmbeddingGatherAndASquareComputeWhatOnnxDefines) {
+  absl::StatusOr<OnnxImport> imported = Import(EmbeddingSquared());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->nodes, 3);
+  EXPECT_EQ(imported->parameters, 1) << "the exponent folds away; only the table becomes a parameter";
+  const ir::Value* table = imported->program.FindArgument("table");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->init(), ir::kStoredInit);
+  EXPECT_TRUE(table->trainable());
+
+  exec::ExecutorOptions options;
+  options.fetch_ids = {imported->outputs.at(0).second->id()};
+  absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  exec::Workspace ws;
+  ASSERT_TRUE(exec::InitializeWorkspace(imported->program, 1, ws).ok());
+  exec::Tensor tokens = exec::Tensor::Empty({{2, 3}, ir::DataType::kInt64});
+  const int64_t ids[] = {3, 0, 1, 1, 2, 3};
+  std::memcpy(tokens.raw(), ids, sizeof(ids));
+  absl::StatusOr<exec::RunResult> run = executor->Run({{"tokens", tokens}}, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const exec::Tensor& y = run->fetched.at(options.fetch_ids[0]);
+  ASSERT_EQ(y.type().shape, (ir::Shape{2, 3, 2}));
+  for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      const double x = 0.5 * static_cast<double>(2 * ids[i] + j + 1);
+      EXPECT_DOUBLE_EQ(y.At(i * 2 + j), x * x) << "token " << i << " column " << j;
+    }
+  }
+}
+
+TEST(OnnxImportTest, AnIdentityOfAnInitializerIsAParameterOfItsOwn) {
+  // Exporters write equal initializers once (every LayerNorm's ones) and Identity copies.
+  onnx::ModelProto m = Model();
+  AddInput(m, "x", onnx::TensorProto::FLOAT, {2, 2});
+  AddInitializer(m, "a.weight", {2}, {1, 1});
+  AddNode(m, "Identity", {"a.weight"}, {"b.weight"});
+  AddNode(m, "Mul", {"x", "a.weight"}, {"h"});
+  AddNode(m, "Mul", {"h", "b.weight"}, {"y"});
+  AddOutput(m, "y");
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const ir::Value* a = imported->program.FindArgument("a.weight");
+  const ir::Value* b = imported->program.FindArgument("b.weight");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a->stored()->bytes, b->stored()->bytes);
+  EXPECT_EQ(imported->parameters, 2);
+}
+
+TEST(OnnxImportTest, LossesAreAppendedAndTheProgramDifferentiates) {
+  onnx::ModelProto m = Model();
+  AddInput(m, "x", onnx::TensorProto::FLOAT, {4, 3});
+  AddInitializer(m, "w", {3, 5}, std::vector<float>(15, 0.1f));
+  AddInitializer(m, "mask", {5}, std::vector<float>(5, 1.0f));
+  AddNode(m, "MatMul", {"x", "w"}, {"h"});
+  AddNode(m, "Mul", {"h", "mask"}, {"logits"});
+  AddOutput(m, "logits");
+  OnnxImportOptions options;
+  options.loss = "cross_entropy";
+  options.frozen = {"ma*"};
+  absl::StatusOr<OnnxImport> ce = Import(m, options);
+  ASSERT_TRUE(ce.ok()) << ce.status();
+  EXPECT_EQ(ce->program.FindArgument("labels")->type(), (ir::TensorType{{4}, ir::DataType::kInt64}));
+  EXPECT_FALSE(ce->program.FindArgument("mask")->trainable()) << "frozen by the glob";
+  ASSERT_NE(ce->program.loss(), nullptr);
+  EXPECT_TRUE(passes::AppendBackward(ce->program, ce->program.loss()).ok());
+  EXPECT_NE(ce->program.GradientOf(ce->program.FindArgument("w")), nullptr);
+  EXPECT_EQ(ce->program.GradientOf(ce->program.FindArgument("mask")), nullptr);
+
+  options.loss = "mse";
+  options.labels = "target";
+  absl::StatusOr<OnnxImport> mse = Import(m, options);
+  ASSERT_TRUE(mse.ok()) << mse.status();
+  EXPECT_EQ(mse->program.FindArgument("target")->type(), (ir::TensorType{{4, 5}, ir::DataType::kFloat32}));
+
+  // The imported program with its numbers survives model.pb.
+  absl::StatusOr<std::string> bytes = ir::SerializeProgram(mse->program);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<ir::Program> loaded = ir::DeserializeProgram(*bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->FindArgument("w")->stored()->bytes, mse->program.FindArgument("w")->stored()->bytes);
+
+  options.loss = "hinge";
+  EXPECT_THAT(std::string(Import(m, options).status().message()), HasSubstr("unknown loss 'hinge'; expected cross_entropy or mse"));
+  options.loss = "mse";
+  options.labels = "x";
+  EXPECT_THAT(std::string(Import(m, options).status().message()), HasSubstr("labels input 'x' would take the name"));
+  options.labels = "labels";
+  options.logits = "h";
+  EXPECT_THAT(std::string(Import(m, options).status().message()), HasSubstr("the graph has no output 'h' (--logits NAME; outputs: logits)"));
+}
+
+TEST(OnnxImportTest, UnsupportedOperatorsAreListedWithCountsAndFirstNodes) {
+  onnx::ModelProto m = Model();
+  AddInput(m, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(m, "Erf", {"x"}, {"a"}, "/mlp/Erf");
+  AddNode(m, "Erf", {"a"}, {"b"}, "/mlp/Erf_1");
+  AddNode(m, "Sigmoid", {"b"}, {"c"}, "/gate/Sigmoid");
+  AddNode(m, "Relu", {"c"}, {"y"});
+  AddOutput(m, "y");
+  absl::Status s = Import(m).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Erf (2 nodes, "
+                                                  "first '/mlp/Erf'), Sigmoid (1 node, first '/gate/Sigmoid')"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("It imports: Add Cast Concat"));
+}
+
+TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
+  onnx::ModelProto old = Model(11);
+  AddInput(old, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(old, "Relu", {"x"}, {"y"});
+  AddOutput(old, "y");
+  EXPECT_THAT(std::string(Import(old).status().message()),
+              HasSubstr("the model uses opset 11; pdist imports opset 13 and newer (re-export with"));
+
+  onnx::ModelProto symbolic = Model();
+  AddInput(symbolic, "tokens", onnx::TensorProto::INT64, {8}, "seq");
+  AddNode(symbolic, "Identity", {"tokens"}, {"y"});
+  AddOutput(symbolic, "y");
+  EXPECT_THAT(std::string(Import(symbolic).status().message()),
+              HasSubstr("graph input 'tokens' has dimension 1 = 'seq'; pdist programs have static shapes: give it "
+                        "(pdist-import --input-shape tokens=8,128)"));
+  OnnxImportOptions shaped;
+  shaped.input_shapes["tokens"] = {8, 16};
+  absl::StatusOr<OnnxImport> fixed = Import(symbolic, shaped);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->program.FindArgument("tokens")->type().shape, (ir::Shape{8, 16}));
+  shaped.input_shapes["nope"] = {1};
+  EXPECT_THAT(std::string(Import(symbolic, shaped).status().message()), HasSubstr("--input-shape names 'nope', which is not a graph input"));
+
+  onnx::ModelProto dynamic_reshape = Model();
+  AddInput(dynamic_reshape, "x", onnx::TensorProto::FLOAT, {2, 3});
+  AddInput(dynamic_reshape, "shape", onnx::TensorProto::INT64, {1});
+  AddNode(dynamic_reshape, "Reshape", {"x", "shape"}, {"y"}, "/r");
+  AddOutput(dynamic_reshape, "y");
+  EXPECT_THAT(std::string(Import(dynamic_reshape).status().message()),
+              HasSubstr("node '/r' (Reshape): its shape (input 1, 'shape') is computed at run time"));
+
+  EXPECT_THAT(std::string(ImportOnnxBytes("not a model", {}).status().message()), HasSubstr("not an ONNX model"));
+  const std::string dir = pdist::testing::UniqueTempPath("onnx-dir");
+  std::filesystem::create_directories(dir);
+  EXPECT_THAT(std::string(ImportOnnxFile(dir, {}).status().message()), HasSubstr("is a directory, not a file"));
+  EXPECT_THAT(std::string(ImportOnnxFile(dir + "/missing.onnx", {}).status().message()), HasSubstr("does not exist"));
+}
+
+}  // namespace
+}  // namespace pdist::onnx_import
