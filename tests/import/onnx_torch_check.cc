@@ -1,0 +1,129 @@
+// A PyTorch model brought to pdist through ONNX: tests/import/torch_reference.py builds a small
+// decoder transformer, exports it, and records PyTorch's loss and every parameter's gradient on
+// one batch (the ctest fixture import.torch_reference runs it first; PDIST_TORCH_REFERENCE names
+// its directory). Here the model is imported, its loss and gradients are checked against
+// PyTorch's (f32, 1e-5 relative), and it trains under dp2×mp2 and pp2 exactly as on one rank.
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "executor/executor.h"
+#include "gtest/gtest.h"
+#include "import/onnx_import.h"
+#include "ir/input_file.h"
+#include "nlohmann/json.hpp"
+#include "passes/autodiff.h"
+#include "tests/engine/distributed_test_util.h"
+
+namespace pdist::onnx_import {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Reference {
+  fs::path dir;
+  nlohmann::json json;
+};
+
+Reference LoadReference() {
+  const char* dir = std::getenv("PDIST_TORCH_REFERENCE");
+  EXPECT_NE(dir, nullptr) << "PDIST_TORCH_REFERENCE is not set: run through ctest, whose fixture "
+                             "import.torch_reference writes the reference (tests/import/torch_reference.py)";
+  Reference r{dir != nullptr ? dir : "", {}};
+  absl::StatusOr<std::string> text = ir::ReadFileToString((r.dir / "reference.json").string());
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (text.ok()) r.json = nlohmann::json::parse(*text);
+  return r;
+}
+
+absl::StatusOr<OnnxImport> ImportReference(const Reference& r) {
+  OnnxImportOptions options;
+  options.loss = "cross_entropy";
+  options.frozen = {"blocks.*.mask"};
+  return ImportOnnxFile((r.dir / "model.onnx").string(), options);
+}
+
+exec::Tensor IdsTensor(const ir::TensorType& type, const nlohmann::json& ids) {
+  exec::Tensor t = exec::Tensor::Empty(type);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = ids.at(static_cast<size_t>(i)).get<int64_t>();
+  return t;
+}
+
+TEST(OnnxTorchTest, LossAndEveryGradientMatchPyTorch) {
+  const Reference ref = LoadReference();
+  ASSERT_FALSE(ref.json.is_null());
+  absl::StatusOr<OnnxImport> imported = ImportReference(ref);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ir::Program& program = imported->program;
+  ASSERT_TRUE(passes::AppendBackward(program, program.loss()).ok());
+
+  exec::ExecutorOptions options;
+  std::map<std::string, int64_t> gradient_ids;
+  for (const auto& [name, _] : ref.json.at("gradients").items()) {
+    const ir::Value* param = program.FindArgument(name);
+    ASSERT_NE(param, nullptr) << "PyTorch's parameter " << name << " was not imported";
+    const ir::Value* grad = program.GradientOf(param);
+    ASSERT_NE(grad, nullptr) << name << " has no gradient";
+    gradient_ids[name] = grad->id();
+    options.fetch_ids.push_back(grad->id());
+  }
+  absl::StatusOr<exec::Executor> executor = exec::Executor::Create(program, options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  exec::Workspace ws;
+  ASSERT_TRUE(exec::InitializeWorkspace(program, 1, ws).ok());
+  exec::Feeds feeds{{"tokens", IdsTensor(program.FindArgument("tokens")->type(), ref.json.at("tokens"))},
+                    {"labels", IdsTensor(program.FindArgument("labels")->type(), ref.json.at("labels"))}};
+  absl::StatusOr<exec::RunResult> run = executor->Run(feeds, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+
+  const double torch_loss = ref.json.at("loss").get<double>();
+  EXPECT_NEAR(run->loss, torch_loss, 1e-5 * std::abs(torch_loss));
+  for (const auto& [name, id] : gradient_ids) {
+    const exec::Tensor& got = run->fetched.at(id);
+    const std::vector<double> want = ref.json.at("gradients").at(name).get<std::vector<double>>();
+    ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size())) << name;
+    EXPECT_LE(engine::testing::RelativeNormDistance(got, exec::TensorFromDoubles(got.type(), want)), 1e-5)
+        << "the gradient of " << name;
+  }
+  EXPECT_EQ(gradient_ids.size(), 29u) << "every PyTorch parameter: 2 embeddings, 12 per block, the final norm and head";
+}
+
+// Strategy JSON → the outcome of 3 AdamW steps on the same random batches.
+engine::testing::RunOutcome Train(const Reference& ref, const std::string& strategy) {
+  absl::StatusOr<OnnxImport> imported = ImportReference(ref);
+  EXPECT_TRUE(imported.ok()) << imported.status();
+  engine::EngineOptions options = engine::testing::EquivalenceOptions();
+  options.strategy_json = strategy;
+  return engine::testing::TrainSteps(std::move(imported->program), options, 3, 256);
+}
+
+// The key third of each qkv bias ([q k v] columns) has no gradient in exact arithmetic (see
+// distributed_test_util.h's KeyBiasElements): its float32 rounding noise is left out.
+engine::testing::ElementMask KeyBiases(const ir::Program& program) {
+  engine::testing::ElementMask mask;
+  for (const ir::Value* p : program.Parameters()) {
+    if (p->name().find("qkv.bias") == std::string::npos) continue;
+    const int64_t width = p->type().shape[0];
+    std::vector<bool> keys(static_cast<size_t>(width), false);
+    for (int64_t i = width / 3; i < 2 * width / 3; ++i) keys[static_cast<size_t>(i)] = true;
+    mask[p->name()] = keys;
+  }
+  return mask;
+}
+
+TEST(OnnxTorchTest, DataTensorAndPipelineParallelTrainAsOneRank) {
+  const Reference ref = LoadReference();
+  ASSERT_FALSE(ref.json.is_null());
+  absl::StatusOr<OnnxImport> imported = ImportReference(ref);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const engine::testing::RunOutcome one = Train(ref, "");
+  ASSERT_EQ(one.losses.size(), 3u);
+  for (const char* strategy : {R"({"dp_degree": 2, "mp_degree": 2})",
+                               R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})"}) {
+    SCOPED_TRACE(strategy);
+    engine::testing::ExpectSameTraining(Train(ref, strategy), one, imported->program, 1e-5, KeyBiases(imported->program));
+  }
+}
+
+}  // namespace
+}  // namespace pdist::onnx_import
