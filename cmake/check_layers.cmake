@@ -23,8 +23,8 @@ set(allowed_strategy "ir")
 set(allowed_passes "ir;strategy")
 set(allowed_planner "ir;models;strategy;passes")
 set(allowed_executor "ir")
-set(allowed_engine "ir;models;strategy;passes;planner;executor")
-set(allowed_calibration "ir;models;strategy;passes;planner;executor;engine")
+set(allowed_engine "ir;models;import;strategy;passes;planner;executor")
+set(allowed_calibration "ir;models;import;strategy;passes;planner;executor;engine")
 set(project_layers ir models import strategy passes planner executor engine calibration tools tests benchmarks)
 
 # The layer a path relative to the tree belongs to ("" for none).

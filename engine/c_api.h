@@ -128,6 +128,10 @@ pdist_status pdist_program_load(const char* path, pdist_program** program);
  * comma-separated key=value pairs named as pdist-export's flags ("layers=4,hidden=128,heads=4,
  * vocab=256,seq=64,batch=16,tied=true,dropout=0.1,dtype=bf16"); unknown keys are errors. */
 pdist_status pdist_program_build(const char* model, const char* options, pdist_program** program);
+/* An ONNX model (opset >= 13) as a program, as pdist-import makes it (docs/onnx.md). `options`
+ * (JSON, or NULL): {"loss": "cross_entropy" | "mse" (none: the forward program), "logits": NAME,
+ * "labels": NAME, "frozen": ["blocks.*.mask"], "input_shapes": {"tokens": [8, 128]}}. */
+pdist_status pdist_program_import_onnx(const char* path, const char* options, pdist_program** program);
 /* Sets the DistAttr of one tensor and marks it annotated. `tensor_name` is a block argument's
  * name ("wte") or a value as printed ("%12"). The mesh has `mesh_ndim` dims of `mesh_shape`,
  * process ids 0..n-1, and names `dim_names` (NULL: d0, d1, ...). `placements` has one entry per

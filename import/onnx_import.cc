@@ -70,7 +70,11 @@ absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, cons
   const onnx::TypeProto::Tensor& t = input.type().tensor_type();
   PDIST_ASSIGN_OR_RETURN(ir::DataType dtype, DataTypeOfOnnx(t.elem_type()));
   if (auto given = options.input_shapes.find(input.name()); given != options.input_shapes.end()) {
-    return ir::TensorType{ir::Shape(given->second.begin(), given->second.end()), dtype};
+    ir::TensorType type{ir::Shape(given->second.begin(), given->second.end()), dtype};
+    if (absl::Status s = ir::CheckTensorType(type); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the shape given for input '", input.name(), "': ", s.message()));
+    }
+    return type;
   }
   ir::Shape shape;
   for (int d = 0; d < t.shape().dim_size(); ++d) {
@@ -82,7 +86,11 @@ absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, cons
     }
     shape.push_back(dim.dim_value());
   }
-  return ir::TensorType{std::move(shape), dtype};
+  ir::TensorType type{std::move(shape), dtype};
+  if (absl::Status s = ir::CheckTensorType(type); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("graph input '", input.name(), "': ", s.message()));
+  }
+  return type;
 }
 
 absl::Status AppendLoss(ImportContext& ctx, OnnxImport& out, const OnnxImportOptions& options) {

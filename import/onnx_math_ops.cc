@@ -217,22 +217,24 @@ void AddMathConverters(ConverterMap& map) {
                                Arithmetic{"Mul", "multiply", MulFn}, Arithmetic{"Div", "divide", DivFn}}) {
     map[op.onnx] = [op](ImportContext& ctx, const onnx::NodeProto& node) { return Binary(ctx, node, op); };
   }
-  for (const auto& [onnx, pdist] : std::vector<std::pair<std::string, std::string>>{
-           {"Relu", "relu"}, {"Tanh", "tanh"}, {"Exp", "exp"}}) {
-    map[onnx] = [pdist](ImportContext& ctx, const onnx::NodeProto& node) { return Unary(ctx, node, pdist.c_str()); };
+  // (ONNX op type, pdist op type) pairs; the pdist name is copied into each converter.
+  using Names = std::vector<std::pair<std::string, std::string>>;
+  for (const auto& names : Names{{"Relu", "relu"}, {"Tanh", "tanh"}, {"Exp", "exp"}}) {
+    const std::string type = names.second;
+    map[names.first] = [type](ImportContext& ctx, const onnx::NodeProto& node) { return Unary(ctx, node, type.c_str()); };
   }
-  for (const auto& [onnx, pdist] : std::vector<std::pair<std::string, std::string>>{
-           {"Softmax", "softmax"}, {"LogSoftmax", "log_softmax"}}) {
-    map[onnx] = [pdist](ImportContext& ctx, const onnx::NodeProto& node) {
-      return Unary(ctx, node, pdist.c_str(), {{"axis", IntAttr(node, "axis", -1)}});
+  for (const auto& names : Names{{"Softmax", "softmax"}, {"LogSoftmax", "log_softmax"}}) {
+    const std::string type = names.second;
+    map[names.first] = [type](ImportContext& ctx, const onnx::NodeProto& node) {
+      return Unary(ctx, node, type.c_str(), {{"axis", IntAttr(node, "axis", -1)}});
     };
   }
-  for (const auto& [onnx, pdist] : std::vector<std::pair<std::string, std::string>>{
-           {"Equal", "equal"}, {"Less", "less_than"}, {"Greater", "greater_than"}}) {
-    map[onnx] = [pdist](ImportContext& ctx, const onnx::NodeProto& node) -> absl::Status {
+  for (const auto& names : Names{{"Equal", "equal"}, {"Less", "less_than"}, {"Greater", "greater_than"}}) {
+    const std::string type = names.second;
+    map[names.first] = [type](ImportContext& ctx, const onnx::NodeProto& node) -> absl::Status {
       PDIST_ASSIGN_OR_RETURN(ir::Value * a, ctx.Input(node, 0));
       PDIST_ASSIGN_OR_RETURN(ir::Value * b, ctx.Input(node, 1));
-      PDIST_ASSIGN_OR_RETURN(ir::Value * y, ctx.Op1(node, pdist, {a, b}));
+      PDIST_ASSIGN_OR_RETURN(ir::Value * y, ctx.Op1(node, type, {a, b}));
       ctx.Define(node.output(0), y);
       return absl::OkStatus();
     };

@@ -85,6 +85,13 @@ absl::Status ConstantOfShape(ImportContext& ctx, const onnx::NodeProto& node) {
   }
   const ir::TensorType type{ir::Shape(shape.begin(), shape.end()), fill.type.dtype};
   PDIST_RETURN_IF_ERROR(ir::CheckTensorType(type));
+  // Its numbers are made here, before any program runs: a shape read from the file must not
+  // allocate gigabytes.
+  constexpr int64_t kMaxElements = int64_t{1} << 24;
+  if (type.num_elements() > kMaxElements) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": a constant of ", type.ToString(), " is more than the ",
+                                                   kMaxElements, " elements pdist makes at import"));
+  }
   ctx.DefineKnown(node.output(0), MakeOnnxTensor(type, std::vector<double>(static_cast<size_t>(type.num_elements()), fill.At(0))));
   return absl::OkStatus();
 }

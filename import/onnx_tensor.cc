@@ -28,39 +28,44 @@ void Store(std::string& bytes, int64_t i, T x) {
   std::memcpy(bytes.data() + i * static_cast<int64_t>(sizeof(T)), &x, sizeof(T));
 }
 
-// The typed field's numbers, written as `dtype` bytes.
+// How many numbers the typed field that holds `dtype` has.
+int64_t TypedFieldSize(const onnx::TensorProto& p, ir::DataType dtype) {
+  switch (dtype) {
+    case ir::DataType::kFloat32: return p.float_data_size();
+    case ir::DataType::kFloat64: return p.double_data_size();
+    case ir::DataType::kInt64: return p.int64_data_size();
+    default: return p.int32_data_size();  // i32, bool, f16, bf16
+  }
+}
+
+// The typed field's numbers, written as `dtype` bytes; the count is checked before anything is
+// allocated (a shape of 10^12 elements with no numbers must not allocate them).
 absl::StatusOr<std::string> TypedFieldBytes(const onnx::TensorProto& p, ir::DataType dtype, int64_t n) {
+  if (TypedFieldSize(p, dtype) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", p.name(), "' has ", TypedFieldSize(p, dtype),
+                                                   " numbers for a shape of ", n, " elements"));
+  }
   std::string bytes(static_cast<size_t>(n * ir::DataTypeSize(dtype)), '\0');
-  auto check = [&](int64_t have, const char* field) -> absl::Status {
-    if (have == n) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", p.name(), "' has ", have, " numbers in ", field,
-                                                   " for a shape of ", n, " elements"));
-  };
+  const int count = static_cast<int>(n);
   switch (dtype) {
     case ir::DataType::kFloat32:
-      PDIST_RETURN_IF_ERROR(check(p.float_data_size(), "float_data"));
-      for (int64_t i = 0; i < n; ++i) Store<float>(bytes, i, p.float_data(static_cast<int>(i)));
+      for (int i = 0; i < count; ++i) Store<float>(bytes, i, p.float_data(i));
       break;
     case ir::DataType::kFloat64:
-      PDIST_RETURN_IF_ERROR(check(p.double_data_size(), "double_data"));
-      for (int64_t i = 0; i < n; ++i) Store<double>(bytes, i, p.double_data(static_cast<int>(i)));
+      for (int i = 0; i < count; ++i) Store<double>(bytes, i, p.double_data(i));
       break;
     case ir::DataType::kInt64:
-      PDIST_RETURN_IF_ERROR(check(p.int64_data_size(), "int64_data"));
-      for (int64_t i = 0; i < n; ++i) Store<int64_t>(bytes, i, p.int64_data(static_cast<int>(i)));
+      for (int i = 0; i < count; ++i) Store<int64_t>(bytes, i, p.int64_data(i));
       break;
     case ir::DataType::kInt32:
-      PDIST_RETURN_IF_ERROR(check(p.int32_data_size(), "int32_data"));
-      for (int64_t i = 0; i < n; ++i) Store<int32_t>(bytes, i, p.int32_data(static_cast<int>(i)));
+      for (int i = 0; i < count; ++i) Store<int32_t>(bytes, i, p.int32_data(i));
       break;
     case ir::DataType::kBool:
-      PDIST_RETURN_IF_ERROR(check(p.int32_data_size(), "int32_data"));
-      for (int64_t i = 0; i < n; ++i) Store<bool>(bytes, i, p.int32_data(static_cast<int>(i)) != 0);
+      for (int i = 0; i < count; ++i) Store<bool>(bytes, i, p.int32_data(i) != 0);
       break;
     case ir::DataType::kFloat16:
     case ir::DataType::kBFloat16:  // the 16 bits of each number in an int32
-      PDIST_RETURN_IF_ERROR(check(p.int32_data_size(), "int32_data"));
-      for (int64_t i = 0; i < n; ++i) Store<uint16_t>(bytes, i, static_cast<uint16_t>(p.int32_data(static_cast<int>(i))));
+      for (int i = 0; i < count; ++i) Store<uint16_t>(bytes, i, static_cast<uint16_t>(p.int32_data(i)));
       break;
   }
   return bytes;

@@ -2,8 +2,8 @@
 # Builds every libFuzzer target with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs each
 # on its seed corpus: the model loader (model.pb and textual IR, seeds from the lit programs), the
 # JSON readers (bounded parser, strategy, cluster, pdist-spmd requests; seeds from examples/),
-# the checkpoint decoder, the sharded-checkpoint index and the token-file decoder (hand-made seeds
-# below).
+# the checkpoint decoder, the sharded-checkpoint index, the token-file decoder (hand-made seeds
+# below) and the ONNX importer (seeds: ONNX's node test models, from libonnx-testdata).
 #
 #   scripts/fuzz.sh                # 60 s per fuzzer
 #   scripts/fuzz.sh 180            # 3 min per fuzzer; crashes land in build-fuzz/artifacts/
@@ -20,13 +20,13 @@ mkdir -p "$build"
 if ! { CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDIST_FUZZ=ON \
          -DPDIST_BUILD_TESTS=OFF -DPDIST_BUILD_BENCHMARKS=OFF -DPDIST_OPENMP=OFF -DPDIST_WITH_GLOO=OFF &&
        cmake --build "$build" -j"${JOBS:-2}" --target fuzz_model_loader fuzz_seed_writer fuzz_json_readers \
-         fuzz_checkpoint fuzz_shard_index fuzz_token_file; } > "$build/build.log" 2>&1; then
+         fuzz_checkpoint fuzz_shard_index fuzz_token_file fuzz_onnx_import; } > "$build/build.log" 2>&1; then
   echo "scripts/fuzz.sh: building the fuzzers failed:"; tail -40 "$build/build.log"; exit 1
 fi
 
 artifacts="$build/artifacts/"
 mkdir -p "$artifacts" "$build/corpus/model" "$build/corpus/json" "$build/corpus/checkpoint" "$build/corpus/tokens" \
-  "$build/corpus/index"
+  "$build/corpus/index" "$build/corpus/onnx"
 "$build/tests/fuzz/fuzz_seed_writer" "$build/corpus/model" tests/lit/*.pdir >/dev/null
 # JSON seeds: the first byte picks the reader (0: bounded parser, 1: strategy, 2: cluster,
 # 3: pdist-spmd requests).
@@ -52,14 +52,25 @@ JSON
 printf '\002PDTOK\000\000\000\001\000\000\000\002\000\000\000\001\000\002\000\003\000' > "$build/corpus/tokens/pdtok"
 { printf '\003'; head -c 256 data/essay.txt; } > "$build/corpus/tokens/text"
 
+# ONNX seeds (the first byte picks the loss: 0 none, 1 cross_entropy, 2 mse): the node test
+# models of the operators pdist imports.
+for op in matmul gemm add layer_normalization reshape transpose softmax concat split slice squeeze unsqueeze \
+          gather cast reduce_mean dropout constantofshape; do
+  for f in /usr/share/libonnx-testdata/data/node/test_${op}*/model.onnx; do
+    [ -f "$f" ] || continue
+    { printf '\000'; cat "$f"; } > "$build/corpus/onnx/$(basename "$(dirname "$f")").onnx"
+  done
+done
+
 status=0
-for fuzzer in model_loader json_readers checkpoint shard_index token_file; do
+for fuzzer in model_loader json_readers checkpoint shard_index token_file onnx_import; do
   case "$fuzzer" in
     model_loader) corpus="$build/corpus/model" ;;
     json_readers) corpus="$build/corpus/json" ;;
     checkpoint) corpus="$build/corpus/checkpoint" ;;
     shard_index) corpus="$build/corpus/index" ;;
     token_file) corpus="$build/corpus/tokens" ;;
+    onnx_import) corpus="$build/corpus/onnx" ;;
   esac
   log="$build/fuzz_$fuzzer.log"
   set +e

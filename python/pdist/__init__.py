@@ -2,6 +2,7 @@
 
     import pdist
     program = pdist.load("gpt.pb")            # or pdist.models.gpt(layers=2, hidden=64, heads=4)
+    # or a PyTorch model exported to ONNX: pdist.import_onnx("model.onnx", loss="cross_entropy")
     mesh = pdist.ProcessMesh([[0, 1], [2, 3]], dim_names=["dp", "mp"])
     pdist.shard_tensor(program, "gpt.h.0.mlp.up.weight", mesh, [pdist.Replicate(), pdist.Shard(1)])
     plan = pdist.plan(program, cluster="dgx-a100", gpus=16)   # the planner's pick; print(plan) explains it
@@ -20,11 +21,11 @@ from . import models
 from .engine import Engine
 from .placements import Partial, ProcessMesh, Replicate, Shard
 from .plan import Plan, plan
-from .program import Program, load, shard_tensor
+from .program import Program, import_onnx, load, shard_tensor
 from .strategy import Strategy
 
 __version__ = _lib.pdist_version().decode()
 
 __all__ = ["Engine", "models", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError", "Partial", "PdistError",
-           "Plan", "ProcessMesh", "Program", "Replicate", "Shard", "Strategy", "UnimplementedError", "load", "plan",
-           "shard_tensor"]
+           "Plan", "ProcessMesh", "Program", "Replicate", "Shard", "Strategy", "UnimplementedError", "import_onnx", "load",
+           "plan", "shard_tensor"]

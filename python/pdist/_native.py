@@ -104,6 +104,7 @@ _PROTOTYPES = {
     "pdist_engine_eval_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
     "pdist_program_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_build": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "pdist_program_import_onnx": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_shard_tensor": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
                                                   ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p]),
     "pdist_program_save": (ctypes.c_int, [_P, ctypes.c_char_p]),

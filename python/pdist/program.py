@@ -1,6 +1,7 @@
-"""Programs: pdist.load(path), program.save(path), str(program), and Paddle's
-pdist.shard_tensor(program, name, mesh, placements)."""
+"""Programs: pdist.load(path), pdist.import_onnx(path, ...), program.save(path), str(program),
+and Paddle's pdist.shard_tensor(program, name, mesh, placements)."""
 import ctypes
+import json
 
 from . import _native
 from .placements import Placement, ProcessMesh
@@ -36,6 +37,27 @@ class Program:
 
 def load(path):
     return Program.load(path)
+
+
+def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_shapes=None):
+    """An ONNX model (opset >= 13) as a program, as pdist-import makes it (docs/onnx.md).
+
+    loss: None (the forward program), "cross_entropy" or "mse", read from graph output `logits`
+    (default: the only output) against a new data input `labels`; frozen: initializer names or
+    globs kept fixed ("blocks.*.mask"); input_shapes: {"tokens": (8, 128)} for inputs whose ONNX
+    shape is symbolic."""
+    options = {"labels": labels, "frozen": list(frozen)}
+    if loss is not None:
+        options["loss"] = loss
+    if logits is not None:
+        options["logits"] = logits
+    if input_shapes:
+        options["input_shapes"] = {name: [int(d) for d in shape] for name, shape in input_shapes.items()}
+    handle = ctypes.c_void_p()
+    _native.check(_native.lib.pdist_program_import_onnx(_native.encode(str(path)), _native.encode(json.dumps(options)),
+                                                        ctypes.byref(handle)),
+                  f"import_onnx {path}")
+    return Program(handle.value)
 
 
 def shard_tensor(program, name, mesh, placements):

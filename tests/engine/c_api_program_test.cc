@@ -128,3 +128,21 @@ TEST(ProgramApiTest, NullArgumentsAndMissingFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ImportOnnxCApiTest, OptionsAreCheckedBeforeTheFileIsRead) {
+  pdist_program* prog = nullptr;
+  EXPECT_EQ(pdist_program_import_onnx("m.onnx", R"({"los": "mse"})", &prog), PDIST_INVALID_ARGUMENT);
+  EXPECT_THAT(pdist_last_error(), HasSubstr("import options: unknown key \"los\" (keys: loss, logits, labels, frozen, input_shapes)"));
+  EXPECT_EQ(pdist_program_import_onnx("m.onnx", R"({"frozen": "mask"})", &prog), PDIST_INVALID_ARGUMENT);
+  EXPECT_THAT(pdist_last_error(), HasSubstr("\"frozen\" must be a list of names or globs, got \"mask\""));
+  EXPECT_EQ(pdist_program_import_onnx("m.onnx", R"({"input_shapes": {"x": [8, -1]}})", &prog), PDIST_INVALID_ARGUMENT);
+  EXPECT_THAT(pdist_last_error(), HasSubstr("\"input_shapes.x\" must be a list of dimensions >= 0"));
+  EXPECT_EQ(pdist_program_import_onnx(TempPath("missing.onnx").c_str(), nullptr, &prog), PDIST_NOT_FOUND);
+  EXPECT_THAT(pdist_last_error(), HasSubstr("does not exist"));
+  EXPECT_EQ(prog, nullptr);
+  EXPECT_EQ(pdist_program_import_onnx(nullptr, nullptr, &prog), PDIST_INVALID_ARGUMENT);
+}
+
+}  // namespace

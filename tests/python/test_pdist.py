@@ -277,3 +277,56 @@ class NumpyBatchTest(unittest.TestCase):
         x_t = self.np.asfortranarray(batch["x"])
         self.assertAlmostEqual(engine.eval_step({"x": x_t, "labels": batch["labels"]}),
                                engine.eval_step(batch), delta=1e-12)
+
+
+class ImportOnnxTest(unittest.TestCase):
+    """pdist.import_onnx: a model written with onnx.helper (Debian's python3-onnx), trained from numpy."""
+
+    def setUp(self):
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+        self.np = np
+        self.tmp = tempfile.TemporaryDirectory()
+        rng = np.random.default_rng(1)
+        inits = [numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+                 for name, shape in [("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 4))]]
+        nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+                 helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
+                 helper.make_node("Relu", ["hb"], ["a"], name="relu"),
+                 helper.make_node("MatMul", ["a", "w2"], ["logits"], name="fc2")]
+        graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                                  [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 4])], inits)
+        self.model = os.path.join(self.tmp.name, "mlp.onnx")
+        with open(self.model, "wb") as f:
+            f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+        self.batches = []
+        for _ in range(12):
+            x = rng.standard_normal((8, 16)).astype(np.float32)
+            self.batches.append({"x": x, "labels": x[:, :4].argmax(axis=1).astype(np.int64)})
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def imported(self):
+        return pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)})
+
+    def test_an_imported_model_learns_and_two_ranks_train_as_one(self):
+        program = self.imported()
+        text = str(program)
+        self.assertIn('param "w1" : f32[16,32] {init = "stored"}', text)
+        self.assertIn('data "labels" : i64[8]', text)
+        one = pdist.Engine(program, learning_rate=1e-2).fit(self.batches, epochs=3)
+        self.assertLess(sum(one[-6:]) / 6, 0.8 * sum(one[:6]) / 6)
+        two = pdist.Engine(self.imported(), strategy={"dp_degree": 2}, learning_rate=1e-2).fit(self.batches, steps=10)
+        for a, b in zip(two, one[:10]):
+            self.assertAlmostEqual(a, b, delta=1e-5 * b)
+
+    def test_models_and_options_it_cannot_take_raise_naming_them(self):
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "graph input 'x' has dimension 0 = 'batch'"):
+            pdist.import_onnx(self.model, loss="cross_entropy")
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "unknown loss 'hinge'"):
+            pdist.import_onnx(self.model, loss="hinge", input_shapes={"x": (8, 16)})
+        with self.assertRaisesRegex(pdist.NotFoundError, "does not exist"):
+            pdist.import_onnx(os.path.join(self.tmp.name, "missing.onnx"))
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "not an ONNX model"):
+            pdist.import_onnx(DATA)
