@@ -187,21 +187,25 @@ absl::Status Dropout(ImportContext& ctx, const onnx::NodeProto& node) {
   return absl::OkStatus();
 }
 
-// Pow with a known exponent pdist spells with other ops: 1 (x) and 2 (x · x).
+// Pow with a known exponent pdist spells with other ops: 1 (x), 2 (x · x), 0.5 (sqrt) and
+// −0.5 (rsqrt) — the exponents of a decomposed LayerNorm and of a variance.
 absl::Status Pow(ImportContext& ctx, const onnx::NodeProto& node) {
   const OnnxTensor* e = ctx.Known(node, 1);
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
-  if (e != nullptr && e->num_elements() == 1 && (e->At(0) == 1.0 || e->At(0) == 2.0)) {
-    if (e->At(0) == 1.0) {
-      ctx.Define(node.output(0), x);
-      return absl::OkStatus();
-    }
-    PDIST_ASSIGN_OR_RETURN(ir::Value * y, ctx.Op1(node, "multiply", {x, x}));
-    ctx.Define(node.output(0), y);
+  const double p = e != nullptr && e->num_elements() == 1 ? e->At(0) : std::nan("");
+  if (p == 1.0) {
+    ctx.Define(node.output(0), x);
     return absl::OkStatus();
   }
-  return absl::UnimplementedError(absl::StrCat(Describe(node), ": pdist imports Pow with a known exponent of 1 or 2 only",
-                                               e != nullptr && e->num_elements() == 1 ? absl::StrCat(", got ", e->At(0)) : ""));
+  absl::StatusOr<ir::Value*> y = absl::UnimplementedError(
+      absl::StrCat(Describe(node), ": pdist imports Pow with a known exponent of 1, 2, 0.5 or -0.5 only",
+                   std::isnan(p) ? "" : absl::StrCat(", got ", p)));
+  if (p == 2.0) y = ctx.Op1(node, "multiply", {x, x});
+  if (p == 0.5) y = ctx.Op1(node, "sqrt", {x});
+  if (p == -0.5) y = ctx.Op1(node, "rsqrt", {x});
+  if (!y.ok()) return y.status();
+  ctx.Define(node.output(0), *y);
+  return absl::OkStatus();
 }
 
 double AddFn(double a, double b) { return a + b; }
@@ -219,7 +223,8 @@ void AddMathConverters(ConverterMap& map) {
   }
   // (ONNX op type, pdist op type) pairs; the pdist name is copied into each converter.
   using Names = std::vector<std::pair<std::string, std::string>>;
-  for (const auto& names : Names{{"Relu", "relu"}, {"Tanh", "tanh"}, {"Exp", "exp"}}) {
+  for (const auto& names : Names{{"Relu", "relu"}, {"Tanh", "tanh"}, {"Exp", "exp"}, {"Sigmoid", "sigmoid"},
+                                        {"Erf", "erf"}, {"Sqrt", "sqrt"}}) {
     const std::string type = names.second;
     map[names.first] = [type](ImportContext& ctx, const onnx::NodeProto& node) { return Unary(ctx, node, type.c_str()); };
   }

@@ -37,7 +37,8 @@ void MapArrays(Tensor& out, const F& f, const In&... in) {
 }
 
 // Each activation: Forward(x) and Backward(saved, g), where saved is what the gradient op reads
-// (out for relu, tanh and exp; x for gelu and silu, as declared in ir/ops/activation.cc) and g is
+// (out for relu, tanh, exp, sigmoid, sqrt and rsqrt; x for gelu, silu and erf, as declared in
+// ir/ops/activation.cc) and g is
 // out_grad. Arguments are Eigen array maps; results are expressions.
 struct Relu {
   template <typename A>
@@ -111,6 +112,37 @@ struct Exp {
   static auto Forward(const A& x) { return x.exp(); }
   template <typename A>
   static auto Backward(const A& out, const A& g) { return g * out; }
+};
+
+struct Sigmoid {
+  template <typename A>
+  static auto Forward(const A& x) { return (Scalar<A>(1) + (-x).exp()).inverse(); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return g * out * (Scalar<A>(1) - out); }
+};
+
+struct Erf {
+  template <typename A>
+  static auto Forward(const A& x) { return x.erf(); }
+  template <typename A>
+  static auto Backward(const A& x, const A& g) {
+    using T = Scalar<A>;
+    return g * T(M_2_SQRTPI) * (-x.square()).exp();
+  }
+};
+
+struct Sqrt {
+  template <typename A>
+  static auto Forward(const A& x) { return x.sqrt(); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return g * Scalar<A>(0.5) / out; }
+};
+
+struct Rsqrt {
+  template <typename A>
+  static auto Forward(const A& x) { return x.rsqrt(); }
+  template <typename A>
+  static auto Backward(const A& out, const A& g) { return g * Scalar<A>(-0.5) * out.cube(); }
 };
 
 template <typename Act>
@@ -287,6 +319,10 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterActivation<Silu>(registry, "silu");
   RegisterActivation<Tanh>(registry, "tanh");
   RegisterActivation<Exp>(registry, "exp");
+  RegisterActivation<Sigmoid>(registry, "sigmoid");
+  RegisterActivation<Erf>(registry, "erf");
+  RegisterActivation<Sqrt>(registry, "sqrt");
+  RegisterActivation<Rsqrt>(registry, "rsqrt");
   registry.Register(Device::kCPU, "cast", Cast);
   registry.Register(Device::kCPU, "dropout", Dropout);
   registry.Register(Device::kCPU, "c_dropout", Dropout);  // the same draw, at global positions

@@ -1,12 +1,13 @@
-// Unary elementwise ops: scale, the activations relu gelu silu tanh exp (with their gradient
-// ops), cast and dropout (with dropout_grad).
+// Unary elementwise ops: scale, the activations relu gelu silu tanh exp sigmoid erf sqrt rsqrt
+// (with their gradient ops), cast and dropout (with dropout_grad).
 //
 //   %1 = gelu(%0) {approximate = false} : f32[8,64]
 //   %2 = gelu_grad(%0, %g) {approximate = false} : f32[8,64]
 //   %3, %4 = dropout(%0) {is_test = false, mode = "upscale_in_train", p = 0.1, seed = 7}
 //            : f32[8,64], bool[8,64]
 //
-// Gradients follow Paddle: relu/tanh/exp grads read the forward output, gelu/silu grads read x,
+// Gradients follow Paddle: relu/tanh/exp/sigmoid/sqrt/rsqrt grads read the forward output,
+// gelu/silu/erf grads read x,
 // scale's gradient is `scale` with bias 0, cast's gradient is a cast back (none when either side
 // is not floating point).
 //
@@ -74,6 +75,10 @@ const std::vector<Activation>& Activations() {
       {"silu", false, 5, 8, {}},
       {"tanh", true, 10, 3, {}},
       {"exp", true, 10, 1, {}},
+      {"sigmoid", true, 12, 3, {}},  // σ' = σ (1 − σ)
+      {"erf", false, 15, 12, {}},    // erf' = 2/√π e^(−x²)
+      {"sqrt", true, 4, 2, {}},      // sqrt' = 1 / (2 sqrt x)
+      {"rsqrt", true, 5, 3, {}},     // rsqrt' = −rsqrt³ / 2
   };
   return kActivations;
 }

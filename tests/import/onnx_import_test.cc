@@ -107,6 +107,59 @@ TEST(OnnxImportTest, AnEmbeddingGatherAndASquareComputeWhatOnnxDefines) {
   }
 }
 
+// LayerNorm as PyTorch exports it below opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+// Sqrt, Div — and the same with Pow −0.5 and Mul.
+TEST(OnnxImportTest, ADecomposedLayerNormComputesTheNorm) {
+  for (bool reciprocal : {false, true}) {
+    onnx::ModelProto m = Model();
+    AddInput(m, "x", onnx::TensorProto::FLOAT, {2, 4});
+    for (const auto& [name, value] : std::vector<std::pair<std::string, float>>{{"two", 2}, {"eps", 1e-5f}, {"half", -0.5f}}) {
+      onnx::NodeProto* c = AddNode(m, "Constant", {}, {name});
+      onnx::AttributeProto* a = c->add_attribute();
+      a->set_name("value_float");
+      a->set_f(value);
+    }
+    for (const char* reduce : {"mean", "var"}) {
+      onnx::NodeProto* n = AddNode(m, "ReduceMean", {std::string(reduce) == "mean" ? "x" : "sq"}, {reduce});
+      onnx::AttributeProto* axes = n->add_attribute();
+      axes->set_name("axes");
+      axes->add_ints(-1);
+      if (std::string(reduce) == "mean") AddNode(m, "Sub", {"x", "mean"}, {"d"});
+      if (std::string(reduce) == "mean") AddNode(m, "Pow", {"d", "two"}, {"sq"});
+    }
+    AddNode(m, "Add", {"var", "eps"}, {"ve"});
+    if (reciprocal) {
+      AddNode(m, "Pow", {"ve", "half"}, {"inv"});
+      AddNode(m, "Mul", {"d", "inv"}, {"y"});
+    } else {
+      AddNode(m, "Sqrt", {"ve"}, {"std"});
+      AddNode(m, "Div", {"d", "std"}, {"y"});
+    }
+    AddOutput(m, "y");
+    absl::StatusOr<OnnxImport> imported = Import(m);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    exec::ExecutorOptions options;
+    options.fetch_ids = {imported->outputs.at(0).second->id()};
+    absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    exec::Workspace ws;
+    const std::vector<float> x = {1, 2, 3, 4, -1, 0, 0, 5};
+    exec::Tensor xt = exec::Tensor::Empty({{2, 4}, ir::DataType::kFloat32});
+    std::memcpy(xt.raw(), x.data(), x.size() * sizeof(float));
+    absl::StatusOr<exec::RunResult> run = executor->Run({{"x", xt}}, ws);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const exec::Tensor& y = run->fetched.at(options.fetch_ids[0]);
+    for (int row = 0; row < 2; ++row) {
+      double mean = 0, var = 0;
+      for (int j = 0; j < 4; ++j) mean += x[row * 4 + j] / 4.0;
+      for (int j = 0; j < 4; ++j) var += (x[row * 4 + j] - mean) * (x[row * 4 + j] - mean) / 4.0;
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_NEAR(y.At(row * 4 + j), (x[row * 4 + j] - mean) / std::sqrt(var + 1e-5), 1e-5) << "reciprocal " << reciprocal;
+      }
+    }
+  }
+}
+
 TEST(OnnxImportTest, AnIdentityOfAnInitializerIsAParameterOfItsOwn) {
   // Exporters write equal initializers once (every LayerNorm's ones) and Identity copies.
   onnx::ModelProto m = Model();
@@ -173,15 +226,15 @@ TEST(OnnxImportTest, LossesAreAppendedAndTheProgramDifferentiates) {
 TEST(OnnxImportTest, UnsupportedOperatorsAreListedWithCountsAndFirstNodes) {
   onnx::ModelProto m = Model();
   AddInput(m, "x", onnx::TensorProto::FLOAT, {2});
-  AddNode(m, "Erf", {"x"}, {"a"}, "/mlp/Erf");
-  AddNode(m, "Erf", {"a"}, {"b"}, "/mlp/Erf_1");
-  AddNode(m, "Sigmoid", {"b"}, {"c"}, "/gate/Sigmoid");
+  AddNode(m, "Expand", {"x"}, {"a"}, "/mask/Expand");
+  AddNode(m, "Expand", {"a"}, {"b"}, "/mask/Expand_1");
+  AddNode(m, "Where", {"b"}, {"c"}, "/mask/Where");
   AddNode(m, "Relu", {"c"}, {"y"});
   AddOutput(m, "y");
   absl::Status s = Import(m).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Erf (2 nodes, "
-                                                  "first '/mlp/Erf'), Sigmoid (1 node, first '/gate/Sigmoid')"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Expand (2 nodes, "
+                                                  "first '/mask/Expand'), Where (1 node, first '/mask/Where')"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("It imports: Add Cast Concat"));
 }
 

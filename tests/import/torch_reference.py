@@ -42,7 +42,7 @@ class Block(nn.Module):
         scores = q @ k.transpose(-1, -2) * (1.0 / (HIDDEN // HEADS) ** 0.5) + self.mask
         attn = torch.softmax(scores, dim=-1) @ v
         x = x + self.proj(attn.transpose(1, 2).reshape(BATCH, SEQ, HIDDEN))
-        return x + self.out(torch.relu(self.fc(self.ln2(x))))
+        return x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))  # erf form: ONNX Erf
 
 
 class Decoder(nn.Module):

@@ -50,6 +50,18 @@ TEST(ActivationTest, ForwardValues) {
   EXPECT_THAT(OnSamples("silu"), near({-0.2689414213699951, 0, 0.7310585786300049, 1.7615941559557646}));
   EXPECT_THAT(OnSamples("tanh"), near({std::tanh(-1.0), 0, std::tanh(1.0), std::tanh(2.0)}));
   EXPECT_THAT(OnSamples("exp"), near({std::exp(-1.0), 1, std::exp(1.0), std::exp(2.0)}));
+  EXPECT_THAT(OnSamples("sigmoid"), near({0.2689414213699951, 0.5, 0.7310585786300049, 0.8807970779778823}));
+  EXPECT_THAT(OnSamples("erf"), near({std::erf(-1.0), 0, std::erf(1.0), std::erf(2.0)}));
+}
+
+// sqrt and rsqrt are defined for x >= 0 (x > 0): samples of their own.
+TEST(ActivationTest, SqrtAndRsqrtValues) {
+  const Tensor x = F64({3}, {0.25, 1, 4});
+  EXPECT_THAT(Values(MustRun("sqrt", {x})[0]), ElementsAre(0.5, 1, 2));
+  EXPECT_THAT(Values(MustRun("rsqrt", {x})[0]), ElementsAre(2, 1, 0.5));
+  const Tensor g = F64({3}, {1, 2, 3});
+  EXPECT_THAT(Values(MustRun("sqrt_grad", {F64({3}, {0.5, 1, 2}), g})[0]), ElementsAre(1, 1, 0.75));
+  EXPECT_THAT(Values(MustRun("rsqrt_grad", {F64({3}, {2, 1, 0.5}), g})[0]), ElementsAre(-4, -1, -0.1875));
 }
 
 // Large f32 inputs (split across threads, Eigen's vectorised exp/tanh/erf) against double math.
@@ -60,6 +72,8 @@ TEST(ActivationTest, VectorisedFloatMatchesDoubleReference) {
       {"silu", [](double v) { return v / (1 + std::exp(-v)); }},
       {"tanh", [](double v) { return std::tanh(v); }},
       {"exp", [](double v) { return std::exp(v); }},
+      {"sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"erf", [](double v) { return std::erf(v); }},
   };
   for (const auto& [op, reference] : cases) {
     const Tensor out = MustRun(op, {x})[0];
@@ -193,6 +207,15 @@ struct UnaryGradCase {
   ir::AttributeMap attrs;
 };
 
+// sqrt and rsqrt on their domain, away from 0 where the finite differences would not converge.
+TEST(ActivationTest, SqrtAndRsqrtGradsMatchFiniteDifferences) {
+  const Tensor x = testing::RandomTensor({{2, 3}, DataType::kFloat64}, 37, 0.5, 3.0);
+  for (const char* op : {"sqrt", "rsqrt"}) {
+    const absl::Status s = testing::CheckOpGradients(op, {{x}}, {});
+    EXPECT_TRUE(s.ok()) << op << ": " << s;
+  }
+}
+
 class UnaryGradTest : public ::testing::TestWithParam<UnaryGradCase> {};
 
 TEST_P(UnaryGradTest, MatchesFiniteDifferences) {
@@ -207,7 +230,8 @@ INSTANTIATE_TEST_SUITE_P(
                       UnaryGradCase{"scale", {{"scale", -0.5}, {"bias", 2.0}, {"bias_after_scale", false}}},
                       UnaryGradCase{"relu", {}}, UnaryGradCase{"gelu", {}},
                       UnaryGradCase{"gelu", {{"approximate", true}}}, UnaryGradCase{"silu", {}},
-                      UnaryGradCase{"tanh", {}}, UnaryGradCase{"exp", {}},
+                      UnaryGradCase{"tanh", {}}, UnaryGradCase{"exp", {}}, UnaryGradCase{"sigmoid", {}},
+                      UnaryGradCase{"erf", {}},
                       UnaryGradCase{"cast", {{"dtype", DataType::kFloat64}}},
                       UnaryGradCase{"dropout", {{"p", 0.3}, {"seed", int64_t{5}}}},
                       UnaryGradCase{"dropout", {{"p", 0.3}, {"mode", std::string("downgrade_in_infer")}}},
