@@ -166,9 +166,13 @@ std::vector<OpCase> Cases() {
   add({"scale[bias 0]", "scale", {F(kX)}, {{"scale", 2.5}, {"bias", 0.0}}});
   add({"scale[bias 0.5]", "scale", {F(kX)}, {{"scale", 2.5}, {"bias", 0.5}}});
   add({"scale[bias before]", "scale", {F(kX)}, {{"scale", -1.5}, {"bias", 0.25}, {"bias_after_scale", false}}});
-  for (const char* op : {"relu", "gelu", "silu", "tanh", "exp"}) {
+  for (const char* op : {"relu", "gelu", "silu", "tanh", "exp", "sigmoid", "erf"}) {
     add({op, op, {F(kX)}, {}});
     add({absl::StrCat(op, "_grad"), absl::StrCat(op, "_grad"), {F(kX), F(kX)}, {}});
+  }
+  for (const char* op : {"sqrt", "rsqrt"}) {  // defined on positive numbers; their grads read out > 0
+    add({op, op, {Pos(kX)}, {}});
+    add({absl::StrCat(op, "_grad"), absl::StrCat(op, "_grad"), {Pos(kX), F(kX)}, {}});
   }
   add({"gelu[approximate]", "gelu", {F(kX)}, {{"approximate", true}}});
   add({"cast[f64->f32]", "cast", {F(kX)}, {{"dtype", DataType::kFloat32}}});
