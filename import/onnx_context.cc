@@ -8,9 +8,6 @@
 
 namespace pdist::onnx_import {
 
-namespace {
-
-// Glob with `*` (any run of characters).
 bool GlobMatch(std::string_view pattern, std::string_view name) {
   if (pattern.empty()) return name.empty();
   if (pattern.front() == '*') {
@@ -21,8 +18,6 @@ bool GlobMatch(std::string_view pattern, std::string_view name) {
   }
   return !name.empty() && pattern.front() == name.front() && GlobMatch(pattern.substr(1), name.substr(1));
 }
-
-}  // namespace
 
 std::string Describe(const onnx::NodeProto& node) {
   return absl::StrCat("node '", node.name(), "' (", node.op_type(), ")");

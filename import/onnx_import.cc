@@ -62,6 +62,25 @@ absl::Status CheckEveryOpIsSupported(const onnx::GraphProto& graph) {
                                                absl::StrJoin(lines, ", "), ". It imports: ", absl::StrJoin(supported, " ")));
 }
 
+// Every --frozen pattern names some initializer (or an Identity copy of one): a typo must not
+// leave the weights it meant trainable without a word.
+absl::Status CheckFrozenPatternsMatch(const onnx::GraphProto& graph, const std::vector<std::string>& patterns) {
+  std::vector<std::string> names;
+  for (const onnx::TensorProto& init : graph.initializer()) names.push_back(init.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() == "Identity" && node.output_size() == 1) names.push_back(node.output(0));
+  }
+  for (const std::string& pattern : patterns) {
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return GlobMatch(pattern, n); })) {
+      names.resize(std::min<size_t>(names.size(), 8));
+      return absl::InvalidArgumentError(absl::StrCat("--frozen '", pattern, "' matches no initializer (initializers: ",
+                                                     absl::StrJoin(names, ", "), graph.initializer_size() > 8 ? ", ..." : "",
+                                                     ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A graph input's static type: its ONNX shape, or the one the options give.
 absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, const OnnxImportOptions& options) {
   if (!input.type().has_tensor_type()) {
@@ -144,6 +163,7 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
   OnnxImport out;
   PDIST_ASSIGN_OR_RETURN(out.opset, DefaultOpset(model));
   PDIST_RETURN_IF_ERROR(CheckEveryOpIsSupported(graph));
+  PDIST_RETURN_IF_ERROR(CheckFrozenPatternsMatch(graph, options.frozen));
 
   ImportContext ctx(&out.program, options);
   ctx.set_opset(out.opset);

@@ -308,9 +308,28 @@ absl::Status Gather(ImportContext& ctx, const onnx::NodeProto& node) {
                                                "(axis 0) or on known numbers; got data ", table.ToString(), ", axis ", axis));
 }
 
+// Expand's shape broadcasts with x's both ways (numpy): out is their broadcast.
+absl::Status Expand(ImportContext& ctx, const onnx::NodeProto& node) {
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.KnownInts(node, 1, "shape"));
+  PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
+  absl::StatusOr<ir::Shape> out = ir::ops::BroadcastShapes(x->type().shape, ir::Shape(shape.begin(), shape.end()));
+  if (!out.ok()) return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": ", out.status().message()));
+  if (*out == x->type().shape) return Define1(ctx, node, x);
+  return Define1(ctx, node, ctx.Op1(node, "expand", {x}, {{"shape", std::vector<int64_t>(out->begin(), out->end())}}));
+}
+
+absl::Status Where(ImportContext& ctx, const onnx::NodeProto& node) {
+  PDIST_ASSIGN_OR_RETURN(ir::Value * condition, ctx.Input(node, 0));
+  PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 1));
+  PDIST_ASSIGN_OR_RETURN(ir::Value * y, ctx.Input(node, 2));
+  return Define1(ctx, node, ctx.Op1(node, "where", {condition, x, y}));
+}
+
 }  // namespace
 
 void AddShapeConverters(ConverterMap& map) {
+  map["Expand"] = Expand;
+  map["Where"] = Where;
   map["Constant"] = Constant;
   map["ConstantOfShape"] = ConstantOfShape;
   map["Identity"] = Identity;

@@ -194,6 +194,14 @@ absl::Status Verifier::CheckOp(size_t index, const Operation& op) {
       continue;
     }
     PDIST_RETURN_IF_ERROR(CheckUse(v, where));
+    // Within a model chunk the backward job of a micro-batch runs before its backward_weight job
+    // (ir/pipeline_job.h): a backward op cannot read what a backward_weight op computes.
+    const Operation* producer = v->producer();
+    if (producer != nullptr && op.role() == OpRole::kBackward && producer->role() == OpRole::kBackwardWeight &&
+        producer->chunk() == op.chunk()) {
+      return error(absl::StrCat("runs in job backward but reads ", Name(v), ", which `",
+                                PrintOperation(*producer, numbering_), "` computes in backward_weight, a later job"));
+    }
   }
   PDIST_RETURN_IF_ERROR(CheckAttributes(**def, op, where));
   for (size_t i = 0; i < op.num_results(); ++i) {

@@ -42,7 +42,7 @@ const absl::flat_hash_set<std::string>& InnerOps() {
       new absl::flat_hash_set<std::string>{"add",     "subtract",  "multiply",   "divide",     "maximum",
                                            "scale",   "cast",      "dropout",    "relu",       "gelu",
                                            "silu",    "tanh",      "exp",        "softmax",    "reshape",
-                                           "sigmoid", "erf",
+                                           "sigmoid", "erf",     "where",      "expand",
                                            "squeeze", "unsqueeze", "transpose",  "split",      "split_with_num",
                                            "slice",   "concat",    "fused_rope", "flash_attn", "flash_attention",
                                            "matmul"};

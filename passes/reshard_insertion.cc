@@ -115,13 +115,21 @@ class ReshardInserter {
   }
 
   // A reshard of v to `target` on `mesh`, made once per (v, target) and placed where it is
-  // first needed.
-  // It runs where its first user does (ir/pipeline_job.h); a state update's runs with the optimizer.
+  // first needed. It runs where its first user does (ir/pipeline_job.h) — or in an earlier job
+  // of the same model chunk when a later user runs there: split-weight-grad may put a
+  // backward-weight user first in program order and a backward user after it, and the backward
+  // job runs first. A state update's runs with the optimizer.
   Value* ReshardOf(Value* v, MeshId mesh, const ir::TensorDistSpec& target, const DistOrigin& origin,
                    const Operation* user) {
     std::vector<Value*>& made = cache_[v];
     for (Value* resharded : made) {
-      if (state_.Matches(resharded, mesh, target)) return resharded;
+      if (!state_.Matches(resharded, mesh, target)) continue;
+      Operation* reshard = resharded->producer();
+      if (user != nullptr && reshard->chunk() == user->chunk() &&
+          static_cast<int>(user->role()) < static_cast<int>(reshard->role())) {
+        reshard->set_role(user->role());
+      }
+      return resharded;
     }
     // Arguments are fed or persistent; what a reshard makes of them is an activation.
     const bool keeps_role = v->role() == ir::ValueRole::kActivation || v->role() == ir::ValueRole::kGradient;

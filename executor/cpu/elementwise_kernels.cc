@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
 #include "executor/cpu/cpu_common.h"
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "ir/status.h"
 
 namespace pdist::exec::cpu {
 namespace {
@@ -137,21 +139,29 @@ void RunLoop(R* out, int64_t n, const F& f, std::tuple<A...> resolved, std::pair
   }
 }
 
-// out = f(in...) elementwise, each input (of element type T) broadcast numpy-style to out.
-template <typename R, typename T, typename F, typename... In>
-void BroadcastMap(Tensor& out, const F& f, const In&... in) {
+// out = f(in...) elementwise, each input broadcast numpy-style to out; input k's elements are of
+// type Ts[k] (where's bool condition beside its float operands).
+template <typename R, typename... Ts, typename F, typename... In>
+void BroadcastMapOf(Tensor& out, const F& f, const In&... in) {
   constexpr size_t N = sizeof...(In);
+  static_assert(sizeof...(Ts) == N, "one element type per input");
   const Shape& shape = out.shape();
   const auto loop = StridedLoop<N>::Make(shape, {BroadcastStrides(in.shape(), shape)...});
-  const std::array<const T*, N> base = {in.template data<T>()...};
+  const std::tuple<const Ts*...> base = {in.template data<Ts>()...};
   R* dst = out.data<R>();
   ParallelFor(loop.size(), kGrain, [&](int64_t begin, int64_t end) {
     loop.ForEachRun(begin, end, [&](int64_t flat, const auto& at, const auto& inner, int64_t n) {
       [&]<size_t... I>(std::index_sequence<I...>) {
-        RunLoop(dst + flat, n, f, std::tuple<>(), std::pair<const T*, int64_t>(base[I] + at[I], inner[I])...);
+        RunLoop(dst + flat, n, f, std::tuple<>(), std::make_pair(std::get<I>(base) + at[I], inner[I])...);
       }(std::make_index_sequence<N>{});
     });
   });
+}
+
+// The same with every input of element type T.
+template <typename R, typename T, typename F, typename... In>
+void BroadcastMap(Tensor& out, const F& f, const In&... in) {
+  BroadcastMapOf<R, std::conditional_t<true, T, In>...>(out, f, in...);
 }
 
 // result (shape `to`) = `full` (shape `from`) summed over the dims along which `to` broadcasts.
@@ -288,6 +298,46 @@ absl::Status CompareKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Whether every input broadcasts to `out` (numpy rules): the strided walk reads out of bounds
+// otherwise, so a program whose types disagree with its tensors fails here, naming them.
+absl::Status CheckBroadcastsTo(const char* op, const Shape& out, std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs) {
+    const Shape& s = t->shape();
+    bool ok = s.size() <= out.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) {
+      const int64_t o = out[out.size() - s.size() + d];
+      ok = s[d] == 1 || s[d] == o;
+    }
+    if (!ok) {
+      return absl::InternalError(absl::StrCat(op, ": an input of shape ", ir::ShapeToString(s),
+                                              " does not broadcast to the result's ", ir::ShapeToString(out)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// expand: x broadcast to out's shape.
+absl::Status ExpandKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("expand", out.shape(), {&x}));
+  PDIST_DISPATCH_ALL(x.dtype(), T, { BroadcastMap<T, T>(out, [](T a) { return a; }, x); });
+  return absl::OkStatus();
+}
+
+// where: condition ? x : y, the three broadcast together.
+absl::Status WhereKernel(KernelContext& ctx) {
+  const Tensor& condition = *ctx.input(0);
+  const Tensor& x = *ctx.input(1);
+  const Tensor& y = *ctx.input(2);
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("where", out.shape(), {&condition, &x, &y}));
+  PDIST_DISPATCH_ALL(x.dtype(), T, {
+    BroadcastMapOf<T, bool, T, T>(out, [](bool c, T a, T b) { return c ? a : b; }, condition, x, y);
+  });
+  return absl::OkStatus();
+}
+
 template <typename Op>
 void RegisterArithmetic(KernelRegistry& registry, const std::string& name) {
   registry.Register(Device::kCPU, name, ArithmeticKernel<Op>);
@@ -305,6 +355,8 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   registry.Register(Device::kCPU, "greater_than", CompareKernel<GreaterThan>);
   registry.Register(Device::kCPU, "less_than", CompareKernel<LessThan>);
   registry.Register(Device::kCPU, "equal", CompareKernel<Equal>);
+  registry.Register(Device::kCPU, "expand", ExpandKernel);
+  registry.Register(Device::kCPU, "where", WhereKernel);
 }
 
 }  // namespace pdist::exec::cpu

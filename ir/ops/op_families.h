@@ -11,6 +11,7 @@ class OpRegistry;
 absl::Status RegisterAllOps(OpRegistry& registry);
 
 absl::Status RegisterElementwiseOps(OpRegistry& registry);  // add subtract multiply divide maximum compare
+absl::Status RegisterBroadcastOps(OpRegistry& registry);    // expand where
 absl::Status RegisterActivationOps(OpRegistry& registry);   // scale relu gelu silu tanh exp cast dropout
 absl::Status RegisterMatmulOps(OpRegistry& registry);       // matmul
 absl::Status RegisterReductionOps(OpRegistry& registry);    // sum mean max min full

@@ -49,6 +49,13 @@ SpmdRuleFns BinaryRule(std::string op, BinaryLinearity linearity);
 // broadcast input is Partial on the mesh dims sharding its broadcast axes.
 SpmdRuleFns BinaryGradRule(std::string op);
 
+// expand(x) {shape}: x's axes right-aligned to out; its size-1 axes and out's new leading axes
+// are out's own (replicated); every Partial passes (a copy).
+SpmdRuleFns ExpandRule();
+// where(condition, x, y): the three right-aligned and broadcast; Partial x and y pass alike
+// (where(c, x1 + x2, y1 + y2) = where(c, x1, y1) + where(c, x2, y2)); a condition is never Partial.
+SpmdRuleFns WhereRule();
+
 enum class UnaryKind : int8_t {
   kNonLinear,  // relu gelu silu tanh exp: Partial input cleared
   kScale,      // scale: Partial(avg) passes; sum when bias = 0; max when scale > 0

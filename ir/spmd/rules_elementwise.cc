@@ -1,5 +1,6 @@
 // SPMD rules of the elementwise ops: binary with broadcasting (+ grads), unary (+ grads), dropout.
 #include "absl/strings/str_cat.h"
+#include "ir/attribute.h"
 #include "ir/spmd/rules.h"
 #include "ir/status.h"
 
@@ -84,6 +85,52 @@ SpmdRuleFns BinaryGradRule(std::string op) {
     rule.output_names = {"x_grad", "y_grad"};
     rule.merge_order = {2, 0, 1};
     rule.partial = PartialPolicy::Linear({2});
+    return rule;
+  });
+}
+
+SpmdRuleFns ExpandRule() {
+  return EinsumRuleFns([](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<EinsumRule> {
+    PDIST_RETURN_IF_ERROR(CheckInputCount("expand", in, 1));
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, GetIntList(attrs, "shape"));
+    const Shape out(shape.begin(), shape.end());
+    if (out.size() < in[0].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("expand: shape ", ShapeToString(out), " has fewer dims than x ",
+                                                     ShapeToString(in[0])));
+    }
+    const std::vector<std::string> letters = BroadcastLetters(in[0], out);
+    EinsumRule rule;
+    rule.op = "expand";
+    rule.inputs = {letters[0]};
+    rule.outputs = {letters[2]};
+    rule.input_names = {"x"};
+    rule.output_names = {"out"};
+    rule.output_shapes = {out};
+    rule.partial = PartialPolicy::Movement({0});
+    return rule;
+  });
+}
+
+SpmdRuleFns WhereRule() {
+  return EinsumRuleFns([](const std::vector<Shape>& in, const AttributeMap&) -> absl::StatusOr<EinsumRule> {
+    PDIST_RETURN_IF_ERROR(CheckInputCount("where", in, 3));
+    int64_t rank = 0;
+    for (const Shape& s : in) rank = std::max(rank, static_cast<int64_t>(s.size()));
+    Shape out(static_cast<size_t>(rank), 1);  // the broadcast shape (sizes no input letter carries)
+    for (const Shape& s : in) {
+      for (size_t d = 0; d < s.size(); ++d) {
+        int64_t& o = out[static_cast<size_t>(rank) - s.size() + d];
+        if (s[d] != 1) o = s[d];
+      }
+    }
+    EinsumRule rule;
+    rule.op = "where";
+    rule.output_shapes = {out};
+    for (const Shape& s : in) rule.inputs.push_back(MarkSizeOne(BroadcastAxes(static_cast<int64_t>(s.size()), rank), s));
+    rule.outputs = {BroadcastAxes(rank, rank)};
+    rule.input_names = {"condition", "x", "y"};
+    rule.output_names = {"out"};
+    rule.partial = PartialPolicy::Linear({1, 2}, PartialPolicy::Mode::kAlike);
     return rule;
   });
 }

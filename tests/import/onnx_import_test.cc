@@ -213,6 +213,10 @@ TEST(OnnxImportTest, LossesAreAppendedAndTheProgramDifferentiates) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->FindArgument("w")->stored()->bytes, mse->program.FindArgument("w")->stored()->bytes);
 
+  options.frozen = {"mask*", "nope.*"};
+  EXPECT_THAT(std::string(Import(m, options).status().message()),
+              HasSubstr("--frozen 'nope.*' matches no initializer (initializers: w, mask)"));
+  options.frozen = {};
   options.loss = "hinge";
   EXPECT_THAT(std::string(Import(m, options).status().message()), HasSubstr("unknown loss 'hinge'; expected cross_entropy or mse"));
   options.loss = "mse";
@@ -226,15 +230,15 @@ TEST(OnnxImportTest, LossesAreAppendedAndTheProgramDifferentiates) {
 TEST(OnnxImportTest, UnsupportedOperatorsAreListedWithCountsAndFirstNodes) {
   onnx::ModelProto m = Model();
   AddInput(m, "x", onnx::TensorProto::FLOAT, {2});
-  AddNode(m, "Expand", {"x"}, {"a"}, "/mask/Expand");
-  AddNode(m, "Expand", {"a"}, {"b"}, "/mask/Expand_1");
-  AddNode(m, "Where", {"b"}, {"c"}, "/mask/Where");
+  AddNode(m, "Tile", {"x"}, {"a"}, "/mask/Tile");
+  AddNode(m, "Tile", {"a"}, {"b"}, "/mask/Tile_1");
+  AddNode(m, "Mod", {"b"}, {"c"}, "/mask/Mod");
   AddNode(m, "Relu", {"c"}, {"y"});
   AddOutput(m, "y");
   absl::Status s = Import(m).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Expand (2 nodes, "
-                                                  "first '/mask/Expand'), Where (1 node, first '/mask/Where')"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Mod (1 node, first "
+                                                  "'/mask/Mod'), Tile (2 nodes, first '/mask/Tile')"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("It imports: Add Cast Concat"));
 }
 

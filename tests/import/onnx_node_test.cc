@@ -57,7 +57,7 @@ struct CaseResult {
 // The inputs of each op type that are attributes in pdist (read at import): index → op types.
 bool IsImportTimeInput(const std::string& op, int index) {
   static const std::set<std::string> from_one = {"Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceSum", "ReduceMean",
-                                                 "ReduceMax", "Split", "Dropout", "Pow"};
+                                                 "ReduceMax", "Split", "Dropout", "Pow", "Expand"};
   return (index >= 1 && from_one.contains(op)) || op == "ConstantOfShape";
 }
 

@@ -30,8 +30,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(HIDDEN)
         self.fc = nn.Linear(HIDDEN, 4 * HIDDEN)
         self.out = nn.Linear(4 * HIDDEN, HIDDEN)
-        # Causal mask as an additive buffer: exported as an initializer the importer is told to freeze.
-        self.register_buffer("mask", torch.triu(torch.full((SEQ, SEQ), -1e4), 1))
+        # Causal mask as a bool buffer and masked_fill: exported as an initializer and Where.
+        self.register_buffer("mask", torch.ones(SEQ, SEQ, dtype=torch.bool).triu(1))
 
     def heads(self, x):
         return x.reshape(BATCH, SEQ, HEADS, HIDDEN // HEADS).transpose(1, 2)
@@ -39,7 +39,7 @@ class Block(nn.Module):
     def forward(self, x):
         q, k, v = self.qkv(self.ln1(x)).split(HIDDEN, dim=-1)
         q, k, v = self.heads(q), self.heads(k), self.heads(v)
-        scores = q @ k.transpose(-1, -2) * (1.0 / (HIDDEN // HEADS) ** 0.5) + self.mask
+        scores = (q @ k.transpose(-1, -2) * (1.0 / (HIDDEN // HEADS) ** 0.5)).masked_fill(self.mask, float("-inf"))
         attn = torch.softmax(scores, dim=-1) @ v
         x = x + self.proj(attn.transpose(1, 2).reshape(BATCH, SEQ, HIDDEN))
         return x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))  # erf form: ONNX Erf
@@ -84,6 +84,8 @@ def main(out_dir):
     gradients = {}
     for init in onnx.load(path).graph.initializer:
         value = numpy_helper.to_array(init)
+        if value.dtype == np.bool_:  # the causal mask, folded by the exporter: not a parameter
+            continue
         for name, p, g in params:
             if p.shape == value.shape and np.array_equal(p, value):
                 gradients[init.name] = g.ravel().tolist()
@@ -92,8 +94,7 @@ def main(out_dir):
                 gradients[init.name] = g.T.ravel().tolist()
                 break
         else:
-            if not init.name.endswith("mask"):
-                sys.exit(f"initializer {init.name} matches no parameter")
+            sys.exit(f"initializer {init.name} matches no parameter")
     reference = {"tokens": tokens.ravel().tolist(), "labels": labels.ravel().tolist(), "loss": loss.item(),
                  "gradients": gradients}
     with open(os.path.join(out_dir, "reference.json"), "w") as f:

@@ -40,6 +40,27 @@ TEST(VerifierTest, ResultTypeDiffersFromInferred) {
             "matmul infers f32[8,64]");
 }
 
+TEST(VerifierTest, ABackwardOpCannotReadABackwardWeightResult) {
+  // The backward job of a micro-batch runs before its backward_weight job (zero-bubble schedules).
+  Program p = Parse(
+      "program {\n"
+      "  %0 = data \"x\" : f32[4]\n"
+      "  %1 = scale(%0) {scale = 2.0} : f32[4] @backward_weight\n"
+      "  %2 = scale(%1) {scale = 2.0} : f32[4] @backward\n"
+      "}\n");
+  EXPECT_THAT(ErrorOf(p), HasSubstr("runs in job backward but reads %1, which `%1 = scale(%0) {bias = 0.0, "
+                                    "bias_after_scale = true, scale = 2.0} : f32[4] @backward_weight` computes in "
+                                    "backward_weight, a later job"));
+  // Another model chunk's backward_weight job is another job entirely (interleaved schedules).
+  Program other_chunk = Parse(
+      "program {\n"
+      "  %0 = data \"x\" : f32[4]\n"
+      "  %1 = scale(%0) {scale = 2.0} : f32[4] @backward_weight.1\n"
+      "  %2 = scale(%1) {scale = 2.0} : f32[4] @backward\n"
+      "}\n");
+  EXPECT_TRUE(VerifyProgram(other_chunk).ok());
+}
+
 TEST(VerifierTest, UseBeforeDefinition) {
   Program p = testing::MatmulSumProgram();
   std::swap(p.block().mutable_ops()[0], p.block().mutable_ops()[1]);

@@ -161,6 +161,10 @@ std::vector<OpCase> Cases() {
   add({"multiply_grad[column]", "multiply_grad", {F(kX), F({4, 1}), F(kX)}, {}});
   add({"divide_grad[rank-3 x]", "divide_grad", {F(kX3), Pos({4, 1, 8}), F(kX3)}, {}});
   for (const char* op : {"greater_than", "less_than", "equal"}) add({op, op, {Coarse(kX), Coarse({8})}, {}});
+  add({"expand[new and size-1 axes]", "expand", {F({4, 1})}, {{"shape", std::vector<int64_t>{2, 4, 8}}}});
+  add({"expand[same shape]", "expand", {F(kX)}, {{"shape", std::vector<int64_t>(kX.begin(), kX.end())}}});
+  add({"where", "where", {Bool(kX), F(kX), F(kX)}, {}});
+  add({"where[broadcast]", "where", {Bool({4, 1}), F({8}), F(kX)}, {}});
 
   // Unary ops.
   add({"scale[bias 0]", "scale", {F(kX)}, {{"scale", 2.5}, {"bias", 0.0}}});
