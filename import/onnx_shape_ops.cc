@@ -280,8 +280,9 @@ absl::Status Slice(ImportContext& ctx, const onnx::NodeProto& node) {
   return Define1(ctx, node, ctx.Op1(node, "slice", {x}, {{"axes", axes}, {"starts", starts}, {"ends", ends}}));
 }
 
-// Gather of known numbers (shape arithmetic), or a row lookup in a 2-D float table (a token
-// embedding) as pdist's embedding. Other gathers need a general gather op pdist lacks.
+// Gather of known numbers (shape arithmetic); a row lookup in a 2-D float table (a token
+// embedding) as pdist's embedding, which tensor parallelism shards by vocabulary; any other as
+// pdist's gather.
 absl::Status Gather(ImportContext& ctx, const onnx::NodeProto& node) {
   const int64_t axis = IntAttr(node, "axis", 0);
   const OnnxTensor* data = Foldable(ctx, node, 0);
@@ -299,13 +300,12 @@ absl::Status Gather(ImportContext& ctx, const onnx::NodeProto& node) {
     return absl::OkStatus();
   }
   PDIST_ASSIGN_OR_RETURN(ir::TensorType table, TypeOf(ctx, node, 0));
+  PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
+  PDIST_ASSIGN_OR_RETURN(ir::Value * index, ctx.Input(node, 1));
   if (axis == 0 && table.rank() == 2 && ir::IsFloatingPoint(table.dtype)) {
-    PDIST_ASSIGN_OR_RETURN(ir::Value * w, ctx.Input(node, 0));
-    PDIST_ASSIGN_OR_RETURN(ir::Value * ids, ctx.Input(node, 1));
-    return Define1(ctx, node, ctx.Op1(node, "embedding", {ids, w}));
+    return Define1(ctx, node, ctx.Op1(node, "embedding", {index, x}));
   }
-  return absl::UnimplementedError(absl::StrCat(Describe(node), ": pdist imports Gather as a row lookup in a 2-D float table "
-                                               "(axis 0) or on known numbers; got data ", table.ToString(), ", axis ", axis));
+  return Define1(ctx, node, ctx.Op1(node, "gather", {x, index}, {{"axis", axis}}));
 }
 
 // Expand's shape broadcasts with x's both ways (numpy): out is their broadcast.

@@ -14,6 +14,7 @@ void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterMatmulKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);
+void RegisterGatherKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);

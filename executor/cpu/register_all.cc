@@ -11,6 +11,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterMatmulKernels(registry);
   RegisterReductionKernels(registry);
   RegisterShapeKernels(registry);
+  RegisterGatherKernels(registry);
   RegisterNormKernels(registry);
   RegisterNnKernels(registry);
   RegisterOptimizerKernels(registry);

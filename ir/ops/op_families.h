@@ -12,6 +12,7 @@ absl::Status RegisterAllOps(OpRegistry& registry);
 
 absl::Status RegisterElementwiseOps(OpRegistry& registry);  // add subtract multiply divide maximum compare
 absl::Status RegisterBroadcastOps(OpRegistry& registry);    // expand where
+absl::Status RegisterGatherOps(OpRegistry& registry);       // gather gather_grad
 absl::Status RegisterActivationOps(OpRegistry& registry);   // scale relu gelu silu tanh exp cast dropout
 absl::Status RegisterMatmulOps(OpRegistry& registry);       // matmul
 absl::Status RegisterReductionOps(OpRegistry& registry);    // sum mean max min full

@@ -8,6 +8,7 @@ namespace pdist::ir {
 absl::Status RegisterAllOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterElementwiseOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterBroadcastOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterGatherOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterActivationOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterMatmulOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterReductionOps(registry));

@@ -84,6 +84,12 @@ SpmdRuleFns ReshapeLikeRule(std::string op, OutputShapesFn out_shapes);
 // transpose: out[i] = x[perm[i]].
 SpmdRuleFns TransposeRule();
 
+// gather(x, index) {axis}: x's axis replicated; x's other axes and index's axes pass to out.
+SpmdRuleFns GatherRule();
+// gather_grad(index, out_grad) {axis, x_shape} → x_grad: the gathered axis replicated; x_grad is
+// Partial(sum) on the mesh dims that shard index's axes (each rank adds its indices' rows).
+SpmdRuleFns GatherGradRule();
+
 // --- rules_slicing.cc --------------------------------------------------------------------------
 // split / split_with_num: the split axis replicated; reverse merges every output.
 SpmdRuleFns SplitRule(std::string op, OutputShapesFn out_shapes);

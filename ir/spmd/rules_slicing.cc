@@ -137,4 +137,64 @@ SpmdRuleFns SliceGradRule() {
   });
 }
 
+namespace {
+
+// Letters of gather's x, index and out: distinct letters for x's axes then index's, size-1 axes
+// '1'; out = x[:axis] + index + x[axis+1:]; `gathered` is x's axis letter.
+struct GatherAxes {
+  std::string x, index, out, gathered;
+};
+
+absl::StatusOr<GatherAxes> GatherAxesOf(const Shape& x, const Shape& index, int64_t axis) {
+  PDIST_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(axis, static_cast<int64_t>(x.size())));
+  const std::string letters = Letters(static_cast<int64_t>(x.size() + index.size()));
+  GatherAxes a;
+  a.x = MarkSizeOne(letters.substr(0, x.size()), x);
+  a.index = MarkSizeOne(letters.substr(x.size()), index);
+  a.gathered = std::string(1, letters[static_cast<size_t>(axis)]);
+  a.out = a.x.substr(0, static_cast<size_t>(axis)) + a.index + a.x.substr(static_cast<size_t>(axis) + 1);
+  a.x[static_cast<size_t>(axis)] = a.gathered[0];  // never '1': it is the letter kept replicated
+  return a;
+}
+
+}  // namespace
+
+SpmdRuleFns GatherRule() {
+  return EinsumRuleFns([](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<EinsumRule> {
+    PDIST_RETURN_IF_ERROR(CheckInputCount("gather", in, 2));
+    PDIST_ASSIGN_OR_RETURN(int64_t axis, IntAttr(attrs, "axis", 0));
+    PDIST_ASSIGN_OR_RETURN(GatherAxes a, GatherAxesOf(in[0], in[1], axis));
+    EinsumRule rule;
+    rule.op = "gather";
+    rule.inputs = {a.x, a.index};
+    rule.outputs = {a.out};
+    rule.input_names = {"x", "index"};
+    rule.output_names = {"out"};
+    rule.replicated = a.gathered;
+    rule.partial = PartialPolicy::Movement({0});
+    return rule;
+  });
+}
+
+SpmdRuleFns GatherGradRule() {
+  return EinsumRuleFns([](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<EinsumRule> {
+    PDIST_RETURN_IF_ERROR(CheckInputCount("gather_grad", in, 2));
+    PDIST_ASSIGN_OR_RETURN(int64_t axis, IntAttr(attrs, "axis", 0));
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> x_shape, GetIntList(attrs, "x_shape"));
+    const Shape x(x_shape.begin(), x_shape.end());
+    PDIST_ASSIGN_OR_RETURN(GatherAxes a, GatherAxesOf(x, in[0], axis));
+    EinsumRule rule;
+    rule.op = "gather_grad";
+    rule.inputs = {a.index, a.out};
+    rule.outputs = {a.x};
+    rule.input_names = {"index", "out_grad"};
+    rule.output_names = {"x_grad"};
+    rule.replicated = a.gathered;
+    rule.merge_order = {1, 0};
+    rule.partial = PartialPolicy::Linear({1});
+    rule.output_shapes = {x};
+    return rule;
+  });
+}
+
 }  // namespace pdist::ir::spmd

@@ -169,8 +169,6 @@ const std::set<std::string> kRandomCases = {"test_training_dropout", "test_train
 
 // Operators the importer takes in a form no ONNX case has; each is covered elsewhere.
 const std::map<std::string, std::string> kCoveredElsewhere = {
-    {"Gather", "imported as a row lookup in a 2-D table (axis 0), which no case has: tests/import/onnx_import_test.cc and "
-               "the PyTorch model's embedding"},
     {"Pow", "imported with a known exponent of 1, 2, 0.5 or -0.5, which no case has: tests/import/onnx_import_test.cc"},
 };
 

@@ -163,6 +163,10 @@ std::vector<OpCase> Cases() {
   for (const char* op : {"greater_than", "less_than", "equal"}) add({op, op, {Coarse(kX), Coarse({8})}, {}});
   add({"expand[new and size-1 axes]", "expand", {F({4, 1})}, {{"shape", std::vector<int64_t>{2, 4, 8}}}});
   add({"expand[same shape]", "expand", {F(kX)}, {{"shape", std::vector<int64_t>(kX.begin(), kX.end())}}});
+  add({"gather[axis 1]", "gather", {F({4, 8, 2}), Ids({2, 3}, 8)}, {{"axis", int64_t{1}}}});
+  add({"gather[axis 0]", "gather", {F({8, 4}), Ids({4}, 8)}, {}});
+  add({"gather_grad[axis 1]", "gather_grad", {Ids({2, 3}, 8), F({4, 2, 3, 2})},
+       {{"axis", int64_t{1}}, {"x_shape", std::vector<int64_t>{4, 8, 2}}}});
   add({"where", "where", {Bool(kX), F(kX), F(kX)}, {}});
   add({"where[broadcast]", "where", {Bool({4, 1}), F({8}), F(kX)}, {}});
 
