@@ -3,21 +3,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
+#include "ir/glob.h"
 #include "ir/status.h"
 
 namespace pdist::onnx_import {
-
-bool GlobMatch(std::string_view pattern, std::string_view name) {
-  if (pattern.empty()) return name.empty();
-  if (pattern.front() == '*') {
-    for (size_t skip = 0; skip <= name.size(); ++skip) {
-      if (GlobMatch(pattern.substr(1), name.substr(skip))) return true;
-    }
-    return false;
-  }
-  return !name.empty() && pattern.front() == name.front() && GlobMatch(pattern.substr(1), name.substr(1));
-}
 
 std::string Describe(const onnx::NodeProto& node) {
   return absl::StrCat("node '", node.name(), "' (", node.op_type(), ")");
@@ -48,7 +37,7 @@ std::optional<std::vector<int64_t>> IntsAttr(const onnx::NodeProto& node, const 
 
 bool ImportContext::Frozen(const std::string& name) const {
   for (const std::string& pattern : options_.frozen) {
-    if (GlobMatch(pattern, name)) return true;
+    if (ir::GlobMatch(pattern, name)) return true;
   }
   return false;
 }

@@ -81,9 +81,6 @@ double FloatAttr(const onnx::NodeProto& node, const std::string& name, double fa
 std::optional<std::vector<int64_t>> IntsAttr(const onnx::NodeProto& node, const std::string& name);
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::string& name);
 
-// Whether `name` matches `pattern`, where '*' matches any run of characters (--frozen's globs).
-bool GlobMatch(std::string_view pattern, std::string_view name);
-
 // "node 'NAME' (OpType)" for errors.
 std::string Describe(const onnx::NodeProto& node);
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "import/onnx_context.h"
+#include "ir/glob.h"
 #include "ir/input_file.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
@@ -71,7 +72,7 @@ absl::Status CheckFrozenPatternsMatch(const onnx::GraphProto& graph, const std::
     if (node.op_type() == "Identity" && node.output_size() == 1) names.push_back(node.output(0));
   }
   for (const std::string& pattern : patterns) {
-    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return GlobMatch(pattern, n); })) {
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return ir::GlobMatch(pattern, n); })) {
       names.resize(std::min<size_t>(names.size(), 8));
       return absl::InvalidArgumentError(absl::StrCat("--frozen '", pattern, "' matches no initializer (initializers: ",
                                                      absl::StrJoin(names, ", "), graph.initializer_size() > 8 ? ", ..." : "",

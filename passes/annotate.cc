@@ -37,27 +37,6 @@ struct Saved {
 
 }  // namespace
 
-bool GlobMatch(std::string_view pattern, std::string_view name) {
-  // Greedy with backtracking to the last '*': linear for the patterns people write.
-  size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
-  while (n < name.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = n;
-    } else if (p < pattern.size() && pattern[p] == name[n]) {
-      ++p;
-      ++n;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      n = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 absl::Status ApplyAnnotations(const strategy::Strategy& strategy, ir::Program& program) {
   // Which annotation claims each argument: two that disagree on one tensor are an error rather
   // than an order-dependent override.

@@ -11,16 +11,14 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "ir/glob.h"
 #include "ir/program.h"
 #include "strategy/strategy.h"
 
 namespace pdist::passes {
 
-// Whether `name` matches `pattern`, in which '*' matches any run of characters (dots included)
-// and every other character itself.
-//   GlobMatch("gpt.h.*.attn.qkv.weight", "gpt.h.11.attn.qkv.weight") → true
-//   GlobMatch("*.bias", "ln.scale") → false
-bool GlobMatch(std::string_view pattern, std::string_view name);
+// Annotation patterns match tensor names by ir::GlobMatch (ir/glob.h).
+using ir::GlobMatch;
 
 // Annotates every block argument whose name matches an annotation's `tensor` pattern
 // (ir::ShardTensor: the DistAttr is set and marked annotated, replacing any earlier one).
