@@ -54,7 +54,11 @@ absl::StatusOr<pdist::exec::Feeds> FeedsFrom(const pdist::engine::Engine& engine
                                                      "' is not a data input of the model (data inputs: ",
                                                      DataInputNames(forward), ")"));
     }
-    if (arg->type() != type) {
+    // numpy has no bfloat16: an f32 array feeds a bf16 or f16 input, rounded here.
+    const bool rounded = type.dtype == pdist::ir::DataType::kFloat32 && type.shape == arg->type().shape &&
+                         (arg->type().dtype == pdist::ir::DataType::kBFloat16 ||
+                          arg->type().dtype == pdist::ir::DataType::kFloat16);
+    if (arg->type() != type && !rounded) {
       return absl::InvalidArgumentError(absl::StrCat("feeds[", i, "] ('", feeds[i].name, "'): ", type.ToString(),
                                                      ", but the model's data input is ", arg->type().ToString()));
     }
@@ -68,6 +72,7 @@ absl::StatusOr<pdist::exec::Feeds> FeedsFrom(const pdist::engine::Engine& engine
       }
       std::memcpy(t.raw(), feeds[i].data, static_cast<size_t>(t.num_bytes()));
     }
+    if (rounded) t = pdist::exec::CastTensor(t, arg->type().dtype);
     out.emplace(feeds[i].name, std::move(t));
   }
   return out;

@@ -8,8 +8,6 @@
 //   // every gpt.h.<i>.attn.qkv.weight now prints  dist! {mesh: [2,2] [dp,mp], dims_mapping: [-1,1]}
 #pragma once
 
-#include <string_view>
-
 #include "absl/status/status.h"
 #include "ir/glob.h"
 #include "ir/program.h"

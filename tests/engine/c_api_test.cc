@@ -1,7 +1,9 @@
 // The C API: codes and messages for bad input, and a full create → fit → evaluate → save → load.
 #include "engine/c_api.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -111,6 +113,44 @@ TEST(CApiTest, FitEvaluateSaveLoad) {
 
 // Batches from host memory: a step on them, and every malformed feed named before anything is
 // allocated or read (an absurd shape is a mismatch with the model, not an allocation).
+// numpy has no bfloat16: f32 batches feed a model whose data input is bf16, rounded by the library.
+TEST(CApiTest, FloatBatchesFeedABf16Input) {
+  const std::string path = pdist::testing::UniqueTempPath("bf16.pdir");
+  std::ofstream(path) << "program {\n"
+                         "  %x = data \"x\" : bf16[2,4]\n"
+                         "  %w = param \"w\" : bf16[4,3] {init = \"normal(0.5)\"}\n"
+                         "  %y = matmul(%x, %w) : bf16[2,3]\n"
+                         "  %f = cast(%y) {dtype = f32} : f32[2,3]\n"
+                         "  %l = mean(%f) : f32[]\n"
+                         "  loss %l\n"
+                         "}\n";
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(path.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  const int64_t shape[2] = {2, 4};
+  const pdist_feed feed = {"x", "f32", 2, shape, x.data()};
+  double loss = 0;
+  ASSERT_EQ(pdist_engine_eval_step(engine, &feed, 1, &loss), PDIST_OK) << pdist_last_error();
+  // The same numbers fed as bf16 bits (1..8 are exact in bf16: a float's upper half) give the same loss.
+  std::vector<uint16_t> bits;
+  for (float v : x) {
+    uint32_t u = 0;
+    std::memcpy(&u, &v, sizeof(u));
+    bits.push_back(static_cast<uint16_t>(u >> 16));
+  }
+  const pdist_feed as_bf16 = {"x", "bf16", 2, shape, bits.data()};
+  double bf16_loss = 0;
+  ASSERT_EQ(pdist_engine_eval_step(engine, &as_bf16, 1, &bf16_loss), PDIST_OK) << pdist_last_error();
+  EXPECT_EQ(loss, bf16_loss);
+  EXPECT_NE(loss, 0.0);
+  const std::vector<double> x64(8, 1.0);
+  const pdist_feed wrong = {"x", "f64", 2, shape, x64.data()};
+  EXPECT_EQ(pdist_engine_eval_step(engine, &wrong, 1, &loss), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("f64[2,4], but the model's data input is bf16[2,4]"), std::string::npos)
+      << pdist_last_error();
+  pdist_engine_destroy(engine);
+}
+
 TEST(CApiTest, HostBatchesTrainAndBadFeedsAreNamed) {
   const std::string model = WriteTinyModel();
   pdist_engine* engine = nullptr;
