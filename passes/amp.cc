@@ -23,7 +23,12 @@ bool IsFloat(const Value* v) { return v != nullptr && ir::IsFloatingPoint(v->typ
 
 class AmpRewriter {
  public:
-  AmpRewriter(ir::Program& program, DataType low, AmpLevel level) : program_(program), low_(low), level_(level) {}
+  AmpRewriter(ir::Program& program, DataType low, AmpLevel level, const AmpCustomLists& custom)
+      : program_(program),
+        low_(low),
+        level_(level),
+        white_(custom.low_precision.begin(), custom.low_precision.end()),
+        black_(custom.float32.begin(), custom.float32.end()) {}
 
   absl::StatusOr<AmpReport> Run() {
     PDIST_RETURN_IF_ERROR(CheckInput());
@@ -69,7 +74,7 @@ class AmpRewriter {
   void LowerParameters() {
     absl::flat_hash_set<const Value*> read_low;
     for (const auto& op : program_.block().ops()) {
-      if (RunsInFloat32(op->type())) continue;
+      if (InFloat32List(op->type())) continue;
       for (const Value* x : op->operands()) read_low.insert(x);
     }
     for (Value* arg : program_.block().arguments()) {
@@ -96,8 +101,8 @@ class AmpRewriter {
       any_f32 = any_f32 || x->type().dtype == DataType::kFloat32;
     }
     if (!any_low && !any_f32) return std::nullopt;
-    if (RunsInFloat32(op.type()) || makes_loss) return DataType::kFloat32;
-    if (RunsInLowPrecision(op.type()) || level_ == AmpLevel::kO2) return low_;
+    if (InFloat32List(op.type()) || makes_loss) return DataType::kFloat32;
+    if (InLowPrecisionList(op.type()) || level_ == AmpLevel::kO2) return low_;
     if (any_low && any_f32) return DataType::kFloat32;  // o1 promotes a mixed op
     return std::nullopt;
   }
@@ -131,9 +136,19 @@ class AmpRewriter {
     return absl::OkStatus();
   }
 
+  // The built-in lists with the strategy's custom ones over them.
+  bool InFloat32List(const std::string& type) const {
+    return black_.contains(type) || (RunsInFloat32(type) && !white_.contains(type));
+  }
+  bool InLowPrecisionList(const std::string& type) const {
+    return white_.contains(type) || (RunsInLowPrecision(type) && !black_.contains(type));
+  }
+
   ir::Program& program_;
   const DataType low_;
   const AmpLevel level_;
+  const absl::flat_hash_set<std::string> white_;  // custom low-precision ops
+  const absl::flat_hash_set<std::string> black_;  // custom f32 ops
   AmpReport report_;
   std::map<std::tuple<const Value*, DataType, int64_t>, Value*> casts_;
 };
@@ -166,12 +181,13 @@ bool RunsInLowPrecision(const std::string& op_type) {
   return ops->contains(op_type);
 }
 
-absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level) {
+absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level,
+                                   const AmpCustomLists& custom) {
   if (!IsLow(low)) {
     return absl::InvalidArgumentError(
         absl::StrCat("amp: the low-precision dtype must be bf16 or f16, got ", ir::DataTypeName(low)));
   }
-  return AmpRewriter(program, low, level).Run();
+  return AmpRewriter(program, low, level, custom).Run();
 }
 
 }  // namespace pdist::passes

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/program.h"
@@ -47,8 +48,16 @@ struct AmpReport {
   int64_t low_precision_params = 0; // o2: parameters stored in bf16/f16
 };
 
+// Paddle's custom_white_list / custom_black_list (strategy amp section): op types moved to the
+// low-precision list (white) or to the f32 list (black), whatever the built-in lists say.
+struct AmpCustomLists {
+  std::vector<std::string> low_precision;
+  std::vector<std::string> float32;
+};
+
 // Needs a forward program (no gradients yet: FailedPrecondition otherwise) whose floats are f32;
 // f64 programs are refused (mixed precision is a speed and memory trade for f32 training).
-absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level);
+absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level,
+                                   const AmpCustomLists& custom = {});
 
 }  // namespace pdist::passes

@@ -145,7 +145,7 @@ class RecomputePass : public Pass {
 };
 
 // `amp{dtype=bfloat16,level=o2}`: mixed precision on the forward program (passes/amp.h).
-// Without options, the run's amp.dtype and amp.level.
+// Without options, the run's amp.dtype and amp.level; the custom op lists are always the run's.
 class AmpPass : public Pass {
  public:
   AmpPass(std::string dtype, std::string level) : dtype_(std::move(dtype)), level_(std::move(level)) {}
@@ -170,7 +170,8 @@ class AmpPass : public Pass {
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     PDIST_ASSIGN_OR_RETURN(ir::DataType dtype, ParseAmpDtype(dtype_.empty() ? context.strategy.amp.dtype : dtype_));
     PDIST_ASSIGN_OR_RETURN(AmpLevel level, ParseAmpLevel(level_.empty() ? context.strategy.amp.level : level_));
-    PDIST_ASSIGN_OR_RETURN(AmpReport report, ApplyAmp(program, dtype, level));
+    const AmpCustomLists custom{context.strategy.amp.custom_white_list, context.strategy.amp.custom_black_list};
+    PDIST_ASSIGN_OR_RETURN(AmpReport report, ApplyAmp(program, dtype, level, custom));
     context.Explain(name(), absl::StrCat(AmpLevelName(level), " ", ir::DataTypeName(dtype), ": ",
                                          report.low_precision_ops, " ops in ", ir::DataTypeName(dtype), ", ",
                                          report.low_precision_params, " parameters stored in it, ", report.casts,

@@ -11,6 +11,7 @@
 #include "ir/checked_math.h"
 #include "ir/dist/process_mesh.h"
 #include "ir/json_reader.h"
+#include "ir/op_def.h"
 #include "ir/status.h"
 
 namespace pdist::strategy {
@@ -190,6 +191,20 @@ absl::StatusOr<TensorAnnotation> ReadAnnotation(const Json& json, const std::str
   return a;
 }
 
+// A List reader for amp's custom op lists: each item a registered op's name.
+std::function<absl::Status(const Json&, const std::string&)> OpNameInto(std::vector<std::string>& list) {
+  return [&list](const Json& item, const std::string& path) -> absl::Status {
+    if (!item.is_string()) return absl::InvalidArgumentError(absl::StrCat("strategy key '", path, "' must be an op name"));
+    const std::string name = item.get<std::string>();
+    if (ir::OpRegistry::Global().Find(name) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy key '", path, "' is \"", name,
+                                                     "\", which is not a pdist op type (op types: docs/spmd.md)"));
+    }
+    list.push_back(name);
+    return absl::OkStatus();
+  };
+}
+
 absl::Status Validate(const Strategy& s) {
   PDIST_RETURN_IF_ERROR(ir::CheckedProduct({s.dp_degree, s.mp_degree, s.pp_degree}, ir::ProcessMesh::kMaxProcesses,
                                            "strategy ranks dp_degree × mp_degree × pp_degree")
@@ -201,6 +216,12 @@ absl::Status Validate(const Strategy& s) {
     return absl::InvalidArgumentError(absl::StrCat("strategy keys 'amp.incr_ratio' (", s.amp.incr_ratio,
                                                    ") must be > 1 and 'amp.decr_ratio' (", s.amp.decr_ratio,
                                                    ") in (0, 1): the loss scale must grow and shrink"));
+  }
+  for (const std::string& op : s.amp.custom_white_list) {
+    if (std::find(s.amp.custom_black_list.begin(), s.amp.custom_black_list.end(), op) != s.amp.custom_black_list.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy keys 'amp.custom_white_list' and 'amp.custom_black_list' "
+                                                     "both name '", op, "': an op runs in one precision"));
+    }
   }
   if (s.sharding.enable && s.sharding.degree > s.dp_degree) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
@@ -271,6 +292,8 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
             .Int("decr_every_n_nan_or_inf", s.amp.decr_every_n_nan_or_inf, 1, int64_t{1} << 40)
             .Double("incr_ratio", s.amp.incr_ratio, 1.0, 1e6)
             .Double("decr_ratio", s.amp.decr_ratio, 0.0, 1.0)
+            .List("custom_white_list", OpNameInto(s.amp.custom_white_list))
+            .List("custom_black_list", OpNameInto(s.amp.custom_black_list))
             .Read();
       })
       .Object("gradient_merge", [&s](Section& x) {
@@ -310,7 +333,9 @@ std::string StrategyToJson(const Strategy& s) {
         {"incr_every_n_steps", s.amp.incr_every_n_steps},
         {"decr_every_n_nan_or_inf", s.amp.decr_every_n_nan_or_inf},
         {"incr_ratio", s.amp.incr_ratio},
-        {"decr_ratio", s.amp.decr_ratio}}},
+        {"decr_ratio", s.amp.decr_ratio},
+        {"custom_white_list", s.amp.custom_white_list},
+        {"custom_black_list", s.amp.custom_black_list}}},
       {"gradient_merge", {{"enable", s.gradient_merge.enable}, {"k_steps", s.gradient_merge.k_steps}, {"avg", s.gradient_merge.avg}}},
       {"annotations", Json::array()},
   };

@@ -61,6 +61,10 @@ struct AmpConfig {
   int64_t decr_every_n_nan_or_inf = 2;
   double incr_ratio = 2.0;
   double decr_ratio = 0.5;
+  // Paddle's custom lists: op types that run in low precision (white) or in f32 (black),
+  // overriding the built-in lists (passes/amp.h). Each names a registered op, none both lists.
+  std::vector<std::string> custom_white_list;
+  std::vector<std::string> custom_black_list;
 
   bool ScalesLoss() const { return enable && dtype == "float16" && use_dynamic_loss_scaling; }
 };

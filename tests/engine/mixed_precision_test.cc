@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "executor/tensor.h"
@@ -78,6 +80,30 @@ INSTANTIATE_TEST_SUITE_P(Levels, MixedPrecisionCurveTest,
                          ::testing::Values(CurveCase{"bfloat16", "o1", 2e-2}, CurveCase{"bfloat16", "o2", 2e-2},
                                            CurveCase{"float16", "o2", 1e-2}),
                          [](const auto& info) { return info.param.dtype + "_" + info.param.level; });
+
+// Paddle's custom lists move op types between the lists: here every matmul to f32 (black) and
+// layer_norm to bf16 (white), in the program the engine trains.
+TEST(MixedPrecisionTest, CustomListsMoveOpsBetweenPrecisions) {
+  auto dtypes_of = [](const std::string& strategy) {
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(testing::BuildSmallModel("gpt", ir::DataType::kFloat32), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    std::map<std::string, std::set<ir::DataType>> out;
+    if (!engine.ok()) return out;
+    for (const auto& op : (*engine)->train_program().block().ops()) {
+      if (op->role() == ir::OpRole::kForward && op->num_results() > 0) out[op->type()].insert(op->result(0)->type().dtype);
+    }
+    return out;
+  };
+  const auto built_in = dtypes_of(R"({"amp": {"enable": true, "dtype": "bfloat16"}})");
+  EXPECT_EQ(built_in.at("matmul"), std::set<ir::DataType>{ir::DataType::kBFloat16});
+  EXPECT_EQ(built_in.at("layer_norm"), std::set<ir::DataType>{ir::DataType::kFloat32});
+  const auto custom = dtypes_of(R"({"amp": {"enable": true, "dtype": "bfloat16", "custom_black_list": ["matmul"],
+                                            "custom_white_list": ["layer_norm"]}})");
+  EXPECT_EQ(custom.at("matmul"), std::set<ir::DataType>{ir::DataType::kFloat32});
+  EXPECT_EQ(custom.at("layer_norm"), std::set<ir::DataType>{ir::DataType::kBFloat16});
+}
 
 TEST(MixedPrecisionTest, OTwoParametersAreTheirMasterWeightsRounded) {
   const RunOutcome run = Train(Amp("bfloat16", "o2"), 5);

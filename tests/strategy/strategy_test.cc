@@ -56,6 +56,25 @@ TEST(StrategyTest, GradientMergeIsTheMicroBatchCountWithoutAPipeline) {
             std::string::npos);
 }
 
+TEST(StrategyTest, AmpCustomOpListsNameRealOpsOnce) {
+  absl::StatusOr<Strategy> s = ParseStrategy(
+      R"({"amp": {"enable": true, "custom_white_list": ["softmax"], "custom_black_list": ["matmul", "gelu"]}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->amp.custom_white_list, std::vector<std::string>{"softmax"});
+  EXPECT_EQ(s->amp.custom_black_list, (std::vector<std::string>{"matmul", "gelu"}));
+  absl::StatusOr<Strategy> again = ParseStrategy(StrategyToJson(*s));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->amp.custom_black_list, s->amp.custom_black_list);
+  EXPECT_NE(ErrorOf(R"({"amp": {"custom_white_list": ["softmx"]}})")
+                .find("'amp.custom_white_list[0]' is \"softmx\", which is not a pdist op type"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"custom_white_list": ["gelu"], "custom_black_list": ["gelu"]}})")
+                .find("both name 'gelu': an op runs in one precision"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"amp": {"custom_black_list": "matmul"}})").find("'amp.custom_black_list' must be a list"),
+            std::string::npos);
+}
+
 TEST(StrategyTest, AmpReadsPaddlesLossScalingKeys) {
   absl::StatusOr<Strategy> s = ParseStrategy(R"({"amp": {"enable": true, "dtype": "float16", "level": "o2",
       "init_loss_scaling": 1024, "incr_every_n_steps": 500, "decr_every_n_nan_or_inf": 1, "incr_ratio": 4.0,
