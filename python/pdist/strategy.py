@@ -23,14 +23,14 @@ _SECTIONS = {
     "recompute": {"enable": False, "granularity": "full"},
     "amp": {"enable": False, "dtype": "float16", "level": "o1", "use_dynamic_loss_scaling": True,
             "init_loss_scaling": 32768.0, "incr_every_n_steps": 1000, "decr_every_n_nan_or_inf": 2,
-            "incr_ratio": 2.0, "decr_ratio": 0.5},
+            "incr_ratio": 2.0, "decr_ratio": 0.5, "custom_white_list": [], "custom_black_list": []},
     "gradient_merge": {"enable": False, "k_steps": 1, "avg": True},
 }
 
 
 def _checked(path, default, value):
     """`value` if it has the type of `default` (an int where a float is expected is accepted)."""
-    if isinstance(default, list):  # pipeline.split_before: a list of argument-name patterns
+    if isinstance(default, list):  # split_before (argument-name patterns), amp's custom op lists
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError(f"strategy key '{path}' must be a list of str, got {value!r}")
         return list(value)

@@ -103,6 +103,8 @@ class StrategyTest(unittest.TestCase):
         self.assertEqual((d["dp_degree"], d["mp_degree"], d["sharding"]["stage"]), (2, 2, 3))
         self.assertEqual(d["amp"]["init_loss_scaling"], 1024.0)
         self.assertEqual(d["pipeline"]["schedule_mode"], "1F1B")
+        strategy.amp.custom_black_list = ["matmul"]  # Paddle's custom op lists
+        self.assertEqual(strategy.to_dict()["amp"]["custom_black_list"], ["matmul"])
 
     def test_unknown_keys_and_wrong_types_raise_as_they_are_set(self):
         strategy = pdist.Strategy()
