@@ -101,6 +101,7 @@ absl::Status RegisterGatherOps(OpRegistry& registry) {
   grad.inputs = {{"index"}, {"out_grad"}};
   grad.outputs = {{"x_grad"}};
   grad.attrs = {{"axis", int64_t{0}}, {"x_shape", std::vector<int64_t>{}}};
+  grad.result_shape_attr = "x_shape";  // partition and micro-batching rewrite it to the local shape
   grad.infer_meta = GatherGradMeta;
   grad.grad_kind = GradKind::kGradientOp;
   grad.cost = [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""A small decoder transformer in PyTorch, exported to ONNX, with its loss and gradients.
+"""Two small transformers in PyTorch, exported to ONNX, with their losses and gradients.
 
     /usr/bin/python3 tests/import/torch_reference.py OUTDIR
 
-writes OUTDIR/model.onnx (opset 17, static shapes) and OUTDIR/reference.json: the batch
-(tokens, labels), PyTorch's mean cross-entropy loss on it and the gradient of every ONNX
-initializer, keyed by the initializer's name. The exporter renames and transposes parameters
+writes, for `decoder` (a GPT-style language model written here) and `encoder` (a BERT-style
+classifier from torch.nn.TransformerEncoder, with token-type embeddings and a tanh pooler),
+OUTDIR/<name>/model.onnx (opset 17, static shapes) and OUTDIR/<name>/reference.json: the batch
+(every graph input, and the labels), PyTorch's mean cross-entropy loss on it and the gradient of
+every ONNX initializer, keyed by the initializer's name. The exporter renames and transposes parameters
 (a Linear's weight becomes `onnx::MatMul_<n>`, its transpose), so each initializer is matched
 to the PyTorch parameter it came from by its numbers, which are random and so unique.
 tests/import/onnx_torch_test.cc imports the model and checks pdist against this file.
@@ -61,21 +63,35 @@ class Decoder(nn.Module):
         return self.head(self.lnf(x))
 
 
-def main(out_dir):
-    torch.manual_seed(0)
-    model = Decoder()
+class Encoder(nn.Module):
+    CLASSES, TYPES = 3, 2
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, HIDDEN)
+        self.types = nn.Embedding(self.TYPES, HIDDEN)
+        layer = nn.TransformerEncoderLayer(HIDDEN, 4, 2 * HIDDEN, dropout=0.0, batch_first=True, activation="gelu")
+        self.layers = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.pool = nn.Linear(HIDDEN, HIDDEN)
+        self.cls = nn.Linear(HIDDEN, self.CLASSES)
+
+    def forward(self, tokens, types):
+        h = self.layers(self.wte(tokens) + self.types(types))
+        return self.cls(torch.tanh(self.pool(h[:, 0])))
+
+
+def export(name, model, inputs, labels, out_dir):
     with torch.no_grad():  # every number distinct, so each initializer matches one parameter
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.05)
-    tokens = torch.randint(0, VOCAB, (BATCH, SEQ))
-    labels = torch.randint(0, VOCAB, (BATCH, SEQ))
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "model.onnx")
-    torch.onnx.export(model, (tokens,), path, opset_version=17, input_names=["tokens"], output_names=["logits"],
-                      do_constant_folding=True)
-
-    logits = model(tokens)
-    loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+    model.eval()  # dropout off: the exported graph is the deterministic forward
+    directory = os.path.join(out_dir, name)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "model.onnx")
+    torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17, input_names=list(inputs),
+                      output_names=["logits"], do_constant_folding=True)
+    logits = model(*inputs.values())
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     loss.backward()
 
     import onnx
@@ -95,11 +111,19 @@ def main(out_dir):
                 break
         else:
             sys.exit(f"initializer {init.name} matches no parameter")
-    reference = {"tokens": tokens.ravel().tolist(), "labels": labels.ravel().tolist(), "loss": loss.item(),
-                 "gradients": gradients}
-    with open(os.path.join(out_dir, "reference.json"), "w") as f:
+    reference = {"inputs": {k: v.ravel().tolist() for k, v in inputs.items()}, "labels": labels.ravel().tolist(),
+                 "loss": loss.item(), "gradients": gradients}
+    with open(os.path.join(directory, "reference.json"), "w") as f:
         json.dump(reference, f)
     print(f"{path}: {len(gradients)} parameters, loss {loss.item():.6f}")
+
+
+def main(out_dir):
+    torch.manual_seed(0)
+    tokens = torch.randint(0, VOCAB, (BATCH, SEQ))
+    export("decoder", Decoder(), {"tokens": tokens}, torch.randint(0, VOCAB, (BATCH, SEQ)), out_dir)
+    types = torch.randint(0, Encoder.TYPES, (BATCH, SEQ))
+    export("encoder", Encoder(), {"tokens": tokens, "types": types}, torch.randint(0, Encoder.CLASSES, (BATCH,)), out_dir)
 
 
 if __name__ == "__main__":
