@@ -139,6 +139,14 @@ void DistState::RetargetOrigins(const ir::Operation* from, const ir::Operation* 
 }
 
 MeshId DistState::OpMesh(const ir::Operation& op) const {
+  // A backward op runs where the forward values it reads live: the gradient it reads may come
+  // from the next pipeline stage (a weight-gradient matmul reads dy first when the weight is
+  // transposed, and must still run on the weight's stage).
+  if (op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight) {
+    for (const ir::Value* v : op.operands()) {
+      if (v != nullptr && v->role() != ir::ValueRole::kGradient && at(v).known()) return at(v).mesh;
+    }
+  }
   for (const ir::Value* v : op.operands()) {
     if (v != nullptr && at(v).known()) return at(v).mesh;
   }

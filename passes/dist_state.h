@@ -97,7 +97,8 @@ class DistState {
   bool Propose(const ir::Value* v, MeshId mesh, const ir::DimsMapping& mapping, const ir::PartialDims& partial,
                const DistOrigin& origin);
 
-  // The mesh `op` runs on: its first operand's that is known, else its first result's; -1 when
+  // The mesh `op` runs on: for a backward op its first known operand's that is not a gradient,
+  // else its first known operand's, else its first result's; -1 when
   // neither is known yet.
   MeshId OpMesh(const ir::Operation& op) const;
 

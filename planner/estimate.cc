@@ -157,11 +157,23 @@ void ShareCores(const Candidate& c, const strategy::Cluster& cluster, const std:
 
 }  // namespace
 
+// From the smallest micro-batch whose profile builds: a model that cannot be cut into
+// micro-batches of one sample (a reshape that folds the batch into another axis) is priced by the
+// micro-batches it can run, down to the whole batch.
 absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& profiler) {
-  PDIST_ASSIGN_OR_RETURN(const ModelProfile* p, profiler.Get({.mp = 1, .sp = false, .micro_batch = 1}));
-  double flops = 0;
-  for (const ProgramSegment& s : model.segments) flops += p->Of(s).model_flops;
-  return flops * static_cast<double>(model.global_batch);
+  absl::Status first_error = absl::OkStatus();
+  for (int64_t b = 1; b <= model.global_batch; ++b) {
+    if (model.global_batch % b != 0) continue;
+    absl::StatusOr<const ModelProfile*> p = profiler.Get({.mp = 1, .sp = false, .micro_batch = b});
+    if (!p.ok()) {
+      if (first_error.ok()) first_error = p.status();
+      continue;
+    }
+    double flops = 0;
+    for (const ProgramSegment& s : model.segments) flops += (*p)->Of(s).model_flops;
+    return flops * static_cast<double>(model.global_batch / b);
+  }
+  return first_error;
 }
 
 absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedModel& model,
