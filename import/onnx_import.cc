@@ -183,6 +183,14 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
     if (!found) return absl::InvalidArgumentError(absl::StrCat("--input-shape names '", name, "', which is not a graph input"));
   }
   for (const onnx::NodeProto& node : graph.node()) {
+    // Every operator pdist imports has an output, and all but Constant an input; the converters
+    // read input and output 0 without asking.
+    if (node.output_size() == 0 || node.output(0).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(node), " has no output"));
+    }
+    if (node.op_type() != "Constant" && (node.input_size() == 0 || node.input(0).empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(node), " has no input"));
+    }
     PDIST_RETURN_IF_ERROR(Converters().at(node.op_type())(ctx, node));
     ++out.nodes;
   }

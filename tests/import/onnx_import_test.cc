@@ -273,6 +273,16 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   EXPECT_THAT(std::string(Import(dynamic_reshape).status().message()),
               HasSubstr("node '/r' (Reshape): its shape (input 1, 'shape') is computed at run time"));
 
+  // Found by fuzz_onnx_import: nodes without the inputs or outputs their operator needs.
+  onnx::ModelProto no_output = Model();
+  AddInput(no_output, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(no_output, "Relu", {"x"}, {}, "/r");
+  EXPECT_THAT(std::string(Import(no_output).status().message()), HasSubstr("node '/r' (Relu) has no output"));
+  onnx::ModelProto no_input = Model();
+  AddNode(no_input, "Concat", {}, {"y"}, "/c");
+  AddOutput(no_input, "y");
+  EXPECT_THAT(std::string(Import(no_input).status().message()), HasSubstr("node '/c' (Concat) has no input"));
+
   EXPECT_THAT(std::string(ImportOnnxBytes("not a model", {}).status().message()), HasSubstr("not an ONNX model"));
   const std::string dir = pdist::testing::UniqueTempPath("onnx-dir");
   std::filesystem::create_directories(dir);
