@@ -53,6 +53,8 @@ class ImportContext {
   // would not be the source model).
   absl::Status DefineCopyOfInitializer(const std::string& name, const std::string& source);
   bool IsInitializer(const std::string& name) const;
+  // Whether `name` already names a value or known numbers (ONNX names are assigned once).
+  bool IsDefined(const std::string& name) const { return entries_.contains(name); }
 
   // Op creation with the node named in errors.
   absl::StatusOr<ir::Value*> Op1(const onnx::NodeProto& node, const std::string& type, const std::vector<ir::Value*>& operands,

@@ -191,6 +191,12 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
     if (node.op_type() != "Constant" && (node.input_size() == 0 || node.input(0).empty())) {
       return absl::InvalidArgumentError(absl::StrCat(Describe(node), " has no input"));
     }
+    for (const std::string& output : node.output()) {
+      if (!output.empty() && ctx.IsDefined(output)) {
+        return absl::InvalidArgumentError(absl::StrCat(Describe(node), " defines '", output,
+                                                       "', which an input, initializer or earlier node already defines"));
+      }
+    }
     PDIST_RETURN_IF_ERROR(Converters().at(node.op_type())(ctx, node));
     ++out.nodes;
   }

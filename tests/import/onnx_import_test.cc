@@ -283,6 +283,13 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   AddOutput(no_input, "y");
   EXPECT_THAT(std::string(Import(no_input).status().message()), HasSubstr("node '/c' (Concat) has no input"));
 
+  onnx::ModelProto twice = Model();
+  AddInput(twice, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(twice, "Relu", {"x"}, {"x"}, "/again");
+  AddOutput(twice, "x");
+  EXPECT_THAT(std::string(Import(twice).status().message()),
+              HasSubstr("node '/again' (Relu) defines 'x', which an input, initializer or earlier node already defines"));
+
   EXPECT_THAT(std::string(ImportOnnxBytes("not a model", {}).status().message()), HasSubstr("not an ONNX model"));
   const std::string dir = pdist::testing::UniqueTempPath("onnx-dir");
   std::filesystem::create_directories(dir);
