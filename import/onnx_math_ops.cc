@@ -102,29 +102,31 @@ absl::Status Gemm(ImportContext& ctx, const onnx::NodeProto& node) {
   return absl::OkStatus();
 }
 
-// Y, and Mean shaped as ONNX's (x.shape[:axis] then ones); InvStdDev would need a reciprocal
-// square root pdist does not have yet, so a node that names it is refused.
+// Y, and Mean and InvStdDev shaped as ONNX's (x.shape[:axis] then ones): pdist's layer_norm
+// keeps the mean and the variance; InvStdDev is rsqrt(variance + epsilon).
 absl::Status LayerNormalization(ImportContext& ctx, const onnx::NodeProto& node) {
-  if (node.output_size() > 2 && !node.output(2).empty()) {
-    return absl::UnimplementedError(absl::StrCat(Describe(node), " asks for its InvStdDev output; pdist's layer_norm "
-                                                 "keeps the variance, and pdist has no reciprocal square root to derive it"));
-  }
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
   PDIST_ASSIGN_OR_RETURN(ir::Value * scale, ctx.Input(node, 1));
   ir::Value* bias = nullptr;
   if (ctx.HasInput(node, 2)) {
     PDIST_ASSIGN_OR_RETURN(bias, ctx.Input(node, 2));
   }
-  const int64_t axis = IntAttr(node, "axis", -1);
+  const double epsilon = FloatAttr(node, "epsilon", 1e-5);
   PDIST_ASSIGN_OR_RETURN(std::vector<ir::Value*> r,
                          ctx.Create(node, "layer_norm", {x, scale, bias},
-                                    {{"begin_norm_axis", axis}, {"epsilon", FloatAttr(node, "epsilon", 1e-5)}}));
+                                    {{"begin_norm_axis", IntAttr(node, "axis", -1)}, {"epsilon", epsilon}}));
   ctx.Define(node.output(0), r[0]);
+  std::vector<int64_t> stats_shape(r[1]->type().shape.begin(), r[1]->type().shape.end());
+  stats_shape.resize(static_cast<size_t>(x->type().rank()), 1);
   if (node.output_size() > 1 && !node.output(1).empty()) {
-    ir::Shape mean_shape = r[1]->type().shape;
-    mean_shape.resize(static_cast<size_t>(x->type().rank()), 1);
-    PDIST_ASSIGN_OR_RETURN(ir::Value * mean, ctx.Op1(node, "reshape", {r[1]}, {{"shape", mean_shape}}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * mean, ctx.Op1(node, "reshape", {r[1]}, {{"shape", stats_shape}}));
     ctx.Define(node.output(1), mean);
+  }
+  if (node.output_size() > 2 && !node.output(2).empty()) {
+    PDIST_ASSIGN_OR_RETURN(ir::Value * shifted, ctx.Op1(node, "scale", {r[2]}, {{"bias", epsilon}}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * inv, ctx.Op1(node, "rsqrt", {shifted}));
+    PDIST_ASSIGN_OR_RETURN(ir::Value * inv_std, ctx.Op1(node, "reshape", {inv}, {{"shape", stats_shape}}));
+    ctx.Define(node.output(2), inv_std);
   }
   return absl::OkStatus();
 }
