@@ -141,8 +141,9 @@ absl::Status Reshape(ImportContext& ctx, const onnx::NodeProto& node) {
     if (target[i] == -1) {
       if (infer >= 0) return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": shape has two -1 entries"));
       infer = static_cast<int64_t>(i);
-    } else {
-      known *= target[i];
+    } else if (target[i] < 0 || __builtin_mul_overflow(known, target[i], &known)) {
+      return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": shape [", absl::StrJoin(target, ","),
+                                                     "] is not a shape of ", in.ToString()));
     }
   }
   if (infer >= 0) {
@@ -151,6 +152,9 @@ absl::Status Reshape(ImportContext& ctx, const onnx::NodeProto& node) {
                                                      absl::StrJoin(target, ","), "]"));
     }
     target[static_cast<size_t>(infer)] = in.num_elements() / known;
+  } else if (known != in.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(node), ": cannot reshape ", in.ToString(), " (",
+                                                   in.num_elements(), " elements) to [", absl::StrJoin(target, ","), "]"));
   }
   if (const OnnxTensor* t = Foldable(ctx, node, 0)) {
     ctx.DefineKnown(node.output(0), MakeOnnxTensor({ir::Shape(target.begin(), target.end()), t->type.dtype}, Values(*t)));

@@ -273,6 +273,21 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   EXPECT_THAT(std::string(Import(dynamic_reshape).status().message()),
               HasSubstr("node '/r' (Reshape): its shape (input 1, 'shape') is computed at run time"));
 
+  // A target shape that does not hold x's elements (folded numbers must not allocate it).
+  onnx::ModelProto bad_reshape = Model();
+  onnx::NodeProto* data = AddNode(bad_reshape, "Constant", {}, {"c"});
+  onnx::AttributeProto* ints = data->add_attribute();
+  ints->set_name("value_ints");
+  for (int64_t v : {1, 2, 3, 4}) ints->add_ints(v);
+  onnx::NodeProto* shape = AddNode(bad_reshape, "Constant", {}, {"s"}, "Constant_1");
+  onnx::AttributeProto* dims = shape->add_attribute();
+  dims->set_name("value_ints");
+  dims->add_ints(int64_t{1} << 40);
+  AddNode(bad_reshape, "Reshape", {"c", "s"}, {"y"}, "/reshape");
+  AddOutput(bad_reshape, "y");
+  EXPECT_THAT(std::string(Import(bad_reshape).status().message()),
+              HasSubstr("node '/reshape' (Reshape): cannot reshape i64[4] (4 elements) to [1099511627776]"));
+
   // Found by fuzz_onnx_import: nodes without the inputs or outputs their operator needs.
   onnx::ModelProto no_output = Model();
   AddInput(no_output, "x", onnx::TensorProto::FLOAT, {2});
