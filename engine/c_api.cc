@@ -34,6 +34,10 @@ pdist_status ToCode(const absl::Status& status) {
 
 pdist_status Fail(const char* message) { return ToCode(absl::InvalidArgumentError(message)); }
 
+absl::Status WrongOptionType(const char* what, const std::string& key, const char* expected, const std::string& value) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": \"", key, "\" must be ", expected, ", got ", value));
+}
+
 }  // namespace pdist::engine::capi
 
 namespace {

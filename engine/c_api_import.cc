@@ -17,7 +17,7 @@ using pdist::engine::capi::ToCode;
 using pdist::onnx_import::OnnxImportOptions;
 
 absl::Status WrongType(const std::string& key, const char* expected, const nlohmann::json& value) {
-  return absl::InvalidArgumentError(absl::StrCat("import options: \"", key, "\" must be ", expected, ", got ", value.dump()));
+  return pdist::engine::capi::WrongOptionType("import options", key, expected, value.dump());
 }
 
 absl::StatusOr<OnnxImportOptions> ParseImportOptions(const char* text) {

@@ -27,5 +27,8 @@ namespace pdist::engine::capi {
 pdist_status ToCode(const absl::Status& status);
 // InvalidArgument with `message`, for NULL or malformed arguments.
 pdist_status Fail(const char* message);
+// InvalidArgument for an options JSON key of the wrong type: `<what>: "<key>" must be
+// <expected>, got <value>` (what: "plan options", "import options").
+absl::Status WrongOptionType(const char* what, const std::string& key, const char* expected, const std::string& value);
 
 }  // namespace pdist::engine::capi

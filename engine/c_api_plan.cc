@@ -32,7 +32,7 @@ struct PlanOptions {
 };
 
 absl::Status WrongType(const std::string& key, const char* expected, const nlohmann::json& value) {
-  return absl::InvalidArgumentError(absl::StrCat("plan options: \"", key, "\" must be ", expected, ", got ", value.dump()));
+  return pdist::engine::capi::WrongOptionType("plan options", key, expected, value.dump());
 }
 
 absl::StatusOr<PlanOptions> ParsePlanOptions(const char* text) {

@@ -30,16 +30,11 @@
 namespace pdist::ir {
 namespace {
 
+using ops::SetSpmd;
+
 std::vector<Value*> NoGrads(const Operation& op) { return std::vector<Value*>(op.num_operands(), nullptr); }
 
 bool HasGrad(const std::vector<Value*>& out_grads) { return !out_grads.empty() && out_grads[0] != nullptr; }
-
-// Fills the three SPMD slots of `op` from `rule`.
-void SetSpmd(OpDef& op, const spmd::SpmdRuleFns& rule) {
-  op.infer_spmd = rule.infer;
-  op.infer_spmd_reverse = rule.reverse;
-  op.describe_spmd = rule.describe;
-}
 
 CostFn PerElementCost(double flops) {
   return [flops](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {

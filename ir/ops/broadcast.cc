@@ -22,11 +22,7 @@
 namespace pdist::ir {
 namespace {
 
-void SetSpmd(OpDef& op, const spmd::SpmdRuleFns& rule) {
-  op.infer_spmd = rule.infer;
-  op.infer_spmd_reverse = rule.reverse;
-  op.describe_spmd = rule.describe;
-}
+using ops::SetSpmd;
 
 // `g` (a broadcast result) summed back to `shape`, the shape of an operand it was broadcast from.
 absl::StatusOr<Value*> SumToShape(Builder& b, Value* g, const Shape& shape) {

@@ -21,11 +21,7 @@
 namespace pdist::ir {
 namespace {
 
-void SetSpmd(OpDef& op, const spmd::SpmdRuleFns& rule) {
-  op.infer_spmd = rule.infer;
-  op.infer_spmd_reverse = rule.reverse;
-  op.describe_spmd = rule.describe;
-}
+using ops::SetSpmd;
 
 absl::Status ExpectIndex(const TensorType& index) {
   if (index.dtype == DataType::kInt32 || index.dtype == DataType::kInt64) return absl::OkStatus();

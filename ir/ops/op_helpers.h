@@ -7,8 +7,16 @@
 #include "absl/status/statusor.h"
 #include "ir/builder.h"
 #include "ir/op_def.h"
+#include "ir/spmd/einsum_rule.h"
 
 namespace pdist::ir::ops {
+
+// Fills the three SPMD slots of `op` (forward, reverse, describe) from `rule`.
+inline void SetSpmd(OpDef& op, const spmd::SpmdRuleFns& rule) {
+  op.infer_spmd = rule.infer;
+  op.infer_spmd_reverse = rule.reverse;
+  op.describe_spmd = rule.describe;
+}
 
 // numpy broadcasting of two shapes; error names both shapes.
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
