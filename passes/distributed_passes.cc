@@ -3,7 +3,7 @@
 // RegisterDistributedPasses. The engine's pipelines (passes/distributed_programs.h) are made of
 // these and the built-in ones, so `pdist-opt --passes=...` can replay any rank's program:
 //
-//   pdist-opt model.pb --strategy dp2_mp2.json --emit=text --passes=annotate-strategy,autodiff,\
+//   pdist-opt model.pb --strategy dp2_mp2.json --emit=text --passes=annotate-strategy,autodiff,
 //     optimizer{type=adamw},completion,replicate-loss{world=4},partition{rank=1},fuse-allreduce
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

@@ -6,6 +6,7 @@
 #include "passes/partition.h"
 #include "passes/pass_pipeline_text.h"
 #include "passes/schedules/schedule_def.h"
+#include "passes/sharding.h"
 
 namespace pdist::passes {
 
@@ -134,6 +135,8 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
       RunPipeline(PrintPipeline(out.pipelines.train_tail), out.train, context, "training program", pass_options));
   PDIST_RETURN_IF_ERROR(
       RunPipeline(PrintPipeline(out.pipelines.eval_tail), out.eval, context, "evaluation program", pass_options));
+  // Under ZeRO-3 the training program stores parameters sliced; evaluation reads those slices.
+  PDIST_RETURN_IF_ERROR(WithContext(StoreLike(out.eval, out.train).status(), "evaluation program"));
 
   if (Pipelined(strategy)) {
     PipelinePlan& pipeline = out.pipeline;

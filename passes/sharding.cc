@@ -32,12 +32,7 @@ class OptimizerSharder {
 
   absl::StatusOr<ShardingReport> Run() {
     PDIST_RETURN_IF_ERROR(CheckInput());
-    for (const auto& op : program_.block().ops()) {
-      for (size_t i = 0; i < op->num_operands(); ++i) {
-        if (op->operand(i) != nullptr) uses_[op->operand(i)].push_back({op.get(), i});
-      }
-    }
-    updates_ = program_.updates();
+    CollectUses();
     for (size_t u = 0; u < updates_.size(); ++u) {
       Value* param = updates_[u].state;
       Operation* update = updates_[u].new_value->producer();
@@ -52,6 +47,28 @@ class OptimizerSharder {
     }
     Emit();
     return report_;
+  }
+
+  // Each persistent argument that `reference` stores under another DistAttr takes that one and
+  // is gathered, per job, before its uses, as stage 3 gathers its parameters.
+  absl::StatusOr<int64_t> StoreLike(const ir::Program& reference) {
+    CollectUses();
+    int64_t restored = 0;
+    for (Value* arg : program_.block().arguments()) {
+      if (!arg->is_persistent() || !arg->dist_attr()) continue;
+      const Value* stored = reference.FindArgument(arg->name());
+      if (stored == nullptr || !stored->dist_attr() || *stored->dist_attr() == *arg->dist_attr()) continue;
+      if (stored->type() != arg->type()) {
+        return absl::InvalidArgumentError(absl::StrCat("storage: '", arg->name(), "' is ", arg->type().ToString(),
+                                                       " here but ", stored->type().ToString(), " where it is stored"));
+      }
+      const ir::DistAttr used = *arg->dist_attr();
+      arg->set_dist_attr(*stored->dist_attr());
+      GatherBeforeUses(arg, nullptr, used);
+      ++restored;
+    }
+    Emit();
+    return restored;
   }
 
  private:
@@ -103,6 +120,15 @@ class OptimizerSharder {
     return master->role() == ir::ValueRole::kOptimizerState && master->type().shape == rounding.result(0)->type().shape
                ? update
                : nullptr;
+  }
+
+  void CollectUses() {
+    for (const auto& op : program_.block().ops()) {
+      for (size_t i = 0; i < op->num_operands(); ++i) {
+        if (op->operand(i) != nullptr) uses_[op->operand(i)].push_back({op.get(), i});
+      }
+    }
+    updates_ = program_.updates();
   }
 
   bool OnlyUsedBy(const Value* v, const Operation* op) const {
@@ -245,6 +271,13 @@ class OptimizerSharder {
 absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis) {
   if (stage < 1 || stage > 3) return absl::InvalidArgumentError(absl::StrCat("sharding: stage must be 1, 2 or 3, got ", stage));
   return OptimizerSharder(program, stage, axis).Run();
+}
+
+absl::StatusOr<int64_t> StoreLike(ir::Program& program, const ir::Program& reference) {
+  if (program.local_rank() >= 0 || reference.local_rank() >= 0) {
+    return absl::FailedPreconditionError("storage: match the global programs, before partition");
+  }
+  return OptimizerSharder(program, /*stage=*/3, /*axis=*/"").StoreLike(reference);
 }
 
 }  // namespace pdist::passes

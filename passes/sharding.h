@@ -45,4 +45,12 @@ struct ShardingReport {
 // mesh has no `axis` dim, or a dim of size 1, is left as it is (nothing to shard).
 absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis);
 
+// A program that reads the parameters a sharded training program stores (evaluation, prediction)
+// must read them as stored: each persistent argument of `program` whose DistAttr differs from
+// the same-named one of `reference` takes reference's, and is gathered per job before its uses,
+// as stage 3 gathers. Both completed and global; returns how many arguments changed.
+//   %w = param "w" : f32[64,32] dist {dims_mapping: [0,-1]}     (stored sliced over dp)
+//   %w_f = reshard(%w) {dims_mapping: [-1,-1]}                   (before its first use)
+absl::StatusOr<int64_t> StoreLike(ir::Program& program, const ir::Program& reference);
+
 }  // namespace pdist::passes

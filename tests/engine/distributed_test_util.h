@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ inline exec::Feeds RandomTokenBatch(const ir::Program& model, int64_t step, int6
 struct RunOutcome {
   std::vector<double> losses;
   exec::Workspace state;  // whole tensors
+  // After the last step: the loss on the next batch, parameters unchanged (Engine::EvalStep).
+  std::optional<double> eval_loss;
 };
 
 // Trains `model` for `steps` steps on `batch(step)`; the losses and the whole final state.
@@ -93,6 +96,9 @@ inline RunOutcome TrainOn(ir::Program model, EngineOptions options, int64_t step
   auto state = (*engine)->WholeState();
   EXPECT_TRUE(state.ok()) << state.status();
   if (state.ok()) out.state = std::move(*state);
+  auto eval = (*engine)->EvalStep(batch(steps));
+  EXPECT_TRUE(eval.ok()) << eval.status();
+  if (eval.ok()) out.eval_loss = *eval;
   return out;
 }
 
@@ -168,6 +174,10 @@ inline void ExpectSameTraining(const RunOutcome& got, const RunOutcome& want, co
   ASSERT_EQ(got.losses.size(), want.losses.size());
   for (size_t s = 0; s < want.losses.size(); ++s) {
     EXPECT_NEAR(got.losses[s], want.losses[s], tol * std::abs(want.losses[s])) << "loss of step " << s;
+  }
+  ASSERT_EQ(got.eval_loss.has_value(), want.eval_loss.has_value());
+  if (want.eval_loss) {
+    EXPECT_NEAR(*got.eval_loss, *want.eval_loss, tol * std::abs(*want.eval_loss)) << "evaluation loss";
   }
   int64_t compared = 0;
   for (const ir::Value* p : model.Parameters()) {
