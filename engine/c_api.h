@@ -106,6 +106,22 @@ pdist_status pdist_engine_train_step(pdist_engine* engine, const pdist_feed* fee
 /* The loss on the batch, parameters unchanged. */
 pdist_status pdist_engine_eval_step(const pdist_engine* engine, const pdist_feed* feeds, int num_feeds, double* loss);
 
+/* One of the model's outputs, whole (every rank's piece assembled). */
+typedef struct {
+  const char* name;      /* as the model marks it: "logits", an ONNX graph output's name */
+  const char* dtype;     /* "f32", "f64", "i64", ...; bf16 and f16 outputs come as "f32" */
+  int ndim;
+  const int64_t* shape;  /* ndim dims */
+  const void* data;      /* row-major */
+} pdist_output;
+
+/* The model's outputs on the batch (dropout off, parameters unchanged): `*outputs` points at
+ * `*num_outputs` of them, owned by the engine and valid until its next predict or destroy. Only
+ * the data inputs the outputs need are required (not the labels). A model without outputs is
+ * FAILED_PRECONDITION. Under a launcher every rank calls it and gets every output. */
+pdist_status pdist_engine_predict(pdist_engine* engine, const pdist_feed* feeds, int num_feeds,
+                                  const pdist_output** outputs, int* num_outputs);
+
 /* ---- Programs: load, annotate, save, print ----------------------------------------------
  *
  * The annotation half of semi-automatic parallelism (docs/c-api.md): mark a few tensors with

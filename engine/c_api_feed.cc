@@ -1,6 +1,7 @@
 // The C API's batches from host memory: pdist_feed arrays (numpy arrays, from Python) turned
 // into the engine's feeds, checked against the model's data inputs, for one train or eval step.
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 
@@ -99,6 +100,39 @@ pdist_status pdist_engine_eval_step(const pdist_engine* engine, const pdist_feed
   absl::StatusOr<double> value = engine->engine->EvalStep(*fed);
   if (!value.ok()) return ToCode(value.status());
   *loss = *value;
+  return ToCode(absl::OkStatus());
+}
+
+pdist_status pdist_engine_predict(pdist_engine* engine, const pdist_feed* feeds, int num_feeds,
+                                  const pdist_output** outputs, int* num_outputs) {
+  if (engine == nullptr || outputs == nullptr || num_outputs == nullptr) {
+    return Fail("engine, outputs or num_outputs is NULL");
+  }
+  absl::StatusOr<pdist::exec::Feeds> fed = FeedsFrom(*engine->engine, feeds, num_feeds);
+  if (!fed.ok()) return ToCode(fed.status());
+  absl::StatusOr<std::map<std::string, pdist::exec::Tensor>> predicted = engine->engine->Predict(*fed);
+  if (!predicted.ok()) return ToCode(predicted.status());
+  engine->predicted.clear();
+  engine->predicted_names.clear();
+  engine->predicted_shapes.clear();
+  engine->outputs.clear();
+  // In the model's order; numpy has no bfloat16, so low-precision floats widen to f32.
+  for (const pdist::ir::ProgramOutput& o : engine->engine->forward_program().outputs()) {
+    pdist::exec::Tensor t = predicted->at(o.name);
+    if (t.dtype() == pdist::ir::DataType::kBFloat16 || t.dtype() == pdist::ir::DataType::kFloat16) {
+      t = pdist::exec::CastTensor(t, pdist::ir::DataType::kFloat32);
+    }
+    engine->predicted_names.push_back(o.name);
+    engine->predicted_shapes.push_back(t.shape());
+    engine->predicted.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < engine->predicted.size(); ++i) {
+    const pdist::exec::Tensor& t = engine->predicted[i];
+    engine->outputs.push_back({engine->predicted_names[i].c_str(), pdist::ir::DataTypeName(t.dtype()),
+                               static_cast<int>(t.shape().size()), engine->predicted_shapes[i].data(), t.raw()});
+  }
+  *outputs = engine->outputs.data();
+  *num_outputs = static_cast<int>(engine->outputs.size());
   return ToCode(absl::OkStatus());
 }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "engine/c_api.h"
@@ -12,6 +13,11 @@
 
 struct pdist_engine {
   std::unique_ptr<pdist::engine::Engine> engine;
+  // The last pdist_engine_predict's outputs; `outputs` points into the other three.
+  std::vector<pdist::exec::Tensor> predicted;
+  std::vector<std::string> predicted_names;
+  std::vector<std::vector<int64_t>> predicted_shapes;
+  std::vector<pdist_output> outputs;
 };
 
 struct pdist_program {

@@ -9,6 +9,7 @@
 #include "engine/checkpoint.h"
 #include "engine/sharded_checkpoint.h"
 #include "passes/distributed_programs.h"
+#include "passes/inference.h"
 #include "passes/loss_scaling.h"
 #include "engine/comm_backend.h"
 #include "engine/timeline_files.h"
@@ -56,10 +57,10 @@ absl::Status Engine::Prepare() {
       break;
     }
   }
-  strategy::Strategy strategy;
   if (!options_.strategy_json.empty()) {
-    PDIST_ASSIGN_OR_RETURN(strategy, strategy::ParseStrategy(options_.strategy_json));
+    PDIST_ASSIGN_OR_RETURN(strategy_, strategy::ParseStrategy(options_.strategy_json));
   }
+  const strategy::Strategy& strategy = strategy_;
   PDIST_RETURN_IF_ERROR(WithContext(passes::CheckExecutable(strategy), "strategy"));
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
@@ -76,7 +77,9 @@ absl::Status Engine::PrepareSingleRank() {
   PDIST_RETURN_IF_ERROR(
       passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer), train_, context, "training program"));
   passes::ReshardPlanCache plans;
-  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, forward_, /*rank=*/-1, plans, RunnerOptionsOf(options_)));
+  ir::Program eval = forward_.Clone();
+  passes::SetEvalMode(eval);
+  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, eval, /*rank=*/-1, plans, RunnerOptionsOf(options_)));
   PDIST_RETURN_IF_ERROR(runner->Initialize(options_.seed));
   runners_.push_back(std::move(runner));
   return absl::OkStatus();
@@ -249,6 +252,31 @@ absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {
     return absl::OkStatus();
   }));
   return losses.front();
+}
+
+absl::Status Engine::PreparePredict() {
+  if (runners_.front()->predict_prepared()) return absl::OkStatus();
+  ir::Program predict;
+  if (runners_.front()->rank() < 0) {
+    predict = forward_.Clone();
+    passes::SetEvalMode(predict);
+    PDIST_RETURN_IF_ERROR(passes::PruneToOutputs(predict).status());
+  } else {
+    PDIST_ASSIGN_OR_RETURN(predict, passes::BuildPredictProgram(forward_, strategy_, train_, world_size_));
+  }
+  passes::ReshardPlanCache plans;
+  for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->PreparePredict(predict, plans));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, exec::Tensor>> Engine::Predict(const exec::Feeds& feeds) {
+  PDIST_RETURN_IF_ERROR(PreparePredict());
+  std::vector<std::map<std::string, exec::Tensor>> outputs(runners_.size());
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
+    PDIST_ASSIGN_OR_RETURN(outputs[k], runner.Predict(feeds));
+    return absl::OkStatus();
+  }));
+  return outputs.front();
 }
 
 absl::StatusOr<std::vector<StepResult>> Engine::Fit(const BatchSource& next_batch, int64_t steps,

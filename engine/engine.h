@@ -90,6 +90,12 @@ class Engine {
   // Mean loss over `steps` batches.
   absl::StatusOr<double> Evaluate(const BatchSource& next_batch, int64_t steps) const;
 
+  // The model's outputs (ir::ProgramOutput: the builders' and importer's "logits") on `feeds`,
+  // whole, by name, dropout off; feeds the outputs do not need (the labels) may be left out.
+  // The prediction program (passes::BuildPredictProgram) is made on the first call. Collective
+  // under gloo: every rank calls it, and every rank gets every output.
+  absl::StatusOr<std::map<std::string, exec::Tensor>> Predict(const exec::Feeds& feeds);
+
   // A sharded checkpoint in the directory `path` (engine/sharded_checkpoint.h): every rank
   // writes the pieces it owns, rank 0 the index. Collective: every rank calls it.
   absl::Status Save(const std::string& path) const;
@@ -120,6 +126,7 @@ class Engine {
   absl::Status Prepare();
   absl::Status PrepareSingleRank();
   absl::Status PrepareDistributed(const strategy::Strategy& strategy);
+  absl::Status PreparePredict();
   // Runs fn on every local rank (threads under inproc). When one rank fails, the job's
   // communicators are aborted so that no other rank waits for it, and the first failure that
   // is not such an abort is returned.
@@ -130,6 +137,7 @@ class Engine {
   ir::Program forward_;
   ir::Program train_;
   EngineOptions options_;
+  strategy::Strategy strategy_;  // parsed from options_.strategy_json
   const CommBackend* backend_;  // options_.backend's
   int64_t world_size_ = 1;
   std::vector<std::unique_ptr<RankRunner>> runners_;

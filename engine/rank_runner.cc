@@ -99,6 +99,37 @@ absl::StatusOr<double> RankRunner::Eval(const exec::Feeds& whole_feeds) {
   return run.loss;
 }
 
+absl::Status RankRunner::PreparePredict(const ir::Program& predict, passes::ReshardPlanCache& plans) {
+  if (rank_ < 0) {
+    predict_ = predict.Clone();
+  } else {
+    PDIST_ASSIGN_OR_RETURN(predict_, passes::LocalProgram(predict, passes::RankPipeline(rank_, {}), plans));
+  }
+  exec::ExecutorOptions options;
+  options.overlap_communication = options_.overlap_communication;
+  options.comm_groups = groups_;
+  for (const ir::ProgramOutput& o : predict_.outputs()) options.fetch_ids.push_back(o.value->id());
+  PDIST_ASSIGN_OR_RETURN(exec::Executor executor, exec::Executor::Create(predict_, options));
+  predict_executor_ = std::make_unique<exec::Executor>(std::move(executor));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, exec::Tensor>> RankRunner::Predict(const exec::Feeds& whole_feeds) {
+  if (predict_executor_ == nullptr) return absl::FailedPreconditionError("predict: PreparePredict first");
+  exec::Feeds read;
+  for (const auto& [name, tensor] : whole_feeds) {
+    if (predict_.FindArgument(name) != nullptr) read[name] = tensor;
+  }
+  PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, LocalFeeds(predict_, read));
+  exec::Workspace ws = workspace_;
+  const std::vector<ir::PipelineJob> jobs = options_.pipeline.PredictJobs();
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, jobs.empty() ? predict_executor_->Run(feeds, ws, timeline_.get())
+                                                           : predict_executor_->RunJobs(jobs, {feeds}, ws, timeline_.get()));
+  std::map<std::string, exec::Tensor> outputs;
+  for (const ir::ProgramOutput& o : predict_.outputs()) outputs[o.name] = run.fetched.at(o.value->id());
+  return outputs;
+}
+
 absl::StatusOr<exec::Workspace> RankRunner::WholeState() {
   if (rank_ < 0) return workspace_;
   exec::Workspace whole;

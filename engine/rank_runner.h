@@ -45,6 +45,14 @@ class RankRunner {
   absl::StatusOr<exec::RunResult> Train(const exec::Feeds& whole_feeds);
   absl::StatusOr<double> Eval(const exec::Feeds& whole_feeds);
 
+  // Prediction: `predict` is the global prediction program (passes::BuildPredictProgram, or the
+  // pruned forward of a single rank), partitioned here for this rank.
+  absl::Status PreparePredict(const ir::Program& predict, passes::ReshardPlanCache& plans);
+  bool predict_prepared() const { return predict_executor_ != nullptr; }
+  // The program's outputs on whole feeds, whole (every rank holds every one), by name. Feeds
+  // that the prediction program does not read (the labels) are ignored.
+  absl::StatusOr<std::map<std::string, exec::Tensor>> Predict(const exec::Feeds& whole_feeds);
+
   // Every persistent tensor, whole. Collective in a distributed job.
   absl::StatusOr<exec::Workspace> WholeState();
   // Replaces every persistent tensor with this rank's piece of `whole`; names and global types
@@ -78,6 +86,8 @@ class RankRunner {
   std::shared_ptr<exec::comm::CommGroups> groups_;
   std::unique_ptr<exec::Executor> train_executor_;
   std::unique_ptr<exec::Executor> eval_executor_;
+  ir::Program predict_;
+  std::unique_ptr<exec::Executor> predict_executor_;
   exec::Workspace workspace_;
   std::vector<ir::PipelineJob> train_jobs_, eval_jobs_;  // empty: whole-program steps
   std::unique_ptr<exec::TimelineRecorder> timeline_;

@@ -117,9 +117,10 @@ absl::Status AppendLoss(ImportContext& ctx, OnnxImport& out, const OnnxImportOpt
   if (options.loss.empty()) return absl::OkStatus();
   ir::Value* logits = nullptr;
   std::vector<std::string> names;
-  for (const auto& [name, value] : out.outputs) {
+  const std::vector<ir::ProgramOutput>& outputs = out.program.outputs();
+  for (const auto& [name, value] : outputs) {
     names.push_back(name);
-    if (name == options.logits || (options.logits.empty() && out.outputs.size() == 1)) logits = value;
+    if (name == options.logits || (options.logits.empty() && outputs.size() == 1)) logits = value;
   }
   if (logits == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -202,7 +203,7 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
   }
   for (const onnx::ValueInfoProto& output : graph.output()) {
     PDIST_ASSIGN_OR_RETURN(ir::Value * v, ctx.ValueOf(output.name()));
-    out.outputs.emplace_back(output.name(), v);
+    out.program.add_output(output.name(), v);
   }
   PDIST_RETURN_IF_ERROR(AppendLoss(ctx, out, options));
   out.parameters = ctx.parameters();

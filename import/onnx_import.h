@@ -37,9 +37,7 @@ struct OnnxImportOptions {
 };
 
 struct OnnxImport {
-  ir::Program program;
-  // The graph's outputs in order, by ONNX name.
-  std::vector<std::pair<std::string, ir::Value*>> outputs;
+  ir::Program program;  // its outputs (ir::ProgramOutput) are the graph's, by ONNX name, in order
   int64_t nodes = 0;       // ONNX nodes read
   int64_t parameters = 0;  // initializers that became parameters (trainable or frozen)
   int64_t opset = 0;       // the model's default-domain opset

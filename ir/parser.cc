@@ -72,6 +72,7 @@ class Parser {
   absl::Status ParseOperation(const Token& op_token, const std::vector<Token>& result_names);
   absl::Status ParseRoleAndChunk(Operation& op);
   absl::Status ParseBinding();
+  absl::Status ParseOutput();
 
   absl::StatusOr<Value*> ParseUse();
   absl::Status Define(const Token& name, Value* value);
@@ -145,12 +146,13 @@ absl::StatusOr<DistAttr> Parser::ParseOneDistAttr() {
 
 absl::Status Parser::ParseStatement() {
   if (tok_.IsIdent("loss") || tok_.IsIdent("gradient") || tok_.IsIdent("update")) return ParseBinding();
+  if (tok_.IsIdent("output")) return ParseOutput();
   if (tok_.kind == TokenKind::kIdent) {  // an op without results
     const Token op_token = tok_;
     PDIST_RETURN_IF_ERROR(Advance());
     return ParseOperation(op_token, {});
   }
-  if (tok_.kind != TokenKind::kValueRef) return Unexpected("a statement (%value = ..., loss, gradient, update)");
+  if (tok_.kind != TokenKind::kValueRef) return Unexpected("a statement (%value = ..., loss, output, gradient, update)");
   std::vector<Token> names = {tok_};
   PDIST_RETURN_IF_ERROR(Advance());
   while (tok_.Is(",")) {
@@ -324,6 +326,21 @@ absl::Status Parser::ParseBinding() {
   } else {
     program_.add_update(first, second);
   }
+  return absl::OkStatus();
+}
+
+// output "logits" %9
+absl::Status Parser::ParseOutput() {
+  const Token keyword = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  if (tok_.kind != TokenKind::kString) return Unexpected("the output's name in quotes (output \"logits\" %9)");
+  const Token name = tok_;
+  PDIST_RETURN_IF_ERROR(Advance());
+  PDIST_ASSIGN_OR_RETURN(Value* value, ParseUse());
+  for (const ProgramOutput& o : program_.outputs()) {
+    if (o.name == name.text) return Error(keyword, absl::StrCat("output \"", name.text, "\" is given twice"));
+  }
+  program_.add_output(name.text, value);
   return absl::OkStatus();
 }
 

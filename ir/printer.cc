@@ -104,6 +104,9 @@ void PrintProgram(const Program& program, std::ostream& os) {
   }
   for (const auto& op : program.block().ops()) os << "  " << PrintOperation(*op, n) << "\n";
   if (program.loss() != nullptr) os << "  loss " << n.Name(program.loss()) << "\n";
+  for (const ProgramOutput& o : program.outputs()) {
+    os << "  output " << AttributeToString(Attribute(o.name)) << " " << n.Name(o.value) << "\n";
+  }
   for (const StateUpdate& g : program.gradients()) os << "  " << PrintBinding("gradient", g, n) << "\n";
   for (const StateUpdate& u : program.updates()) os << "  " << PrintBinding("update", u, n) << "\n";
   os << "}\n";

@@ -6,6 +6,7 @@
 //     %2 = embedding(%0, %1) {padding_idx = -1, sparse = false} : f32[8,32,64]
 //     ...
 //     loss %9
+//     output "logits" %8
 //     update %1 <- %20
 //   }
 //
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -166,6 +168,14 @@ class Block {
   std::vector<std::unique_ptr<Operation>> ops_;
 };
 
+// A value the program gives its caller by name: what `predict` returns (the logits of a
+// language model, an imported ONNX graph's outputs). Printed as `output "logits" %9`.
+struct ProgramOutput {
+  std::string name;
+  Value* value;
+  friend bool operator==(const ProgramOutput&, const ProgramOutput&) = default;
+};
+
 struct StateUpdate {
   Value* state;      // a parameter or optimizer state
   Value* new_value;  // same type; its contents replace `state` after the step
@@ -182,6 +192,12 @@ class Program {
 
   // A deep copy with the same value ids.
   Program Clone() const;
+  // A deep copy of the ops `keep_op` accepts and the arguments `keep_argument` accepts, with the
+  // values they define. Values keep their order, so ids change where something is left out;
+  // bindings (loss, outputs, updates, gradients) naming a value left out are dropped. A kept op
+  // must read only kept values (the verifier reports a null operand otherwise).
+  Program CloneIf(const std::function<bool(const Operation&)>& keep_op,
+                  const std::function<bool(const Value&)>& keep_argument) const;
 
   Block& block() { return block_; }
   const Block& block() const { return block_; }
@@ -194,6 +210,9 @@ class Program {
 
   Value* loss() const { return loss_; }
   void set_loss(Value* v) { loss_ = v; }
+  const std::vector<ProgramOutput>& outputs() const { return outputs_; }
+  void add_output(std::string name, Value* v) { outputs_.push_back({std::move(name), v}); }
+  std::vector<ProgramOutput>& mutable_outputs() { return outputs_; }
   const std::vector<StateUpdate>& updates() const { return updates_; }
   void add_update(Value* state, Value* new_value) { updates_.push_back({state, new_value}); }
   void clear_updates() { updates_.clear(); }
@@ -223,6 +242,7 @@ class Program {
   std::vector<std::unique_ptr<Value>> values_;  // indexed by id
   Block block_;
   Value* loss_ = nullptr;
+  std::vector<ProgramOutput> outputs_;
   std::vector<StateUpdate> updates_;
   int64_t local_rank_ = -1;
   std::vector<StateUpdate> gradients_;

@@ -113,6 +113,11 @@ proto::Program ProgramToProto(const Program& program) {
   }
   out.set_loss(program.loss() ? n.Number(program.loss()) : -1);
   if (program.local_rank() >= 0) out.set_local_rank(program.local_rank());
+  for (const ProgramOutput& o : program.outputs()) {
+    proto::Output* p = out.add_outputs();
+    p->set_name(o.name);
+    p->set_value(n.Number(o.value));
+  }
   for (const StateUpdate& u : program.updates()) {
     proto::StateUpdate* p = out.add_updates();
     p->set_state(n.Number(u.state));
@@ -273,6 +278,10 @@ absl::Status ProtoReader::ReadBindings() {
   if (p_.loss() != -1) {
     PDIST_ASSIGN_OR_RETURN(Value* loss, Ref(p_.loss(), "loss"));
     program_.set_loss(loss);
+  }
+  for (const proto::Output& o : p_.outputs()) {
+    PDIST_ASSIGN_OR_RETURN(Value* value, Ref(o.value(), "output"));
+    program_.add_output(o.name(), value);  // the verifier checks names
   }
   for (const proto::StateUpdate& u : p_.updates()) {
     PDIST_ASSIGN_OR_RETURN(Value* state, Ref(u.state(), "update"));

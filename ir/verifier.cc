@@ -256,6 +256,13 @@ absl::Status Verifier::CheckBindings() {
                                                      t.ToString()));
     }
   }
+  absl::flat_hash_set<std::string> output_names;
+  for (const ProgramOutput& o : program_.outputs()) {
+    const std::string where = absl::StrCat("output \"", o.name, "\"");
+    PDIST_RETURN_IF_ERROR(CheckUse(o.value, where));
+    if (o.name.empty()) return absl::InvalidArgumentError(absl::StrCat("output ", Name(o.value), " has no name"));
+    if (!output_names.insert(o.name).second) return absl::InvalidArgumentError(absl::StrCat(where, " is given twice"));
+  }
   auto check = [this](const StateUpdate& b, absl::string_view keyword, bool params_only) -> absl::Status {
     const std::string where = absl::StrCat(keyword, " ", Name(b.state), " <- ", Name(b.new_value));
     PDIST_RETURN_IF_ERROR(CheckUse(b.state, where));

@@ -11,6 +11,7 @@
 #include "passes/amp.h"
 #include "passes/distributed_programs.h"
 #include "passes/fuse_allreduce.h"
+#include "passes/inference.h"
 #include "passes/loss_scaling.h"
 #include "passes/micro_batch.h"
 #include "passes/partition.h"
@@ -101,6 +102,53 @@ class ReplicateLossPass : public Pass {
 
  private:
   std::optional<int64_t> world_;
+};
+
+// `replicate-outputs{world=4}`: every output whole on every rank (passes/replicate_loss.h).
+class ReplicateOutputsPass : public Pass {
+ public:
+  explicit ReplicateOutputsPass(std::optional<int64_t> world) : world_(world) {}
+  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
+    PassOptionReader reader("replicate-outputs", options);
+    std::optional<int64_t> world;
+    PDIST_RETURN_IF_ERROR(reader.Read("world", &world, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Finish());
+    return std::make_unique<ReplicateOutputsPass>(world);
+  }
+  std::string_view name() const override { return "replicate-outputs"; }
+  PassOptions options() const override { return world_ ? PassOptions{{"world", absl::StrCat(*world_)}} : PassOptions{}; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const int64_t world = world_.value_or(WorldSizeOf(context.strategy, program));
+    PDIST_ASSIGN_OR_RETURN(int64_t appended, ReplicateOutputs(program, world));
+    context.Explain(name(), absl::StrCat(appended, " of ", program.outputs().size(), " outputs resharded to Replicate on ",
+                                         world, " ranks"));
+    return appended > 0;
+  }
+
+ private:
+  std::optional<int64_t> world_;
+};
+
+// `eval-mode`: dropout off (passes/inference.h).
+class EvalModePass : public Pass {
+ public:
+  std::string_view name() const override { return "eval-mode"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const int64_t switched = SetEvalMode(program);
+    context.Explain(name(), absl::StrCat(switched, " ops set to is_test"));
+    return switched > 0;
+  }
+};
+
+// `prune-to-outputs`: only what the outputs need (passes/inference.h).
+class PruneToOutputsPass : public Pass {
+ public:
+  std::string_view name() const override { return "prune-to-outputs"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(int64_t removed, PruneToOutputs(program));
+    context.Explain(name(), absl::StrCat(removed, " ops no output needs removed"));
+    return removed > 0;
+  }
 };
 
 // `recompute{granularity=selective}`: forward segments replayed in the backward
@@ -351,6 +399,13 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));
   PDIST_RETURN_IF_ERROR(registry.Register("replicate-loss", "reshard the loss to Replicate on every rank of the world",
                                           &ReplicateLossPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("replicate-outputs", "reshard every output to Replicate on every rank of the world",
+                                          &ReplicateOutputsPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("eval-mode", "run dropout as at inference (is_test)",
+                                          NoOptions<EvalModePass>("eval-mode")));
+  PDIST_RETURN_IF_ERROR(registry.Register("prune-to-outputs",
+                                          "keep what the program's outputs need; drop the loss and unread data inputs",
+                                          NoOptions<PruneToOutputsPass>("prune-to-outputs")));
   PDIST_RETURN_IF_ERROR(registry.Register("recompute",
                                           "replay forward segments in the backward instead of keeping their activations",
                                           &RecomputePass::Create));

@@ -34,6 +34,14 @@ absl::StatusOr<std::vector<ir::PipelineJob>> PipelinePlan::JobsOf(int64_t rank, 
   return jobs;
 }
 
+std::vector<ir::PipelineJob> PipelinePlan::PredictJobs() const {
+  if (stages <= 1) return {};
+  std::vector<ir::PipelineJob> jobs;
+  for (int64_t c = 0; c < chunks; ++c) jobs.push_back({.kind = ir::JobKind::kForward, .micro_batch = 0, .chunk = c});
+  jobs.push_back({.kind = ir::JobKind::kOptimizer});
+  return jobs;
+}
+
 absl::Status CheckExecutable(const strategy::Strategy& s) {
   PDIST_ASSIGN_OR_RETURN(ScheduleMode mode, ParseScheduleMode(s.pipeline.schedule_mode));
   PDIST_RETURN_IF_ERROR(WithContext(CheckScheduleShape(mode, {s.pp_degree, s.MicroBatches(),
@@ -70,13 +78,17 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
                                                             const OptimizerConfig& optimizer, int64_t world_size) {
   PDIST_ASSIGN_OR_RETURN(ScheduleMode schedule, ParseScheduleMode(strategy.pipeline.schedule_mode));
   DistributedPipelines p;
+  std::vector<PassSpec> annotate = {{"annotate-strategy", {}}};
+  if (strategy.amp.enable) annotate.push_back({"amp", {{"dtype", strategy.amp.dtype}, {"level", strategy.amp.level}}});
   if (Pipelined(strategy)) {
     PassSpec micro{"micro-batch", {{"n", absl::StrCat(strategy.MicroBatches())}}};
     if (strategy.gradient_merge.enable && !strategy.gradient_merge.avg) micro.options["avg"] = "false";
     p.annotate.push_back(std::move(micro));
   }
-  p.annotate.push_back({"annotate-strategy", {}});
-  if (strategy.amp.enable) p.annotate.push_back({"amp", {{"dtype", strategy.amp.dtype}, {"level", strategy.amp.level}}});
+  p.annotate.insert(p.annotate.end(), annotate.begin(), annotate.end());
+  p.predict = annotate;  // whole batches
+  p.predict.insert(p.predict.end(), {{"eval-mode", {}}, {"prune-to-outputs", {}}, {"completion", {}},
+                                     {"replicate-outputs", {{"world", absl::StrCat(world_size)}}}});
   const PassSpec replicate_loss{"replicate-loss", {{"world", absl::StrCat(world_size)}}};
   p.train_tail.push_back({"autodiff", {}});
   if (strategy.recompute.enable) p.train_tail.push_back({"recompute", {{"granularity", strategy.recompute.granularity}}});
@@ -88,8 +100,19 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
     p.train_tail.push_back({"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}});
   }
   p.train_tail.push_back(replicate_loss);
-  p.eval_tail = {{"completion", {}}, replicate_loss};
+  p.eval_tail = {{"eval-mode", {}}, {"completion", {}}, replicate_loss};
   return p;
+}
+
+absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, const strategy::Strategy& strategy,
+                                                const ir::Program& train, int64_t world_size) {
+  PDIST_ASSIGN_OR_RETURN(DistributedPipelines pipelines, DistributedPipelinesFor(strategy, {}, world_size));
+  PassContext context;
+  context.strategy = strategy;
+  ir::Program predict = forward.Clone();
+  PDIST_RETURN_IF_ERROR(RunPipeline(PrintPipeline(pipelines.predict), predict, context, "prediction program"));
+  PDIST_RETURN_IF_ERROR(WithContext(StoreLike(predict, train).status(), "prediction program"));
+  return predict;
 }
 
 std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes) {

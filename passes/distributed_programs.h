@@ -1,7 +1,7 @@
 // The programs of a distributed run, built by named pass pipelines that anyone can replay:
 // the forward program annotated from the strategy, the training program (autodiff + optimizer)
-// and the evaluation program, both completed, with a loss every rank can read; then, per rank,
-// its local program.
+// and the evaluation program, both completed, with a loss every rank can read; the prediction
+// program (BuildPredictProgram, made when first asked for); then, per rank, its local program.
 //
 //   PDIST_ASSIGN_OR_RETURN(DistributedPrograms p, BuildDistributedPrograms(forward, strategy, optimizer));
 //   p.pipelines.Train() // "micro-batch{n=4},annotate-strategy,autodiff,optimizer{type=adamw},
@@ -44,13 +44,19 @@ struct PipelinePlan {
   // The jobs of `rank`'s step; `forward_only` keeps the forward jobs (and the optimizer job,
   // which then only gathers the loss), for evaluation.
   absl::StatusOr<std::vector<ir::PipelineJob>> JobsOf(int64_t rank, bool forward_only) const;
+  // The prediction program's jobs (whole batches, one "micro-batch"): F0 of each of the rank's
+  // chunks in order, then O (which makes the outputs whole on every rank); none without stages.
+  std::vector<ir::PipelineJob> PredictJobs() const;
 };
 
 // The pass pipelines that make a run's global programs from the forward program: `annotate`,
 // then `train_tail` for the training program or `eval_tail` for the evaluation program (the
-// annotated program is made once and copied).
+// annotated program is made once and copied). `predict` is whole: it annotates without
+// micro-batches (prediction runs whole batches, forward only) and ends with every output whole on
+// every rank:
+//   "annotate-strategy,eval-mode,prune-to-outputs,completion,replicate-outputs{world=4}"
 struct DistributedPipelines {
-  std::vector<PassSpec> annotate, train_tail, eval_tail;
+  std::vector<PassSpec> annotate, train_tail, eval_tail, predict;
   // Whole pipelines as pdist-opt text (passes/pass_pipeline_text.h).
   std::string Train() const;
   std::string Eval() const;
@@ -81,6 +87,12 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
                                                              const strategy::Strategy& strategy,
                                                              const OptimizerConfig& optimizer,
                                                              const PassManagerOptions& pass_options = {});
+
+// The global prediction program of `forward` under `strategy` (DistributedPipelines::predict),
+// its parameters stored as the global training program `train` stores them (StoreLike: ZeRO-3
+// slices are gathered before use). FailedPrecondition when `forward` has no outputs.
+absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, const strategy::Strategy& strategy,
+                                                const ir::Program& train, int64_t world_size);
 
 // What makes rank `rank`'s local program from a global one: "partition{rank=1}", and for a
 // training program ("fuse-allreduce{bucket_bytes=N}", bucket_bytes set) the gradient buckets.

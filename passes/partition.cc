@@ -99,6 +99,11 @@ class Partitioner {
   // Bindings of values this rank holds; the others belong to other meshes' ranks.
   void RemapBindings(ir::Program& local) {
     if (local.loss() != nullptr) local.set_loss(absent_.count(local.loss()) ? nullptr : Remapped(local.loss()));
+    std::vector<ir::ProgramOutput> outputs;
+    for (const ir::ProgramOutput& o : local.outputs()) {
+      if (!absent_.count(o.value)) outputs.push_back({o.name, Remapped(o.value)});
+    }
+    local.mutable_outputs() = std::move(outputs);
     std::vector<ir::StateUpdate> updates = local.updates(), gradients = local.gradients();
     local.clear_updates();
     for (const ir::StateUpdate& u : updates) {

@@ -1,4 +1,5 @@
-// ReplicateLoss: the loss of a distributed program made readable on every rank.
+// ReplicateLoss: the loss of a distributed program made readable on every rank; ReplicateOutputs:
+// its outputs (ir::ProgramOutput), for prediction.
 //
 //   loss %9  (Partial(avg) over dp)      →   %10 = reshard(%9) : f32[] dist! {..., dims_mapping: []}
 //                                            loss %10   (Replicate, role optimizer)
@@ -19,5 +20,9 @@ namespace pdist::passes {
 // Returns whether it appended a reshard (false: the loss is already whole on all `world_size`
 // ranks, or the program is not distributed).
 absl::StatusOr<bool> ReplicateLoss(ir::Program& program, int64_t world_size);
+
+// Every output whole on every rank (an all-gather of the logits' shards, a sum of a Partial, a
+// send from the last pipeline stage), the same way; returns how many reshards it appended.
+absl::StatusOr<int64_t> ReplicateOutputs(ir::Program& program, int64_t world_size);
 
 }  // namespace pdist::passes

@@ -1,6 +1,6 @@
 """Paddle's auto-parallel Engine example, in pdist: build a GPT, ask the planner, shard a weight by
 hand, train it on four in-process ranks (dp 2 × mp 2) with the planner's prediction beside it,
-evaluate, save, and load into a fresh engine.
+evaluate, save, load into a fresh engine, and predict with it.
 
     PYTHONPATH=python PDIST_LIBRARY=build/libpdist.so.0 python3 examples/python/train_gpt.py data/essay.txt
 
@@ -11,6 +11,8 @@ a pdist program, the loss is part of it, and the optimizer is the engine's confi
 import os
 import sys
 import tempfile
+
+import numpy as np
 
 import pdist
 
@@ -49,9 +51,16 @@ def main(data_path, steps=30):
         restored = pdist.Engine(program, strategy=strategy, learning_rate=3e-3, warmup_steps=5)
         restored.load(checkpoint)
         again = restored.evaluate(data_path, steps=4)
+        # 6. Predict: the logits, whole (every rank's piece assembled), for the tokens alone.
+        with open(data_path, "rb") as f:
+            windows = np.frombuffer(f.read(8 * 64), dtype=np.uint8).astype(np.int64).reshape(8, 64)
+        logits = restored.predict({"tokens": windows})["logits"]
     print(f"eval loss {loss:.4f}; after save and load {again:.4f} at step {restored.step}")
+    print(f"predicted logits {logits.shape}: next byte after the first window {int(logits[0, -1].argmax())}")
     if abs(again - loss) > 1e-6 * loss or losses[-1] >= losses[0]:
         sys.exit("the restored engine does not evaluate as the saved one, or training did not learn")
+    if logits.shape != (8, 64, 256):
+        sys.exit(f"predict gave logits of shape {logits.shape}, not the whole (8, 64, 256)")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,7 @@ absl::StatusOr<Program> BuildDecoder(const DecoderSpec& spec) {
   PDIST_ASSIGN_OR_RETURN(Value * labels3, lb.Reshape(labels, {spec.batch, spec.seq_len, 1}));
   PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(logits, labels3));
   program.set_loss(loss);
+  program.add_output("logits", logits);
   return program;
 }
 

@@ -50,6 +50,7 @@ absl::StatusOr<Program> BuildMlp(const MlpConfig& config) {
   PDIST_ASSIGN_OR_RETURN(Value * logits, lb.Linear(x, config.classes, "mlp.head", head));
   PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(logits, labels));
   program.set_loss(loss);
+  program.add_output("logits", logits);
   return program;
 }
 

@@ -85,6 +85,11 @@ class Feed(ctypes.Structure):
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
 
 
+class Output(ctypes.Structure):
+    """pdist_output: laid out as pdist_feed, pointing into the engine's memory."""
+    _fields_ = Feed._fields_
+
+
 STEP_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_double, ctypes.c_void_p)
 
 _P = ctypes.c_void_p
@@ -102,6 +107,8 @@ _PROTOTYPES = {
     "pdist_engine_local_rank_count": (ctypes.c_int64, [_P]),
     "pdist_engine_train_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
     "pdist_engine_eval_step": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.c_double)]),
+    "pdist_engine_predict": (ctypes.c_int, [_P, ctypes.POINTER(Feed), ctypes.c_int, ctypes.POINTER(ctypes.POINTER(Output)),
+                                            ctypes.POINTER(ctypes.c_int)]),
     "pdist_program_load": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_build": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),
     "pdist_program_import_onnx": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),

@@ -16,6 +16,8 @@ _FORMATS = {"text": 0, "uint16": 1, "uint32": 2}
 
 # numpy dtype names → pdist's (ir/types.h).
 _DTYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+# pdist's output dtypes → numpy's (bf16 and f16 outputs come as f32).
+_OUTPUT_DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "bool": "bool"}
 
 
 def _is_file(data):
@@ -107,6 +109,40 @@ class Engine:
         _native.check(_native.lib.pdist_engine_eval_step(self._handle, feeds, len(feeds), ctypes.byref(loss)),
                       "eval_step")
         return loss.value
+
+    def predict_step(self, batch):
+        """The model's outputs on `batch` (as train_step takes it; the labels may be left out),
+        dropout off: a dict of output name ("logits") → numpy array, whole."""
+        import numpy as np
+        feeds, _keep = _feeds(batch)
+        outputs = ctypes.POINTER(_native.Output)()
+        count = ctypes.c_int()
+        _native.check(_native.lib.pdist_engine_predict(self._handle, feeds, len(feeds), ctypes.byref(outputs),
+                                                       ctypes.byref(count)), "predict")
+        result = {}
+        for i in range(count.value):
+            o = outputs[i]
+            dtype = np.dtype(_OUTPUT_DTYPES[o.dtype.decode()])
+            shape = tuple(o.shape[d] for d in range(o.ndim))
+            size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            # A copy: the library's buffers are reused by the next predict.
+            result[o.name.decode()] = np.frombuffer(ctypes.string_at(o.data, size), dtype=dtype).reshape(shape)
+        return result
+
+    def predict(self, test_data, steps=None):
+        """The model's outputs (Paddle's Engine.predict): on one batch (a dict), a dict of output
+        name → numpy array; on an iterable of batches, a list of such dicts, one per batch (at
+        most `steps`). Parameters unchanged, dropout off."""
+        if isinstance(test_data, dict):
+            return self.predict_step(test_data)
+        if _is_file(test_data):
+            raise TypeError("predict: give batches (dicts of data input name -> numpy array), not a token file")
+        results = []
+        for batch in test_data:
+            if steps is not None and len(results) >= steps:
+                break
+            results.append(self.predict_step(batch))
+        return results
 
     def fit(self, train_data, steps=None, epochs=1, data_format="text", seed=0, log_freq=0, callbacks=()):
         """Trains on a token file (`steps` steps; `data_format` text, uint16 or uint32) or on an

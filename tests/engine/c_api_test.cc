@@ -1,6 +1,7 @@
 // The C API: codes and messages for bad input, and a full create → fit → evaluate → save → load.
 #include "engine/c_api.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +149,51 @@ TEST(CApiTest, FloatBatchesFeedABf16Input) {
   EXPECT_EQ(pdist_engine_eval_step(engine, &wrong, 1, &loss), PDIST_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pdist_last_error()).find("f64[2,4], but the model's data input is bf16[2,4]"), std::string::npos)
       << pdist_last_error();
+  pdist_engine_destroy(engine);
+}
+
+// A bf16 output comes widened to f32 (numpy has no bf16), whole, in the model's order; its mean
+// is the model's loss. A model without outputs says so.
+TEST(CApiTest, PredictGivesTheOutputsAndRefusesAModelWithoutThem) {
+  const std::string body = "program {\n"
+                           "  %x = data \"x\" : f32[2,4]\n"
+                           "  %w = param \"w\" : bf16[4,3] {init = \"normal(0.5)\"}\n"
+                           "  %xb = cast(%x) {dtype = bf16} : bf16[2,4]\n"
+                           "  %y = matmul(%xb, %w) : bf16[2,3]\n"
+                           "  %f = cast(%y) {dtype = f32} : f32[2,3]\n"
+                           "  %l = mean(%f) : f32[]\n"
+                           "  loss %l\n";
+  const std::string with = WriteText("outputs.pdir", body + "  output \"y\" %y\n  output \"mean\" %l\n}\n");
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(with.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  const int64_t shape[2] = {2, 4};
+  const pdist_feed feed = {"x", "f32", 2, shape, x.data()};
+  const pdist_output* outputs = nullptr;
+  int count = 0;
+  ASSERT_EQ(pdist_engine_predict(engine, &feed, 1, &outputs, &count), PDIST_OK) << pdist_last_error();
+  ASSERT_EQ(count, 2);
+  EXPECT_STREQ(outputs[0].name, "y");
+  EXPECT_STREQ(outputs[0].dtype, "f32");
+  ASSERT_EQ(outputs[0].ndim, 2);
+  EXPECT_EQ(outputs[0].shape[0], 2);
+  EXPECT_EQ(outputs[0].shape[1], 3);
+  EXPECT_STREQ(outputs[1].name, "mean");
+  EXPECT_EQ(outputs[1].ndim, 0);
+  const auto* y = static_cast<const float*>(outputs[0].data);
+  double sum = 0;
+  for (int i = 0; i < 6; ++i) sum += y[i];
+  double loss = 0;
+  ASSERT_EQ(pdist_engine_eval_step(engine, &feed, 1, &loss), PDIST_OK) << pdist_last_error();
+  EXPECT_NEAR(sum / 6, loss, 1e-6 * std::abs(loss));
+  EXPECT_EQ(*static_cast<const float*>(outputs[1].data), static_cast<float>(loss));
+  EXPECT_EQ(pdist_engine_predict(engine, &feed, 1, nullptr, &count), PDIST_INVALID_ARGUMENT);
+  pdist_engine_destroy(engine);
+
+  const std::string without = WriteText("no_outputs.pdir", body + "}\n");
+  ASSERT_EQ(pdist_engine_create_from_file(without.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  EXPECT_EQ(pdist_engine_predict(engine, &feed, 1, &outputs, &count), PDIST_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(pdist_last_error()).find("no outputs"), std::string::npos) << pdist_last_error();
   pdist_engine_destroy(engine);
 }
 

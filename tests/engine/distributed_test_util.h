@@ -74,8 +74,10 @@ inline exec::Feeds RandomTokenBatch(const ir::Program& model, int64_t step, int6
 struct RunOutcome {
   std::vector<double> losses;
   exec::Workspace state;  // whole tensors
-  // After the last step: the loss on the next batch, parameters unchanged (Engine::EvalStep).
+  // After the last step: the loss on the next batch, parameters unchanged (Engine::EvalStep),
+  // and the model's outputs on it (Engine::Predict), when it has any.
   std::optional<double> eval_loss;
+  std::map<std::string, exec::Tensor> predicted;
 };
 
 // Trains `model` for `steps` steps on `batch(step)`; the losses and the whole final state.
@@ -99,6 +101,11 @@ inline RunOutcome TrainOn(ir::Program model, EngineOptions options, int64_t step
   auto eval = (*engine)->EvalStep(batch(steps));
   EXPECT_TRUE(eval.ok()) << eval.status();
   if (eval.ok()) out.eval_loss = *eval;
+  if (!(*engine)->forward_program().outputs().empty()) {
+    auto predicted = (*engine)->Predict(batch(steps));
+    EXPECT_TRUE(predicted.ok()) << predicted.status();
+    if (predicted.ok()) out.predicted = std::move(*predicted);
+  }
   return out;
 }
 
@@ -178,6 +185,13 @@ inline void ExpectSameTraining(const RunOutcome& got, const RunOutcome& want, co
   ASSERT_EQ(got.eval_loss.has_value(), want.eval_loss.has_value());
   if (want.eval_loss) {
     EXPECT_NEAR(*got.eval_loss, *want.eval_loss, tol * std::abs(*want.eval_loss)) << "evaluation loss";
+  }
+  ASSERT_EQ(got.predicted.size(), want.predicted.size());
+  for (const auto& [name, tensor] : want.predicted) {
+    auto g = got.predicted.find(name);
+    ASSERT_NE(g, got.predicted.end()) << "output " << name;
+    ASSERT_EQ(g->second.type(), tensor.type()) << "output " << name;
+    EXPECT_LE(RelativeNormDistance(g->second, tensor), tol) << "output " << name;
   }
   int64_t compared = 0;
   for (const ir::Value* p : model.Parameters()) {

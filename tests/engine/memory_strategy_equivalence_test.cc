@@ -212,6 +212,8 @@ TEST(GradientMergeTest, WithoutAverageSumsTheMicroBatches) {
   RunOutcome got = TrainSteps(model.Clone(), merged, kSteps, testing::kSmallVocab);
   ASSERT_EQ(got.losses.size(), want.losses.size());
   for (double& loss : got.losses) loss /= k;
+  ASSERT_TRUE(got.eval_loss.has_value());
+  *got.eval_loss /= k;  // evaluation reports the loss as the step does: the micro-batches' sum
   ExpectSameTraining(got, want, model, 1e-10);
 }
 

@@ -87,7 +87,7 @@ TEST(OnnxImportTest, AnEmbeddingGatherAndASquareComputeWhatOnnxDefines) {
   EXPECT_TRUE(table->trainable());
 
   exec::ExecutorOptions options;
-  options.fetch_ids = {imported->outputs.at(0).second->id()};
+  options.fetch_ids = {imported->program.outputs().at(0).value->id()};
   absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
   ASSERT_TRUE(executor.ok()) << executor.status();
   exec::Workspace ws;
@@ -139,7 +139,7 @@ TEST(OnnxImportTest, ADecomposedLayerNormComputesTheNorm) {
     absl::StatusOr<OnnxImport> imported = Import(m);
     ASSERT_TRUE(imported.ok()) << imported.status();
     exec::ExecutorOptions options;
-    options.fetch_ids = {imported->outputs.at(0).second->id()};
+    options.fetch_ids = {imported->program.outputs().at(0).value->id()};
     absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
     ASSERT_TRUE(executor.ok()) << executor.status();
     exec::Workspace ws;

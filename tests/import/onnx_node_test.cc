@@ -122,7 +122,7 @@ CaseResult RunCase(const fs::path& dir) {
     feeds.emplace(input.name(), ToTensor(*t));
   }
   exec::ExecutorOptions options;
-  for (const auto& [name, value] : imported->outputs) options.fetch_ids.push_back(value->id());
+  for (const auto& [name, value] : imported->program.outputs()) options.fetch_ids.push_back(value->id());
   absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
   exec::Workspace ws;
   absl::Status run_status = executor.ok() ? exec::InitializeWorkspace(imported->program, 1, ws) : executor.status();
@@ -132,13 +132,13 @@ CaseResult RunCase(const fs::path& dir) {
     r.status = run.status();
     return r;
   }
-  for (size_t i = 0; i < imported->outputs.size(); ++i) {
+  for (size_t i = 0; i < imported->program.outputs().size(); ++i) {
     absl::StatusOr<OnnxTensor> expected = ReadTensorFile(data / absl::StrCat("output_", i, ".pb"));
     if (!expected.ok()) {
       r.status = expected.status();
       return r;
     }
-    const exec::Tensor& got = run->fetched.at(imported->outputs[i].second->id());
+    const exec::Tensor& got = run->fetched.at(imported->program.outputs()[i].value->id());
     if (got.type().shape != expected->type.shape) {
       r.mismatch = absl::StrCat("output ", i, " is ", got.type().ToString(), ", ONNX's is ", expected->type.ToString());
       return r;

@@ -79,7 +79,7 @@ TEST(ParserErrorTest, BindingsAndStructure) {
   EXPECT_EQ(ErrorOf("  %0 = param \"w\" : f32[2]\n  update %0 %0"),
             "line 3:13: expected '<-' in 'update %state <- %value', got '%0'");
   EXPECT_EQ(ErrorOf("  %0 = data \"x\" : f32[]\n  loss %0\n  loss %0"), "line 4:3: the program's loss is given twice");
-  EXPECT_EQ(ErrorOf("  = relu"), "line 2:3: expected a statement (%value = ..., loss, gradient, update), got '='");
+  EXPECT_EQ(ErrorOf("  = relu"), "line 2:3: expected a statement (%value = ..., loss, output, gradient, update), got '='");
 
   absl::StatusOr<Program> p = ParseProgram("prog {}");
   EXPECT_EQ(p.status().message(), "line 1:1: expected 'program', got 'prog'");

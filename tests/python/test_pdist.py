@@ -257,6 +257,26 @@ class NumpyBatchTest(unittest.TestCase):
         engine.fit(iter(self.batches), steps=4, callbacks=[lambda step, loss, seconds: step == 1])
         self.assertEqual(engine.step, 2)  # the callback stopped it after the second step
 
+    def test_predict_after_fit_classifies_and_agrees_with_evaluate(self):
+        engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
+        engine.fit(self.batches, epochs=3)
+        outputs = engine.predict(self.batches, steps=4)
+        self.assertEqual(len(outputs), 4)
+        correct = sum(int((out["logits"].argmax(axis=1) == b["labels"][:, 0]).sum())
+                      for out, b in zip(outputs, self.batches))
+        self.assertGreater(correct / 32, 0.6)  # 4 classes: chance is 0.25
+        # The mean cross entropy of the predicted logits is what evaluate reports.
+        logits, labels = outputs[0]["logits"].astype(self.np.float64), self.batches[0]["labels"][:, 0]
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_softmax = shifted - self.np.log(self.np.exp(shifted).sum(axis=1, keepdims=True))
+        self.assertAlmostEqual(-log_softmax[self.np.arange(8), labels].mean(), engine.eval_step(self.batches[0]),
+                               delta=1e-5)
+        # One batch (a dict, without labels): one dict, the same numbers.
+        one = engine.predict({"x": self.batches[0]["x"]})
+        self.assertTrue(self.np.array_equal(one["logits"], outputs[0]["logits"]))
+        with self.assertRaisesRegex(TypeError, "not a token file"):
+            engine.predict(DATA)
+
     def test_bad_batches_raise_naming_the_input(self):
         engine = pdist.Engine(self.mlp())
         batch = self.batches[0]
@@ -290,8 +310,9 @@ class ImportOnnxTest(unittest.TestCase):
         self.np = np
         self.tmp = tempfile.TemporaryDirectory()
         rng = np.random.default_rng(1)
-        inits = [numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
-                 for name, shape in [("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 4))]]
+        self.weights = {name: (rng.standard_normal(shape) * 0.3).astype(np.float32)
+                        for name, shape in [("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 4))]}
+        inits = [numpy_helper.from_array(value, name) for name, value in self.weights.items()]
         nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
                  helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
                  helper.make_node("Relu", ["hb"], ["a"], name="relu"),
@@ -322,6 +343,16 @@ class ImportOnnxTest(unittest.TestCase):
         two = pdist.Engine(self.imported(), strategy={"dp_degree": 2}, learning_rate=1e-2).fit(self.batches, steps=10)
         for a, b in zip(two, one[:10]):
             self.assertAlmostEqual(a, b, delta=1e-5 * b)
+
+    def test_predict_gives_the_onnx_graphs_outputs_on_one_rank_and_on_two(self):
+        w = self.weights
+        x = self.batches[0]["x"]
+        want = self.np.maximum(x @ w["w1"] + w["b1"], 0) @ w["w2"]
+        for strategy in (None, {"dp_degree": 2}, {"mp_degree": 2}):
+            got = pdist.Engine(self.imported(), strategy=strategy).predict({"x": x})  # no labels needed
+            self.assertEqual(list(got), ["logits"])
+            self.assertEqual(got["logits"].shape, (8, 4))
+            self.assertLess(self.np.abs(got["logits"] - want).max(), 1e-5 * self.np.abs(want).max(), strategy)
 
     def test_models_and_options_it_cannot_take_raise_naming_them(self):
         with self.assertRaisesRegex(pdist.InvalidArgumentError, "graph input 'x' has dimension 0 = 'batch'"):
