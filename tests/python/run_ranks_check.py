@@ -1,5 +1,5 @@
 """pdist.Engine as the ranks of a pdist-run job: two Python processes, one data-parallel rank each
-(gloo), train as the in-process dp 2 run does. Run by ctest (python.pdist_run_ranks, registered
+(gloo), train as the in-process dp 2 run does, and each predicts the whole logits it predicts. Run by ctest (python.pdist_run_ranks, registered
 where Gloo is built); the environment names the library, pdist-export, pdist-run and the data.
 
     python3 run_ranks_check.py              checks (spawns pdist-run)
@@ -12,17 +12,27 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
+
 import pdist
 
 STRATEGY = {"dp_degree": 2}
 STEPS = 4
 
 
+def first_windows():
+    """The data file's first 4 windows of 16 bytes, as the model's tokens."""
+    with open(os.environ["PDIST_DATA"], "rb") as f:
+        return {"tokens": np.frombuffer(f.read(4 * 16), dtype=np.uint8).astype(np.int64).reshape(4, 16)}
+
+
 def train_one_rank(model, out_dir):
     engine = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3)  # the backend from pdist-run's environment
     losses = engine.fit(os.environ["PDIST_DATA"], steps=STEPS)
+    logits = engine.predict(first_windows())["logits"]
     with open(os.path.join(out_dir, f"rank{os.environ['RANK']}.json"), "w") as f:
-        json.dump({"losses": losses, "local_ranks": engine.local_ranks}, f)
+        json.dump({"losses": losses, "local_ranks": engine.local_ranks, "logits_shape": list(logits.shape),
+                   "logits": logits.ravel().tolist()}, f)
 
 
 def read_json(path):
@@ -46,11 +56,16 @@ class PdistRunRanksTest(unittest.TestCase):
             threads = in_process.fit(os.environ["PDIST_DATA"], steps=STEPS)
             self.assertEqual(in_process.local_ranks, 2)
             self.assertEqual(len(threads), STEPS)
+            logits = in_process.predict(first_windows())["logits"]
             for rank in ranks:
                 self.assertEqual(rank["local_ranks"], 1)  # each process was one rank of the job
                 self.assertEqual(len(rank["losses"]), STEPS)
                 for a, b in zip(rank["losses"], threads):
                     self.assertAlmostEqual(a, b, delta=1e-5 * b)
+                # Every process gets the whole logits, not its data-parallel half.
+                self.assertEqual(rank["logits_shape"], list(logits.shape))
+                got = np.array(rank["logits"], dtype=logits.dtype)
+                self.assertLess(np.abs(got - logits.ravel()).max(), 1e-5 * np.abs(logits).max())
 
 
 if __name__ == "__main__":
