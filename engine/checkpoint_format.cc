@@ -97,7 +97,55 @@ absl::Status ReadBlock(Reader& r, bool checked, std::set<std::string>& names, Ch
   return absl::OkStatus();
 }
 
+// Magic, version, step and count (and the header's checksum from version 2).
+struct Header {
+  bool checked = false;
+  uint64_t step = 0, count = 0;
+};
+
+absl::StatusOr<Header> ReadHeader(Reader& r, const std::string& path) {
+  char magic[8];
+  if (!r.Bytes(magic, sizeof(magic)).ok() || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a pdist checkpoint"));
+  }
+  uint32_t version = 0;
+  Header h;
+  PDIST_RETURN_IF_ERROR(r.Get(version));
+  if (version != 1 && version != kVersion) {
+    return r.Error(absl::StrCat("has version ", version, "; this build reads versions 1 and ", kVersion));
+  }
+  h.checked = version >= 2;
+  PDIST_RETURN_IF_ERROR(r.Get(h.step));
+  PDIST_RETURN_IF_ERROR(r.Get(h.count));
+  if (h.checked) PDIST_RETURN_IF_ERROR(r.Check(0, "the header"));
+  if (h.step > static_cast<uint64_t>(kMaxCheckpointStep)) {
+    return r.Error(absl::StrCat("has step ", h.step, ", beyond the limit of ", kMaxCheckpointStep));
+  }
+  return h;
+}
+
 }  // namespace
+
+int64_t CheckpointBlockBytes(const std::string& name, const ir::TensorType& type) {
+  return 4 + static_cast<int64_t>(name.size()) + 1 + 4 + 8 * static_cast<int64_t>(type.shape.size()) +
+         type.num_bytes() + 8;
+}
+
+absl::StatusOr<int64_t> DecodeCheckpointHeader(std::string_view bytes, const std::string& path) {
+  Reader r(bytes, path);
+  PDIST_ASSIGN_OR_RETURN(Header h, ReadHeader(r, path));
+  if (!h.checked) return r.Error("is version 1 (no checksums): read it whole");
+  return static_cast<int64_t>(h.step);
+}
+
+absl::StatusOr<CheckpointRecord> DecodeCheckpointBlock(std::string_view bytes, const std::string& path) {
+  Reader r(bytes, path);
+  std::set<std::string> names;
+  CheckpointContents one;
+  PDIST_RETURN_IF_ERROR(ReadBlock(r, /*checked=*/true, names, one));
+  if (r.remaining() != 0) return r.Error(absl::StrCat("has ", r.remaining(), " bytes after the block it was asked for"));
+  return std::move(one.records.front());
+}
 
 absl::StatusOr<std::string> EncodeCheckpoint(int64_t step, const std::vector<CheckpointRecord>& records) {
   if (step < 0 || step > kMaxCheckpointStep) {
@@ -123,29 +171,14 @@ absl::StatusOr<std::string> EncodeCheckpoint(int64_t step, const std::vector<Che
 
 absl::StatusOr<CheckpointContents> DecodeCheckpoint(std::string_view bytes, const std::string& path) {
   Reader r(bytes, path);
-  char magic[8];
-  if (!r.Bytes(magic, sizeof(magic)).ok() || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a pdist checkpoint"));
-  }
-  uint32_t version = 0;
-  uint64_t step = 0, count = 0;
-  PDIST_RETURN_IF_ERROR(r.Get(version));
-  if (version != 1 && version != kVersion) {
-    return r.Error(absl::StrCat("has version ", version, "; this build reads versions 1 and ", kVersion));
-  }
-  const bool checked = version >= 2;
-  PDIST_RETURN_IF_ERROR(r.Get(step));
-  PDIST_RETURN_IF_ERROR(r.Get(count));
-  if (checked) PDIST_RETURN_IF_ERROR(r.Check(0, "the header"));
-  if (step > static_cast<uint64_t>(kMaxCheckpointStep)) {
-    return r.Error(absl::StrCat("has step ", step, ", beyond the limit of ", kMaxCheckpointStep));
-  }
+  PDIST_ASSIGN_OR_RETURN(const Header h, ReadHeader(r, path));
+  const uint64_t count = h.count;
   // Each block takes at least 4 + 1 + 1 + 4 bytes (+ 8 checked): more than that is a lie.
   if (count > r.remaining() / 10) return r.Error(absl::StrCat("claims ", count, " tensors in ", r.remaining(), " bytes"));
   CheckpointContents out;
-  out.step = static_cast<int64_t>(step);
+  out.step = static_cast<int64_t>(h.step);
   std::set<std::string> names;
-  for (uint64_t i = 0; i < count; ++i) PDIST_RETURN_IF_ERROR(ReadBlock(r, checked, names, out));
+  for (uint64_t i = 0; i < count; ++i) PDIST_RETURN_IF_ERROR(ReadBlock(r, h.checked, names, out));
   if (r.remaining() != 0) return r.Error(absl::StrCat("has ", r.remaining(), " bytes after its last tensor"));
   return out;
 }

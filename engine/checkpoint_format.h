@@ -38,4 +38,15 @@ absl::StatusOr<std::string> EncodeCheckpoint(int64_t step, const std::vector<Che
 // match and in which tensor, an unknown version, a field out of range, trailing bytes).
 absl::StatusOr<CheckpointContents> DecodeCheckpoint(std::string_view bytes, const std::string& path);
 
+// Reading one record without the rest of the file (sharded checkpoints: engine/shard_index.h
+// gives each piece's byte range). A version-2 file is its header, then one block per record in
+// the order EncodeCheckpoint was given them, each with its own checksum:
+inline constexpr int64_t kCheckpointHeaderBytes = 8 + 4 + 8 + 8 + 8;  // magic, version, step, count, checksum
+// The bytes of the block of record (`name`, `type`).
+int64_t CheckpointBlockBytes(const std::string& name, const ir::TensorType& type);
+// The step of a version-2 header (its first kCheckpointHeaderBytes bytes).
+absl::StatusOr<int64_t> DecodeCheckpointHeader(std::string_view bytes, const std::string& path);
+// Exactly one block, its checksum verified; the record's bytes are a view into `bytes`.
+absl::StatusOr<CheckpointRecord> DecodeCheckpointBlock(std::string_view bytes, const std::string& path);
+
 }  // namespace pdist::engine

@@ -31,7 +31,11 @@ std::string EncodeShardIndex(const ShardIndex& index) {
   Json tensors = Json::object();
   for (const auto& [name, t] : index.tensors) {
     Json pieces = Json::array();
-    for (const ShardPiece& p : t.pieces) pieces.push_back({{"file", p.file}, {"offsets", p.box.offsets}, {"sizes", p.box.sizes}});
+    for (const ShardPiece& p : t.pieces) {
+      Json piece = {{"file", p.file}, {"offsets", p.box.offsets}, {"sizes", p.box.sizes}};
+      if (p.byte_offset >= 0) piece["bytes"] = {p.byte_offset, p.byte_size};
+      pieces.push_back(std::move(piece));
+    }
     tensors[name] = {{"dtype", ir::DataTypeName(t.type.dtype)},
                      {"shape", t.type.shape},
                      {"dist_attr", t.dist_attr},
@@ -97,7 +101,19 @@ absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::st
                                   " lies outside ", ir::ShapeToString(*shape)));
         }
       }
-      entry.pieces.push_back({p["file"].get<int64_t>(), {*offsets, *sizes}});
+      ShardPiece piece{p["file"].get<int64_t>(), {*offsets, *sizes}};
+      if (p.contains("bytes")) {
+        const Json& b = p["bytes"];
+        constexpr int64_t kMaxFileBytes = int64_t{1} << 50;
+        if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+            b[0].get<int64_t>() < 0 || b[1].get<int64_t>() <= 0 || b[0].get<int64_t>() > kMaxFileBytes ||
+            b[1].get<int64_t>() > kMaxFileBytes) {
+          return bad(absl::StrCat(at, ": a piece's 'bytes' must be [offset, size] within 2^50, got ", b.dump()));
+        }
+        piece.byte_offset = b[0].get<int64_t>();
+        piece.byte_size = b[1].get<int64_t>();
+      }
+      entry.pieces.push_back(std::move(piece));
     }
     index.tensors.emplace(name, std::move(entry));
   }

@@ -4,7 +4,8 @@
 //
 //   {"format": "pdist-sharded-checkpoint", "version": 1, "step": 120, "files": ["rank0.ckpt"],
 //    "tensors": {"w": {"dtype": "f32", "shape": [4, 8], "dist_attr": "whole",
-//                      "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [4, 8]}]}}}
+//                      "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [4, 8], "bytes": [36, 155]}]}}}
+//   ("bytes": [offset, size] of the piece's block in its file)
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ namespace pdist::engine {
 struct ShardPiece {
   int64_t file = 0;    // index into ShardIndex::files
   ir::LocalSlice box;  // where the piece sits in the global tensor
+  // Where the piece's block lies in its file (engine/checkpoint_format.h), so that a reader
+  // takes only the pieces it needs; byte_offset -1: not recorded (indexes before 0.3: whole files).
+  int64_t byte_offset = -1;
+  int64_t byte_size = 0;
 };
 
 struct ShardedTensor {

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/checkpoint_format.h"
 #include "engine/shard_index.h"
 #include "engine/shard_io.h"
 #include "ir/dist/local_slice.h"
@@ -65,22 +67,35 @@ class PieceReader {
   absl::Status Fill(const std::string& name, const ShardedTensor& entry, const ir::LocalSlice& box, exec::Tensor& out) {
     int64_t copied = 0;
     const int64_t esize = ir::DataTypeSize(entry.type.dtype);
-    for (const auto& [file, piece] : entry.pieces) {  // ShardPiece: (file, box)
-      if (!Overlaps(piece, box)) continue;
-      PDIST_ASSIGN_OR_RETURN(const Checkpoint* ckpt, File(file));
-      const std::string record = RecordName(name, piece.offsets);
+    for (const ShardPiece& piece : entry.pieces) {
+      if (!Overlaps(piece.box, box)) continue;
+      const std::string record = RecordName(name, piece.box.offsets);
+      const std::string path = InDir(dir_, index_.files[static_cast<size_t>(piece.file)]);
+      const ir::TensorType type{piece.box.sizes, entry.type.dtype};
+      if (piece.byte_offset >= 0) {  // the piece's block alone
+        PDIST_ASSIGN_OR_RETURN(std::string block, ReadBlock(piece, path));
+        PDIST_ASSIGN_OR_RETURN(CheckpointRecord read, DecodeCheckpointBlock(block, path));
+        if (read.name != record || read.type != type) {
+          return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "': bytes [", piece.byte_offset, ", ",
+                                                         piece.byte_offset + piece.byte_size, ") hold '", read.name, "' ",
+                                                         read.type.ToString(), ", its index says '", record, "' ",
+                                                         type.ToString()));
+        }
+        copied += CopyOverlap(read.bytes.data(), piece.box, static_cast<char*>(out.raw()), box, esize);
+        continue;
+      }
+      PDIST_ASSIGN_OR_RETURN(const Checkpoint* ckpt, File(piece.file));
       auto it = ckpt->tensors.find(record);
-      const std::string path = InDir(dir_, index_.files[static_cast<size_t>(file)]);
       if (it == ckpt->tensors.end()) {
         return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "' lacks the piece '", record,
                                                        "' its index lists"));
       }
-      if (it->second.type() != ir::TensorType{piece.sizes, entry.type.dtype}) {
+      if (it->second.type() != type) {
         return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "': piece '", record, "' is ",
                                                        it->second.type().ToString(), ", its index says ",
-                                                       ir::ShapeToString(piece.sizes)));
+                                                       ir::ShapeToString(piece.box.sizes)));
       }
-      copied += CopyOverlap(static_cast<const char*>(it->second.raw()), piece, static_cast<char*>(out.raw()), box, esize);
+      copied += CopyOverlap(static_cast<const char*>(it->second.raw()), piece.box, static_cast<char*>(out.raw()), box, esize);
     }
     if (copied != out.num_elements()) {
       return absl::InvalidArgumentError(absl::StrCat("sharded checkpoint '", dir_, "': the pieces of '", name, "' cover ",
@@ -89,7 +104,30 @@ class PieceReader {
     return absl::OkStatus();
   }
 
+  // Bytes read from files so far.
+  int64_t bytes_read() const { return bytes_read_; }
+
  private:
+  // The block of `piece`, after the file's header (read once per file) has shown the index's step.
+  absl::StatusOr<std::string> ReadBlock(const ShardPiece& piece, const std::string& path) {
+    if (!headers_checked_.count(piece.file)) {
+      PDIST_ASSIGN_OR_RETURN(std::string header, ir::ReadFileRange(path, 0, kCheckpointHeaderBytes));
+      bytes_read_ += kCheckpointHeaderBytes;
+      PDIST_ASSIGN_OR_RETURN(int64_t step, DecodeCheckpointHeader(header, path));
+      PDIST_RETURN_IF_ERROR(CheckStep(step, path));
+      headers_checked_.insert(piece.file);
+    }
+    bytes_read_ += piece.byte_size;
+    return ir::ReadFileRange(path, piece.byte_offset, piece.byte_size);
+  }
+
+  absl::Status CheckStep(int64_t step, const std::string& path) const {
+    if (step == index_.step) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "' is of step ", step,
+                                                   ", its index of step ", index_.step,
+                                                   " (a file left from another save?)"));
+  }
+
   static bool Overlaps(const ir::LocalSlice& a, const ir::LocalSlice& b) {
     for (size_t d = 0; d < a.offsets.size(); ++d) {
       if (std::max(a.offsets[d], b.offsets[d]) >= std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d])) {
@@ -104,17 +142,17 @@ class PieceReader {
     if (it != files_.end()) return &it->second;
     const std::string path = InDir(dir_, index_.files[static_cast<size_t>(file)]);
     PDIST_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
-    if (ckpt.step != index_.step) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint file '", path, "' is of step ", ckpt.step,
-                                                     ", its index of step ", index_.step,
-                                                     " (a file left from another save?)"));
-    }
+    PDIST_RETURN_IF_ERROR(CheckStep(ckpt.step, path));
+    std::error_code ec;
+    bytes_read_ += static_cast<int64_t>(std::filesystem::file_size(path, ec));
     return &files_.emplace(file, std::move(ckpt)).first->second;
   }
 
   std::string dir_;
   const ShardIndex& index_;
-  std::map<int64_t, Checkpoint> files_;
+  std::map<int64_t, Checkpoint> files_;  // read whole (an index without byte ranges)
+  std::set<int64_t> headers_checked_;
+  int64_t bytes_read_ = 0;
 };
 
 }  // namespace
@@ -171,17 +209,34 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
     file = static_cast<int64_t>(index.files.size());
     index.files.push_back(RankFile(owner));
   }
+  // Each file's blocks follow its header in record-name order (WriteRankShards saves a map).
+  std::map<int64_t, std::map<std::string, ir::TensorType>> records;  // owner → record → type
+  for (const auto& [v, pieces] : all) {
+    for (const Piece& p : pieces) records[p.owner].emplace(RecordName(v->name(), p.box.offsets), ir::TensorType{p.box.sizes, v->type().dtype});
+  }
+  std::map<std::pair<int64_t, std::string>, std::pair<int64_t, int64_t>> bytes;  // (owner, record) → (offset, size)
+  for (const auto& [owner, blocks] : records) {
+    int64_t offset = kCheckpointHeaderBytes;
+    for (const auto& [record, type] : blocks) {
+      const int64_t size = CheckpointBlockBytes(record, type);
+      bytes[{owner, record}] = {offset, size};
+      offset += size;
+    }
+  }
   for (const auto& [v, pieces] : all) {
     ShardedTensor& t = index.tensors[v->name()];
     t.type = v->type();
     t.dist_attr = v->dist_attr() ? v->dist_attr()->ToString() : "whole";
-    for (const Piece& p : pieces) t.pieces.push_back({file_of.at(p.owner), p.box});
+    for (const Piece& p : pieces) {
+      const auto [offset, size] = bytes.at({p.owner, RecordName(v->name(), p.box.offsets)});
+      t.pieces.push_back({file_of.at(p.owner), p.box, offset, size});
+    }
   }
   return WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index));
 }
 
 absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,
-                                         const ir::Program& global) {
+                                         const ir::Program& global, int64_t* bytes_read) {
   PDIST_ASSIGN_OR_RETURN(ShardIndex index, ReadIndex(dir));
   PieceReader reader(dir, index);
   Checkpoint out{index.step, {}};
@@ -211,6 +266,7 @@ absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Progr
     PDIST_RETURN_IF_ERROR(reader.Fill(v->name(), it->second, box, t));
     out.tensors.emplace(v->name(), std::move(t));
   }
+  if (bytes_read != nullptr) *bytes_read = reader.bytes_read();
   return out;
 }
 

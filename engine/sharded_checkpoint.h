@@ -1,8 +1,8 @@
 // Sharded checkpoints: every rank writes only the pieces of the persistent tensors it owns, and
 // one index names each tensor's global shape and where its pieces are. Loading under another
-// strategy (other dp, mp, pp, ZeRO stage, or one rank) reads, for each rank, only the files
-// whose pieces overlap what the rank holds, and cuts its own pieces out of them: no rank ever
-// gathers a whole model.
+// strategy (other dp, mp, pp, ZeRO stage, or one rank) reads, for each rank, only the pieces
+// that overlap what the rank holds (the byte range of each, which the index records), and cuts
+// its own pieces out of them: no rank ever gathers a whole model or reads a whole file.
 //
 //   DIR/rank0.ckpt, DIR/rank1.ckpt, ...   engine/checkpoint.h's format (a checksum per piece),
 //       one record per piece the rank owns, named "<tensor>@<offsets>": "gpt.wte@128,0"
@@ -11,7 +11,8 @@
 //      "files": ["rank0.ckpt", "rank1.ckpt"],
 //      "tensors": {"gpt.wte": {"dtype": "f32", "shape": [256, 64],
 //                              "dist_attr": "{mesh: [2,2] [dp,mp], dims_mapping: [1,-1]}",
-//                              "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [128, 64]}, ...]}}}
+//                              "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [128, 64],
+//                                          "bytes": [36, 32812]}, ...]}}}
 //
 // A replicated piece is written once, by the lowest rank that holds it. Each file is written
 // durably (PATH.tmp, fsync, rename) and the index only after every rank's file, so a crash
@@ -46,9 +47,11 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
 // program without DistAttrs holds everything whole), read from the files with overlapping pieces.
 // Errors name the checkpoint and the tensor: missing from the checkpoint or from `global` (the
 // run's whole training program), a global shape or dtype that differs, a piece the index
-// promises that a file lacks.
+// promises that a file lacks. Only the blocks of the overlapping pieces are read (and each
+// file's header, for its step), each checked against its checksum; `bytes_read`, when given,
+// receives how many bytes that took.
 absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,
-                                         const ir::Program& global);
+                                         const ir::Program& global, int64_t* bytes_read = nullptr);
 
 // Every tensor whole (tools and tests; LoadCheckpoint reads a directory through it).
 absl::StatusOr<Checkpoint> ReadShardedWhole(const std::string& dir);

@@ -57,4 +57,22 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, int64_t ma
   return content;
 }
 
+absl::StatusOr<std::string> ReadFileRange(const std::string& path, int64_t offset, int64_t size) {
+  if (offset < 0 || size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "': a read of ", size, " bytes at ", offset));
+  }
+  PDIST_ASSIGN_OR_RETURN(int64_t file_size, RegularFileSize(path));
+  if (offset > file_size || size > file_size - offset) {
+    return absl::DataLossError(absl::StrCat("'", path, "' is ", file_size, " bytes; bytes [", offset, ", ",
+                                            offset + size, ") are past its end (a truncated file?)"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoError(path, errno);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), size);
+  if (in.gcount() != size) return absl::DataLossError(absl::StrCat("error reading '", path, "' at byte ", offset));
+  return bytes;
+}
+
 }  // namespace pdist::ir

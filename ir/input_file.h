@@ -21,6 +21,10 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 // The whole file as bytes.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 
+// Bytes [offset, offset + size) of the file; DataLoss when the file ends before them (a
+// truncated file). For readers that know where their record lies (sharded checkpoints).
+absl::StatusOr<std::string> ReadFileRange(const std::string& path, int64_t offset, int64_t size);
+
 // OK when `path` names a regular file this process can read; the errors above otherwise. For
 // readers that stream a file instead of reading it whole (datasets, checkpoints).
 absl::Status CheckReadableFile(const std::string& path);

@@ -3,11 +3,14 @@
 // never interrupted (float64, 1e-10). Damage and half-finished saves are named, not loaded.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "engine/checkpoint_format.h"
+#include "engine/shard_index.h"
 #include "engine/shard_io.h"
 #include "engine/sharded_checkpoint.h"
 #include "tests/engine/distributed_test_util.h"
@@ -94,6 +97,68 @@ TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterr
     resumed.state = std::move(*state);
     testing::ExpectSameTraining(resumed, uninterrupted, model, 1e-10);
   }
+}
+
+// A rank reads the byte ranges of the pieces it needs, not whole files: one rank needs every
+// piece and reads exactly the files' bytes (every header and block, none twice); each of two
+// pipeline stages reads its own layers' pieces, well under all of it, and together they read
+// each piece once.
+TEST(ShardedCheckpointTest, EachRankReadsOnlyThePiecesItNeeds) {
+  const ir::Program model = Model();
+  const std::string dir = pdist::testing::UniqueTempPath("ranges.ckpt");
+  {
+    std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "mp_degree": 2, "sharding": {"enable": true, "stage": 3}})");
+    ASSERT_NE(e, nullptr);
+    ASSERT_TRUE(e->Save(dir).ok());
+  }
+  int64_t file_bytes = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().extension() == ".ckpt") file_bytes += static_cast<int64_t>(f.file_size());
+  }
+  auto read_by_each_rank = [&](const std::string& strategy) {
+    std::vector<int64_t> bytes;
+    std::unique_ptr<Engine> e = Make(model, strategy);
+    if (e == nullptr) return bytes;
+    for (const auto& runner : e->local_ranks()) {
+      int64_t read = 0;
+      auto pieces = ReadShardsFor(dir, runner->train_program(), runner->rank(), e->train_program(), &read);
+      EXPECT_TRUE(pieces.ok()) << pieces.status();
+      bytes.push_back(read);
+    }
+    return bytes;
+  };
+  const std::vector<int64_t> one = read_by_each_rank("{}");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], file_bytes);
+  const std::vector<int64_t> stages = read_by_each_rank(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})");
+  ASSERT_EQ(stages.size(), 2u);
+  for (int64_t read : stages) EXPECT_LT(read, file_bytes * 3 / 4);
+  EXPECT_LE(stages[0] + stages[1], file_bytes + 4 * kCheckpointHeaderBytes);  // headers may be read by both
+  std::printf("files %lld bytes; one rank read %lld; pp2 stages read %lld and %lld\n", static_cast<long long>(file_bytes),
+              static_cast<long long>(one[0]), static_cast<long long>(stages[0]), static_cast<long long>(stages[1]));
+
+  // An index whose byte ranges point at another piece's block: named, not loaded as the wrong numbers.
+  const std::string index_path = (std::filesystem::path(dir) / kShardIndexFile).string();
+  std::ifstream in(index_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto index = DecodeShardIndex(text, index_path);
+  ASSERT_TRUE(index.ok()) << index.status();
+  std::vector<ShardPiece*> in_file0;
+  for (auto& [name, t] : index->tensors) {
+    for (ShardPiece& p : t.pieces) {
+      if (p.file == 0) in_file0.push_back(&p);
+    }
+  }
+  ASSERT_GE(in_file0.size(), 2u);
+  std::swap(in_file0[0]->byte_offset, in_file0[1]->byte_offset);
+  std::swap(in_file0[0]->byte_size, in_file0[1]->byte_size);
+  std::ofstream(index_path) << EncodeShardIndex(*index);
+  const absl::Status swapped = LoadCheckpoint(dir).status();
+  EXPECT_NE(swapped.message().find("its index says"), std::string::npos) << swapped;
+  const std::string bad_range = R"({"format": "pdist-sharded-checkpoint", "version": 1, "step": 0, "files": ["rank0.ckpt"],
+      "tensors": {"w": {"dtype": "f32", "shape": [2], "pieces": [{"file": 0, "offsets": [0], "sizes": [2], "bytes": [-1, 8]}]}}})";
+  const absl::Status refused = DecodeShardIndex(bad_range, "index").status();
+  EXPECT_NE(refused.message().find("'bytes' must be [offset, size]"), std::string::npos) << refused;
 }
 
 TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
