@@ -38,9 +38,25 @@ absl::Status CheckShape(const Candidate& c, const PlannedModel& model, const str
 struct StageTotals {
   double busy = 0;   // seconds of jobs in one step
   double saved = 0;  // activation bytes per micro-batch in flight (the largest chunk's)
+  // Activations and gradients live at once in a one-micro-batch backward (BackwardPeak); -1:
+  // several micro-batches, whose gradient sums stay whole while later ones' activations live.
+  double backward_peak = -1;
   TimeBreakdown time;
   MemoryBreakdown memory;
 };
+
+// The activations with `in_flight` micro-batches alive at most, and the transient peak: the
+// backward's (the liveness walk, or the whole gradient sums beside every in-flight micro-batch)
+// with its workspace, or the optimizer's, which turns each gradient into new values of every
+// persistent tensor (held to the step's end: executor/executor.h) and so holds about the larger
+// of the two.
+void SettleTransients(StageTotals& st, double in_flight) {
+  MemoryBreakdown& m = st.memory;
+  m.activations = st.saved * in_flight;
+  const double backward = (st.backward_peak >= 0 ? st.backward_peak : m.gradients + m.activations) + m.workspace;
+  const double optimizer = std::max(m.gradients, m.parameters + m.optimizer_states);
+  m.transient_peak = std::max(backward, optimizer);
+}
 
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
 // (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
@@ -105,7 +121,10 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= dp;
     if (c.zero >= 3) st.memory.parameters /= dp;
     st.memory.workspace += c.dp > 1 ? 2 * options.bucket_bytes : 0;
-    st.memory.activations = st.saved;
+    // One micro-batch, one chunk: its backward starts with no gradient (with several
+    // micro-batches the sums of the first stay whole while the next ones' activations live).
+    if (c.micro_batches == 1 && c.vpp == 1) st.backward_peak = BackwardPeak(vs[stage], c.zero >= 2 ? 1 / dp : 1.0);
+    SettleTransients(st, 1);
   }
   return totals;
 }
@@ -214,7 +233,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   double busiest_seen = -1;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
     StageTotals& st = totals[stage];
-    st.memory.activations = st.saved * static_cast<double>(sim.peak_in_flight[stage]);
+    SettleTransients(st, static_cast<double>(sim.peak_in_flight[stage]));
     if (st.busy > busiest_seen) {
       busiest_seen = st.busy;
       e.time = st.time;

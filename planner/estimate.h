@@ -21,7 +21,9 @@
 //     lends its core to the others;
 //   - memory: parameters, gradients and optimizer states divided by dp as the ZeRO stage says,
 //     activations times the most micro-batches the simulated schedule keeps alive, a layer's
-//     recompute workspace, two fusion buckets; the device's memory less the margin must hold it.
+//     recompute workspace, two fusion buckets; activations and gradients counted together at
+//     the step's worst moment (the backward's, or the optimizer's); the device's memory less the
+//     margin must hold it.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +59,15 @@ struct TimeBreakdown {
 };
 
 struct MemoryBreakdown {
+  // Each kind's own peak (activations: what the in-flight micro-batches keep for the backward).
   double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0, workspace = 0;
-  double total() const { return parameters + gradients + optimizer_states + activations + workspace; }
+  // The most gradient, activation and workspace bytes live at once, when known: they do not peak
+  // together — with one micro-batch the backward frees each segment's activations as its
+  // gradients appear (virtual_stage.h BackwardPeak), and the optimizer turns each gradient into
+  // new values of the persistent tensors. -1: their sum.
+  double transient_peak = -1;
+  double transient() const { return transient_peak >= 0 ? transient_peak : gradients + activations + workspace; }
+  double total() const { return parameters + optimizer_states + transient(); }
 };
 
 struct Estimate {

@@ -24,7 +24,7 @@ nlohmann::json TimeJson(const TimeBreakdown& t) {
 
 nlohmann::json MemoryJson(const MemoryBreakdown& m) {
   return {{"parameters", m.parameters}, {"gradients", m.gradients}, {"optimizer_states", m.optimizer_states},
-          {"activations", m.activations}, {"workspace", m.workspace}};
+          {"activations", m.activations}, {"workspace", m.workspace}, {"transient_peak", m.transient()}};
 }
 
 nlohmann::json CandidateJson(const Estimate& e) {
@@ -48,10 +48,10 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
   absl::StrAppendFormat(&out, "memory per device %.3g GB of %.3g GB usable (%.3g GB less the margin)\n", m.total() / kGB,
                         e.capacity / kGB, cluster.device.memory / kGB);
   absl::StrAppendFormat(&out,
-                        "  parameters %.3g  gradients %.3g  optimizer states %.3g  activations %.3g  workspace %.3g "
-                        "(GB)\n",
+                        "  parameters %.3g  gradients %.3g  optimizer states %.3g  activations %.3g  workspace %.3g  "
+                        "(GB; at most %.3g of gradients, activations and workspace at once)\n",
                         m.parameters / kGB, m.gradients / kGB, m.optimizer_states / kGB, m.activations / kGB,
-                        m.workspace / kGB);
+                        m.workspace / kGB, m.transient() / kGB);
   absl::StrAppendFormat(&out,
                         "step time  compute %.4g  recompute %.4g  tensor-parallel %.4g  data-parallel %.4g  "
                         "pipeline p2p %.4g  bubble %.4g%s (s)\n",

@@ -29,6 +29,23 @@ double StageBoundary(const PlannedModel& model, const ModelProfile& profile, con
 
 }  // namespace
 
+double BackwardPeak(const VirtualStage& s, double grad_scale) {
+  const size_t n = s.segment_saved.size();
+  double saved_below = 0;  // Σ_{i<j} saved_i
+  std::vector<double> saved_through(n);
+  for (size_t j = 0; j < n; ++j) {
+    saved_below += s.segment_saved[j];
+    saved_through[j] = saved_below;
+  }
+  double peak = 0, grads_above = 0;  // Σ_{i>j} grads_i
+  for (size_t j = n; j-- > 0;) {
+    const double grads_from_here = grads_above + s.segment_grads[j] * grad_scale;
+    peak = std::max(peak, saved_through[j] + grads_from_here);
+    grads_above = grads_from_here;
+  }
+  return peak;
+}
+
 VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
                                const StageLayout::Segments& seg, int64_t k, const strategy::Cluster& cluster) {
   VirtualStage s;
@@ -40,21 +57,26 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     const ProgramSegment& segment = model.segments[static_cast<size_t>(i)];
     const SegmentCost& cost = profile.Of(segment);
     s.cost += cost;
-    if (!segment.layer) continue;
-    ++s.layers;
-    switch (c.recompute) {
-      case Recompute::kNone: break;
-      case Recompute::kSelective:
-        s.recompute += cost.recomputable_seconds;
-        dropped += cost.recomputable_bytes;
-        s.workspace = std::max(s.workspace, cost.recomputable_bytes);
-        break;
-      case Recompute::kFull:  // keeps each layer's input only
-        s.recompute += cost.Seconds(OpRole::kForward);
-        dropped += cost.saved_bytes - cost.boundary_bytes;
-        s.workspace = std::max(s.workspace, cost.saved_bytes);
-        break;
+    double segment_dropped = 0;
+    if (segment.layer) {
+      ++s.layers;
+      switch (c.recompute) {
+        case Recompute::kNone: break;
+        case Recompute::kSelective:
+          s.recompute += cost.recomputable_seconds;
+          segment_dropped = cost.recomputable_bytes;
+          s.workspace = std::max(s.workspace, cost.recomputable_bytes);
+          break;
+        case Recompute::kFull:  // keeps each layer's input only
+          s.recompute += cost.Seconds(OpRole::kForward);
+          segment_dropped = cost.saved_bytes - cost.boundary_bytes;
+          s.workspace = std::max(s.workspace, cost.saved_bytes);
+          break;
+      }
     }
+    dropped += segment_dropped;
+    s.segment_saved.push_back(cost.saved_bytes - segment_dropped);
+    s.segment_grads.push_back(cost.grad_bytes);
   }
   s.saved = s.cost.saved_bytes - dropped;
   if (c.zero == 3 && c.dp > 1) {

@@ -33,11 +33,35 @@ void CheckRoundTrip(const pdist::engine::CheckpointContents& c) {
   }
 }
 
+// A version-2 file's blocks lie where CheckpointBlockBytes says (sharded checkpoints read them
+// one by one from the offsets their index computes this way), each decoding alone.
+void CheckBlockLayout(const std::string& bytes, const pdist::engine::CheckpointContents& c) {
+  Require(pdist::engine::DecodeCheckpointHeader(bytes.substr(0, pdist::engine::kCheckpointHeaderBytes), "header").ok(),
+          "a version-2 header decodes alone");
+  int64_t offset = pdist::engine::kCheckpointHeaderBytes;
+  for (const pdist::engine::CheckpointRecord& r : c.records) {
+    const int64_t size = pdist::engine::CheckpointBlockBytes(r.name, r.type);
+    Require(offset + size <= static_cast<int64_t>(bytes.size()), "blocks lie inside the file");
+    auto block = pdist::engine::DecodeCheckpointBlock(std::string_view(bytes).substr(offset, size), "block");
+    Require(block.ok() && block->name == r.name && block->type == r.type && block->bytes == r.bytes,
+            "each block decodes alone to its record");
+    offset += size;
+  }
+  Require(offset == static_cast<int64_t>(bytes.size()), "the blocks end the file");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(reinterpret_cast<const char*>(data), size);
-  if (auto c = pdist::engine::DecodeCheckpoint(input, "fuzz"); c.ok()) CheckRoundTrip(*c);
+  if (auto c = pdist::engine::DecodeCheckpoint(input, "fuzz"); c.ok()) {
+    CheckRoundTrip(*c);
+    if (pdist::engine::DecodeCheckpointHeader(input.substr(0, pdist::engine::kCheckpointHeaderBytes), "v").ok()) {
+      CheckBlockLayout(input, *c);
+    }
+  }
+  (void)pdist::engine::DecodeCheckpointHeader(input, "fuzz-header");
+  (void)pdist::engine::DecodeCheckpointBlock(input, "fuzz-block");
   if (input.size() >= 12) {
     const uint32_t one = 1;
     std::memcpy(input.data() + 8, &one, sizeof(one));  // version 1: no checksums to stop a mutation

@@ -3,12 +3,15 @@
 #include "planner/estimate.h"
 
 #include <algorithm>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "planner/comm_cost.h"
 #include "planner/compute_cost.h"
 #include "planner/stage_layout.h"
+#include "planner/virtual_stage.h"
 
 namespace pdist::planner {
 namespace {
@@ -137,6 +140,54 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   const SegmentCost all = Whole(4);
   EXPECT_NEAR(full.memory.activations,
               all.saved_bytes - 6 * (Layer(4).saved_bytes - 4.0 * 4 * 16 * 64), 1e-6);
+}
+
+// With one micro-batch the step's peak is the backward's or the optimizer's, not the sum of the
+// kinds' peaks: the embedding, 6 layers and the head, walked last to first by hand.
+TEST_F(EstimateTest, OneMicroBatchPeaksInTheBackwardOrTheOptimizerNotAtTheSum) {
+  for (int64_t zero : {0, 3}) {
+    SCOPED_TRACE(zero);
+    const Estimate e = Run({.dp = 4, .zero = zero, .micro_batch = 4, .micro_batches = 1});
+    std::vector<SegmentCost> segments = {Profile(4).kinds[kEmbeddingKind]};
+    for (int i = 0; i < 6; ++i) segments.push_back(Layer(4));
+    segments.push_back(Profile(4).kinds[kHeadKind]);
+    const double grad_scale = zero >= 2 ? 0.25 : 1.0;
+    double walk = 0;
+    for (size_t j = 0; j < segments.size(); ++j) {
+      double live = 0;
+      for (size_t i = 0; i <= j; ++i) live += segments[i].saved_bytes;
+      for (size_t i = j; i < segments.size(); ++i) live += segments[i].grad_bytes * grad_scale;
+      walk = std::max(walk, live);
+    }
+    const MemoryBreakdown& m = e.memory;
+    const double persistent = m.parameters + m.optimizer_states;
+    EXPECT_DOUBLE_EQ(m.total(), persistent + std::max(walk + m.workspace, std::max(m.gradients, persistent)));
+    EXPECT_LT(m.total(), persistent + m.gradients + m.activations + m.workspace);
+  }
+}
+
+TEST(BackwardPeakTest, MatchesABackwardRunStepByStep) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> bytes(0, 1000);
+  for (int trial = 0; trial < 200; ++trial) {
+    VirtualStage s;
+    const int n = 1 + trial % 9;
+    for (int i = 0; i < n; ++i) {
+      s.segment_saved.push_back(bytes(rng));
+      s.segment_grads.push_back(bytes(rng));
+    }
+    const double scale = trial % 2 == 0 ? 1.0 : 0.25;
+    // Before the backward every activation lives; segment j's gradients appear while its
+    // activations are still read, and its activations go when it is done.
+    double live = 0, peak = 0;
+    for (double a : s.segment_saved) live += a;
+    for (int j = n - 1; j >= 0; --j) {
+      live += s.segment_grads[static_cast<size_t>(j)] * scale;
+      peak = std::max(peak, live);
+      live -= s.segment_saved[static_cast<size_t>(j)];
+    }
+    EXPECT_NEAR(BackwardPeak(s, scale), peak, 1e-9) << trial;
+  }
 }
 
 TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
