@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 
 namespace pdist::passes {
 

@@ -48,7 +48,7 @@ struct StageTotals {
 // The activations with `in_flight` micro-batches alive at most, and the transient peak: the
 // backward's (the liveness walk, or the whole gradient sums beside every in-flight micro-batch)
 // with its workspace, or the optimizer's, which turns each gradient into new values of every
-// persistent tensor (held to the step's end: executor/executor.h) and so holds about the larger
+// persistent tensor (the executor applies them at the step's end) and so holds about the larger
 // of the two.
 void SettleTransients(StageTotals& st, double in_flight) {
   MemoryBreakdown& m = st.memory;
