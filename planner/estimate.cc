@@ -41,6 +41,7 @@ struct StageTotals {
   // Activations and gradients live at once in a one-micro-batch backward (BackwardPeak); -1:
   // several micro-batches, whose gradient sums stay whole while later ones' activations live.
   double backward_peak = -1;
+  double bucket_bytes = 0;  // the two gradient-fusion buckets in flight (part of the workspace)
   TimeBreakdown time;
   MemoryBreakdown memory;
 };
@@ -53,7 +54,9 @@ struct StageTotals {
 void SettleTransients(StageTotals& st, double in_flight) {
   MemoryBreakdown& m = st.memory;
   m.activations = st.saved * in_flight;
-  const double backward = (st.backward_peak >= 0 ? st.backward_peak : m.gradients + m.activations) + m.workspace;
+  // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
+  const double backward = st.backward_peak >= 0 ? st.backward_peak + st.bucket_bytes
+                                                : m.gradients + m.activations + m.workspace;
   const double optimizer = std::max(m.gradients, m.parameters + m.optimizer_states);
   m.transient_peak = std::max(backward, optimizer);
 }
@@ -120,7 +123,8 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     // with one micro-batch per step.
     if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= dp;
     if (c.zero >= 3) st.memory.parameters /= dp;
-    st.memory.workspace += c.dp > 1 ? 2 * options.bucket_bytes : 0;
+    st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
+    st.memory.workspace += st.bucket_bytes;
     // One micro-batch, one chunk: its backward starts with no gradient (with several
     // micro-batches the sums of the first stay whole while the next ones' activations live).
     if (c.micro_batches == 1 && c.vpp == 1) st.backward_peak = BackwardPeak(vs[stage], c.zero >= 2 ? 1 / dp : 1.0);

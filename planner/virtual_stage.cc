@@ -40,7 +40,7 @@ double BackwardPeak(const VirtualStage& s, double grad_scale) {
   double peak = 0, grads_above = 0;  // Σ_{i>j} grads_i
   for (size_t j = n; j-- > 0;) {
     const double grads_from_here = grads_above + s.segment_grads[j] * grad_scale;
-    peak = std::max(peak, saved_through[j] + grads_from_here);
+    peak = std::max(peak, saved_through[j] + s.segment_workspace[j] + grads_from_here);
     grads_above = grads_from_here;
   }
   return peak;
@@ -57,7 +57,7 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     const ProgramSegment& segment = model.segments[static_cast<size_t>(i)];
     const SegmentCost& cost = profile.Of(segment);
     s.cost += cost;
-    double segment_dropped = 0;
+    double segment_dropped = 0, segment_workspace = 0;
     if (segment.layer) {
       ++s.layers;
       switch (c.recompute) {
@@ -65,17 +65,19 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
         case Recompute::kSelective:
           s.recompute += cost.recomputable_seconds;
           segment_dropped = cost.recomputable_bytes;
-          s.workspace = std::max(s.workspace, cost.recomputable_bytes);
+          segment_workspace = cost.recomputable_bytes;
           break;
         case Recompute::kFull:  // keeps each layer's input only
           s.recompute += cost.Seconds(OpRole::kForward);
           segment_dropped = cost.saved_bytes - cost.boundary_bytes;
-          s.workspace = std::max(s.workspace, cost.saved_bytes);
+          segment_workspace = cost.saved_bytes;
           break;
       }
     }
     dropped += segment_dropped;
+    s.workspace = std::max(s.workspace, segment_workspace);
     s.segment_saved.push_back(cost.saved_bytes - segment_dropped);
+    s.segment_workspace.push_back(segment_workspace);
     s.segment_grads.push_back(cost.grad_bytes);
   }
   s.saved = s.cost.saved_bytes - dropped;

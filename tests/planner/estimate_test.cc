@@ -161,6 +161,8 @@ TEST_F(EstimateTest, OneMicroBatchPeaksInTheBackwardOrTheOptimizerNotAtTheSum) {
     }
     const MemoryBreakdown& m = e.memory;
     const double persistent = m.parameters + m.optimizer_states;
+    // No recompute: the workspace is the two fusion buckets, beside the walk throughout.
+    EXPECT_DOUBLE_EQ(m.workspace, 2 * 25e6);
     EXPECT_DOUBLE_EQ(m.total(), persistent + std::max(walk + m.workspace, std::max(m.gradients, persistent)));
     EXPECT_LT(m.total(), persistent + m.gradients + m.activations + m.workspace);
   }
@@ -174,17 +176,19 @@ TEST(BackwardPeakTest, MatchesABackwardRunStepByStep) {
     const int n = 1 + trial % 9;
     for (int i = 0; i < n; ++i) {
       s.segment_saved.push_back(bytes(rng));
+      s.segment_workspace.push_back(i % 3 == 0 ? 0.0 : bytes(rng));
       s.segment_grads.push_back(bytes(rng));
     }
     const double scale = trial % 2 == 0 ? 1.0 : 0.25;
-    // Before the backward every activation lives; segment j's gradients appear while its
-    // activations are still read, and its activations go when it is done.
+    // Before the backward every activation lives; segment j's replay and gradients appear while
+    // its activations are still read; its activations and replay go when it is done.
     double live = 0, peak = 0;
     for (double a : s.segment_saved) live += a;
     for (int j = n - 1; j >= 0; --j) {
-      live += s.segment_grads[static_cast<size_t>(j)] * scale;
+      const auto k = static_cast<size_t>(j);
+      live += s.segment_workspace[k] + s.segment_grads[k] * scale;
       peak = std::max(peak, live);
-      live -= s.segment_saved[static_cast<size_t>(j)];
+      live -= s.segment_saved[k] + s.segment_workspace[k];
     }
     EXPECT_NEAR(BackwardPeak(s, scale), peak, 1e-9) << trial;
   }
