@@ -41,11 +41,11 @@ printf 'PDISTCKP\001\000\000\000\003\000\000\000\000\000\000\000\001\000\000\000
   > "$build/corpus/checkpoint/seed.ckpt"
 printf '\001\000\000\000w\000\001\000\000\000\002\000\000\000\000\000\000\000\000\000\300\077\000\000\040\100' \
   >> "$build/corpus/checkpoint/seed.ckpt"
-# Index seed: one tensor in two pieces over two files.
+# Index seed: one tensor in two pieces over two files, the second with its block's byte range.
 cat > "$build/corpus/index/seed.json" <<'JSON'
 {"format": "pdist-sharded-checkpoint", "version": 1, "step": 3, "files": ["rank0.ckpt", "rank1.ckpt"],
  "tensors": {"w": {"dtype": "f32", "shape": [4, 2], "dist_attr": "{mesh: [2] [dp], dims_mapping: [0,-1]}",
-                   "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [2, 2]}, {"file": 1, "offsets": [2, 0], "sizes": [2, 2]}]}}}
+                   "pieces": [{"file": 0, "offsets": [0, 0], "sizes": [2, 2]}, {"file": 1, "offsets": [2, 0], "sizes": [2, 2], "bytes": [36, 54]}]}}}
 JSON
 # Token-file seeds (the first byte picks the format: 0 u16, 1 u32, 2 pdtok, 3 text): a PDTOK file
 # of width 2 holding 1, 2, 3, and the first bytes of the essay as text.
