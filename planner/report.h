@@ -3,7 +3,8 @@
 //   plan: dp4 mp2 pp2 1F1B m8 b2 sp   (runs on this build of pdist)
 //   predicted step 1.234 s  ·  26.6k tokens/s  ·  148 TFLOP/s per device  ·  MFU 47.4%
 //   memory per device 61.2 GB of 72.0 GB usable (80.0 GB less 10%)
-//     parameters 12.1  gradients 12.1  optimizer states 24.2  activations 11.3  workspace 1.5 (GB)
+//     parameters 12.1  gradients 12.1  optimizer states 24.2  activations 11.3  workspace 1.5  (GB; at most
+//     24.9 of gradients, activations and workspace at once)
 //   step time   compute 1.020  recompute 0  tensor-parallel 0.101  data-parallel 0.012  pipeline p2p 0.004  bubble 0.097 (s)
 //   searched 1415 candidates (38 simulated, 1377 cut by bounds), 49 profiles, 0.34 s
 #pragma once
