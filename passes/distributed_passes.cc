@@ -78,55 +78,61 @@ class SplitWeightGradPass : public Pass {
   }
 };
 
-// `replicate-loss{world=4}`: the loss made whole on every rank (passes/replicate_loss.h).
-// Without world, the ranks the run's strategy and the program's meshes name.
-class ReplicateLossPass : public Pass {
+// A pass whose one option, `world`, names the ranks it makes a value whole on; without it, the
+// ranks the run's strategy and the program's meshes name.
+class ReplicateOnWorldPass : public Pass {
  public:
-  explicit ReplicateLossPass(std::optional<int64_t> world) : world_(world) {}
-  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
-    PassOptionReader reader("replicate-loss", options);
-    std::optional<int64_t> world;
-    PDIST_RETURN_IF_ERROR(reader.Read("world", &world, /*min=*/1));
-    PDIST_RETURN_IF_ERROR(reader.Finish());
-    return std::make_unique<ReplicateLossPass>(world);
+  template <typename P>
+  static PassFactory Factory(const char* name) {
+    return [name](const PassOptions& options) -> absl::StatusOr<std::unique_ptr<Pass>> {
+      PassOptionReader reader(name, options);
+      std::optional<int64_t> world;
+      PDIST_RETURN_IF_ERROR(reader.Read("world", &world, /*min=*/1));
+      PDIST_RETURN_IF_ERROR(reader.Finish());
+      return std::make_unique<P>(world);
+    };
   }
-  std::string_view name() const override { return "replicate-loss"; }
+  explicit ReplicateOnWorldPass(std::optional<int64_t> world) : world_(world) {}
   PassOptions options() const override { return world_ ? PassOptions{{"world", absl::StrCat(*world_)}} : PassOptions{}; }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    const int64_t world = world_.value_or(WorldSizeOf(context.strategy, program));
-    PDIST_ASSIGN_OR_RETURN(bool appended, ReplicateLoss(program, world));
-    context.Explain(name(), appended ? absl::StrCat("loss resharded to Replicate on ", world, " ranks")
-                                     : "the loss is already whole on every rank");
-    return appended;
+    return Replicate(program, world_.value_or(WorldSizeOf(context.strategy, program)), context);
   }
+
+ protected:
+  virtual absl::StatusOr<bool> Replicate(ir::Program& program, int64_t world, PassContext& context) = 0;
 
  private:
   std::optional<int64_t> world_;
 };
 
-// `replicate-outputs{world=4}`: every output whole on every rank (passes/replicate_loss.h).
-class ReplicateOutputsPass : public Pass {
+// `replicate-loss{world=4}`: the loss made whole on every rank (passes/replicate_loss.h).
+class ReplicateLossPass : public ReplicateOnWorldPass {
  public:
-  explicit ReplicateOutputsPass(std::optional<int64_t> world) : world_(world) {}
-  static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
-    PassOptionReader reader("replicate-outputs", options);
-    std::optional<int64_t> world;
-    PDIST_RETURN_IF_ERROR(reader.Read("world", &world, /*min=*/1));
-    PDIST_RETURN_IF_ERROR(reader.Finish());
-    return std::make_unique<ReplicateOutputsPass>(world);
+  using ReplicateOnWorldPass::ReplicateOnWorldPass;
+  std::string_view name() const override { return "replicate-loss"; }
+
+ protected:
+  absl::StatusOr<bool> Replicate(ir::Program& program, int64_t world, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(bool appended, ReplicateLoss(program, world));
+    context.Explain(name(), appended ? absl::StrCat("loss resharded to Replicate on ", world, " ranks")
+                                     : "the loss is already whole on every rank");
+    return appended;
   }
+};
+
+// `replicate-outputs{world=4}`: every output whole on every rank (passes/replicate_loss.h).
+class ReplicateOutputsPass : public ReplicateOnWorldPass {
+ public:
+  using ReplicateOnWorldPass::ReplicateOnWorldPass;
   std::string_view name() const override { return "replicate-outputs"; }
-  PassOptions options() const override { return world_ ? PassOptions{{"world", absl::StrCat(*world_)}} : PassOptions{}; }
-  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    const int64_t world = world_.value_or(WorldSizeOf(context.strategy, program));
+
+ protected:
+  absl::StatusOr<bool> Replicate(ir::Program& program, int64_t world, PassContext& context) override {
     PDIST_ASSIGN_OR_RETURN(int64_t appended, ReplicateOutputs(program, world));
-    context.Explain(name(), absl::StrCat(appended, " of ", program.outputs().size(), " outputs resharded to Replicate on ",
-                                         world, " ranks"));
+    context.Explain(name(), absl::StrCat(appended, " of ", program.outputs().size(),
+                                         " outputs resharded to Replicate on ", world, " ranks"));
     return appended > 0;
   }
-
- private:
-  std::optional<int64_t> world_;
 };
 
 // `eval-mode`: dropout off (passes/inference.h).
@@ -398,9 +404,9 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
                                           "split the backward into activation (B) and weight (W) gradients (ZBH1)",
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));
   PDIST_RETURN_IF_ERROR(registry.Register("replicate-loss", "reshard the loss to Replicate on every rank of the world",
-                                          &ReplicateLossPass::Create));
+                                          ReplicateOnWorldPass::Factory<ReplicateLossPass>("replicate-loss")));
   PDIST_RETURN_IF_ERROR(registry.Register("replicate-outputs", "reshard every output to Replicate on every rank of the world",
-                                          &ReplicateOutputsPass::Create));
+                                          ReplicateOnWorldPass::Factory<ReplicateOutputsPass>("replicate-outputs")));
   PDIST_RETURN_IF_ERROR(registry.Register("eval-mode", "run dropout as at inference (is_test)",
                                           NoOptions<EvalModePass>("eval-mode")));
   PDIST_RETURN_IF_ERROR(registry.Register("prune-to-outputs",
