@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/comm/comm_groups.h"
-#include "executor/comm_stream.h"
 #include "executor/run_state.h"
 #include "executor/timeline.h"
+#include "ir/builder.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
 
@@ -79,13 +79,14 @@ void LiveBytes::Unreserve(const void* key) {
 }
 
 absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOptions options) {
+  PDIST_ASSIGN_OR_RETURN(Backend * backend, BackendFor(options.device));
   const KernelRegistry& kernels = KernelRegistry::Global();
   std::vector<const KernelFn*> fns;
   for (const auto& op : program.block().ops()) {
-    const KernelFn* fn = kernels.Find(options.device, op->type());
+    const KernelFn* fn = kernels.Find(options.device.type, op->type());
     if (fn == nullptr) {
-      return absl::UnimplementedError(absl::StrCat("no ", options.device == Device::kCPU ? "CPU" : "CUDA",
-                                                   " kernel for op '", op->type(), "'"));
+      return absl::UnimplementedError(
+          absl::StrCat("no ", DeviceTypeName(options.device.type), " kernel for op '", op->type(), "'"));
     }
     fns.push_back(fn);
   }
@@ -97,18 +98,73 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
                              def->communicates);
   }
   JobPlan job_plan = PlanJobs(program, options.fetch_ids);
-  return Executor(program, std::move(options), std::move(plan), std::move(job_plan), std::move(fns),
-                  std::move(on_comm_stream));
+  Executor executor(program, std::move(options), backend, std::move(plan), std::move(job_plan), std::move(fns),
+                    std::move(on_comm_stream));
+  executor.PlanAccumulation();
+  return executor;
+}
+
+void Executor::PlanAccumulation() {
+  if (job_plan_.accumulated.empty()) return;
+  auto sums = std::make_shared<ir::Program>();
+  ir::Builder b(sums.get());
+  for (int64_t id : job_plan_.accumulated) {
+    const ir::TensorType& type = program_->FindValue(id)->type();
+    const std::string name = absl::StrCat("v", id);
+    // A type `add` refuses (an integer value) is one JobPlan::unsummable reports before a
+    // pipelined step starts.
+    absl::StatusOr<ir::Value*> sum = b.Op1("add", {b.Data(name + ".sum", type), b.Data(name + ".share", type)});
+    if (sum.ok()) accumulate_op_[id] = (*sum)->producer();
+  }
+  accumulate_ = std::move(sums);
+  add_kernel_ = KernelRegistry::Global().Find(options_.device.type, "add");
+}
+
+void Executor::OpenStreams(RunState& state) const {
+  if (state.compute == nullptr) state.compute = backend_->NewStream(options_.device, StreamPurpose::kCompute);
+}
+
+absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const {
+  const bool gradient = IsGradient(*program_->FindValue(id));
+  if (!sum.defined()) {
+    sum = x;
+    state.live.Acquire(sum, gradient);
+    return absl::OkStatus();
+  }
+  auto op = accumulate_op_.find(id);
+  if (op == accumulate_op_.end() || add_kernel_ == nullptr) {
+    return absl::InternalError(absl::StrCat("no ", DeviceTypeName(options_.device.type), " add for summing '",
+                                            program_->FindValue(id)->name(), "' over micro-batches"));
+  }
+  std::vector<Tensor> out(1);
+  PDIST_RETURN_IF_ERROR(WithContext(CallKernel(*add_kernel_, *op->second, 0, {&sum, &x}, out, state.compute.get()),
+                                    absl::StrCat("summing '", program_->FindValue(id)->name(), "'")));
+  state.live.Acquire(out[0], gradient);
+  state.live.Release(sum);
+  sum = std::move(out[0]);
+  return absl::OkStatus();
+}
+
+absl::Status Executor::CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
+                                  std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs,
+                                  Stream* stream) const {
+  KernelContext ctx(op, std::move(inputs), &outputs);
+  ctx.set_placement(backend_->allocator(options_.device), stream);
+  ctx.set_comm_groups(options_.comm_groups.get());
+  ctx.set_micro_batch(micro_batch);
+  try {
+    return kernel(ctx);
+  } catch (const std::bad_alloc& e) {  // OutOfMemory names the device and its allocator's state
+    return absl::ResourceExhaustedError(e.what());
+  }
 }
 
 absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
-                                 std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const {
-  KernelContext ctx(op, std::move(inputs), &outputs);
-  ctx.set_comm_groups(options_.comm_groups.get());
-  ctx.set_micro_batch(micro_batch);
+                                 std::vector<Tensor>& outputs, Stream* stream,
+                                 std::map<std::string, double>* op_seconds) const {
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  absl::Status status = (*kernels_[index])(ctx);
+  absl::Status status = CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream);
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!status.ok()) return WithContext(status, absl::StrCat("op #", index, " ", op.Describe()));
   for (size_t r = 0; r < op.num_results(); ++r) {
@@ -139,7 +195,7 @@ absl::Status Executor::BindArguments(const Feeds& feeds, const Workspace& worksp
 }
 
 absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) const {
-  std::shared_ptr<StreamEvent>& event = table.pending[static_cast<size_t>(id)];
+  std::shared_ptr<Event>& event = table.pending[static_cast<size_t>(id)];
   if (event == nullptr) return absl::OkStatus();
   {
     // Time the compute thread spends waiting for communication (a pipeline stage waiting for its
@@ -147,7 +203,7 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     const bool timed = state.timeline != nullptr && state.in_job && !event->done();
     ScopedSpan span(timed ? state.timeline : nullptr,
                     {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk});
-    PDIST_RETURN_IF_ERROR(event->Wait());
+    PDIST_RETURN_IF_ERROR(state.compute->WaitFor(event));
   }
   event = nullptr;
   state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
@@ -164,7 +220,7 @@ absl::Status Executor::Fail(absl::Status status, RunState& state) const {
 
 void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueTable& table, RunState& state) const {
   const ir::Operation& op = *program_->block().ops()[i];
-  if (state.stream == nullptr) state.stream = std::make_unique<CommStream>();
+  if (state.stream == nullptr) state.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication);
   // Inputs computed here are captured now; inputs from earlier stream ops are read when this op
   // runs — the stream is in order, so they are written by then.
   std::vector<Tensor> captured(op.num_operands());
@@ -187,14 +243,14 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
   auto event = state.stream->Submit([this, &op, values, i, micro_batch, captured = std::move(captured), from_stream,
                                      dropped_by_stream, timeline = state.timeline, span = std::move(span),
-                                     op_seconds = &state.stream_op_seconds]() mutable {
+                                     stream = state.stream.get(), op_seconds = &state.stream_op_seconds]() mutable {
     ScopedSpan timed(timeline, std::move(span));
     for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
     for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
     std::vector<Tensor> outputs(op.num_results());
-    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, op_seconds));
+    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, stream, op_seconds));
     for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
   });
@@ -222,7 +278,9 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
       }
       std::vector<Tensor> outputs(op.num_results());
       const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
-      if (absl::Status s = RunKernel(i, op, micro_batch, std::move(inputs), outputs, &state.op_seconds); !s.ok()) {
+      if (absl::Status s = RunKernel(i, op, micro_batch, std::move(inputs), outputs, state.compute.get(),
+                                     &state.op_seconds);
+          !s.ok()) {
         return Fail(s, state);
       }
       for (size_t r = 0; r < op.num_results(); ++r) {
@@ -255,12 +313,15 @@ absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& tabl
 }
 
 absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) const {
-  if (state.stream == nullptr) return absl::OkStatus();
-  if (absl::Status s = state.stream->Synchronize(); !s.ok()) return Fail(s, state);
-  for (ValueTable* table : tables) {
-    for (size_t id = 0; id < table->pending.size(); ++id) PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), *table, state));
+  if (state.stream != nullptr) {
+    if (absl::Status s = state.stream->Synchronize(); !s.ok()) return Fail(s, state);
+    for (ValueTable* table : tables) {
+      for (size_t id = 0; id < table->pending.size(); ++id) {
+        PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), *table, state));
+      }
+    }
   }
-  return absl::OkStatus();
+  return state.compute->Synchronize();
 }
 
 namespace {
@@ -284,6 +345,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
   PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
   RunState state;
   state.timeline = timeline;
+  OpenStreams(state);
   const auto& ops = program.block().ops();
   if (timeline == nullptr) {
     std::vector<size_t> all(ops.size());
@@ -316,8 +378,8 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
   return Finish(table.values, table.values, state, workspace);
 }
 
-RunResult Executor::Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
-                           Workspace& workspace) const {
+absl::StatusOr<RunResult> Executor::Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values,
+                                           RunState& state, Workspace& workspace) const {
   const ir::Program& program = *program_;
   RunResult result;
   result.peak_bytes = state.live.peak();
@@ -326,7 +388,8 @@ RunResult Executor::Finish(const std::vector<Tensor>& loss_source, const std::ve
   result.op_seconds = std::move(state.op_seconds);
   for (const auto& [type, seconds] : state.stream_op_seconds) result.op_seconds[type] += seconds;  // drained by now
   if (program.loss() != nullptr) {
-    result.loss = loss_source[static_cast<size_t>(program.loss()->id())].At(0);
+    PDIST_ASSIGN_OR_RETURN(Tensor loss, ToDevice(loss_source[static_cast<size_t>(program.loss()->id())], Device::Cpu()));
+    result.loss = loss.At(0);
     result.has_loss = true;
   }
   for (int64_t id : options_.fetch_ids) result.fetched[id] = values[static_cast<size_t>(id)];

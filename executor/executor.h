@@ -1,4 +1,4 @@
-// Executor: runs one rank's local program on CPU kernels.
+// Executor: runs one rank's local program on one device's kernels (ExecutorOptions::device).
 //
 //   PDIST_ASSIGN_OR_RETURN(Executor exec, Executor::Create(program, {}));
 //   Workspace ws;  // persistent tensors: parameters and optimizer states, by value name
@@ -6,10 +6,12 @@
 //   PDIST_ASSIGN_OR_RETURN(RunResult r, exec.Run({{"tokens", t}, {"labels", l}}, ws));
 //   r.loss  // the program's loss, if it has one
 //
-// Ops run in program order. Each intermediate tensor is released right after its last use
+// Ops run in program order on the device's compute stream; collectives on its communication
+// stream, ordered by events. Each intermediate tensor is released right after its last use
 // (the memory planner computes last uses once, at Create), and the peak of live bytes is
 // reported. After the ops, `update` bindings move new parameter/state values into the
-// workspace.
+// workspace. Feeds and workspace tensors must be on the executor's device; the core computes
+// nothing on the host itself (sums over micro-batches are the device's `add` kernel).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "executor/backend.h"
 #include "executor/kernel.h"
 #include "executor/job_plan.h"
 #include "executor/memory_planner.h"
@@ -39,7 +42,8 @@ using Workspace = std::map<std::string, Tensor>;
 using Feeds = std::map<std::string, Tensor>;
 
 struct ExecutorOptions {
-  Device device = Device::kCPU;
+  // Where the program runs; Create fails, saying why, when this build or machine cannot run it.
+  Device device = Device::Cpu();
   // Values (by id) whose tensors Run returns in RunResult::fetched, besides the loss.
   std::vector<int64_t> fetch_ids;
   // Time every kernel and report the totals per op type in RunResult::op_seconds.
@@ -65,7 +69,7 @@ struct RunResult {
 
 class Executor {
  public:
-  // Checks that every op has a kernel; plans memory.
+  // Checks that the device is available and that every op has a kernel for it; plans memory.
   static absl::StatusOr<Executor> Create(const ir::Program& program, ExecutorOptions options = {});
 
   // Runs one step. Every data argument must be fed with its exact type; every parameter and
@@ -89,10 +93,17 @@ class Executor {
  private:
   friend class PipelinedStep;
   using OpHook = std::function<absl::Status(size_t op_index)>;
-  Executor(const ir::Program& program, ExecutorOptions options, MemoryPlan plan, JobPlan job_plan,
+  Executor(const ir::Program& program, ExecutorOptions options, Backend* backend, MemoryPlan plan, JobPlan job_plan,
            std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream)
-      : program_(&program), options_(std::move(options)), plan_(std::move(plan)), job_plan_(std::move(job_plan)),
-        kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)) {}
+      : program_(&program), options_(std::move(options)), backend_(backend), plan_(std::move(plan)),
+        job_plan_(std::move(job_plan)), kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)) {}
+  // Builds accumulate_ (at Create).
+  void PlanAccumulation();
+  // The run's compute stream, opened on the executor's device.
+  void OpenStreams(RunState& state) const;
+  // sum += x for the value `id` summed over micro-batches, into a fresh tensor (x may be a view
+  // of a tensor still in use), by the device's `add` kernel.
+  absl::Status Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const;
   absl::Status BindArguments(const Feeds& feeds, const Workspace& workspace, ValueTable& table) const;
   // Runs the ops `indices` (in that order) on `table`, freeing after op i what release_after[i]
   // lists; `after_op` (optional) sees each op once its compute results are in the table.
@@ -105,18 +116,29 @@ class Executor {
   // Waits for the stream and every value it owes.
   absl::Status Drain(std::vector<ValueTable*> tables, RunState& state) const;
   absl::Status Fail(absl::Status status, RunState& state) const;
-  RunResult Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
+  absl::StatusOr<RunResult> Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
                    Workspace& workspace) const;
-  // Runs op `index`'s kernel and checks its results' types; times it into op_seconds if given.
+  // Runs op `index`'s kernel on `stream` and checks its results' types; times it into op_seconds
+  // if given.
   absl::Status RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
-                         std::vector<Tensor>& outputs, std::map<std::string, double>* op_seconds) const;
+                         std::vector<Tensor>& outputs, Stream* stream, std::map<std::string, double>* op_seconds) const;
+  // Runs `kernel` for `op` with the executor's device, on `stream`; an allocation that fails
+  // becomes ResourceExhausted naming the op.
+  absl::Status CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
+                          std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream) const;
 
   const ir::Program* program_;
   ExecutorOptions options_;
+  Backend* backend_;
   MemoryPlan plan_;
   JobPlan job_plan_;
   std::vector<const KernelFn*> kernels_;  // per op, in program order
   std::vector<bool> on_comm_stream_;      // per op
+  // `%sum = add %a, %b` for each value summed over micro-batches (by value id), and the
+  // device's add kernel: the one computation the executor core itself asks for.
+  std::shared_ptr<const ir::Program> accumulate_;
+  std::map<int64_t, const ir::Operation*> accumulate_op_;
+  const KernelFn* add_kernel_ = nullptr;
 };
 
 // Creates every parameter and optimizer state of `program` from its `init` string, with a

@@ -1,20 +1,20 @@
-// KernelRegistry: lookup of kernels by device and op type.
+// KernelRegistry: lookup of kernels by device type and op type.
 #include "executor/kernel.h"
 
-#include "executor/cpu/cpu_kernels.h"
+#include "executor/backend.h"
 
 namespace pdist::exec {
 
-void KernelRegistry::Register(Device device, const std::string& op_type, KernelFn fn) {
+void KernelRegistry::Register(DeviceType device, const std::string& op_type, KernelFn fn) {
   kernels_[{device, op_type}] = std::move(fn);
 }
 
-const KernelFn* KernelRegistry::Find(Device device, const std::string& op_type) const {
+const KernelFn* KernelRegistry::Find(DeviceType device, const std::string& op_type) const {
   auto it = kernels_.find({device, op_type});
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> KernelRegistry::OpTypes(Device device) const {
+std::vector<std::string> KernelRegistry::OpTypes(DeviceType device) const {
   std::vector<std::string> out;
   for (const auto& [key, fn] : kernels_) {
     if (key.first == device) out.push_back(key.second);
@@ -25,7 +25,7 @@ std::vector<std::string> KernelRegistry::OpTypes(Device device) const {
 const KernelRegistry& KernelRegistry::Global() {
   static const KernelRegistry* registry = [] {
     auto* r = new KernelRegistry();
-    cpu::RegisterCpuKernels(*r);
+    for (const Backend* backend : Backends()) backend->RegisterKernels(*r);
     return r;
   }();
   return *registry;

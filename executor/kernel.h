@@ -1,9 +1,11 @@
-// Kernel interface: device-neutral signature, registry keyed by (device, op type).
+// Kernel interface: device-neutral signature, registry keyed by (device type, op type).
 //
 // The executor allocates nothing for a kernel: a kernel receives its inputs and writes its
-// outputs, which it creates (Tensor::Empty with the result type, or an alias of an input for
-// view-like ops such as reshape). Kernels for CPU live in executor/cpu/, each family registered
-// by its function in executor/cpu/cpu_kernels.h (RegisterCpuKernels calls them all).
+// outputs, which it creates (AllocateOutput: from the context's allocator, on its stream; or
+// an alias of an input for view-like ops such as reshape). The context gives the kernel its
+// device, stream and allocator (executor/backend.h). Each backend registers its kernels
+// (Backend::RegisterKernels): the CPU's live in executor/cpu/, each family registered by its
+// function in executor/cpu/cpu_kernels.h.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "executor/allocator.h"
+#include "executor/device.h"
+#include "executor/stream.h"
 #include "executor/tensor.h"
 #include "ir/program.h"
 
@@ -21,8 +26,6 @@ namespace pdist::exec {
 namespace comm {
 class CommGroups;
 }  // namespace comm
-
-enum class Device : int8_t { kCPU = 0, kCUDA = 1 };
 
 class KernelContext {
  public:
@@ -41,11 +44,21 @@ class KernelContext {
     return output_types_.empty() ? op_.result(i)->type() : output_types_.at(i);
   }
   void OverrideOutputTypes(std::vector<TensorType> types) { output_types_ = std::move(types); }
-  // Allocates result `i` with its static type and returns it.
-  Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i)); }
+  // Allocates result `i` with its static type, on the context's device, and returns it.
+  Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i), *allocator_, stream_); }
   // Sets result `i` to an existing tensor (an alias of an input, for view ops).
   void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
   Tensor& output(size_t i) { return (*outputs_)[i]; }
+
+  // Where the kernel runs: its device, the stream its work goes on (nullptr: the calling thread
+  // of a host kernel), the allocator of its results. Defaults: the host.
+  Device device() const { return allocator_->device(); }
+  Stream* stream() const { return stream_; }
+  Allocator& allocator() const { return *allocator_; }
+  void set_placement(Allocator& allocator, Stream* stream) {
+    allocator_ = &allocator;
+    stream_ = stream;
+  }
 
   // The rank's communicators, for collective kernels; nullptr in a single-rank run.
   comm::CommGroups* comm_groups() const { return comm_groups_; }
@@ -60,6 +73,8 @@ class KernelContext {
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor>* outputs_;
   std::vector<TensorType> output_types_;  // empty: the static types
+  Allocator* allocator_ = &HostAllocator::Instance();
+  Stream* stream_ = nullptr;
   comm::CommGroups* comm_groups_ = nullptr;
   int64_t micro_batch_ = 0;
 };
@@ -68,15 +83,15 @@ using KernelFn = std::function<absl::Status(KernelContext&)>;
 
 class KernelRegistry {
  public:
-  // Every kernel of every built backend, registered once.
+  // Every kernel of every built backend (executor/backends.cc), registered once.
   static const KernelRegistry& Global();
 
-  void Register(Device device, const std::string& op_type, KernelFn fn);
-  const KernelFn* Find(Device device, const std::string& op_type) const;
-  std::vector<std::string> OpTypes(Device device) const;
+  void Register(DeviceType device, const std::string& op_type, KernelFn fn);
+  const KernelFn* Find(DeviceType device, const std::string& op_type) const;
+  std::vector<std::string> OpTypes(DeviceType device) const;
 
  private:
-  std::map<std::pair<Device, std::string>, KernelFn> kernels_;
+  std::map<std::pair<DeviceType, std::string>, KernelFn> kernels_;
 };
 
 }  // namespace pdist::exec

@@ -5,34 +5,12 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "executor/dtype_dispatch.h"
 #include "executor/executor.h"
 #include "executor/timeline.h"
 #include "ir/status.h"
 
 namespace pdist::exec {
 namespace {
-
-// sum += x, into a fresh tensor: x may be a view of a tensor still in use.
-absl::Status AddInto(Tensor& sum, const Tensor& x, bool gradient, LiveBytes& live) {
-  if (!sum.defined()) {
-    sum = x;
-    live.Acquire(sum, gradient);
-    return absl::OkStatus();
-  }
-  Tensor out = Tensor::Empty(x.type());
-  const int64_t n = x.num_elements();
-  PDIST_DISPATCH_ANY_FLOAT(x.dtype(), T, {
-    const T* a = sum.data<T>();
-    const T* b = x.data<T>();
-    T* o = out.data<T>();
-    for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
-  });
-  live.Acquire(out, gradient);
-  live.Release(sum);
-  sum = std::move(out);
-  return absl::OkStatus();
-}
 
 bool SplitsBackward(const std::vector<ir::PipelineJob>& jobs) {
   for (const ir::PipelineJob& job : jobs) {
@@ -113,6 +91,7 @@ class PipelinedStep {
 
   absl::StatusOr<RunResult> Run() {
     PDIST_RETURN_IF_ERROR(CheckJobs());
+    ex_.OpenStreams(state_);
     release_ = SplitsBackward(jobs_) ? &ex_.job_plan_.release_split : &ex_.job_plan_.release_whole;
     if (ex_.options_.overlap_communication) {
       early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);
@@ -190,8 +169,7 @@ class PipelinedStep {
       if (!ex_.job_plan_.accumulated.count(r->id())) continue;
       PDIST_RETURN_IF_ERROR(ex_.Await(r->id(), values, state_));
       PDIST_RETURN_IF_ERROR(
-          AddInto(sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())],
-                  r->role() == ir::ValueRole::kGradient, state_.live));
+          ex_.Accumulate(r->id(), sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state_));
       if (auto left = early_.shares_left.find(r->id()); left != early_.shares_left.end() && --left->second == 0) {
         PDIST_RETURN_IF_ERROR(StartReadySyncs());
       }

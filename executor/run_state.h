@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "executor/comm_stream.h"
+#include "executor/stream.h"
 #include "executor/tensor.h"
 #include "ir/pipeline_job.h"
 
@@ -55,19 +55,21 @@ struct ValueTable {
   explicit ValueTable(size_t num_values) : values(num_values), pending(num_values), skip_release(num_values, false) {}
   std::vector<Tensor> values;
   // Values the communication stream still owes: read or freed only after their event fired.
-  std::vector<std::shared_ptr<StreamEvent>> pending;
+  std::vector<std::shared_ptr<Event>> pending;
   // Inputs a stream op frees itself (it reads them later than the compute thread would free them).
   std::vector<bool> skip_release;
 };
 
-// What every table of one run shares: the stream, the accounting, the profile.
+// What every table of one run shares: the streams, the accounting, the profile.
 struct RunState {
+  // The rank's compute stream (the backend's; on the CPU, the calling thread).
+  std::unique_ptr<Stream> compute;
   LiveBytes live;
   // The communication stream's kernels, timed by its own thread (waiting for peers included) and
   // merged into op_seconds once it is drained. Declared before `stream`, so that it outlives the
   // stream's thread.
   std::map<std::string, double> stream_op_seconds;
-  std::unique_ptr<CommStream> stream;
+  std::unique_ptr<Stream> stream;  // the communication stream, made on the first collective
   std::map<std::string, double> op_seconds;
   TimelineRecorder* timeline = nullptr;  // spans of jobs and of communication, when given
   ir::PipelineJob job;                   // the job running (a whole-program run: none)

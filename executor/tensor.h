@@ -1,16 +1,22 @@
-// Tensor: a typed, shaped view of a reference-counted host buffer.
+// Tensor: a typed, shaped view of a reference-counted buffer on one device.
 //
-// Copies share the buffer (like a shared_ptr); Clone() copies the bytes. Buffers are 64-byte
-// aligned so Eigen's vectorised paths apply.
+// Copies share the buffer (like a shared_ptr); Clone() copies the bytes. The buffer comes from
+// its device's Allocator (executor/allocator.h) and goes back to it when the last view is gone.
+// Buffers are 64-byte aligned so Eigen's vectorised paths apply. Element access (data<T>(),
+// At) is for host tensors; a device tensor is read on the host through ToDevice (backend.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "executor/device.h"
 #include "ir/types.h"
 
 namespace pdist::exec {
+
+class Allocator;  // executor/allocator.h
+class Stream;     // executor/stream.h
 
 using ir::DataType;
 using ir::Shape;
@@ -19,13 +25,17 @@ using ir::TensorType;
 class Tensor {
  public:
   Tensor() = default;
-  // Uninitialised storage for `type`.
+  // Uninitialised host storage for `type`.
   static Tensor Empty(const TensorType& type);
+  // Uninitialised storage for `type` from `allocator`, on its device, ordered after `stream`'s
+  // work (and freed into it with that stream). Throws OutOfMemory.
+  static Tensor Empty(const TensorType& type, Allocator& allocator, Stream* stream = nullptr);
   static Tensor Zeros(const TensorType& type);
   // A scalar (shape []) of `dtype` holding `value`.
   static Tensor Scalar(DataType dtype, double value);
 
   bool defined() const { return buffer_ != nullptr; }
+  const Device& device() const { return device_; }
   const TensorType& type() const { return type_; }
   const Shape& shape() const { return type_.shape; }
   DataType dtype() const { return type_.dtype; }
@@ -40,9 +50,9 @@ class Tensor {
 
   // Same buffer, another shape with the same number of elements.
   Tensor Reshaped(const Shape& shape) const;
-  // A deep copy.
+  // A deep copy (host tensors).
   Tensor Clone() const;
-  // Element `i` converted to double (for tests, losses and printing).
+  // Element `i` of a host tensor converted to double (for tests, losses and printing).
   double At(int64_t i) const;
   // Number of tensors sharing this buffer.
   long use_count() const { return buffer_.use_count(); }
@@ -51,6 +61,7 @@ class Tensor {
 
  private:
   TensorType type_;
+  Device device_;
   std::shared_ptr<void> buffer_;
 };
 

@@ -305,17 +305,17 @@ absl::Status DropoutGrad(KernelContext& ctx) {
 
 template <typename Act>
 void RegisterActivation(KernelRegistry& registry, const std::string& name) {
-  registry.Register(Device::kCPU, name, Forward<Act>);
-  registry.Register(Device::kCPU, name + "_grad", Backward<Act>);
+  registry.Register(DeviceType::kCPU, name, Forward<Act>);
+  registry.Register(DeviceType::kCPU, name + "_grad", Backward<Act>);
 }
 
 }  // namespace
 
 void RegisterActivationKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "scale", Scale);
+  registry.Register(DeviceType::kCPU, "scale", Scale);
   RegisterActivation<Relu>(registry, "relu");
-  registry.Register(Device::kCPU, "gelu", Gelu);
-  registry.Register(Device::kCPU, "gelu_grad", GeluGrad);
+  registry.Register(DeviceType::kCPU, "gelu", Gelu);
+  registry.Register(DeviceType::kCPU, "gelu_grad", GeluGrad);
   RegisterActivation<Silu>(registry, "silu");
   RegisterActivation<Tanh>(registry, "tanh");
   RegisterActivation<Exp>(registry, "exp");
@@ -323,10 +323,10 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterActivation<Erf>(registry, "erf");
   RegisterActivation<Sqrt>(registry, "sqrt");
   RegisterActivation<Rsqrt>(registry, "rsqrt");
-  registry.Register(Device::kCPU, "cast", Cast);
-  registry.Register(Device::kCPU, "dropout", Dropout);
-  registry.Register(Device::kCPU, "c_dropout", Dropout);  // the same draw, at global positions
-  registry.Register(Device::kCPU, "dropout_grad", DropoutGrad);
+  registry.Register(DeviceType::kCPU, "cast", Cast);
+  registry.Register(DeviceType::kCPU, "dropout", Dropout);
+  registry.Register(DeviceType::kCPU, "c_dropout", Dropout);  // the same draw, at global positions
+  registry.Register(DeviceType::kCPU, "dropout_grad", DropoutGrad);
 }
 
 }  // namespace pdist::exec::cpu

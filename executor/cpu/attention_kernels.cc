@@ -351,17 +351,17 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "fused_rope", [](KernelContext& ctx) {
+  registry.Register(DeviceType::kCPU, "fused_rope", [](KernelContext& ctx) {
     return RopeKernel(ctx, {ctx.input(0), ctx.input(1), ctx.input(2)}, ctx.input(3), ctx.input(4), ctx.input(5),
                       /*transpose=*/false);
   });
-  registry.Register(Device::kCPU, "fused_rope_grad", [](KernelContext& ctx) {
+  registry.Register(DeviceType::kCPU, "fused_rope_grad", [](KernelContext& ctx) {
     return RopeKernel(ctx, {ctx.input(3), ctx.input(4), ctx.input(5)}, ctx.input(0), ctx.input(1), ctx.input(2),
                       /*transpose=*/true);
   });
-  registry.Register(Device::kCPU, "flash_attn", FlashAttnKernel);
-  registry.Register(Device::kCPU, "flash_attention", FlashAttnKernel);
-  registry.Register(Device::kCPU, "flash_attn_grad", FlashAttnGradKernel);
+  registry.Register(DeviceType::kCPU, "flash_attn", FlashAttnKernel);
+  registry.Register(DeviceType::kCPU, "flash_attention", FlashAttnKernel);
+  registry.Register(DeviceType::kCPU, "flash_attn_grad", FlashAttnGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

@@ -132,14 +132,14 @@ absl::Status RecvKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterCollectiveKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "c_allreduce", AllReduceKernel);
-  registry.Register(Device::kCPU, "c_allgather", AllGatherKernel);
-  registry.Register(Device::kCPU, "c_reduce_scatter", ReduceScatterKernel);
-  registry.Register(Device::kCPU, "c_alltoall", AllToAllKernel);
-  registry.Register(Device::kCPU, "c_allreduce_coalesced", AllReduceCoalescedKernel);
-  registry.Register(Device::kCPU, "c_reduce_scatter_coalesced", ReduceScatterCoalescedKernel);
-  registry.Register(Device::kCPU, "c_send", SendKernel);
-  registry.Register(Device::kCPU, "c_recv", RecvKernel);
+  registry.Register(DeviceType::kCPU, "c_allreduce", AllReduceKernel);
+  registry.Register(DeviceType::kCPU, "c_allgather", AllGatherKernel);
+  registry.Register(DeviceType::kCPU, "c_reduce_scatter", ReduceScatterKernel);
+  registry.Register(DeviceType::kCPU, "c_alltoall", AllToAllKernel);
+  registry.Register(DeviceType::kCPU, "c_allreduce_coalesced", AllReduceCoalescedKernel);
+  registry.Register(DeviceType::kCPU, "c_reduce_scatter_coalesced", ReduceScatterCoalescedKernel);
+  registry.Register(DeviceType::kCPU, "c_send", SendKernel);
+  registry.Register(DeviceType::kCPU, "c_recv", RecvKernel);
 }
 
 }  // namespace pdist::exec::cpu

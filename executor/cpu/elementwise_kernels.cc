@@ -340,8 +340,8 @@ absl::Status WhereKernel(KernelContext& ctx) {
 
 template <typename Op>
 void RegisterArithmetic(KernelRegistry& registry, const std::string& name) {
-  registry.Register(Device::kCPU, name, ArithmeticKernel<Op>);
-  registry.Register(Device::kCPU, name + "_grad", ArithmeticGradKernel<Op>);
+  registry.Register(DeviceType::kCPU, name, ArithmeticKernel<Op>);
+  registry.Register(DeviceType::kCPU, name + "_grad", ArithmeticGradKernel<Op>);
 }
 
 }  // namespace
@@ -352,11 +352,11 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterArithmetic<Multiply>(registry, "multiply");
   RegisterArithmetic<Divide>(registry, "divide");
   RegisterArithmetic<Maximum>(registry, "maximum");
-  registry.Register(Device::kCPU, "greater_than", CompareKernel<GreaterThan>);
-  registry.Register(Device::kCPU, "less_than", CompareKernel<LessThan>);
-  registry.Register(Device::kCPU, "equal", CompareKernel<Equal>);
-  registry.Register(Device::kCPU, "expand", ExpandKernel);
-  registry.Register(Device::kCPU, "where", WhereKernel);
+  registry.Register(DeviceType::kCPU, "greater_than", CompareKernel<GreaterThan>);
+  registry.Register(DeviceType::kCPU, "less_than", CompareKernel<LessThan>);
+  registry.Register(DeviceType::kCPU, "equal", CompareKernel<Equal>);
+  registry.Register(DeviceType::kCPU, "expand", ExpandKernel);
+  registry.Register(DeviceType::kCPU, "where", WhereKernel);
 }
 
 }  // namespace pdist::exec::cpu

@@ -58,9 +58,9 @@ KernelFn WithFloatMath(KernelFn kernel) {
 }
 
 void UseFloatMathForLowPrecision(KernelRegistry& registry) {
-  for (const std::string& type : registry.OpTypes(Device::kCPU)) {
+  for (const std::string& type : registry.OpTypes(DeviceType::kCPU)) {
     if (type == "cast") continue;
-    registry.Register(Device::kCPU, type, WithFloatMath(*registry.Find(Device::kCPU, type)));
+    registry.Register(DeviceType::kCPU, type, WithFloatMath(*registry.Find(DeviceType::kCPU, type)));
   }
 }
 

@@ -90,8 +90,8 @@ absl::Status GatherGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterGatherKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "gather", GatherKernel);
-  registry.Register(Device::kCPU, "gather_grad", GatherGradKernel);
+  registry.Register(DeviceType::kCPU, "gather", GatherKernel);
+  registry.Register(DeviceType::kCPU, "gather_grad", GatherGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

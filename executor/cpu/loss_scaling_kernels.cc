@@ -57,8 +57,8 @@ absl::Status UpdateLossScalingKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterLossScalingKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "count_nonfinite", CountNonfiniteKernel);
-  registry.Register(Device::kCPU, "update_loss_scaling", UpdateLossScalingKernel);
+  registry.Register(DeviceType::kCPU, "count_nonfinite", CountNonfiniteKernel);
+  registry.Register(DeviceType::kCPU, "update_loss_scaling", UpdateLossScalingKernel);
 }
 
 }  // namespace pdist::exec::cpu

@@ -226,8 +226,8 @@ absl::Status MatmulGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterMatmulKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "matmul", MatmulKernel);
-  registry.Register(Device::kCPU, "matmul_grad", MatmulGradKernel);
+  registry.Register(DeviceType::kCPU, "matmul", MatmulKernel);
+  registry.Register(DeviceType::kCPU, "matmul_grad", MatmulGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

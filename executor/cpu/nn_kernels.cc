@@ -239,10 +239,10 @@ absl::Status CrossEntropyGradKernel(KernelContext& ctx) {
 void RegisterAttentionKernels(KernelRegistry& registry);  // attention_kernels.cc
 
 void RegisterNnKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "embedding", EmbeddingKernel);
-  registry.Register(Device::kCPU, "embedding_grad", EmbeddingGradKernel);
-  registry.Register(Device::kCPU, "cross_entropy_with_softmax", CrossEntropyKernel);
-  registry.Register(Device::kCPU, "cross_entropy_with_softmax_grad", CrossEntropyGradKernel);
+  registry.Register(DeviceType::kCPU, "embedding", EmbeddingKernel);
+  registry.Register(DeviceType::kCPU, "embedding_grad", EmbeddingGradKernel);
+  registry.Register(DeviceType::kCPU, "cross_entropy_with_softmax", CrossEntropyKernel);
+  registry.Register(DeviceType::kCPU, "cross_entropy_with_softmax_grad", CrossEntropyGradKernel);
   RegisterAttentionKernels(registry);
 }
 

@@ -232,14 +232,14 @@ absl::Status RmsNormGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, false); });
-  registry.Register(Device::kCPU, "log_softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, true); });
-  registry.Register(Device::kCPU, "softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, false); });
-  registry.Register(Device::kCPU, "log_softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, true); });
-  registry.Register(Device::kCPU, "layer_norm", LayerNormKernel);
-  registry.Register(Device::kCPU, "layer_norm_grad", LayerNormGradKernel);
-  registry.Register(Device::kCPU, "rms_norm", RmsNormKernel);
-  registry.Register(Device::kCPU, "rms_norm_grad", RmsNormGradKernel);
+  registry.Register(DeviceType::kCPU, "softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, false); });
+  registry.Register(DeviceType::kCPU, "log_softmax", [](KernelContext& ctx) { return SoftmaxKernel(ctx, true); });
+  registry.Register(DeviceType::kCPU, "softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, false); });
+  registry.Register(DeviceType::kCPU, "log_softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, true); });
+  registry.Register(DeviceType::kCPU, "layer_norm", LayerNormKernel);
+  registry.Register(DeviceType::kCPU, "layer_norm_grad", LayerNormGradKernel);
+  registry.Register(DeviceType::kCPU, "rms_norm", RmsNormKernel);
+  registry.Register(DeviceType::kCPU, "rms_norm_grad", RmsNormGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

@@ -128,9 +128,9 @@ absl::Status AdamWKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterOptimizerKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "sgd", SgdKernel);
-  registry.Register(Device::kCPU, "momentum", MomentumKernel);
-  registry.Register(Device::kCPU, "adamw", AdamWKernel);
+  registry.Register(DeviceType::kCPU, "sgd", SgdKernel);
+  registry.Register(DeviceType::kCPU, "momentum", MomentumKernel);
+  registry.Register(DeviceType::kCPU, "adamw", AdamWKernel);
 }
 
 }  // namespace pdist::exec::cpu

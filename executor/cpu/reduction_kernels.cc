@@ -304,15 +304,15 @@ absl::Status FullKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterReductionKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "sum", ReduceKernel<SumReducer>());
-  registry.Register(Device::kCPU, "mean", ReduceKernel<MeanReducer>());
-  registry.Register(Device::kCPU, "max", ReduceKernel<MaxReducer>());
-  registry.Register(Device::kCPU, "min", ReduceKernel<MinReducer>());
-  registry.Register(Device::kCPU, "sum_grad", BroadcastGradKernel(false));
-  registry.Register(Device::kCPU, "mean_grad", BroadcastGradKernel(true));
-  registry.Register(Device::kCPU, "max_grad", ExtremeGradKernel);
-  registry.Register(Device::kCPU, "min_grad", ExtremeGradKernel);
-  registry.Register(Device::kCPU, "full", FullKernel);
+  registry.Register(DeviceType::kCPU, "sum", ReduceKernel<SumReducer>());
+  registry.Register(DeviceType::kCPU, "mean", ReduceKernel<MeanReducer>());
+  registry.Register(DeviceType::kCPU, "max", ReduceKernel<MaxReducer>());
+  registry.Register(DeviceType::kCPU, "min", ReduceKernel<MinReducer>());
+  registry.Register(DeviceType::kCPU, "sum_grad", BroadcastGradKernel(false));
+  registry.Register(DeviceType::kCPU, "mean_grad", BroadcastGradKernel(true));
+  registry.Register(DeviceType::kCPU, "max_grad", ExtremeGradKernel);
+  registry.Register(DeviceType::kCPU, "min_grad", ExtremeGradKernel);
+  registry.Register(DeviceType::kCPU, "full", FullKernel);
 }
 
 }  // namespace pdist::exec::cpu

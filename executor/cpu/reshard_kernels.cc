@@ -17,6 +17,6 @@ absl::Status ReshardKernel(KernelContext& ctx) {
 
 }  // namespace
 
-void RegisterReshardKernels(KernelRegistry& registry) { registry.Register(Device::kCPU, "reshard", ReshardKernel); }
+void RegisterReshardKernels(KernelRegistry& registry) { registry.Register(DeviceType::kCPU, "reshard", ReshardKernel); }
 
 }  // namespace pdist::exec::cpu

@@ -277,13 +277,13 @@ absl::Status SliceGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& registry) {
-  for (const char* view : {"reshape", "unsqueeze", "squeeze"}) registry.Register(Device::kCPU, view, ViewKernel);
-  registry.Register(Device::kCPU, "transpose", TransposeKernel);
-  registry.Register(Device::kCPU, "split", SplitKernel);
-  registry.Register(Device::kCPU, "split_with_num", SplitKernel);
-  registry.Register(Device::kCPU, "concat", ConcatKernel);
-  registry.Register(Device::kCPU, "slice", SliceKernel);
-  registry.Register(Device::kCPU, "slice_grad", SliceGradKernel);
+  for (const char* view : {"reshape", "unsqueeze", "squeeze"}) registry.Register(DeviceType::kCPU, view, ViewKernel);
+  registry.Register(DeviceType::kCPU, "transpose", TransposeKernel);
+  registry.Register(DeviceType::kCPU, "split", SplitKernel);
+  registry.Register(DeviceType::kCPU, "split_with_num", SplitKernel);
+  registry.Register(DeviceType::kCPU, "concat", ConcatKernel);
+  registry.Register(DeviceType::kCPU, "slice", SliceKernel);
+  registry.Register(DeviceType::kCPU, "slice_grad", SliceGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

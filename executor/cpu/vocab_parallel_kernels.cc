@@ -162,10 +162,10 @@ absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterVocabParallelKernels(KernelRegistry& registry) {
-  registry.Register(Device::kCPU, "c_embedding", CEmbeddingKernel);
-  registry.Register(Device::kCPU, "c_embedding_grad", CEmbeddingGradKernel);
-  registry.Register(Device::kCPU, "c_softmax_with_cross_entropy", CSoftmaxCrossEntropyKernel);
-  registry.Register(Device::kCPU, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
+  registry.Register(DeviceType::kCPU, "c_embedding", CEmbeddingKernel);
+  registry.Register(DeviceType::kCPU, "c_embedding_grad", CEmbeddingGradKernel);
+  registry.Register(DeviceType::kCPU, "c_softmax_with_cross_entropy", CSoftmaxCrossEntropyKernel);
+  registry.Register(DeviceType::kCPU, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
 }
 
 }  // namespace pdist::exec::cpu

@@ -24,7 +24,7 @@ Tensor Random(const TensorType& type, uint64_t seed) {
 std::vector<Tensor> RunOp(const ir::Operation& op, const std::vector<const Tensor*>& inputs) {
   std::vector<Tensor> out(op.num_results());
   KernelContext ctx(op, inputs, &out);
-  const KernelFn* fn = KernelRegistry::Global().Find(Device::kCPU, op.type());
+  const KernelFn* fn = KernelRegistry::Global().Find(DeviceType::kCPU, op.type());
   EXPECT_NE(fn, nullptr) << op.type();
   absl::Status status = (*fn)(ctx);
   EXPECT_TRUE(status.ok()) << status;

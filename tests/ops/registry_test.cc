@@ -12,14 +12,14 @@ TEST(OpRegistryTest, EveryOpHasACpuKernel) {
   const exec::KernelRegistry& kernels = exec::KernelRegistry::Global();
   std::vector<std::string> missing;
   for (const std::string& name : ir::OpRegistry::Global().Names()) {
-    if (kernels.Find(exec::Device::kCPU, name) == nullptr) missing.push_back(name);
+    if (kernels.Find(exec::DeviceType::kCPU, name) == nullptr) missing.push_back(name);
   }
   EXPECT_TRUE(missing.empty()) << "ops without a CPU kernel: " << ::testing::PrintToString(missing);
 }
 
 TEST(OpRegistryTest, EveryKernelBelongsToARegisteredOp) {
   std::vector<std::string> orphans;
-  for (const std::string& name : exec::KernelRegistry::Global().OpTypes(exec::Device::kCPU)) {
+  for (const std::string& name : exec::KernelRegistry::Global().OpTypes(exec::DeviceType::kCPU)) {
     if (ir::OpRegistry::Global().Find(name) == nullptr) orphans.push_back(name);
   }
   EXPECT_TRUE(orphans.empty()) << "kernels of unknown ops: " << ::testing::PrintToString(orphans);

@@ -59,7 +59,7 @@ TEST(ViewTest, KernelsAliasTheInputBuffer) {
     const Tensor x = Iota({2, 1, 3});
     absl::StatusOr<ir::Value*> out = b.Op1(op, {b.Data("x", x.type())}, attrs);
     ASSERT_TRUE(out.ok()) << out.status();
-    const exec::KernelFn* kernel = exec::KernelRegistry::Global().Find(exec::Device::kCPU, op);
+    const exec::KernelFn* kernel = exec::KernelRegistry::Global().Find(exec::DeviceType::kCPU, op);
     ASSERT_NE(kernel, nullptr);
     std::vector<Tensor> outputs(1);
     exec::KernelContext ctx(*(*out)->producer(), {&x}, &outputs);

@@ -1,22 +1,22 @@
-// CommStream: a FIFO of tasks on one worker thread, with an event per task.
-#include "executor/comm_stream.h"
+// The CPU streams: the calling thread, and a FIFO of tasks on one worker thread with an event per task.
+#include "executor/cpu_stream.h"
 
 #include "executor/executor.h"
 
 namespace pdist::exec {
 
-absl::Status StreamEvent::Wait() {
+absl::Status HostEvent::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_; });
   return status_;
 }
 
-bool StreamEvent::done() const {
+bool HostEvent::done() const {
   std::lock_guard<std::mutex> lock(mu_);
   return done_;
 }
 
-void StreamEvent::Complete(absl::Status status) {
+void HostEvent::Complete(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
@@ -25,9 +25,21 @@ void StreamEvent::Complete(absl::Status status) {
   cv_.notify_all();
 }
 
-CommStream::CommStream() : worker_([this] { Loop(); }) {}
+std::shared_ptr<Event> CpuInlineStream::Submit(std::function<absl::Status()> work) {
+  auto event = std::make_shared<HostEvent>();
+  absl::Status status = first_error_.ok() ? work() : first_error_;
+  if (first_error_.ok()) first_error_ = status;
+  event->Complete(std::move(status));
+  return event;
+}
 
-CommStream::~CommStream() {
+absl::Status CpuInlineStream::WaitFor(const std::shared_ptr<Event>& event) {
+  return event == nullptr ? absl::OkStatus() : event->Wait();
+}
+
+CpuWorkerStream::CpuWorkerStream() : worker_([this] { Loop(); }) {}
+
+CpuWorkerStream::~CpuWorkerStream() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -36,8 +48,8 @@ CommStream::~CommStream() {
   worker_.join();
 }
 
-std::shared_ptr<StreamEvent> CommStream::Submit(std::function<absl::Status()> task) {
-  auto event = std::make_shared<StreamEvent>();
+std::shared_ptr<Event> CpuWorkerStream::Submit(std::function<absl::Status()> task) {
+  auto event = std::make_shared<HostEvent>();
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(std::move(task), event);
@@ -47,8 +59,14 @@ std::shared_ptr<StreamEvent> CommStream::Submit(std::function<absl::Status()> ta
   return event;
 }
 
-absl::Status CommStream::Synchronize() {
-  std::shared_ptr<StreamEvent> last;
+absl::Status CpuWorkerStream::WaitFor(const std::shared_ptr<Event>& event) {
+  if (event == nullptr || event->done()) return absl::OkStatus();
+  Submit([event] { return event->Wait(); });
+  return absl::OkStatus();
+}
+
+absl::Status CpuWorkerStream::Synchronize() {
+  std::shared_ptr<HostEvent> last;
   {
     std::lock_guard<std::mutex> lock(mu_);
     last = last_;
@@ -58,13 +76,13 @@ absl::Status CommStream::Synchronize() {
   return first_error_;
 }
 
-void CommStream::Loop() {
+void CpuWorkerStream::Loop() {
   // Communication kernels only copy and add; an OpenMP team of this thread's own would spin on
   // the cores the compute thread needs.
   SetKernelThreadsOfThisThread(1);
   for (;;) {
     std::function<absl::Status()> task;
-    std::shared_ptr<StreamEvent> event;
+    std::shared_ptr<HostEvent> event;
     absl::Status failed;
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -1,0 +1,41 @@
+// CpuBackend: the host as a Backend.
+#include "executor/cpu/cpu_backend.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "executor/cpu/cpu_kernels.h"
+#include "executor/cpu_stream.h"
+
+namespace pdist::exec::cpu {
+
+CpuBackend& CpuBackend::Instance() {
+  static CpuBackend* backend = new CpuBackend();
+  return *backend;
+}
+
+absl::Status CpuBackend::CheckAvailable(const Device& device) const {
+  if (device.is_cpu() && device.index == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the CPU backend runs device 'cpu', not '", device.ToString(), "'"));
+}
+
+void CpuBackend::RegisterKernels(KernelRegistry& registry) const { RegisterCpuKernels(registry); }
+
+Allocator& CpuBackend::allocator(const Device& /*device*/) { return HostAllocator::Instance(); }
+
+std::unique_ptr<Stream> CpuBackend::NewStream(const Device& /*device*/, StreamPurpose purpose) {
+  if (purpose == StreamPurpose::kCompute) return std::make_unique<CpuInlineStream>();
+  return std::make_unique<CpuWorkerStream>();
+}
+
+absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst, Stream* /*stream*/) {
+  if (!src.device().is_cpu() || !dst.device().is_cpu() || src.type() != dst.type()) {
+    return absl::InvalidArgumentError(absl::StrCat("CPU copy from a ", src.device().ToString(), " ",
+                                                   src.type().ToString(), " tensor to a ", dst.device().ToString(),
+                                                   " ", dst.type().ToString(), " one"));
+  }
+  std::memcpy(dst.raw(), src.raw(), static_cast<size_t>(src.num_bytes()));
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::exec::cpu

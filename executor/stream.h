@@ -1,0 +1,50 @@
+// Stream and Event: the ordering every backend gives the executor.
+//
+// A Stream runs the work submitted to it in submission order; an Event says that one piece of
+// work has run. The executor has a compute stream and a communication stream per rank, and
+// orders them by events, never by waiting on the host where the device can wait instead:
+//
+//   std::shared_ptr<Event> reduced = comm->Submit([&] { return AllReduce(grad); });
+//   ... more backward kernels on `compute` ...
+//   PDIST_RETURN_IF_ERROR(compute->WaitFor(reduced));   // the optimizer's kernels come after
+//
+// Backends: executor/cpu_stream.h (the calling thread, and a worker thread for communication:
+// the CPU analogue of a CUDA stream) and executor/cuda/cuda_stream.h (cudaStream_t / cudaEvent_t).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "executor/device.h"
+
+namespace pdist::exec {
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work has run; that work's status.
+  virtual absl::Status Wait() = 0;
+  // Whether the work has run (never blocks).
+  virtual bool done() const = 0;
+};
+
+enum class StreamPurpose : int8_t { kCompute, kCommunication };
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Device device() const = 0;
+  // Enqueues `work` after everything submitted before it. The event fires once it has run (on
+  // a GPU: once the device work it enqueued has). After a failure, later work is not run and
+  // reports the first failure.
+  virtual std::shared_ptr<Event> Submit(std::function<absl::Status()> work) = 0;
+  // Work submitted to this stream from now on runs after `event`. A stream that is the calling
+  // thread waits here and returns the event's status; a device stream records the dependency
+  // and returns at once (a failure then shows at the next Synchronize).
+  virtual absl::Status WaitFor(const std::shared_ptr<Event>& event) = 0;
+  // Waits for everything submitted so far; the first failure, if any.
+  virtual absl::Status Synchronize() = 0;
+};
+
+}  // namespace pdist::exec

@@ -1,0 +1,156 @@
+// The device layer: device names, the backend list and its answers for devices this build or
+// machine cannot run, the host allocator's accounting, out-of-memory as an error naming the op,
+// and the CPU streams' ordering.
+#include "executor/device.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "executor/backend.h"
+#include "executor/cpu_stream.h"
+#include "executor/executor.h"
+#include "ir/builder.h"
+
+namespace pdist::exec {
+namespace {
+
+using ::testing::HasSubstr;
+using ir::DataType;
+
+TEST(DeviceTest, ParsesTheThreeFormsAndPrintsThemBack) {
+  EXPECT_EQ(*ParseDevice("cpu"), Device::Cpu());
+  EXPECT_EQ(*ParseDevice("cuda"), Device::Cuda(0));
+  EXPECT_EQ(*ParseDevice("cuda:3"), Device::Cuda(3));
+  EXPECT_EQ(Device::Cuda(3).ToString(), "cuda:3");
+  EXPECT_EQ(Device::Cpu().ToString(), "cpu");
+  EXPECT_NE(Device::Cpu(), Device::Cuda(0));
+}
+
+TEST(DeviceTest, RefusesAnythingElseNamingIt) {
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "cuda:99999", "CPU", "", "cuda:0:1"}) {
+    absl::StatusOr<Device> d = ParseDevice(bad);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(d.status().message()), HasSubstr(absl::StrCat("'", bad, "'")));
+    EXPECT_THAT(std::string(d.status().message()), HasSubstr("'cuda:N'"));
+  }
+}
+
+TEST(BackendTest, TheCpuComesFirstAndEveryBackendRegistersKernels) {
+  ASSERT_FALSE(Backends().empty());
+  EXPECT_EQ(Backends().front()->type(), DeviceType::kCPU);
+  for (const Backend* backend : Backends()) {
+    EXPECT_FALSE(KernelRegistry::Global().OpTypes(backend->type()).empty()) << DeviceTypeName(backend->type());
+  }
+  absl::StatusOr<Backend*> cpu = BackendFor(Device::Cpu());
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ((*cpu)->allocator(Device::Cpu()).device(), Device::Cpu());
+}
+
+// Without a GPU (CI, the project's build machines) asking for one says what is missing; with
+// one, the device is there. Either way nothing crashes.
+TEST(BackendTest, AGpuThatIsNotThereIsAnErrorSayingWhatIsMissing) {
+  absl::StatusOr<Backend*> cuda = BackendFor(Device::Cuda(0));
+  if (cuda.ok()) GTEST_SKIP() << "this machine has a CUDA device: nothing is missing";
+  EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string message(cuda.status().message());
+  EXPECT_THAT(message, HasSubstr("cuda:0"));
+#ifdef PDIST_HAVE_CUDA
+  // Built with CUDA: the runtime's own reason (no device, no driver).
+  EXPECT_THAT(message, HasSubstr("cudaGetDeviceCount"));
+#else
+  EXPECT_THAT(message, HasSubstr("-DPDIST_WITH_CUDA=ON"));
+#endif
+}
+
+TEST(BackendTest, TheExecutorRefusesADeviceItCannotRunAndNamesIt) {
+  ir::Program p;
+  ir::Builder b(&p);
+  p.set_loss(*b.Op1("sum", {b.Data("x", {{4}, DataType::kFloat32})}));
+  absl::StatusOr<Executor> on_gpu = Executor::Create(p, {.device = Device::Cuda(7)});
+  if (on_gpu.ok()) GTEST_SKIP() << "this machine has 8 CUDA devices";
+  EXPECT_EQ(on_gpu.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(on_gpu.status().message()), HasSubstr("cuda:7"));
+}
+
+TEST(BackendTest, ToDeviceOnTheSameDeviceSharesTheBuffer) {
+  Tensor t = TensorFromDoubles({{3}, DataType::kFloat32}, {1, 2, 3});
+  absl::StatusOr<Tensor> same = ToDevice(t, Device::Cpu());
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->buffer_id(), t.buffer_id());
+}
+
+TEST(HostAllocatorTest, CountsTheBytesOfLiveTensorsAndTheirPeak) {
+  HostAllocator& host = HostAllocator::Instance();
+  const AllocatorStats before = host.stats();
+  {
+    Tensor a = Tensor::Empty({{1000}, DataType::kFloat64});  // 8,000 bytes
+    Tensor view = a.Reshaped({10, 100});                      // the same buffer: nothing more
+    EXPECT_EQ(a.device(), Device::Cpu());
+    const AllocatorStats during = host.stats();
+    EXPECT_EQ(during.in_use - before.in_use, 8000);
+    EXPECT_EQ(during.allocations - before.allocations, 1);
+    EXPECT_GE(during.peak_in_use, during.in_use);
+  }
+  EXPECT_EQ(host.stats().in_use, before.in_use);
+}
+
+TEST(HostAllocatorTest, AnAllocationTooLargeForTheMachineIsAnErrorNamingTheOp) {
+  // 2^50 floats: 4 PiB, beyond a process's 47-bit address space, so no overcommit setting of
+  // the kernel can grant it.
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* big = *b.Op1("full", {}, {{"shape", ir::Shape{int64_t{1} << 50}}, {"value", 0.0}, {"dtype", DataType::kFloat32}});
+  p.set_loss(*b.Op1("sum", {big}));
+  absl::StatusOr<Executor> executor = Executor::Create(p);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  absl::StatusOr<RunResult> run = executor->Run({}, ws);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("full"));
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("out of host memory allocating 4503599627370496 bytes"));
+}
+
+TEST(CpuStreamTest, WorkAfterWaitForRunsAfterTheEvent) {
+  CpuWorkerStream first, second;
+  std::atomic<int> order{0};
+  int first_saw = -1, second_saw = -1;
+  std::shared_ptr<Event> slow = first.Submit([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    first_saw = order.fetch_add(1);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(second.WaitFor(slow).ok());
+  std::shared_ptr<Event> after = second.Submit([&] {
+    second_saw = order.fetch_add(1);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(after->Wait().ok());
+  EXPECT_EQ(first_saw, 0);
+  EXPECT_EQ(second_saw, 1);
+}
+
+TEST(CpuStreamTest, TheInlineStreamReportsItsFirstFailureForLaterWork) {
+  CpuInlineStream stream;
+  bool ran = false;
+  EXPECT_FALSE(stream.Submit([] { return absl::DataLossError("first"); })->Wait().ok());
+  absl::Status later = stream.Submit([&] {
+    ran = true;
+    return absl::OkStatus();
+  })->Wait();
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(later.message(), "first");
+  EXPECT_EQ(stream.Synchronize().message(), "first");
+  // Waiting for another stream's failed event hands its status over.
+  CpuWorkerStream worker;
+  std::shared_ptr<Event> failed = worker.Submit([] { return absl::AbortedError("peer gone"); });
+  EXPECT_EQ(CpuInlineStream().WaitFor(failed).message(), "peer gone");
+}
+
+}  // namespace
+}  // namespace pdist::exec
