@@ -64,6 +64,7 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   o.seed = c.seed;
   if (c.strategy_json) o.strategy_json = c.strategy_json;
   o.backend = c.backend != nullptr ? c.backend : pdist::engine::BackendFromEnvironment();
+  if (c.device != nullptr) o.device = c.device;
   return o;
 }
 

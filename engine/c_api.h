@@ -60,6 +60,10 @@ typedef struct {
    * dies with the launcher. (0.x: this struct may grow; always fill it with
    * pdist_engine_config_init.) */
   const char* backend;
+  /* "cpu" (default, also for NULL), "cuda" (the rank's GPU: LOCAL_RANK under a launcher) or
+   * "cuda:N". A device this build or machine lacks fails pdist_engine_create, saying what is
+   * missing (docs/gpu.md). */
+  const char* device;
 } pdist_engine_config;
 
 typedef struct pdist_engine pdist_engine;

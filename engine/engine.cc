@@ -12,6 +12,7 @@
 #include "passes/inference.h"
 #include "passes/loss_scaling.h"
 #include "engine/comm_backend.h"
+#include "engine/device_choice.h"
 #include "engine/timeline_files.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
@@ -44,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
     return absl::InvalidArgumentError("the model already has backward or optimizer ops; give the forward program");
   }
   PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend(options.backend));
+  PDIST_RETURN_IF_ERROR(ChooseDevice(options.device).status());
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend));
   PDIST_RETURN_IF_ERROR(engine->Prepare());

@@ -43,6 +43,9 @@ struct EngineOptions {
   // this process; "gloo" — this process is one rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT or
   // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them).
   std::string backend = "inproc";
+  // Where each rank runs (engine/device_choice.h): "cpu", "cuda" (the rank's GPU: LOCAL_RANK
+  // under a launcher) or "cuda:N". A device this build or machine lacks is refused at Create.
+  std::string device = "cpu";
   // How long a collective waits for the other ranks before the step fails.
   double collective_timeout_s = 300;
   // Run collectives on a communication stream beside the compute (exec::ExecutorOptions).

@@ -33,6 +33,12 @@ std::shared_ptr<Event> CpuInlineStream::Submit(std::function<absl::Status()> wor
   return event;
 }
 
+std::shared_ptr<Event> CpuInlineStream::Record() {
+  auto event = std::make_shared<HostEvent>();
+  event->Complete(first_error_);
+  return event;
+}
+
 absl::Status CpuInlineStream::WaitFor(const std::shared_ptr<Event>& event) {
   return event == nullptr ? absl::OkStatus() : event->Wait();
 }
@@ -57,6 +63,10 @@ std::shared_ptr<Event> CpuWorkerStream::Submit(std::function<absl::Status()> tas
   }
   cv_.notify_all();
   return event;
+}
+
+std::shared_ptr<Event> CpuWorkerStream::Record() {
+  return Submit([] { return absl::OkStatus(); });
 }
 
 absl::Status CpuWorkerStream::WaitFor(const std::shared_ptr<Event>& event) {

@@ -46,6 +46,7 @@ class CpuInlineStream final : public Stream {
  public:
   Device device() const override { return Device::Cpu(); }
   std::shared_ptr<Event> Submit(std::function<absl::Status()> work) override;
+  std::shared_ptr<Event> Record() override;
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
   absl::Status Synchronize() override { return first_error_; }
 
@@ -63,6 +64,7 @@ class CpuWorkerStream final : public Stream {
 
   Device device() const override { return Device::Cpu(); }
   std::shared_ptr<Event> Submit(std::function<absl::Status()> task) override;
+  std::shared_ptr<Event> Record() override;
   // Queues a task that waits for `event`: what is submitted later runs after it.
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
   absl::Status Synchronize() override;

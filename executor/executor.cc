@@ -221,6 +221,10 @@ absl::Status Executor::Fail(absl::Status status, RunState& state) const {
 void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueTable& table, RunState& state) const {
   const ir::Operation& op = *program_->block().ops()[i];
   if (state.stream == nullptr) state.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication);
+  // The op reads what the compute stream has made so far (on the CPU that is done already; on a
+  // GPU the communication stream waits for the compute stream's event, not the host).
+  // A failure of that wait is also the stream's first error, which the op's event reports.
+  state.stream->WaitFor(state.compute->Record()).IgnoreError();
   // Inputs computed here are captured now; inputs from earlier stream ops are read when this op
   // runs — the stream is in order, so they are written by then.
   std::vector<Tensor> captured(op.num_operands());

@@ -39,6 +39,9 @@ class Stream {
   // a GPU: once the device work it enqueued has). After a failure, later work is not run and
   // reports the first failure.
   virtual std::shared_ptr<Event> Submit(std::function<absl::Status()> work) = 0;
+  // An event that fires once everything submitted so far has run (on the calling-thread
+  // stream: at once). Another stream that reads this one's results waits for it.
+  virtual std::shared_ptr<Event> Record() = 0;
   // Work submitted to this stream from now on runs after `event`. A stream that is the calling
   // thread waits here and returns the event's status; a device stream records the dependency
   // and returns at once (a failure then shows at the next Synchronize).

@@ -62,6 +62,7 @@ struct TrainFlags {
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data, cluster;
   int64_t eval_every = 0, eval_batches = 4;
   std::string backend = "inproc";
+  std::string device = "cpu";
   std::string timeline;
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
   double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25, peak_tflops = 0;
@@ -87,6 +88,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
             "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
             "--strategy, N ranks of data parallelism)");
   flags.String("backend", &f->backend, pdist::engine::CommBackendHelp());
+  flags.String("device", &f->device,
+               "where each rank runs: cpu, cuda (the rank's GPU: LOCAL_RANK under pdist-run) or cuda:N");
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
@@ -122,6 +125,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
     options.strategy_json = *std::move(text);
   }
   options.backend = f.backend;
+  options.device = f.device;
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));

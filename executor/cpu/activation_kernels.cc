@@ -1,13 +1,16 @@
 // CPU kernels of the unary family: scale, the activations and their gradients (Eigen array
 // expressions, vectorised), cast, and dropout with its counter-based mask.
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "executor/cpu/cpu_common.h"
 #include "executor/cpu/cpu_kernels.h"
+#include "executor/dropout_draw.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
 #include "executor/random.h"
@@ -17,7 +20,6 @@ namespace pdist::exec::cpu {
 namespace {
 
 constexpr int64_t kGrain = 32768;  // elements per thread before a loop is split
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;  // splitmix64's state increment
 
 template <typename T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -197,28 +199,10 @@ absl::Status Cast(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// What a kept element is multiplied by, in dropout and in dropout_grad alike: 1/(1-p) when
-// training in upscale_in_train mode (0 when p = 1: every element is dropped), 1-p at test time in
-// downgrade_in_infer mode, 1 otherwise.
-absl::StatusOr<double> DropoutFactor(const ir::AttributeMap& attrs) {
-  PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(attrs, "p"));
-  PDIST_ASSIGN_OR_RETURN(bool is_test, ir::GetBool(attrs, "is_test"));
-  PDIST_ASSIGN_OR_RETURN(std::string mode, ir::GetString(attrs, "mode"));
-  const bool upscale = mode == "upscale_in_train";
-  if (is_test) return upscale ? 1.0 : 1.0 - p;
-  if (upscale) return p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
-  return 1.0;
-}
-
 // The global flat index of every element of a piece of shape `local` at `offsets` in a tensor
 // of shape `global`, in the piece's row-major order.
-absl::StatusOr<std::vector<int64_t>> GlobalIndices(const Shape& local, const std::vector<int64_t>& global,
-                                                   const std::vector<int64_t>& offsets) {
-  if (global.size() != local.size() || offsets.size() != local.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("c_dropout: global_shape ", ir::ShapeToString(global),
-                                                   " and offsets must have one entry per dim of ",
-                                                   ir::ShapeToString(local)));
-  }
+std::vector<int64_t> GlobalIndices(const Shape& local, const std::vector<int64_t>& global,
+                                   const std::vector<int64_t>& offsets) {
   const auto rank = static_cast<int64_t>(local.size());
   std::vector<int64_t> stride(local.size(), 1);
   for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * global[d + 1];
@@ -239,37 +223,19 @@ absl::StatusOr<std::vector<int64_t>> GlobalIndices(const Shape& local, const std
 // key + i·golden, one Mix64 from executor/random.h), compared as integers: the mask is a function
 // of (seed, i) only, so it does not depend on threads or chunking. At test time all are kept.
 absl::Status Dropout(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(double factor, DropoutFactor(ctx.attrs()));
-  PDIST_ASSIGN_OR_RETURN(double p, ir::GetDouble(ctx.attrs(), "p"));
-  PDIST_ASSIGN_OR_RETURN(bool is_test, ir::GetBool(ctx.attrs(), "is_test"));
-  PDIST_ASSIGN_OR_RETURN(int64_t seed, ir::GetInt(ctx.attrs(), "seed"));
-  if (const Tensor* seed_tensor = ctx.input(1)) {  // i32 or i64, read exactly
-    seed = seed_tensor->dtype() == DataType::kInt64 ? seed_tensor->data<int64_t>()[0] : seed_tensor->data<int32_t>()[0];
+  std::optional<int64_t> seed_operand;
+  if (const Tensor* seed = ctx.input(1)) {  // i32 or i64, read exactly
+    seed_operand = seed->dtype() == DataType::kInt64 ? seed->data<int64_t>()[0] : seed->data<int32_t>()[0];
   }
-  const uint64_t key = StreamKey(static_cast<uint64_t>(seed), HashName("dropout"));
-  // p = 1 gives 2^53, above every 53-bit draw: nothing is kept.
-  const uint64_t threshold = is_test ? 0 : static_cast<uint64_t>(p * 9007199254740992.0);
+  PDIST_ASSIGN_OR_RETURN(DropoutDrawPlan draw, PlanDropoutDraw(ctx, seed_operand));
+  const double factor = draw.factor;
+  const uint64_t key = draw.key, threshold = draw.threshold, first = draw.first;
   const Tensor& x = *ctx.input(0);
   Tensor& out = ctx.AllocateOutput(0);
   bool* mask = ctx.AllocateOutput(1).data<bool>();
-  // c_dropout: x is the piece at `offsets` of a tensor of `global_shape`; element i draws the
-  // number of its global position.
   std::vector<int64_t> global_index;
-  if (ctx.attrs().count("global_shape")) {
-    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> global, ir::GetIntList(ctx.attrs(), "global_shape"));
-    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ir::GetIntList(ctx.attrs(), "offsets"));
-    PDIST_ASSIGN_OR_RETURN(global_index, GlobalIndices(x.shape(), global, offsets));
-  }
+  if (!draw.global_shape.empty()) global_index = GlobalIndices(x.shape(), draw.global_shape, draw.offsets);
   const int64_t* g = global_index.empty() ? nullptr : global_index.data();
-  // Micro-batch k of a pipelined step is rows [k·n, (k+1)·n) of the whole batch: its elements
-  // draw the numbers those rows draw in a whole-batch run (n: the micro-batch's element count).
-  int64_t whole = x.num_elements();
-  if (!global_index.empty()) {
-    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> global, ir::GetIntList(ctx.attrs(), "global_shape"));
-    whole = 1;
-    for (int64_t d : global) whole *= d;
-  }
-  const uint64_t first = static_cast<uint64_t>(ctx.micro_batch() * whole);
   PDIST_DISPATCH_FLOAT(x.dtype(), T, {
     const T* in = x.data<T>();
     T* o = out.data<T>();
@@ -278,7 +244,7 @@ absl::Status Dropout(KernelContext& ctx) {
     ParallelFor(x.num_elements(), kGrain, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const uint64_t n = first + static_cast<uint64_t>(g == nullptr ? i : g[i]);
-        const bool keep = (Mix64(key + n * kGolden) >> 11) >= threshold;
+        const bool keep = DropoutKeeps(key, n, threshold);
         mask[i] = keep;
         o[i] = keep ? in[i] * f : T(0);
       }

@@ -21,6 +21,7 @@
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/math/arithmetic.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cpu {
@@ -219,33 +220,6 @@ void OperandGrad(const Tensor& x, const Tensor& y, const Tensor& out_grad, const
   ReduceToShape(full.data<T>(), out_grad.shape(), grad.shape(), grad.data<T>());
 }
 
-// The arithmetic ops: forward f(x, y) and the partial derivatives times g = out_grad.
-struct Add {
-  template <typename T> static T F(T x, T y) { return x + y; }
-  template <typename T> static T Dx(T, T, T g) { return g; }
-  template <typename T> static T Dy(T, T, T g) { return g; }
-};
-struct Subtract {
-  template <typename T> static T F(T x, T y) { return x - y; }
-  template <typename T> static T Dx(T, T, T g) { return g; }
-  template <typename T> static T Dy(T, T, T g) { return -g; }
-};
-struct Multiply {
-  template <typename T> static T F(T x, T y) { return x * y; }
-  template <typename T> static T Dx(T, T y, T g) { return g * y; }
-  template <typename T> static T Dy(T x, T, T g) { return g * x; }
-};
-struct Divide {
-  template <typename T> static T F(T x, T y) { return x / y; }
-  template <typename T> static T Dx(T, T y, T g) { return g / y; }
-  template <typename T> static T Dy(T x, T y, T g) { return -(g / y) * (x / y); }  // no y*y overflow
-};
-struct Maximum {  // ties send the gradient to y (see ir/ops/elementwise.cc)
-  template <typename T> static T F(T x, T y) { return x > y ? x : y; }
-  template <typename T> static T Dx(T x, T y, T g) { return x > y ? g : T(0); }
-  template <typename T> static T Dy(T x, T y, T g) { return x > y ? T(0) : g; }
-};
-
 template <typename Op>
 absl::Status ArithmeticKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
@@ -347,11 +321,11 @@ void RegisterArithmetic(KernelRegistry& registry, const std::string& name) {
 }  // namespace
 
 void RegisterElementwiseKernels(KernelRegistry& registry) {
-  RegisterArithmetic<Add>(registry, "add");
-  RegisterArithmetic<Subtract>(registry, "subtract");
-  RegisterArithmetic<Multiply>(registry, "multiply");
-  RegisterArithmetic<Divide>(registry, "divide");
-  RegisterArithmetic<Maximum>(registry, "maximum");
+  RegisterArithmetic<math::Add>(registry, "add");
+  RegisterArithmetic<math::Subtract>(registry, "subtract");
+  RegisterArithmetic<math::Multiply>(registry, "multiply");
+  RegisterArithmetic<math::Divide>(registry, "divide");
+  RegisterArithmetic<math::Maximum>(registry, "maximum");
   registry.Register(DeviceType::kCPU, "greater_than", CompareKernel<GreaterThan>);
   registry.Register(DeviceType::kCPU, "less_than", CompareKernel<LessThan>);
   registry.Register(DeviceType::kCPU, "equal", CompareKernel<Equal>);

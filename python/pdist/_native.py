@@ -73,6 +73,7 @@ class EngineConfig(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("strategy_json", ctypes.c_char_p),
         ("backend", ctypes.c_char_p),
+        ("device", ctypes.c_char_p),
     ]
 
 

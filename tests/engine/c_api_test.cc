@@ -73,6 +73,15 @@ TEST(CApiTest, BadConfigNamesTheField) {
   cfg.learning_rate = -1;
   EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pdist_last_error()).find("learning_rate"), std::string::npos);
+  pdist_engine_config_init(&cfg);
+  cfg.device = "gpu0";
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("unknown device 'gpu0'"), std::string::npos);
+  // A GPU where there is none (or no CUDA backend in this build): refused, naming the device.
+  cfg.device = "cuda:0";
+  EXPECT_NE(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_OK);
+  EXPECT_NE(std::string(pdist_last_error()).find("cuda:0"), std::string::npos) << pdist_last_error();
+  EXPECT_EQ(engine, nullptr);
 }
 
 TEST(CApiTest, FitEvaluateSaveLoad) {

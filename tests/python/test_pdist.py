@@ -277,6 +277,15 @@ class NumpyBatchTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "not a token file"):
             engine.predict(DATA)
 
+    def test_a_device_this_build_or_machine_lacks_raises_saying_what_is_missing(self):
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "unknown device 'tpu'"):
+            pdist.Engine(self.mlp(), device="tpu")
+        # No GPU on the machines the suite runs on; a build with CUDA on a GPU machine says how
+        # far the backend is. Either way: an error naming the device, never a crash.
+        with self.assertRaisesRegex(pdist.PdistError, r"cuda:0 (asked for|is not available)"):
+            pdist.Engine(self.mlp(), device="cuda:0")
+        self.assertEqual(len(pdist.Engine(self.mlp(), device="cpu").fit(self.batches, steps=1)), 1)
+
     def test_bad_batches_raise_naming_the_input(self):
         engine = pdist.Engine(self.mlp())
         batch = self.batches[0]

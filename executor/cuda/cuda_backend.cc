@@ -1,0 +1,75 @@
+// CudaBackend: availability, per-device streams and allocators, copies.
+#include "executor/cuda/cuda_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "executor/cuda/cuda_kernels.h"
+#include "executor/cuda/cuda_status.h"
+#include "executor/cuda/cuda_stream.h"
+
+namespace pdist::exec::cuda {
+
+CudaBackend& CudaBackend::Instance() {
+  static CudaBackend* backend = new CudaBackend();  // never destroyed: its streams outlive every tensor
+  return *backend;
+}
+
+absl::Status CudaBackend::CheckAvailable(const Device& device) const {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(absl::StrCat("device ", device.ToString(), " asked for, but cudaGetDeviceCount: ",
+                                                      cudaGetErrorName(error), ": ", cudaGetErrorString(error),
+                                                      " (no NVIDIA GPU or driver on this machine?)"));
+  }
+  if (device.index >= count) {
+    return absl::FailedPreconditionError(absl::StrCat("device ", device.ToString(), " asked for, but this machine has ",
+                                                      count, " CUDA device", count == 1 ? "" : "s"));
+  }
+  return absl::OkStatus();
+}
+
+void CudaBackend::RegisterKernels(KernelRegistry& registry) const { RegisterCudaKernels(registry); }
+
+CudaBackend::PerDevice& CudaBackend::Open(const Device& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PerDevice& d = devices_[device.index];
+  if (d.allocator == nullptr) {
+    cudaSetDevice(device.index);
+    cudaStreamCreateWithFlags(&d.compute, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&d.communication, cudaStreamNonBlocking);
+    d.allocator = std::make_unique<CudaAllocator>(device, d.compute);
+  }
+  return d;
+}
+
+Allocator& CudaBackend::allocator(const Device& device) { return *Open(device).allocator; }
+
+std::unique_ptr<Stream> CudaBackend::NewStream(const Device& device, StreamPurpose purpose) {
+  PerDevice& d = Open(device);
+  cudaSetDevice(device.index);  // the rank's thread runs on its device from here on
+  return std::make_unique<CudaStream>(device, purpose == StreamPurpose::kCompute ? d.compute : d.communication);
+}
+
+absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst, Stream* stream) {
+  if (src.type() != dst.type()) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA copy from ", src.type().ToString(), " to ", dst.type().ToString()));
+  }
+  const Device& gpu = src.device().is_cpu() ? dst.device() : src.device();
+  auto* cuda_stream = dynamic_cast<CudaStream*>(stream);
+  cudaStream_t handle = cuda_stream != nullptr ? cuda_stream->handle() : compute_stream(gpu);
+  cudaSetDevice(gpu.index);
+  PDIST_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw(), src.raw(), static_cast<size_t>(src.num_bytes()),
+                                             cudaMemcpyDefault, handle));
+  if (stream == nullptr) PDIST_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(handle));
+  return absl::OkStatus();
+}
+
+cudaStream_t CudaBackend::compute_stream(const Device& device) { return Open(device).compute; }
+
+cudaStream_t StreamOf(const KernelContext& ctx) {
+  if (auto* stream = dynamic_cast<CudaStream*>(ctx.stream())) return stream->handle();
+  return CudaBackend::Instance().compute_stream(ctx.device());  // a kernel called outside a run
+}
+
+}  // namespace pdist::exec::cuda

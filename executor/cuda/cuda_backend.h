@@ -1,0 +1,46 @@
+// The CUDA backend: kernels in executor/cuda/ (host side *_kernels.cc, device side *.cu),
+// CudaAllocator, and per device one compute and one communication stream that live as long as
+// the process (CudaStream wraps them per run).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "executor/backend.h"
+#include "executor/cuda/cuda_allocator.h"
+#include "executor/kernel.h"
+
+namespace pdist::exec::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  static CudaBackend& Instance();
+  DeviceType type() const override { return DeviceType::kCUDA; }
+  absl::Status CheckAvailable(const Device& device) const override;
+  void RegisterKernels(KernelRegistry& registry) const override;
+  Allocator& allocator(const Device& device) override;
+  std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose) override;
+  absl::Status Copy(const Tensor& src, Tensor& dst, Stream* stream) override;
+  // The device's compute stream (what a copy without a stream, or a kernel called outside a
+  // run, is ordered on).
+  cudaStream_t compute_stream(const Device& device);
+
+ private:
+  struct PerDevice {
+    cudaStream_t compute = nullptr;
+    cudaStream_t communication = nullptr;
+    std::unique_ptr<CudaAllocator> allocator;
+  };
+  PerDevice& Open(const Device& device);
+
+  std::mutex mu_;
+  std::map<int, PerDevice> devices_;
+};
+
+// The stream a CUDA kernel enqueues on: its context's, or its device's compute stream.
+cudaStream_t StreamOf(const KernelContext& ctx);
+
+}  // namespace pdist::exec::cuda

@@ -1,0 +1,16 @@
+// CUDA kernel families (host side in executor/cuda/*_kernels.cc, device side in *.cu), as
+// executor/cpu/cpu_kernels.h lists the CPU's. An op without a CUDA kernel is refused by
+// Executor::Create on a GPU, by name.
+#pragma once
+
+namespace pdist::exec {
+class KernelRegistry;
+}
+
+namespace pdist::exec::cuda {
+
+void RegisterCudaKernels(KernelRegistry& registry);
+
+void RegisterElementwiseKernels(KernelRegistry& registry);
+
+}  // namespace pdist::exec::cuda

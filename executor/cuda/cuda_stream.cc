@@ -1,0 +1,81 @@
+// CudaStream and CudaEvent.
+#include "executor/cuda/cuda_stream.h"
+
+#include "executor/cuda/cuda_status.h"
+
+namespace pdist::exec::cuda {
+
+CudaEvent::~CudaEvent() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+absl::Status CudaEvent::Wait() {
+  if (!host_status_.ok() || event_ == nullptr) return host_status_;
+  return CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
+
+bool CudaEvent::done() const {
+  return !host_status_.ok() || event_ == nullptr || cudaEventQuery(event_) != cudaErrorNotReady;
+}
+
+CudaStream::~CudaStream() {
+  Synchronize().IgnoreError();  // the handle is the backend's: it stays
+}
+
+std::shared_ptr<CudaEvent> CudaStream::RecordAfter(absl::Status host_status) {
+  if (!host_status.ok()) return std::make_shared<CudaEvent>(std::move(host_status), nullptr);
+  cudaEvent_t event = nullptr;
+  absl::Status status = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  if (status.ok()) status = CudaStatus(cudaEventRecord(event, handle_), "cudaEventRecord");
+  if (!status.ok() && event != nullptr) {
+    cudaEventDestroy(event);
+    event = nullptr;
+  }
+  return std::make_shared<CudaEvent>(std::move(status), event);
+}
+
+void CudaStream::ReleaseFinished() {
+  while (!in_flight_.empty() && in_flight_.front().first->done()) in_flight_.pop_front();
+}
+
+std::shared_ptr<Event> CudaStream::Submit(std::function<absl::Status()> work) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReleaseFinished();
+  absl::Status status = first_error_.ok() ? work() : first_error_;
+  if (first_error_.ok()) first_error_ = status;
+  std::shared_ptr<CudaEvent> event = RecordAfter(std::move(status));
+  if (!event->host_status().ok() && first_error_.ok()) first_error_ = event->host_status();
+  in_flight_.emplace_back(event, std::move(work));
+  return event;
+}
+
+std::shared_ptr<Event> CudaStream::Record() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RecordAfter(first_error_);
+}
+
+absl::Status CudaStream::WaitFor(const std::shared_ptr<Event>& event) {
+  if (event == nullptr) return absl::OkStatus();
+  auto* cuda_event = dynamic_cast<CudaEvent*>(event.get());
+  absl::Status status;
+  if (cuda_event == nullptr) {
+    status = event->Wait();  // a host event: nothing the device can wait on
+  } else if (!cuda_event->host_status().ok()) {
+    status = cuda_event->host_status();
+  } else {
+    status = CudaStatus(cudaStreamWaitEvent(handle_, cuda_event->handle(), 0), "cudaStreamWaitEvent");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!status.ok() && first_error_.ok()) first_error_ = status;
+  return status;
+}
+
+absl::Status CudaStream::Synchronize() {
+  absl::Status status = CudaStatus(cudaStreamSynchronize(handle_), "cudaStreamSynchronize");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!status.ok() && first_error_.ok()) first_error_ = status;
+  in_flight_.clear();
+  return first_error_;
+}
+
+}  // namespace pdist::exec::cuda

@@ -1,0 +1,170 @@
+// Device side of the elementwise kernels: broadcast arithmetic, its gradients, dropout. The
+// per-element math is the CPU's (executor/math/arithmetic.h, executor/random.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "executor/cuda/launch.h"
+#include "executor/math/arithmetic.h"
+#include "executor/random.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // grid-stride beyond
+}
+
+// Storage type → the type the math runs in.
+template <typename S> struct Compute { using type = S; };
+template <> struct Compute<__nv_bfloat16> { using type = float; };
+template <> struct Compute<__half> { using type = float; };
+
+template <typename S> __device__ typename Compute<S>::type Load(const S* p, int64_t i) {
+  return static_cast<typename Compute<S>::type>(p[i]);
+}
+template <typename S> __device__ void Store(S* p, int64_t i, typename Compute<S>::type v) { p[i] = static_cast<S>(v); }
+
+template <int N>
+__device__ void Offsets(const StridedIndex<N>& index, int64_t flat, int64_t (&offset)[N]) {
+  for (int k = 0; k < N; ++k) offset[k] = 0;
+  for (int d = index.rank - 1; d >= 0; --d) {
+    const int64_t i = flat % index.shape[d];
+    flat /= index.shape[d];
+    for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
+  }
+}
+
+template <typename Op, typename S>
+__global__ void BinaryKernel(const S* x, const S* y, S* out, int64_t n, StridedIndex<2> index) {
+  using C = typename Compute<S>::type;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t o[2];
+    Offsets(index, i, o);
+    Store(out, i, Op::template F<C>(Load(x, o[0]), Load(y, o[1])));
+  }
+}
+
+template <typename Op, typename S>
+__global__ void BinaryGradKernel(int operand, const S* x, const S* y, const S* g, S* grad, int64_t m,
+                                 StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms) {
+  using C = typename Compute<S>::type;
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < m;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t base[3];
+    Offsets(grad_index, j, base);
+    C sum = C(0);
+    for (int64_t r = 0; r < terms; ++r) {
+      int64_t o[3];
+      Offsets(reduced, r, o);
+      const C a = Load(x, base[0] + o[0]), b = Load(y, base[1] + o[1]), d = Load(g, base[2] + o[2]);
+      sum += operand == 0 ? Op::template Dx<C>(a, b, d) : Op::template Dy<C>(a, b, d);
+    }
+    Store(grad, j, sum);
+  }
+}
+
+template <typename S>
+__global__ void DropoutKernel(const S* x, S* out, bool* mask, int64_t n, double factor, DropoutDraw draw) {
+  using C = typename Compute<S>::type;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t position = i;
+    if (draw.piece) {
+      int64_t o[1];
+      Offsets(draw.global, i, o);
+      position = draw.offset + o[0];
+    }
+    const bool keep = DropoutKeeps(draw.key, draw.first + static_cast<uint64_t>(position), draw.threshold);
+    mask[i] = keep;
+    Store(out, i, keep ? Load(x, i) * static_cast<C>(factor) : C(0));
+  }
+}
+
+template <typename S>
+__global__ void DropoutGradKernel(const bool* mask, const S* g, S* dx, int64_t n, double factor) {
+  using C = typename Compute<S>::type;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Store(dx, i, mask[i] ? Load(g, i) * static_cast<C>(factor) : C(0));
+  }
+}
+
+// Calls fn(S{}) with the storage type of `type`.
+template <typename Fn>
+cudaError_t ByType(ElemType type, Fn&& fn) {
+  switch (type) {
+    case ElemType::kF32: fn(float{}); break;
+    case ElemType::kF64: fn(double{}); break;
+    case ElemType::kBF16: fn(__nv_bfloat16{}); break;
+    case ElemType::kF16: fn(__half{}); break;
+  }
+  return cudaGetLastError();
+}
+
+template <typename Fn>
+cudaError_t ByOp(BinaryOp op, Fn&& fn) {
+  switch (op) {
+    case BinaryOp::kAdd: return fn(math::Add{});
+    case BinaryOp::kSubtract: return fn(math::Subtract{});
+    case BinaryOp::kMultiply: return fn(math::Multiply{});
+    case BinaryOp::kDivide: return fn(math::Divide{});
+    case BinaryOp::kMaximum: return fn(math::Maximum{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* y, void* out, int64_t n,
+                         const StridedIndex<2>& index, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByOp(op, [&](auto o) {
+    return ByType(type, [&](auto s) {
+      using S = decltype(s);
+      BinaryKernel<decltype(o), S><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const S*>(y),
+                                                                        static_cast<S*>(out), n, index);
+    });
+  });
+}
+
+cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
+                             void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
+                             const StridedIndex<3>& reduced, cudaStream_t stream) {
+  if (grad_elements == 0) return cudaSuccess;
+  int64_t terms = 1;
+  for (int d = 0; d < reduced.rank; ++d) terms *= reduced.shape[d];
+  return ByOp(op, [&](auto o) {
+    return ByType(type, [&](auto s) {
+      using S = decltype(s);
+      BinaryGradKernel<decltype(o), S><<<Blocks(grad_elements), kThreads, 0, stream>>>(
+          operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g), static_cast<S*>(grad),
+          grad_elements, grad_index, reduced, terms);
+    });
+  });
+}
+
+cudaError_t LaunchDropout(ElemType type, const void* x, void* out, bool* mask, int64_t n, double factor,
+                          const DropoutDraw& draw, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    DropoutKernel<S><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out), mask, n,
+                                                          factor, draw);
+  });
+}
+
+cudaError_t LaunchDropoutGrad(ElemType type, const bool* mask, const void* out_grad, void* x_grad, int64_t n,
+                              double factor, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    DropoutGradKernel<S><<<Blocks(n), kThreads, 0, stream>>>(mask, static_cast<const S*>(out_grad),
+                                                              static_cast<S*>(x_grad), n, factor);
+  });
+}
+
+}  // namespace pdist::exec::cuda

@@ -1,0 +1,60 @@
+// The boundary between the CUDA kernels' host side (executor/cuda/*_kernels.cc: attributes,
+// shapes, allocation, compiled by the host compiler) and their device side (*.cu, compiled by
+// nvcc): plain structs and launch functions, so the .cu files include no project header beyond
+// the shared per-element math (executor/math/, executor/random.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace pdist::exec::cuda {
+
+// Storage types; bf16 and f16 compute in f32 and round each result, as the CPU kernels do
+// (executor/cpu/float_math.h).
+enum class ElemType : int8_t { kF32, kF64, kBF16, kF16 };
+
+constexpr int kMaxRank = 8;
+
+// Row-major walk of `shape` (rank dims) with one element stride per operand (0 along a
+// broadcast dim): operand k's element for flat index i.
+template <int N>
+struct StridedIndex {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride[N][kMaxRank] = {};
+};
+
+enum class BinaryOp : int8_t { kAdd, kSubtract, kMultiply, kDivide, kMaximum };
+
+// out[i] = op(x[.], y[.]) over the `n` elements of out; index: operands 0 = x, 1 = y.
+cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* y, void* out, int64_t n,
+                         const StridedIndex<2>& index, cudaStream_t stream);
+
+// One operand's gradient: grad[j] = sum over the positions of out that j broadcasts to of
+// d(op)/d(operand)(x, y, g) (operand 0: x, 1: y). `grad_index` walks grad's elements (its shape
+// aligned to out's rank, strides of x, y, g at grad's positions); `reduced` walks the summed
+// dims in row-major order (strides of x, y, g along them). Every element sums its terms in
+// row-major order, as the CPU kernel does.
+cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
+                             void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
+                             const StridedIndex<3>& reduced, cudaStream_t stream);
+
+// Dropout with the CPU's counter-based draw (executor/random.h DropoutKeeps): element i draws
+// number first + position(i), position(i) = i, or, for a piece of a larger tensor, its flat
+// index there (`global`: the piece's shape with the larger tensor's strides, `offset`: the
+// flat index of the piece's first element).
+struct DropoutDraw {
+  uint64_t key = 0;
+  uint64_t threshold = 0;  // p · 2^53 (0 keeps everything)
+  uint64_t first = 0;      // the micro-batch's first number
+  bool piece = false;
+  StridedIndex<1> global;
+  int64_t offset = 0;
+};
+cudaError_t LaunchDropout(ElemType type, const void* x, void* out, bool* mask, int64_t n, double factor,
+                          const DropoutDraw& draw, cudaStream_t stream);
+cudaError_t LaunchDropoutGrad(ElemType type, const bool* mask, const void* out_grad, void* x_grad, int64_t n,
+                              double factor, cudaStream_t stream);
+
+}  // namespace pdist::exec::cuda

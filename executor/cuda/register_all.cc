@@ -1,0 +1,9 @@
+// RegisterCudaKernels: the single list of CUDA kernel families.
+#include "executor/cuda/cuda_kernels.h"
+#include "executor/kernel.h"
+
+namespace pdist::exec::cuda {
+
+void RegisterCudaKernels(KernelRegistry& registry) { RegisterElementwiseKernels(registry); }
+
+}  // namespace pdist::exec::cuda

@@ -1,0 +1,161 @@
+// Every CUDA kernel against the CPU kernel of the same op on the same inputs: f32 and f64 within
+// 1e-5 relative, bf16 within one bf16 rounding (2^-8 relative: both compute in f32 and round the
+// result once, so they differ only where f32 contraction or summation order moves a value across
+// a rounding boundary), dropout masks identical. The comparisons run where there is a GPU
+// (scripts/device-check.sh) and report themselves skipped, with the reason, where there is none;
+// the list check runs wherever the CUDA backend is built.
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "executor/backend.h"
+#include "executor/executor.h"
+#include "executor/random.h"
+#include "ir/builder.h"
+#include "ir/status.h"
+
+namespace pdist::exec {
+namespace {
+
+using ir::DataType;
+
+const std::vector<std::string> kBinaryOps = {"add", "subtract", "multiply", "divide", "maximum"};
+
+// The op types the comparisons below exercise.
+std::set<std::string> Covered() {
+  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad"};
+  for (const std::string& op : kBinaryOps) {
+    ops.insert(op);
+    ops.insert(op + "_grad");
+  }
+  return ops;
+}
+
+TEST(CudaKernelListTest, EveryCudaKernelIsComparedWithTheCpus) {
+  const std::vector<std::string> registered = KernelRegistry::Global().OpTypes(DeviceType::kCUDA);
+  bool built = false;
+  for (const Backend* backend : Backends()) built |= backend->type() == DeviceType::kCUDA;
+  if (!built) GTEST_SKIP() << "this build has no CUDA backend (-DPDIST_WITH_CUDA=ON)";
+  const std::set<std::string> covered = Covered();
+  for (const std::string& op : registered) {
+    EXPECT_TRUE(covered.count(op)) << "CUDA kernel '" << op << "' has no comparison in this file";
+    EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCPU, op), nullptr) << op << " has no CPU kernel";
+  }
+  for (const std::string& op : covered) {
+    EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCUDA, op), nullptr) << op << " is compared but not registered";
+  }
+}
+
+Tensor Random(const ir::TensorType& type, uint64_t seed, double low, double high) {
+  std::vector<double> values(static_cast<size_t>(type.num_elements()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = low + (high - low) * UniformAt(seed, i);
+  return TensorFromDoubles(type, values);
+}
+
+// Runs `program` on `device` with `feeds` and returns every op's results, on the host, by id.
+absl::StatusOr<std::map<int64_t, Tensor>> RunOn(const ir::Program& program, const Feeds& feeds, Device device) {
+  std::vector<int64_t> fetch;
+  for (const auto& op : program.block().ops()) {
+    for (const ir::Value* r : op->results()) fetch.push_back(r->id());
+  }
+  PDIST_ASSIGN_OR_RETURN(Executor executor, Executor::Create(program, {.device = device, .fetch_ids = fetch}));
+  Feeds placed;
+  for (const auto& [name, t] : feeds) {
+    PDIST_ASSIGN_OR_RETURN(placed[name], ToDevice(t, device));
+  }
+  Workspace workspace;
+  PDIST_ASSIGN_OR_RETURN(RunResult run, executor.Run(placed, workspace));
+  std::map<int64_t, Tensor> out;
+  for (const auto& [id, t] : run.fetched) {
+    PDIST_ASSIGN_OR_RETURN(out[id], ToDevice(t, Device::Cpu()));
+  }
+  return out;
+}
+
+double Tolerance(DataType dtype) { return dtype == DataType::kBFloat16 ? 1.0 / 256 : 1e-5; }
+
+// Runs `program` on the CPU and on GPU 0 and compares every result.
+void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::string& what) {
+  absl::StatusOr<std::map<int64_t, Tensor>> cpu = RunOn(program, feeds, Device::Cpu());
+  ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
+  absl::StatusOr<std::map<int64_t, Tensor>> cuda = RunOn(program, feeds, Device::Cuda(0));
+  ASSERT_TRUE(cuda.ok()) << what << ": " << cuda.status();
+  for (const auto& [id, expected] : *cpu) {
+    const Tensor& got = cuda->at(id);
+    ASSERT_EQ(got.type(), expected.type()) << what;
+    const double tolerance = Tolerance(expected.dtype());
+    for (int64_t i = 0; i < expected.num_elements(); ++i) {
+      const double a = expected.At(i), b = got.At(i);
+      if (expected.dtype() == DataType::kBool) {
+        ASSERT_EQ(a, b) << what << ": mask element " << i;
+      } else {
+        ASSERT_LE(std::abs(a - b), tolerance * std::max({std::abs(a), std::abs(b), 1e-30}))
+            << what << ": value " << program.FindValue(id)->name() << " element " << i << " cpu " << a << " cuda " << b;
+      }
+    }
+  }
+}
+
+class CudaKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<Backend*> gpu = BackendFor(Device::Cuda(0));
+    if (!gpu.ok()) GTEST_SKIP() << "no GPU here: " << gpu.status().message();
+  }
+};
+
+struct ShapePair {
+  ir::Shape x, y;
+};
+
+TEST_F(CudaKernelTest, BroadcastArithmeticAndItsGradientsMatchTheCpu) {
+  const std::vector<ShapePair> shapes = {{{4, 8}, {4, 8}}, {{3, 1, 8}, {4, 1}}, {{5, 6}, {}}, {{2, 3, 4}, {3, 1}}};
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const std::string& op : kBinaryOps) {
+      for (const ShapePair& s : shapes) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* x = b.Data("x", {s.x, dtype});
+        ir::Value* y = b.Data("y", {s.y, dtype});
+        absl::StatusOr<ir::Value*> out = b.Op1(op, {x, y});
+        ASSERT_TRUE(out.ok()) << out.status();
+        ir::Value* g = b.Data("g", (*out)->type());
+        ASSERT_TRUE(b.Create(op + "_grad", {x, y, g}).ok());
+        const Feeds feeds = {{"x", Random(x->type(), 1, -2, 2)},
+                             {"y", Random(y->type(), 2, 0.5, 2.5)},  // away from 0: divide
+                             {"g", Random(g->type(), 3, -1, 1)}};
+        ExpectSameOnGpu(p, feeds,
+                        absl::StrCat(op, " ", ir::DataTypeName(dtype), " ", ir::ShapeToString(s.x), " with ",
+                                     ir::ShapeToString(s.y)));
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, DropoutDrawsTheCpusMaskWholeAndAsAPiece) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{8, 16}, dtype});
+    absl::StatusOr<std::vector<ir::Value*>> whole = b.Create("dropout", {x}, {{"p", 0.3}, {"seed", int64_t{7}}});
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    ir::Value* g = b.Data("g", {{8, 16}, dtype});
+    ASSERT_TRUE(b.Create("dropout_grad", {(*whole)[1], g}, {{"p", 0.3}}).ok());
+    ir::Value* piece = b.Data("piece", {{4, 16}, dtype});
+    ASSERT_TRUE(b.Create("c_dropout", {piece},
+                         {{"p", 0.3}, {"seed", int64_t{7}}, {"global_shape", std::vector<int64_t>{8, 16}},
+                          {"offsets", std::vector<int64_t>{4, 0}}})
+                    .ok());
+    const Feeds feeds = {{"x", Random({{8, 16}, dtype}, 4, -1, 1)},
+                         {"g", Random({{8, 16}, dtype}, 5, -1, 1)},
+                         {"piece", Random({{4, 16}, dtype}, 6, -1, 1)}};
+    ExpectSameOnGpu(p, feeds, absl::StrCat("dropout ", ir::DataTypeName(dtype)));
+  }
+}
+
+}  // namespace
+}  // namespace pdist::exec
