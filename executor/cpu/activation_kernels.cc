@@ -13,6 +13,7 @@
 #include "executor/dropout_draw.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/math/activation.h"
 #include "executor/random.h"
 #include "ir/status.h"
 
@@ -25,8 +26,6 @@ template <typename T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename A>
-using Scalar = typename A::Scalar;
 
 // out = f(in...) over same-shape tensors: f maps Eigen array segments to an array expression,
 // evaluated chunk by chunk across threads.
@@ -37,115 +36,6 @@ void MapArrays(Tensor& out, const F& f, const In&... in) {
     ArrayMap<T>(out.data<T>() + begin, n) = f(ConstArrayMap<T>(in.template data<T>() + begin, n)...);
   });
 }
-
-// Each activation: Forward(x) and Backward(saved, g), where saved is what the gradient op reads
-// (out for relu, tanh, exp, sigmoid, sqrt and rsqrt; x for gelu, silu and erf, as declared in
-// ir/ops/activation.cc) and g is
-// out_grad. Arguments are Eigen array maps; results are expressions.
-struct Relu {
-  template <typename A>
-  static auto Forward(const A& x) { return x.max(Scalar<A>(0)); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return (out > Scalar<A>(0)).select(g, Scalar<A>(0)); }
-};
-
-// gelu(x) = x Φ(x) = 0.5 x (1 + erf(x / √2)).
-struct GeluErf {
-  template <typename A>
-  static auto Forward(const A& x) {
-    using T = Scalar<A>;
-    return T(0.5) * x * (T(1) + (x * T(M_SQRT1_2)).erf());
-  }
-  // Φ(x) + x φ(x), φ the standard normal density.
-  template <typename A>
-  static auto Backward(const A& x, const A& g) {
-    using T = Scalar<A>;
-    const T inv_sqrt_2pi = T(0.3989422804014327);
-    return g * (T(0.5) * (T(1) + (x * T(M_SQRT1_2)).erf()) + inv_sqrt_2pi * x * (T(-0.5) * x.square()).exp());
-  }
-};
-
-// gelu(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
-struct GeluTanh {
-  static constexpr double kSqrt2OverPi = 0.7978845608028654;
-  static constexpr double kCubic = 0.044715;
-  template <typename A>
-  static auto Inner(const A& x) {
-    using T = Scalar<A>;
-    return T(kSqrt2OverPi) * (x + T(kCubic) * x.cube());
-  }
-  template <typename A>
-  static auto Forward(const A& x) {
-    using T = Scalar<A>;
-    return T(0.5) * x * (T(1) + Inner(x).tanh());
-  }
-  template <typename A>
-  static auto Backward(const A& x, const A& g) {
-    using T = Scalar<A>;
-    const auto t = Inner(x).tanh();
-    const auto dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x.square());
-    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t.square()) * dinner);
-  }
-};
-
-// silu(x) = x σ(x); silu'(x) = σ(x) (1 + x (1 − σ(x))).
-struct Silu {
-  template <typename A>
-  static auto Sigmoid(const A& x) { return (Scalar<A>(1) + (-x).exp()).inverse(); }
-  template <typename A>
-  static auto Forward(const A& x) { return x * Sigmoid(x); }
-  template <typename A>
-  static auto Backward(const A& x, const A& g) {
-    using T = Scalar<A>;
-    const auto s = Sigmoid(x);
-    return g * s * (T(1) + x * (T(1) - s));
-  }
-};
-
-struct Tanh {
-  template <typename A>
-  static auto Forward(const A& x) { return x.tanh(); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return g * (Scalar<A>(1) - out.square()); }
-};
-
-struct Exp {
-  template <typename A>
-  static auto Forward(const A& x) { return x.exp(); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return g * out; }
-};
-
-struct Sigmoid {
-  template <typename A>
-  static auto Forward(const A& x) { return (Scalar<A>(1) + (-x).exp()).inverse(); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return g * out * (Scalar<A>(1) - out); }
-};
-
-struct Erf {
-  template <typename A>
-  static auto Forward(const A& x) { return x.erf(); }
-  template <typename A>
-  static auto Backward(const A& x, const A& g) {
-    using T = Scalar<A>;
-    return g * T(M_2_SQRTPI) * (-x.square()).exp();
-  }
-};
-
-struct Sqrt {
-  template <typename A>
-  static auto Forward(const A& x) { return x.sqrt(); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return g * Scalar<A>(0.5) / out; }
-};
-
-struct Rsqrt {
-  template <typename A>
-  static auto Forward(const A& x) { return x.rsqrt(); }
-  template <typename A>
-  static auto Backward(const A& out, const A& g) { return g * Scalar<A>(-0.5) * out.cube(); }
-};
 
 template <typename Act>
 absl::Status Forward(KernelContext& ctx) {
@@ -169,11 +59,11 @@ absl::Status Backward(KernelContext& ctx) {
 // gelu and gelu_grad pick the erf or the tanh form from the `approximate` attribute.
 absl::Status Gelu(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(bool approximate, ir::GetBool(ctx.attrs(), "approximate"));
-  return approximate ? Forward<GeluTanh>(ctx) : Forward<GeluErf>(ctx);
+  return approximate ? Forward<math::GeluTanh>(ctx) : Forward<math::GeluErf>(ctx);
 }
 absl::Status GeluGrad(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(bool approximate, ir::GetBool(ctx.attrs(), "approximate"));
-  return approximate ? Backward<GeluTanh>(ctx) : Backward<GeluErf>(ctx);
+  return approximate ? Backward<math::GeluTanh>(ctx) : Backward<math::GeluErf>(ctx);
 }
 
 absl::Status Scale(KernelContext& ctx) {
@@ -279,16 +169,16 @@ void RegisterActivation(KernelRegistry& registry, const std::string& name) {
 
 void RegisterActivationKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCPU, "scale", Scale);
-  RegisterActivation<Relu>(registry, "relu");
+  RegisterActivation<math::Relu>(registry, "relu");
   registry.Register(DeviceType::kCPU, "gelu", Gelu);
   registry.Register(DeviceType::kCPU, "gelu_grad", GeluGrad);
-  RegisterActivation<Silu>(registry, "silu");
-  RegisterActivation<Tanh>(registry, "tanh");
-  RegisterActivation<Exp>(registry, "exp");
-  RegisterActivation<Sigmoid>(registry, "sigmoid");
-  RegisterActivation<Erf>(registry, "erf");
-  RegisterActivation<Sqrt>(registry, "sqrt");
-  RegisterActivation<Rsqrt>(registry, "rsqrt");
+  RegisterActivation<math::Silu>(registry, "silu");
+  RegisterActivation<math::Tanh>(registry, "tanh");
+  RegisterActivation<math::Exp>(registry, "exp");
+  RegisterActivation<math::Sigmoid>(registry, "sigmoid");
+  RegisterActivation<math::Erf>(registry, "erf");
+  RegisterActivation<math::Sqrt>(registry, "sqrt");
+  RegisterActivation<math::Rsqrt>(registry, "rsqrt");
   registry.Register(DeviceType::kCPU, "cast", Cast);
   registry.Register(DeviceType::kCPU, "dropout", Dropout);
   registry.Register(DeviceType::kCPU, "c_dropout", Dropout);  // the same draw, at global positions

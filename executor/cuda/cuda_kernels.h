@@ -12,5 +12,6 @@ namespace pdist::exec::cuda {
 void RegisterCudaKernels(KernelRegistry& registry);
 
 void RegisterElementwiseKernels(KernelRegistry& registry);
+void RegisterActivationKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -9,6 +9,7 @@
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
+#include "executor/cuda/elem_type.h"
 #include "executor/cuda/launch.h"
 #include "executor/dropout_draw.h"
 #include "executor/kernel.h"
@@ -16,18 +17,6 @@
 
 namespace pdist::exec::cuda {
 namespace {
-
-absl::StatusOr<ElemType> ElemTypeOf(const char* op, DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return ElemType::kF32;
-    case DataType::kFloat64: return ElemType::kF64;
-    case DataType::kBFloat16: return ElemType::kBF16;
-    case DataType::kFloat16: return ElemType::kF16;
-    default:
-      return absl::UnimplementedError(absl::StrCat(op, " on cuda: ", ir::DataTypeName(dtype),
-                                                   " operands (the CUDA kernel takes f32, f64, bf16, f16)"));
-  }
-}
 
 // Row-major strides of `shape` aligned to `rank` dims (leading dims of 1 added), 0 along every
 // dim of size 1: the operand is broadcast there.

@@ -1,8 +1,6 @@
 // Device side of the elementwise kernels: broadcast arithmetic, its gradients, dropout. The
 // per-element math is the CPU's (executor/math/arithmetic.h, executor/random.h).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include "executor/cuda/device_common.cuh"
 #include "executor/cuda/launch.h"
 #include "executor/math/arithmetic.h"
 #include "executor/random.h"
@@ -10,38 +8,10 @@
 namespace pdist::exec::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // grid-stride beyond
-}
-
-// Storage type → the type the math runs in.
-template <typename S> struct Compute { using type = S; };
-template <> struct Compute<__nv_bfloat16> { using type = float; };
-template <> struct Compute<__half> { using type = float; };
-
-template <typename S> __device__ typename Compute<S>::type Load(const S* p, int64_t i) {
-  return static_cast<typename Compute<S>::type>(p[i]);
-}
-template <typename S> __device__ void Store(S* p, int64_t i, typename Compute<S>::type v) { p[i] = static_cast<S>(v); }
-
-template <int N>
-__device__ void Offsets(const StridedIndex<N>& index, int64_t flat, int64_t (&offset)[N]) {
-  for (int k = 0; k < N; ++k) offset[k] = 0;
-  for (int d = index.rank - 1; d >= 0; --d) {
-    const int64_t i = flat % index.shape[d];
-    flat /= index.shape[d];
-    for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
-  }
-}
-
 template <typename Op, typename S>
 __global__ void BinaryKernel(const S* x, const S* y, S* out, int64_t n, StridedIndex<2> index) {
   using C = typename Compute<S>::type;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  PDIST_GRID_STRIDE_LOOP(i, n) {
     int64_t o[2];
     Offsets(index, i, o);
     Store(out, i, Op::template F<C>(Load(x, o[0]), Load(y, o[1])));
@@ -52,8 +22,7 @@ template <typename Op, typename S>
 __global__ void BinaryGradKernel(int operand, const S* x, const S* y, const S* g, S* grad, int64_t m,
                                  StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms) {
   using C = typename Compute<S>::type;
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < m;
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  PDIST_GRID_STRIDE_LOOP(j, m) {
     int64_t base[3];
     Offsets(grad_index, j, base);
     C sum = C(0);
@@ -70,8 +39,7 @@ __global__ void BinaryGradKernel(int operand, const S* x, const S* y, const S* g
 template <typename S>
 __global__ void DropoutKernel(const S* x, S* out, bool* mask, int64_t n, double factor, DropoutDraw draw) {
   using C = typename Compute<S>::type;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  PDIST_GRID_STRIDE_LOOP(i, n) {
     int64_t position = i;
     if (draw.piece) {
       int64_t o[1];
@@ -87,22 +55,9 @@ __global__ void DropoutKernel(const S* x, S* out, bool* mask, int64_t n, double 
 template <typename S>
 __global__ void DropoutGradKernel(const bool* mask, const S* g, S* dx, int64_t n, double factor) {
   using C = typename Compute<S>::type;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  PDIST_GRID_STRIDE_LOOP(i, n) {
     Store(dx, i, mask[i] ? Load(g, i) * static_cast<C>(factor) : C(0));
   }
-}
-
-// Calls fn(S{}) with the storage type of `type`.
-template <typename Fn>
-cudaError_t ByType(ElemType type, Fn&& fn) {
-  switch (type) {
-    case ElemType::kF32: fn(float{}); break;
-    case ElemType::kF64: fn(double{}); break;
-    case ElemType::kBF16: fn(__nv_bfloat16{}); break;
-    case ElemType::kF16: fn(__half{}); break;
-  }
-  return cudaGetLastError();
 }
 
 template <typename Fn>

@@ -40,6 +40,17 @@ cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void
                              void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
                              const StridedIndex<3>& reduced, cudaStream_t stream);
 
+// The activations (executor/math/activation.h). Forward: out = f(x). Gradient: dx = f'(saved, g),
+// `saved` being what the gradient op reads (out for relu, tanh, exp, sigmoid, sqrt, rsqrt; x for
+// gelu, silu, erf).
+enum class UnaryOp : int8_t { kRelu, kGeluErf, kGeluTanh, kSilu, kTanh, kExp, kSigmoid, kErf, kSqrt, kRsqrt };
+cudaError_t LaunchUnary(UnaryOp op, ElemType type, const void* x, void* out, int64_t n, cudaStream_t stream);
+cudaError_t LaunchUnaryGrad(UnaryOp op, ElemType type, const void* saved, const void* g, void* dx, int64_t n,
+                            cudaStream_t stream);
+// scale: out = x·scale + bias, or (x + bias)·scale.
+cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, double scale, double bias,
+                        bool bias_after_scale, cudaStream_t stream);
+
 // Dropout with the CPU's counter-based draw (executor/random.h DropoutKeeps): element i draws
 // number first + position(i), position(i) = i, or, for a piece of a larger tensor, its flat
 // index there (`global`: the piece's shape with the larger tensor's strides, `offset`: the

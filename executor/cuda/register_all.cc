@@ -4,6 +4,9 @@
 
 namespace pdist::exec::cuda {
 
-void RegisterCudaKernels(KernelRegistry& registry) { RegisterElementwiseKernels(registry); }
+void RegisterCudaKernels(KernelRegistry& registry) {
+  RegisterElementwiseKernels(registry);
+  RegisterActivationKernels(registry);
+}
 
 }  // namespace pdist::exec::cuda

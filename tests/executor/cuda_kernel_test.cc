@@ -24,10 +24,15 @@ namespace {
 using ir::DataType;
 
 const std::vector<std::string> kBinaryOps = {"add", "subtract", "multiply", "divide", "maximum"};
+const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "exp", "sigmoid", "erf", "sqrt", "rsqrt"};
 
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
-  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad"};
+  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale"};
+  for (const std::string& op : kActivations) {
+    ops.insert(op);
+    ops.insert(op + "_grad");
+  }
   for (const std::string& op : kBinaryOps) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -133,6 +138,33 @@ TEST_F(CudaKernelTest, BroadcastArithmeticAndItsGradientsMatchTheCpu) {
                                      ir::ShapeToString(s.y)));
       }
     }
+  }
+}
+
+TEST_F(CudaKernelTest, ActivationsTheirGradientsAndScaleMatchTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const std::string& op : kActivations) {
+      for (bool approximate : {false, true}) {
+        if (approximate && op != "gelu") continue;
+        const ir::AttributeMap attrs = op == "gelu" ? ir::AttributeMap{{"approximate", approximate}} : ir::AttributeMap{};
+        ir::Program p;
+        ir::Builder b(&p);
+        const ir::TensorType type{{6, 40}, dtype};
+        ASSERT_TRUE(b.Op1(op, {b.Data("x", type)}, attrs).ok());
+        ASSERT_TRUE(b.Op1(op + "_grad", {b.Data("saved", type), b.Data("g", type)}, attrs).ok());
+        const bool positive = op == "sqrt" || op == "rsqrt";
+        const Feeds feeds = {{"x", Random(type, 7, positive ? 0.05 : -3, 3)},
+                             {"saved", Random(type, 8, positive ? 0.05 : -3, 3)},
+                             {"g", Random(type, 9, -1, 1)}};
+        ExpectSameOnGpu(p, feeds, absl::StrCat(op, approximate ? " (tanh form) " : " ", ir::DataTypeName(dtype)));
+      }
+    }
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{5, 7}, dtype});
+    ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", 0.3}, {"bias", 1.25}}).ok());
+    ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", -2.0}, {"bias", 0.5}, {"bias_after_scale", false}}).ok());
+    ExpectSameOnGpu(p, {{"x", Random({{5, 7}, dtype}, 10, -2, 2)}}, absl::StrCat("scale ", ir::DataTypeName(dtype)));
   }
 }
 

@@ -1,0 +1,57 @@
+// What every .cu file of the CUDA backend shares: launch geometry (a grid-stride loop of
+// 256-thread blocks), loads and stores that compute bf16/f16 in f32 and round each result (as
+// the CPU kernels do), a broadcast walk, and the dispatch from ElemType to a storage type.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "executor/cuda/launch.h"
+
+namespace pdist::exec::cuda {
+
+constexpr int kThreads = 256;
+
+inline int Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // grid-stride beyond
+}
+
+// Storage type → the type the math runs in.
+template <typename S> struct Compute { using type = S; };
+template <> struct Compute<__nv_bfloat16> { using type = float; };
+template <> struct Compute<__half> { using type = float; };
+
+template <typename S> __device__ typename Compute<S>::type Load(const S* p, int64_t i) {
+  return static_cast<typename Compute<S>::type>(p[i]);
+}
+template <typename S> __device__ void Store(S* p, int64_t i, typename Compute<S>::type v) { p[i] = static_cast<S>(v); }
+
+template <int N>
+__device__ void Offsets(const StridedIndex<N>& index, int64_t flat, int64_t (&offset)[N]) {
+  for (int k = 0; k < N; ++k) offset[k] = 0;
+  for (int d = index.rank - 1; d >= 0; --d) {
+    const int64_t i = flat % index.shape[d];
+    flat /= index.shape[d];
+    for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
+  }
+}
+
+// Calls fn(S{}) with the storage type of `type`.
+template <typename Fn>
+cudaError_t ByType(ElemType type, Fn&& fn) {
+  switch (type) {
+    case ElemType::kF32: fn(float{}); break;
+    case ElemType::kF64: fn(double{}); break;
+    case ElemType::kBF16: fn(__nv_bfloat16{}); break;
+    case ElemType::kF16: fn(__half{}); break;
+  }
+  return cudaGetLastError();
+}
+
+// for (i = this thread's first; i < n; i += the grid's threads)
+#define PDIST_GRID_STRIDE_LOOP(i, n)                                                  \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+}  // namespace pdist::exec::cuda

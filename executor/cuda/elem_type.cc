@@ -1,0 +1,20 @@
+// ElemTypeOf: the float dtypes the CUDA launchers compute in.
+#include "executor/cuda/elem_type.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace pdist::exec::cuda {
+
+absl::StatusOr<ElemType> ElemTypeOf(const char* op, ir::DataType dtype) {
+  switch (dtype) {
+    case ir::DataType::kFloat32: return ElemType::kF32;
+    case ir::DataType::kFloat64: return ElemType::kF64;
+    case ir::DataType::kBFloat16: return ElemType::kBF16;
+    case ir::DataType::kFloat16: return ElemType::kF16;
+    default:
+      return absl::UnimplementedError(absl::StrCat(op, " on cuda: ", ir::DataTypeName(dtype),
+                                                   " operands (the CUDA kernel takes f32, f64, bf16, f16)"));
+  }
+}
+
+}  // namespace pdist::exec::cuda
