@@ -6,6 +6,7 @@
 #include "executor/cpu/cpu_common.h"
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/kernel.h"
+#include "executor/shape_layout.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/ops/shape.h"
 #include "ir/status.h"
@@ -19,12 +20,6 @@ using ir::NumElements;
 constexpr int64_t kGrainBytes = 1 << 16;
 // Transpose tile edge: a 32×32 tile of 8-byte elements (8 KiB) stays in L1 for both read and write.
 constexpr int64_t kTile = 32;
-
-// reshape, unsqueeze, squeeze: the result shares x's buffer.
-absl::Status ViewKernel(KernelContext& ctx) {
-  ctx.SetOutput(0, ctx.input(0)->Reshaped(ctx.output_type(0).shape));
-  return absl::OkStatus();
-}
 
 // --- transpose ---------------------------------------------------------------------------------
 
@@ -146,26 +141,6 @@ absl::Status TransposeKernel(KernelContext& ctx) {
 // A tensor cut along `axis` into pieces: the whole is [outer, total·inner] and piece i is
 // [outer, sizes[i]·inner] starting at column offsets[i]·inner. Copies between the whole and the
 // pieces, one memcpy per (outer index, piece).
-struct Pieces {
-  int64_t outer = 1;
-  int64_t inner_bytes = 1;  // bytes of one step along the axis
-  int64_t total = 0;
-  std::vector<int64_t> sizes, offsets;
-};
-
-Pieces PiecesOf(const Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size) {
-  Pieces p;
-  for (int64_t d = 0; d < axis; ++d) p.outer *= whole[d];
-  p.inner_bytes = element_size;
-  for (size_t d = static_cast<size_t>(axis) + 1; d < whole.size(); ++d) p.inner_bytes *= whole[d];
-  for (const Tensor* t : pieces) {
-    p.offsets.push_back(p.total);
-    p.sizes.push_back(t->shape()[axis]);
-    p.total += t->shape()[axis];
-  }
-  return p;
-}
-
 // to_pieces: whole → pieces (split); else pieces → whole (concat).
 void CopyPieces(const Pieces& p, char* whole, const std::vector<char*>& pieces, bool to_pieces) {
   const int64_t n = static_cast<int64_t>(pieces.size());
@@ -182,11 +157,6 @@ void CopyPieces(const Pieces& p, char* whole, const std::vector<char*>& pieces, 
         std::memcpy(w, piece, static_cast<size_t>(bytes));
     }
   });
-}
-
-absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const Shape& shape) {
-  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
-  return ir::ops::NormalizeAxis(axis, static_cast<int64_t>(shape.size()));
 }
 
 // split and split_with_num: the result shapes already hold the sections.

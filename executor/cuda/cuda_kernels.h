@@ -13,5 +13,6 @@ void RegisterCudaKernels(KernelRegistry& registry);
 
 void RegisterElementwiseKernels(KernelRegistry& registry);
 void RegisterActivationKernels(KernelRegistry& registry);
+void RegisterShapeKernels(KernelRegistry& registry);  // and full
 
 }  // namespace pdist::exec::cuda

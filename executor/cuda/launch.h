@@ -51,6 +51,10 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, ElemType type, const void* saved, const 
 cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
 
+// Every element of `out` (n elements of `element_size` bytes: 1, 2, 4 or 8) set to the bit
+// pattern in the low bytes of `pattern` (the host converts the value, as the CPU does).
+cudaError_t LaunchFill(void* out, int64_t n, int element_size, uint64_t pattern, cudaStream_t stream);
+
 // Dropout with the CPU's counter-based draw (executor/random.h DropoutKeeps): element i draws
 // number first + position(i), position(i) = i, or, for a piece of a larger tensor, its flat
 // index there (`global`: the piece's shape with the larger tensor's strides, `offset`: the

@@ -7,6 +7,7 @@ namespace pdist::exec::cuda {
 void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterElementwiseKernels(registry);
   RegisterActivationKernels(registry);
+  RegisterShapeKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

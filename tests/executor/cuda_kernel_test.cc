@@ -28,7 +28,8 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
-  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale"};
+  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
+                               "split", "split_with_num", "concat", "full"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -165,6 +166,27 @@ TEST_F(CudaKernelTest, ActivationsTheirGradientsAndScaleMatchTheCpu) {
     ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", 0.3}, {"bias", 1.25}}).ok());
     ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", -2.0}, {"bias", 0.5}, {"bias_after_scale", false}}).ok());
     ExpectSameOnGpu(p, {{"x", Random({{5, 7}, dtype}, 10, -2, 2)}}, absl::StrCat("scale ", ir::DataTypeName(dtype)));
+  }
+}
+
+TEST_F(CudaKernelTest, ViewsSplitsConcatsAndFillsMatchTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{2, 6, 4}, dtype});
+    ASSERT_TRUE(b.Op1("reshape", {x}, {{"shape", std::vector<int64_t>{12, 4}}}).ok());
+    ir::Value* wide = *b.Op1("unsqueeze", {x}, {{"axis", std::vector<int64_t>{1}}});
+    ASSERT_TRUE(b.Op1("squeeze", {wide}, {{"axis", std::vector<int64_t>{1}}}).ok());
+    absl::StatusOr<std::vector<ir::Value*>> thirds = b.Create("split_with_num", {x}, {{"num", int64_t{3}}, {"axis", int64_t{1}}});
+    ASSERT_TRUE(thirds.ok()) << thirds.status();
+    absl::StatusOr<std::vector<ir::Value*>> uneven =
+        b.Create("split", {x}, {{"sections", std::vector<int64_t>{1, 3}}, {"axis", int64_t{-1}}});
+    ASSERT_TRUE(uneven.ok()) << uneven.status();
+    ASSERT_TRUE(b.Op1("concat", {(*thirds)[2], (*thirds)[0]}, {{"axis", int64_t{1}}}).ok());
+    ASSERT_TRUE(b.Op1("concat", {(*uneven)[1], (*uneven)[0]}, {{"axis", int64_t{2}}}).ok());
+    ASSERT_TRUE(b.Op1("full", {}, {{"shape", ir::Shape{3, 5}}, {"value", -1.75}, {"dtype", dtype}}).ok());
+    ExpectSameOnGpu(p, {{"x", Random({{2, 6, 4}, dtype}, 14, -100, 100)}},
+                    absl::StrCat("shape ops ", ir::DataTypeName(dtype)));
   }
 }
 

@@ -1,0 +1,32 @@
+// Views, and the piece layout of split and concat.
+#include "executor/shape_layout.h"
+
+#include "ir/ops/op_helpers.h"
+#include "ir/status.h"
+
+namespace pdist::exec {
+
+absl::Status ViewKernel(KernelContext& ctx) {
+  ctx.SetOutput(0, ctx.input(0)->Reshaped(ctx.output_type(0).shape));
+  return absl::OkStatus();
+}
+
+Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size) {
+  Pieces p;
+  for (int64_t d = 0; d < axis; ++d) p.outer *= whole[d];
+  p.inner_bytes = element_size;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < whole.size(); ++d) p.inner_bytes *= whole[d];
+  for (const Tensor* t : pieces) {
+    p.offsets.push_back(p.total);
+    p.sizes.push_back(t->shape()[axis]);
+    p.total += t->shape()[axis];
+  }
+  return p;
+}
+
+absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const ir::Shape& shape) {
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
+  return ir::ops::NormalizeAxis(axis, static_cast<int64_t>(shape.size()));
+}
+
+}  // namespace pdist::exec

@@ -1,0 +1,32 @@
+// Device-neutral pieces of the shape kernels: the views (reshape, unsqueeze, squeeze alias their
+// input, on whatever device it is) and the layout of split and concat (which bytes of the whole
+// each piece is). The CPU copies the pieces with memcpy (executor/cpu/shape_kernels.cc), the
+// GPU with one cudaMemcpy2DAsync per piece (executor/cuda/shape_kernels.cc).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/kernel.h"
+
+namespace pdist::exec {
+
+// reshape, unsqueeze, squeeze: the result shares x's buffer.
+absl::Status ViewKernel(KernelContext& ctx);
+
+// A whole tensor cut along `axis` into pieces: `outer` rows (the dims before the axis), each
+// holding every piece's `sizes[i]` steps of `inner_bytes` at step offset `offsets[i]` of
+// `total` steps.
+struct Pieces {
+  int64_t outer = 1;
+  int64_t inner_bytes = 1;  // bytes of one step along the axis
+  int64_t total = 0;
+  std::vector<int64_t> sizes, offsets;
+};
+Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size);
+
+// The op's `axis` attribute, negative values counted from the end of `shape`.
+absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const ir::Shape& shape);
+
+}  // namespace pdist::exec
