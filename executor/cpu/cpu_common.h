@@ -1,10 +1,11 @@
-// Shared helpers for CPU kernels: parallel loops and broadcast indexing.
+// Shared helpers for CPU kernels: parallel loops (broadcast strides: executor/strides.h).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "executor/strides.h"
 #include "executor/tensor.h"
 
 #ifdef _OPENMP
@@ -43,10 +44,5 @@ inline int64_t MaxThreads() {
   return 1;
 #endif
 }
-
-// Strides (in elements) of `shape` broadcast to `out_shape`: 0 along broadcast dims.
-std::vector<int64_t> BroadcastStrides(const Shape& shape, const Shape& out_shape);
-// Row-major strides.
-std::vector<int64_t> Strides(const Shape& shape);
 
 }  // namespace pdist::exec::cpu

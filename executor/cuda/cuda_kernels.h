@@ -14,5 +14,6 @@ void RegisterCudaKernels(KernelRegistry& registry);
 void RegisterElementwiseKernels(KernelRegistry& registry);
 void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);  // and full
+void RegisterMatmulKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

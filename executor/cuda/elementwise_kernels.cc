@@ -13,24 +13,11 @@
 #include "executor/cuda/launch.h"
 #include "executor/dropout_draw.h"
 #include "executor/kernel.h"
+#include "executor/strides.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cuda {
 namespace {
-
-// Row-major strides of `shape` aligned to `rank` dims (leading dims of 1 added), 0 along every
-// dim of size 1: the operand is broadcast there.
-std::vector<int64_t> BroadcastStrides(const Shape& shape, size_t rank) {
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    const size_t d = rank - 1 - k;
-    const int64_t size = shape[shape.size() - 1 - k];
-    strides[d] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
-  return strides;
-}
 
 template <int N>
 absl::StatusOr<StridedIndex<N>> Walk(const char* op, const std::vector<int64_t>& shape,
@@ -56,8 +43,7 @@ absl::Status BinaryKernel(KernelContext& ctx) {
   Tensor& out = ctx.AllocateOutput(0);
   const Shape& shape = out.shape();
   PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index,
-                         Walk<2>(name, shape, {BroadcastStrides(x.shape(), shape.size()),
-                                               BroadcastStrides(y.shape(), shape.size())}));
+                         Walk<2>(name, shape, {BroadcastStrides(x.shape(), shape), BroadcastStrides(y.shape(), shape)}));
   return CudaStatus(LaunchBinary(kOp, type, x.raw(), y.raw(), out.raw(), out.num_elements(), index, StreamOf(ctx)),
                     name);
 }
@@ -72,11 +58,11 @@ absl::Status BinaryGradKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, g.dtype()));
   const Shape& out_shape = g.shape();
   const size_t rank = out_shape.size();
-  const std::array<std::vector<int64_t>, 3> strides = {BroadcastStrides(x.shape(), rank), BroadcastStrides(y.shape(), rank),
-                                                       BroadcastStrides(out_shape, rank)};
+  const std::array<std::vector<int64_t>, 3> strides = {BroadcastStrides(x.shape(), out_shape),
+                                                       BroadcastStrides(y.shape(), out_shape), Strides(out_shape)};
   for (int operand = 0; operand < 2; ++operand) {
     Tensor& grad = ctx.AllocateOutput(static_cast<size_t>(operand));
-    const std::vector<int64_t> own = BroadcastStrides(grad.shape(), rank);
+    const std::vector<int64_t> own = BroadcastStrides(grad.shape(), out_shape);
     // grad's walk: out's dims where the operand is not broadcast (size 1 elsewhere); the summed
     // walk: the dims where it is.
     std::vector<int64_t> kept(rank, 1), summed(rank, 1);

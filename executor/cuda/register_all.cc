@@ -8,6 +8,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterElementwiseKernels(registry);
   RegisterActivationKernels(registry);
   RegisterShapeKernels(registry);
+  RegisterMatmulKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda
