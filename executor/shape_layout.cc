@@ -24,6 +24,15 @@ Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Te
   return p;
 }
 
+absl::StatusOr<RowsCols> NormRowsCols(const KernelContext& ctx, const ir::Shape& x) {
+  PDIST_ASSIGN_OR_RETURN(int64_t begin, ir::GetInt(ctx.attrs(), "begin_norm_axis"));
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (begin < 0) begin += rank;
+  RowsCols rc;
+  for (int64_t i = 0; i < rank; ++i) (i < begin ? rc.rows : rc.cols) *= x[static_cast<size_t>(i)];
+  return rc;
+}
+
 absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const ir::Shape& shape) {
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
   return ir::ops::NormalizeAxis(axis, static_cast<int64_t>(shape.size()));

@@ -1,6 +1,6 @@
 // Device-neutral pieces of the shape kernels: the views (reshape, unsqueeze, squeeze alias their
-// input, on whatever device it is) and the layout of split and concat (which bytes of the whole
-// each piece is). The CPU copies the pieces with memcpy (executor/cpu/shape_kernels.cc), the
+// input, on whatever device it is), the layout of split and concat (which bytes of the whole
+// each piece is) and the rows × cols view of a norm's input. The CPU copies the pieces with memcpy (executor/cpu/shape_kernels.cc), the
 // GPU with one cudaMemcpy2DAsync per piece (executor/cuda/shape_kernels.cc).
 #pragma once
 
@@ -25,6 +25,14 @@ struct Pieces {
   std::vector<int64_t> sizes, offsets;
 };
 Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size);
+
+// layer_norm and rms_norm see x as [rows, cols], the normalised axes (from the op's
+// begin_norm_axis on) flattened into cols.
+struct RowsCols {
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+absl::StatusOr<RowsCols> NormRowsCols(const KernelContext& ctx, const ir::Shape& x);
 
 // The op's `axis` attribute, negative values counted from the end of `shape`.
 absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const ir::Shape& shape);

@@ -11,6 +11,7 @@
 #include "executor/cpu/row_utils.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/shape_layout.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
 
@@ -72,21 +73,6 @@ absl::Status SoftmaxGradKernel(KernelContext& ctx, bool log) {
   return absl::OkStatus();
 }
 
-// layer_norm and rms_norm see x as [rows, cols] with the normalised axes flattened into cols.
-struct RowsCols {
-  int64_t rows;
-  int64_t cols;
-};
-
-absl::StatusOr<RowsCols> NormRowsCols(const KernelContext& ctx, const Tensor& x) {
-  PDIST_ASSIGN_OR_RETURN(int64_t begin, ir::GetInt(ctx.attrs(), "begin_norm_axis"));
-  const int64_t rank = static_cast<int64_t>(x.shape().size());
-  if (begin < 0) begin += rank;
-  RowsCols rc{1, 1};
-  for (int64_t i = 0; i < rank; ++i) (i < begin ? rc.rows : rc.cols) *= x.shape()[static_cast<size_t>(i)];
-  return rc;
-}
-
 template <typename T>
 const T* DataOrNull(const Tensor* t) {
   return t != nullptr && t->defined() ? t->data<T>() : nullptr;
@@ -107,7 +93,7 @@ void ColumnSums(RowsCols rc, T* out, Term term) {
 // (x, scale?, bias?) → out, mean, variance. out = (x - mean) / sqrt(variance + eps) * scale + bias.
 absl::Status LayerNormKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& mean = ctx.AllocateOutput(1);
@@ -142,7 +128,7 @@ absl::Status LayerNormGradKernel(KernelContext& ctx) {
   const Tensor& mean = *ctx.input(3);
   const Tensor& variance = *ctx.input(4);
   const Tensor& out_grad = *ctx.input(5);
-  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
@@ -183,7 +169,7 @@ absl::Status LayerNormGradKernel(KernelContext& ctx) {
 absl::Status RmsNormKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   const Tensor& scale = *ctx.input(1);
-  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& invvar = ctx.AllocateOutput(1);
@@ -207,7 +193,7 @@ absl::Status RmsNormGradKernel(KernelContext& ctx) {
   const Tensor& scale = *ctx.input(1);
   const Tensor& invvar = *ctx.input(2);
   const Tensor& out_grad = *ctx.input(3);
-  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
   PDIST_DISPATCH_FLOAT(x.dtype(), T, {

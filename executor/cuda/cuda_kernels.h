@@ -15,5 +15,6 @@ void RegisterElementwiseKernels(KernelRegistry& registry);
 void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);  // and full
 void RegisterMatmulKernels(KernelRegistry& registry);
+void RegisterNormKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -49,6 +49,27 @@ cudaError_t ByType(ElemType type, Fn&& fn) {
   return cudaGetLastError();
 }
 
+// The sum of `v` over the block's threads (blockDim.x a multiple of 32, at most 1024), returned
+// to every thread. Called by every thread of the block, like __syncthreads.
+template <typename C>
+__device__ C BlockSum(C v) {
+  __shared__ C partial[32];
+  __shared__ C total;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / 32) ? partial[lane] : C(0);
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  const C sum = total;
+  __syncthreads();  // the next call may overwrite `partial` and `total`
+  return sum;
+}
+
 // for (i = this thread's first; i < n; i += the grid's threads)
 #define PDIST_GRID_STRIDE_LOOP(i, n)                                                  \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \

@@ -51,6 +51,16 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, ElemType type, const void* saved, const 
 cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
 
+// layer_norm over [rows, cols] (the normalised axes flattened into cols): y = (x - mean) ·
+// rsqrt(variance + eps) · scale + bias, mean and (biased) variance per row; scale and bias may
+// be null. The gradient: dx per row, dscale and dbias (null: not wanted) summed over the rows in
+// order, one column per thread.
+cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, const void* bias, void* y, void* mean,
+                            void* variance, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
+cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale, const void* mean,
+                                const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
+                                void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
+
 // Every element of `out` (n elements of `element_size` bytes: 1, 2, 4 or 8) set to the bit
 // pattern in the low bytes of `pattern` (the host converts the value, as the CPU does).
 cudaError_t LaunchFill(void* out, int64_t n, int element_size, uint64_t pattern, cudaStream_t stream);

@@ -9,6 +9,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterActivationKernels(registry);
   RegisterShapeKernels(registry);
   RegisterMatmulKernels(registry);
+  RegisterNormKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

@@ -31,7 +31,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad"};
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -241,6 +241,35 @@ TEST_F(CudaKernelTest, MatmulAndItsGradientMatchTheCpuFoldedBatchedBroadcastAndT
                        {"g", Random(g->type(), 17, -1, 1)}},
                       absl::StrCat("matmul ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x),
                                    c.trans_x ? "ᵀ" : "", " · ", ir::ShapeToString(c.y), c.trans_y ? "ᵀ" : ""),
+                      Compare::kNorm);
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
+  struct Case {
+    ir::Shape x;
+    int64_t begin_norm_axis;
+  };
+  // Rows shorter than a block, and longer; a mean far from 0 (the two-pass variance).
+  for (const Case& c : std::vector<Case>{{{3, 5, 70}, 2}, {{4, 300}, 1}, {{2, 3, 4, 9}, 2}}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      ir::Value* x = b.Data("x", {c.x, dtype});
+      int64_t cols = 1;
+      for (size_t d = static_cast<size_t>(c.begin_norm_axis); d < c.x.size(); ++d) cols *= c.x[d];
+      ir::Value* scale = b.Data("scale", {{cols}, dtype});
+      ir::Value* bias = b.Data("bias", {{cols}, dtype});
+      const ir::AttributeMap attrs = {{"begin_norm_axis", c.begin_norm_axis}, {"epsilon", 1e-5}};
+      absl::StatusOr<std::vector<ir::Value*>> norm = b.Create("layer_norm", {x, scale, bias}, attrs);
+      ASSERT_TRUE(norm.ok()) << norm.status();
+      ir::Value* g = b.Data("g", {c.x, dtype});
+      ASSERT_TRUE(b.Create("layer_norm_grad", {x, scale, bias, (*norm)[1], (*norm)[2], g}, attrs).ok());
+      ExpectSameOnGpu(p,
+                      {{"x", Random(x->type(), 18, 3, 5)}, {"scale", Random(scale->type(), 19, 0.5, 1.5)},
+                       {"bias", Random(bias->type(), 20, -1, 1)}, {"g", Random(g->type(), 21, -1, 1)}},
+                      absl::StrCat("layer_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x)),
                       Compare::kNorm);
     }
   }

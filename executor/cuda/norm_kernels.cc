@@ -1,0 +1,55 @@
+// Host side of the CUDA layer_norm and layer_norm_grad (device side: norm_launch.cu).
+#include "executor/cuda/cuda_backend.h"
+#include "executor/cuda/cuda_kernels.h"
+#include "executor/cuda/cuda_status.h"
+#include "executor/cuda/elem_type.h"
+#include "executor/cuda/launch.h"
+#include "executor/kernel.h"
+#include "executor/shape_layout.h"
+#include "ir/status.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+const void* RawOrNull(const Tensor* t) { return t != nullptr && t->defined() ? t->raw() : nullptr; }
+
+// (x, scale?, bias?) → out, mean, variance.
+absl::Status LayerNormKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("layer_norm", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
+  PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
+  Tensor& out = ctx.AllocateOutput(0);
+  Tensor& mean = ctx.AllocateOutput(1);
+  Tensor& variance = ctx.AllocateOutput(2);
+  return CudaStatus(LaunchLayerNorm(type, x.raw(), RawOrNull(ctx.input(1)), RawOrNull(ctx.input(2)), out.raw(),
+                                    mean.raw(), variance.raw(), rc.rows, rc.cols, eps, StreamOf(ctx)),
+                    "layer_norm");
+}
+
+// (x, scale?, bias?, mean, variance, out_grad) → x_grad, scale_grad, bias_grad (the last two
+// computed when their parameter is there, as on the CPU).
+absl::Status LayerNormGradKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("layer_norm_grad", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
+  PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
+  Tensor& x_grad = ctx.AllocateOutput(0);
+  Tensor& scale_grad = ctx.AllocateOutput(1);
+  Tensor& bias_grad = ctx.AllocateOutput(2);
+  return CudaStatus(LaunchLayerNormGrad(type, x.raw(), RawOrNull(ctx.input(1)), ctx.input(3)->raw(),
+                                        ctx.input(4)->raw(), ctx.input(5)->raw(), x_grad.raw(),
+                                        ctx.input(1) != nullptr ? scale_grad.raw() : nullptr,
+                                        ctx.input(2) != nullptr ? bias_grad.raw() : nullptr, rc.rows, rc.cols, eps,
+                                        StreamOf(ctx)),
+                    "layer_norm_grad");
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelRegistry& registry) {
+  registry.Register(DeviceType::kCUDA, "layer_norm", LayerNormKernel);
+  registry.Register(DeviceType::kCUDA, "layer_norm_grad", LayerNormGradKernel);
+}
+
+}  // namespace pdist::exec::cuda

@@ -1,0 +1,120 @@
+// Device side of layer_norm and its gradient: one block per row (strided over the grid), the
+// row's sums by BlockSum; the parameter gradients one column per thread, rows in order (as the
+// CPU sums them).
+#include "executor/cuda/device_common.cuh"
+#include "executor/cuda/launch.h"
+#include "executor/math/scalar_array.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+constexpr int kMaxRowBlocks = 65535;
+
+template <typename C>
+__device__ C Rstd(C variance, double eps) {
+  return C(1) / math::scalar::Sqrt(variance + static_cast<C>(eps));
+}
+
+template <typename S>
+__global__ void LayerNormKernel(const S* x, const S* scale, const S* bias, S* y, S* mean, S* variance, int64_t rows,
+                                int64_t cols, double eps) {
+  using C = typename Compute<S>::type;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S* xr = x + r * cols;
+    C sum = C(0);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += Load(xr, c);
+    const C mu = BlockSum(sum) / static_cast<C>(cols);
+    // Two passes (centre, then square), as the CPU: accurate when |mean| >> std.
+    C squares = C(0);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const C d = Load(xr, c) - mu;
+      squares += d * d;
+    }
+    const C var = BlockSum(squares) / static_cast<C>(cols);
+    const C rstd = Rstd(var, eps);
+    if (threadIdx.x == 0) {
+      Store(mean, r, mu);
+      Store(variance, r, var);
+    }
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      C out = (Load(xr, c) - mu) * rstd;
+      if (scale != nullptr) out *= Load(scale, c);
+      if (bias != nullptr) out += Load(bias, c);
+      Store(y, r * cols + c, out);
+    }
+  }
+}
+
+// With xhat = (x - mean)·rstd and gs = out_grad·scale: dx = rstd·(gs - mean(gs) - xhat·mean(gs·xhat)).
+template <typename S>
+__global__ void LayerNormGradKernel(const S* x, const S* scale, const S* mean, const S* variance, const S* g, S* dx,
+                                    int64_t rows, int64_t cols, double eps) {
+  using C = typename Compute<S>::type;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t o = r * cols;
+    const C mu = Load(mean, r), rstd = Rstd(Load(variance, r), eps);
+    C gs_sum = C(0), gs_xhat_sum = C(0);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const C gs = scale != nullptr ? Load(g, o + c) * Load(scale, c) : Load(g, o + c);
+      gs_sum += gs;
+      gs_xhat_sum += gs * (Load(x, o + c) - mu) * rstd;
+    }
+    const C gs_mean = BlockSum(gs_sum) / static_cast<C>(cols);
+    const C gs_xhat_mean = BlockSum(gs_xhat_sum) / static_cast<C>(cols);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const C gs = scale != nullptr ? Load(g, o + c) * Load(scale, c) : Load(g, o + c);
+      const C xhat = (Load(x, o + c) - mu) * rstd;
+      Store(dx, o + c, rstd * (gs - gs_mean - xhat * gs_xhat_mean));
+    }
+  }
+}
+
+template <typename S>
+__global__ void LayerNormParamGradKernel(const S* x, const S* mean, const S* variance, const S* g, S* scale_grad,
+                                         S* bias_grad, int64_t rows, int64_t cols, double eps) {
+  using C = typename Compute<S>::type;
+  PDIST_GRID_STRIDE_LOOP(c, cols) {
+    C ds = C(0), db = C(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const C gr = Load(g, r * cols + c);
+      ds += gr * (Load(x, r * cols + c) - Load(mean, r)) * Rstd(Load(variance, r), eps);
+      db += gr;
+    }
+    if (scale_grad != nullptr) Store(scale_grad, c, ds);
+    if (bias_grad != nullptr) Store(bias_grad, c, db);
+  }
+}
+
+int RowBlocks(int64_t rows) { return static_cast<int>(rows < kMaxRowBlocks ? (rows > 0 ? rows : 1) : kMaxRowBlocks); }
+
+}  // namespace
+
+cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, const void* bias, void* y, void* mean,
+                            void* variance, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    LayerNormKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias), static_cast<S*>(y),
+        static_cast<S*>(mean), static_cast<S*>(variance), rows, cols, eps);
+  });
+}
+
+cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale, const void* mean,
+                                const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
+                                void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    LayerNormGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(mean),
+        static_cast<const S*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
+    if (scale_grad != nullptr || bias_grad != nullptr) {
+      LayerNormParamGradKernel<S><<<Blocks(cols), kThreads, 0, stream>>>(
+          static_cast<const S*>(x), static_cast<const S*>(mean), static_cast<const S*>(variance),
+          static_cast<const S*>(out_grad), static_cast<S*>(scale_grad), static_cast<S*>(bias_grad), rows, cols, eps);
+    }
+  });
+}
+
+}  // namespace pdist::exec::cuda
