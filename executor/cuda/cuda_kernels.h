@@ -16,5 +16,6 @@ void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);  // and full
 void RegisterMatmulKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
+void RegisterOptimizerKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -61,6 +61,25 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
                                 void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
 
+// A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
+// the kernel itself so that the host never waits for it; null data: absent.
+struct ScalarRef {
+  const void* data = nullptr;
+  ElemType type = ElemType::kF32;
+};
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, lr_ratio = 1, coeff = 0.01;
+  bool with_decay = true;
+};
+// adamw on n elements, the CPU's formulas (ir/ops/optimizer.cc), the step-dependent factors
+// computed in double from the scalars as the CPU computes them; skip_update > 0 copies the
+// operands instead. beta1_pow_out / beta2_pow_out are one element of `pow_type`.
+cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+                        const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,
+                        ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
+                        void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                        const AdamWConfig& config, cudaStream_t stream);
+
 // Every element of `out` (n elements of `element_size` bytes: 1, 2, 4 or 8) set to the bit
 // pattern in the low bytes of `pattern` (the host converts the value, as the CPU does).
 cudaError_t LaunchFill(void* out, int64_t n, int element_size, uint64_t pattern, cudaStream_t stream);

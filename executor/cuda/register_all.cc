@@ -10,6 +10,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterShapeKernels(registry);
   RegisterMatmulKernels(registry);
   RegisterNormKernels(registry);
+  RegisterOptimizerKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

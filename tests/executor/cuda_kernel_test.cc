@@ -31,7 +31,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad"};
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -271,6 +271,30 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
                        {"bias", Random(bias->type(), 20, -1, 1)}, {"g", Random(g->type(), 21, -1, 1)}},
                       absl::StrCat("layer_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x)),
                       Compare::kNorm);
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, AdamWStepsAndSkipsAsTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (double skip : {0.0, 1.0}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      const ir::TensorType type{{7, 9}, dtype}, scalar{{}, DataType::kFloat32};
+      std::vector<ir::Value*> operands = {b.Data("param", type),      b.Data("grad", type),
+                                          b.Data("lr", scalar),        b.Data("m1", type),
+                                          b.Data("m2", type),          b.Data("beta1_pow", scalar),
+                                          b.Data("beta2_pow", scalar), b.Data("skip", scalar)};
+      absl::StatusOr<std::vector<ir::Value*>> step =
+          b.Create("adamw", operands, {{"beta1", 0.9}, {"beta2", 0.95}, {"epsilon", 1e-8}, {"coeff", 0.1}});
+      ASSERT_TRUE(step.ok()) << step.status();
+      ExpectSameOnGpu(p,
+                      {{"param", Random(type, 22, -1, 1)}, {"grad", Random(type, 23, -0.1, 0.1)},
+                       {"lr", Tensor::Scalar(DataType::kFloat32, 3e-3)}, {"m1", Random(type, 24, -0.01, 0.01)},
+                       {"m2", Random(type, 25, 0, 1e-3)}, {"beta1_pow", Tensor::Scalar(DataType::kFloat32, 0.729)},
+                       {"beta2_pow", Tensor::Scalar(DataType::kFloat32, 0.857375)},
+                       {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
+                      absl::StrCat("adamw ", ir::DataTypeName(dtype), skip > 0 ? " skipped" : ""));
     }
   }
 }

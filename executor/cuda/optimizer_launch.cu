@@ -1,0 +1,79 @@
+// Device side of adamw: one element per thread; the step's factors from device scalars, in
+// double, as the CPU kernel computes them on the host.
+#include "executor/cuda/device_common.cuh"
+#include "executor/cuda/launch.h"
+#include "executor/math/scalar_array.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+__device__ double ReadScalar(const ScalarRef& s) {
+  switch (s.type) {
+    case ElemType::kF32: return static_cast<const float*>(s.data)[0];
+    case ElemType::kF64: return static_cast<const double*>(s.data)[0];
+    case ElemType::kBF16: return static_cast<double>(static_cast<float>(static_cast<const __nv_bfloat16*>(s.data)[0]));
+    case ElemType::kF16: return static_cast<double>(static_cast<float>(static_cast<const __half*>(s.data)[0]));
+  }
+  return 0;
+}
+
+__device__ void WriteScalar(void* p, ElemType type, double v) {
+  switch (type) {
+    case ElemType::kF32: static_cast<float*>(p)[0] = static_cast<float>(v); break;
+    case ElemType::kF64: static_cast<double*>(p)[0] = v; break;
+    case ElemType::kBF16: static_cast<__nv_bfloat16*>(p)[0] = __nv_bfloat16(static_cast<float>(v)); break;
+    case ElemType::kF16: static_cast<__half*>(p)[0] = __half(static_cast<float>(v)); break;
+  }
+}
+
+template <typename S>
+__global__ void AdamWKernel(const S* param, const S* grad, ScalarRef lr_ref, const S* m1_in, const S* m2_in,
+                            ScalarRef beta1_pow_ref, ScalarRef beta2_pow_ref, ScalarRef skip_ref, S* param_out,
+                            S* m1_out, S* m2_out, void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                            AdamWConfig cfg) {
+  using C = typename Compute<S>::type;
+  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  const double beta1_pow = ReadScalar(beta1_pow_ref), beta2_pow = ReadScalar(beta2_pow_ref);
+  const double lr = ReadScalar(lr_ref) * cfg.lr_ratio;
+  const double decay = cfg.with_decay ? 1.0 - lr * cfg.coeff : 1.0;
+  const double lr_t = lr * math::scalar::Sqrt(1.0 - beta2_pow) / (1.0 - beta1_pow);
+  const double eps_t = cfg.epsilon * math::scalar::Sqrt(1.0 - beta2_pow);
+  PDIST_GRID_STRIDE_LOOP(i, n) {
+    if (skip) {
+      param_out[i] = param[i];
+      m1_out[i] = m1_in[i];
+      m2_out[i] = m2_in[i];
+      continue;
+    }
+    const C g = Load(grad, i);
+    const C m1 = static_cast<C>(cfg.beta1) * Load(m1_in, i) + static_cast<C>(1 - cfg.beta1) * g;
+    const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * g * g;
+    Store(m1_out, i, m1);
+    Store(m2_out, i, m2);
+    Store(param_out, i,
+          static_cast<C>(decay) * Load(param, i) - static_cast<C>(lr_t) * m1 / (math::scalar::Sqrt(m2) + static_cast<C>(eps_t)));
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    WriteScalar(beta1_pow_out, pow_type, skip ? beta1_pow : beta1_pow * cfg.beta1);
+    WriteScalar(beta2_pow_out, pow_type, skip ? beta2_pow : beta2_pow * cfg.beta2);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+                        const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,
+                        ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
+                        void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                        const AdamWConfig& config, cudaStream_t stream) {
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    // At least one block, so that the beta powers are written for an empty parameter too.
+    AdamWKernel<S><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const S*>(param), static_cast<const S*>(grad), learning_rate, static_cast<const S*>(moment1),
+        static_cast<const S*>(moment2), beta1_pow, beta2_pow, skip_update, static_cast<S*>(param_out),
+        static_cast<S*>(moment1_out), static_cast<S*>(moment2_out), beta1_pow_out, beta2_pow_out, pow_type, n, config);
+  });
+}
+
+}  // namespace pdist::exec::cuda
