@@ -17,5 +17,6 @@ void RegisterShapeKernels(KernelRegistry& registry);  // and full
 void RegisterMatmulKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
+void RegisterReductionKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -11,6 +11,7 @@
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/launch.h"
+#include "executor/cuda/strided_walk.h"
 #include "executor/dropout_draw.h"
 #include "executor/kernel.h"
 #include "executor/strides.h"
@@ -18,21 +19,6 @@
 
 namespace pdist::exec::cuda {
 namespace {
-
-template <int N>
-absl::StatusOr<StridedIndex<N>> Walk(const char* op, const std::vector<int64_t>& shape,
-                                     const std::array<std::vector<int64_t>, N>& strides) {
-  if (shape.size() > static_cast<size_t>(kMaxRank)) {
-    return absl::UnimplementedError(absl::StrCat(op, " on cuda: rank ", shape.size(), " above ", kMaxRank));
-  }
-  StridedIndex<N> index;
-  index.rank = static_cast<int>(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    index.shape[d] = shape[d];
-    for (int k = 0; k < N; ++k) index.stride[k][d] = strides[k][d];
-  }
-  return index;
-}
 
 template <BinaryOp kOp>
 absl::Status BinaryKernel(KernelContext& ctx) {

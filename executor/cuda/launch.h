@@ -61,6 +61,16 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
                                 void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
 
+// sum or mean: out[o] = Σ x over the reduced positions of o, accumulated in double in row-major
+// order (the CPU's order and accumulator), divided by `count` for mean. `kept` walks out's
+// elements (x's offsets of each), `reduced` the summed positions (x's offsets).
+cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_elements, const StridedIndex<1>& kept,
+                      const StridedIndex<1>& reduced, bool mean, cudaStream_t stream);
+// sum_grad, mean_grad: x_grad[i] = out_grad[.] / divisor, `index` walking x's elements with
+// out_grad's strides (0 along the reduced dims).
+cudaError_t LaunchBroadcastBack(ElemType type, const void* out_grad, void* x_grad, int64_t n,
+                                const StridedIndex<1>& index, double divisor, cudaStream_t stream);
+
 // A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
 // the kernel itself so that the host never waits for it; null data: absent.
 struct ScalarRef {

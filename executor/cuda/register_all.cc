@@ -11,6 +11,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterMatmulKernels(registry);
   RegisterNormKernels(registry);
   RegisterOptimizerKernels(registry);
+  RegisterReductionKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

@@ -31,7 +31,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw"};
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -295,6 +295,29 @@ TEST_F(CudaKernelTest, AdamWStepsAndSkipsAsTheCpu) {
                        {"beta2_pow", Tensor::Scalar(DataType::kFloat32, 0.857375)},
                        {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
                       absl::StrCat("adamw ", ir::DataTypeName(dtype), skip > 0 ? " skipped" : ""));
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, SumsMeansAndTheirGradientsMatchTheCpu) {
+  struct Case {
+    std::vector<int64_t> axis;
+    bool keep_dim;
+  };
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const std::string op : {"sum", "mean"}) {
+      for (const Case& c : std::vector<Case>{{{}, false}, {{-1}, false}, {{0, 2}, true}, {{1}, false}}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* x = b.Data("x", {{4, 3, 50}, dtype});
+        const ir::AttributeMap attrs = {{"axis", c.axis}, {"keep_dim", c.keep_dim}};
+        absl::StatusOr<ir::Value*> out = b.Op1(op, {x}, attrs);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ir::Value* g = b.Data("g", (*out)->type());
+        ASSERT_TRUE(b.Op1(op + "_grad", {x, g}, attrs).ok());
+        ExpectSameOnGpu(p, {{"x", Random(x->type(), 26, -1, 2)}, {"g", Random(g->type(), 27, -1, 1)}},
+                        absl::StrCat(op, " ", ir::DataTypeName(dtype), " over ", c.axis.size(), " axes"));
+      }
     }
   }
 }
