@@ -8,24 +8,13 @@
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/cpu/row_utils.h"
 #include "executor/dtype_dispatch.h"
+#include "executor/embedding_rows.h"
 #include "executor/kernel.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cpu {
 namespace {
-
-// Every id must index a row of the table; the error names the first offender.
-template <typename I>
-absl::Status CheckIds(const I* ids, int64_t n, int64_t vocab, const char* what) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " ", static_cast<int64_t>(ids[i]), " at flat index ", i,
-                                                     " is out of range for vocab size ", vocab));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // --- embedding -----------------------------------------------------------------------------
 
@@ -38,9 +27,9 @@ absl::Status EmbeddingKernel(KernelContext& ctx) {
   const int64_t hidden = weight.shape()[1];
   const int64_t n = ids.num_elements();
   Tensor& out = ctx.AllocateOutput(0);
+  PDIST_RETURN_IF_ERROR(CheckIds(ids, vocab, "embedding id"));
   PDIST_DISPATCH_INDEX(ids.dtype(), I, {
     const I* id = ids.data<I>();
-    PDIST_RETURN_IF_ERROR(CheckIds(id, n, vocab, "embedding id"));
     PDIST_DISPATCH_FLOAT(weight.dtype(), T, {
       const T* w = weight.data<T>();
       T* y = out.data<T>();
@@ -70,16 +59,10 @@ absl::Status EmbeddingGradKernel(KernelContext& ctx) {
   const int64_t vocab = weight_grad.shape()[0];
   const int64_t hidden = weight_grad.shape()[1];
   const int64_t n = ids.num_elements();
-  std::vector<int64_t> start(static_cast<size_t>(vocab) + 1, 0);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  PDIST_DISPATCH_INDEX(ids.dtype(), I, {
-    const I* id = ids.data<I>();
-    PDIST_RETURN_IF_ERROR(CheckIds(id, n, vocab, "embedding id"));
-    for (int64_t i = 0; i < n; ++i) ++start[static_cast<size_t>(id[i]) + 1];
-    for (int64_t v = 0; v < vocab; ++v) start[v + 1] += start[v];
-    std::vector<int64_t> cursor(start.begin(), start.end() - 1);
-    for (int64_t i = 0; i < n; ++i) order[cursor[id[i]]++] = i;
-  });
+  PDIST_RETURN_IF_ERROR(CheckIds(ids, vocab, "embedding id"));
+  const IdGroups groups = GroupIds(ids, vocab);
+  const std::vector<int64_t>& start = groups.start;
+  const std::vector<int64_t>& order = groups.order;
   PDIST_DISPATCH_FLOAT(weight_grad.dtype(), T, {
     using RowMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
     using ConstRowMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;

@@ -18,5 +18,6 @@ void RegisterMatmulKernels(KernelRegistry& registry);
 void RegisterNormKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
+void RegisterEmbeddingKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

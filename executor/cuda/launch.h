@@ -71,6 +71,16 @@ cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_eleme
 cudaError_t LaunchBroadcastBack(ElemType type, const void* out_grad, void* x_grad, int64_t n,
                                 const StridedIndex<1>& index, double divisor, cudaStream_t stream);
 
+// embedding: out[i] = weight[ids[i]] (rows of `hidden`), zeros where ids[i] == padding_idx.
+// ids are i32 or i64 (`ids_64`), already checked against the vocabulary by the host.
+cudaError_t LaunchEmbedding(ElemType type, const void* ids, bool ids_64, const void* weight, void* out, int64_t n,
+                            int64_t hidden, int64_t padding_idx, cudaStream_t stream);
+// embedding_grad: weight_grad[v] = Σ out_grad[order[p]] for p in [start[v], start[v+1]), in that
+// order (the CPU's stable counting sort, made on the host); the padding row stays zero.
+cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64_t* order, const void* out_grad,
+                                void* weight_grad, int64_t vocab, int64_t hidden, int64_t padding_idx,
+                                cudaStream_t stream);
+
 // A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
 // the kernel itself so that the host never waits for it; null data: absent.
 struct ScalarRef {

@@ -12,6 +12,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterNormKernels(registry);
   RegisterOptimizerKernels(registry);
   RegisterReductionKernels(registry);
+  RegisterEmbeddingKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

@@ -31,7 +31,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad"};
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -320,6 +320,40 @@ TEST_F(CudaKernelTest, SumsMeansAndTheirGradientsMatchTheCpu) {
       }
     }
   }
+}
+
+TEST_F(CudaKernelTest, EmbeddingAndItsGradientMatchTheCpuAndNameABadId) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    for (DataType id_type : {DataType::kInt64, DataType::kInt32}) {
+      for (int64_t padding_idx : {int64_t{-1}, int64_t{3}}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* ids = b.Data("ids", {{4, 6}, id_type});
+        ir::Value* table = b.Data("table", {{10, 12}, dtype});
+        const ir::AttributeMap attrs = {{"padding_idx", padding_idx}};
+        ASSERT_TRUE(b.Op1("embedding", {ids, table}, attrs).ok());
+        ir::Value* g = b.Data("g", {{4, 6, 12}, dtype});
+        ASSERT_TRUE(b.Op1("embedding_grad", {ids, table, g}, attrs).ok());
+        std::vector<double> id_values;
+        for (int i = 0; i < 24; ++i) id_values.push_back((i * 7) % 10 == 9 ? 3 : (i * 7) % 10);  // repeats, 3 often
+        ExpectSameOnGpu(p,
+                        {{"ids", TensorFromDoubles(ids->type(), id_values)}, {"table", Random(table->type(), 28, -1, 1)},
+                         {"g", Random(g->type(), 29, -1, 1)}},
+                        absl::StrCat("embedding ", ir::DataTypeName(dtype), " ids ", ir::DataTypeName(id_type),
+                                     " padding ", padding_idx));
+      }
+    }
+  }
+  ir::Program p;
+  ir::Builder b(&p);
+  ASSERT_TRUE(b.Op1("embedding", {b.Data("ids", {{2}, DataType::kInt64}), b.Data("table", {{5, 3}, DataType::kFloat32})}).ok());
+  absl::StatusOr<std::map<int64_t, Tensor>> bad =
+      RunOn(p, {{"ids", TensorFromDoubles({{2}, DataType::kInt64}, {1, 5})}, {"table", Random({{5, 3}, DataType::kFloat32}, 30, 0, 1)}},
+            Device::Cuda(0));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("embedding id 5 at flat index 1 is out of range for vocab size 5"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST_F(CudaKernelTest, DropoutDrawsTheCpusMaskWholeAndAsAPiece) {
