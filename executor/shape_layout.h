@@ -34,6 +34,33 @@ struct RowsCols {
 };
 absl::StatusOr<RowsCols> NormRowsCols(const KernelContext& ctx, const ir::Shape& x);
 
+// A tensor of shape [..a.., n, ..b..] reduced along the axis of length n, viewed as
+// [outer, n, inner]; each of the outer * inner "lanes" is a strided vector of n elements.
+struct AxisView {
+  int64_t outer = 1;
+  int64_t n = 1;
+  int64_t inner = 1;
+
+  int64_t lanes() const { return outer * inner; }
+  // Offset of the first element of lane `lane` (lanes are numbered outer-major).
+  int64_t LaneStart(int64_t lane) const { return (lane / inner) * n * inner + lane % inner; }
+};
+
+// `axis` must already be normalised to [0, rank); a rank-0 shape is one lane of one element.
+inline AxisView MakeAxisView(const ir::Shape& shape, int64_t axis) {
+  AxisView v;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+    const int64_t d = shape[static_cast<size_t>(i)];
+    if (i < axis)
+      v.outer *= d;
+    else if (i == axis)
+      v.n = d;
+    else
+      v.inner *= d;
+  }
+  return v;
+}
+
 // The op's `axis` attribute, negative values counted from the end of `shape`.
 absl::StatusOr<int64_t> AxisOf(const KernelContext& ctx, const ir::Shape& shape);
 

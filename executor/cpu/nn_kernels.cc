@@ -9,6 +9,7 @@
 #include "executor/cpu/row_utils.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/embedding_rows.h"
+#include "executor/label_check.h"
 #include "executor/kernel.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
@@ -102,20 +103,6 @@ absl::StatusOr<CrossEntropyConfig> GetCrossEntropyConfig(const KernelContext& ct
   return c;
 }
 
-// A hard label is ignore_index or a class in [0, V).
-template <typename I>
-absl::Status CheckLabels(const I* label, const CrossEntropyConfig& c) {
-  for (int64_t lane = 0; lane < c.view.lanes(); ++lane) {
-    if (label[lane] == c.ignore_index) continue;
-    if (label[lane] < 0 || label[lane] >= c.view.n) {
-      return absl::InvalidArgumentError(absl::StrCat("label ", static_cast<int64_t>(label[lane]), " at flat index ",
-                                                     lane, " is out of range for ", c.view.n,
-                                                     " classes (ignore_index = ", c.ignore_index, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Runs fn(lane, class_of(lane)) over lanes in parallel, where class_of(lane) is the hard label
 // (or -1 for an ignored lane) — or, for soft labels, -1 always and the caller reads the label
 // tensor itself. Validates hard labels first.
@@ -127,9 +114,9 @@ absl::Status ForEachLane(const Tensor& label, const CrossEntropyConfig& c, Fn fn
     });
     return absl::OkStatus();
   }
+  PDIST_RETURN_IF_ERROR(CheckLabels(label, c.view.n, c.ignore_index));
   PDIST_DISPATCH_INDEX(label.dtype(), I, {
     const I* l = label.data<I>();
-    PDIST_RETURN_IF_ERROR(CheckLabels(l, c));
     ParallelFor(c.view.lanes(), RowGrain(c.view.n), [&](int64_t begin, int64_t end) {
       for (int64_t lane = begin; lane < end; ++lane) {
         fn(lane, l[lane] == c.ignore_index ? int64_t{-1} : static_cast<int64_t>(l[lane]));

@@ -1,8 +1,8 @@
 // Helpers for kernels that work row by row, or lane by lane along one axis (softmax,
 // cross-entropy, norms, rope, attention).
 //
-// A tensor of shape [..a.., n, ..b..] reduced along the axis of length n is viewed as
-// [outer, n, inner]; each of the outer * inner "lanes" is a strided vector of n elements.
+// A tensor reduced along one axis is an AxisView (executor/shape_layout.h): [outer, n, inner],
+// each of the outer * inner "lanes" a strided vector of n elements.
 #pragma once
 
 #include <Eigen/Core>
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "executor/shape_layout.h"
 #include "executor/tensor.h"
 
 namespace pdist::exec::cpu {
@@ -19,31 +20,6 @@ namespace pdist::exec::cpu {
 // than they do.
 inline int64_t RowGrain(int64_t elements_per_row) {
   return std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, elements_per_row));
-}
-
-struct AxisView {
-  int64_t outer = 1;
-  int64_t n = 1;
-  int64_t inner = 1;
-
-  int64_t lanes() const { return outer * inner; }
-  // Offset of the first element of lane `lane` (lanes are numbered outer-major).
-  int64_t LaneStart(int64_t lane) const { return (lane / inner) * n * inner + lane % inner; }
-};
-
-// `axis` must already be normalised to [0, rank); a rank-0 shape is one lane of one element.
-inline AxisView MakeAxisView(const Shape& shape, int64_t axis) {
-  AxisView v;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
-    const int64_t d = shape[static_cast<size_t>(i)];
-    if (i < axis)
-      v.outer *= d;
-    else if (i == axis)
-      v.n = d;
-    else
-      v.inner *= d;
-  }
-  return v;
 }
 
 template <typename T>

@@ -19,5 +19,6 @@ void RegisterNormKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterEmbeddingKernels(KernelRegistry& registry);
+void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
 
 }  // namespace pdist::exec::cuda

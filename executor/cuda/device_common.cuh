@@ -49,25 +49,37 @@ cudaError_t ByType(ElemType type, Fn&& fn) {
   return cudaGetLastError();
 }
 
-// The sum of `v` over the block's threads (blockDim.x a multiple of 32, at most 1024), returned
-// to every thread. Called by every thread of the block, like __syncthreads.
-template <typename C>
-__device__ C BlockSum(C v) {
+// `v` combined over the block's threads by `join` (associative, `identity` its neutral value;
+// blockDim.x a multiple of 32, at most 1024), returned to every thread. Called by every thread
+// of the block, like __syncthreads.
+template <typename C, typename Join>
+__device__ C BlockReduce(C v, C identity, Join join) {
   __shared__ C partial[32];
   __shared__ C total;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  for (int offset = 16; offset > 0; offset /= 2) v = join(v, __shfl_down_sync(0xffffffffu, v, offset));
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / 32) ? partial[lane] : C(0);
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    v = lane < static_cast<int>(blockDim.x / 32) ? partial[lane] : identity;
+    for (int offset = 16; offset > 0; offset /= 2) v = join(v, __shfl_down_sync(0xffffffffu, v, offset));
     if (lane == 0) total = v;
   }
   __syncthreads();
-  const C sum = total;
+  const C result = total;
   __syncthreads();  // the next call may overwrite `partial` and `total`
-  return sum;
+  return result;
+}
+
+template <typename C>
+__device__ C BlockSum(C v) {
+  return BlockReduce(v, C(0), [](C a, C b) { return a + b; });
+}
+
+// The maximum (-inf over no elements).
+template <typename C>
+__device__ C BlockMax(C v) {
+  return BlockReduce(v, -static_cast<C>(INFINITY), [](C a, C b) { return a > b ? a : b; });
 }
 
 // for (i = this thread's first; i < n; i += the grid's threads)

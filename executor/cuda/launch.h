@@ -81,6 +81,29 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
                                 void* weight_grad, int64_t vocab, int64_t hidden, int64_t padding_idx,
                                 cudaStream_t stream);
 
+// A tensor seen around one axis: [outer, n, inner], lanes numbered outer-major (as the CPU's
+// AxisView, executor/shape_layout.h).
+struct Lanes {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+// softmax / log_softmax of each lane, and their gradient from (out, out_grad).
+cudaError_t LaunchSoftmax(ElemType type, const void* x, void* out, Lanes lanes, bool log, cudaStream_t stream);
+cudaError_t LaunchSoftmaxGrad(ElemType type, const void* out, const void* out_grad, void* x_grad, Lanes lanes, bool log,
+                              cudaStream_t stream);
+// cross_entropy_with_softmax (the CPU kernel's four forms: hard or soft labels, logits or
+// probabilities). Hard labels are i32 or i64 (`label_64`), one per lane, checked by the host;
+// ignore_index lanes get loss 0 and gradient 0.
+struct CrossEntropyForm {
+  bool soft_label = false;
+  bool use_softmax = true;
+  bool label_64 = true;
+  int64_t ignore_index = -100;
+};
+cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* label, void* softmax, void* loss,
+                               Lanes lanes, CrossEntropyForm form, cudaStream_t stream);
+cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void* softmax, const void* loss_grad,
+                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, cudaStream_t stream);
+
 // A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
 // the kernel itself so that the host never waits for it; null data: absent.
 struct ScalarRef {

@@ -13,6 +13,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterOptimizerKernels(registry);
   RegisterReductionKernels(registry);
   RegisterEmbeddingKernels(registry);
+  RegisterSoftmaxKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

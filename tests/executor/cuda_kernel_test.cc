@@ -31,7 +31,8 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad"};
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -354,6 +355,52 @@ TEST_F(CudaKernelTest, EmbeddingAndItsGradientMatchTheCpuAndNameABadId) {
   EXPECT_NE(std::string(bad.status().message()).find("embedding id 5 at flat index 1 is out of range for vocab size 5"),
             std::string::npos)
       << bad.status();
+}
+
+TEST_F(CudaKernelTest, SoftmaxesAndTheirGradientsMatchTheCpuAlongAnyAxis) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const std::string op : {"softmax", "log_softmax"}) {
+      for (int64_t axis : {int64_t{-1}, int64_t{1}}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* x = b.Data("x", {{3, 40, 7}, dtype});
+        absl::StatusOr<ir::Value*> out = b.Op1(op, {x}, {{"axis", axis}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        ASSERT_TRUE(b.Op1(op + "_grad", {*out, b.Data("g", x->type())}, {{"axis", axis}}).ok());
+        ExpectSameOnGpu(p, {{"x", Random(x->type(), 31, -4, 4)}, {"g", Random(x->type(), 32, -1, 1)}},
+                        absl::StrCat(op, " ", ir::DataTypeName(dtype), " axis ", axis), Compare::kNorm);
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, CrossEntropyInEachFormMatchesTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (bool soft_label : {false, true}) {
+      for (bool use_softmax : {true, false}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        const ir::TensorType logits_type{{3, 4, 11}, dtype};
+        ir::Value* logits = b.Data("logits", logits_type);
+        ir::Value* label = soft_label ? b.Data("label", logits_type) : b.Data("label", {{3, 4, 1}, DataType::kInt64});
+        const ir::AttributeMap attrs = {{"soft_label", soft_label}, {"use_softmax", use_softmax}, {"ignore_index", int64_t{-100}}};
+        absl::StatusOr<std::vector<ir::Value*>> ce = b.Create("cross_entropy_with_softmax", {logits, label}, attrs);
+        ASSERT_TRUE(ce.ok()) << ce.status();
+        ir::Value* g = b.Data("g", (*ce)[1]->type());
+        ASSERT_TRUE(b.Create("cross_entropy_with_softmax_grad", {label, (*ce)[0], g}, attrs).ok());
+        std::vector<double> classes;
+        for (int i = 0; i < 12; ++i) classes.push_back(i == 5 ? -100 : (i * 3) % 11);  // one lane ignored
+        ExpectSameOnGpu(p,
+                        {{"logits", Random(logits_type, 33, use_softmax ? -3 : 0.05, use_softmax ? 3 : 1)},
+                         {"label", soft_label ? Random(logits_type, 34, 0, 0.2)
+                                              : TensorFromDoubles({{3, 4, 1}, DataType::kInt64}, classes)},
+                         {"g", Random(g->type(), 35, 0.5, 1.5)}},
+                        absl::StrCat("cross entropy ", ir::DataTypeName(dtype), soft_label ? " soft" : " hard",
+                                     use_softmax ? " logits" : " probabilities"),
+                        Compare::kNorm);
+      }
+    }
+  }
 }
 
 TEST_F(CudaKernelTest, DropoutDrawsTheCpusMaskWholeAndAsAPiece) {

@@ -1,0 +1,184 @@
+// Device side of softmax, log_softmax, cross_entropy_with_softmax and their gradients: one block
+// per lane (strided over the grid), the lane's max and sums by BlockMax / BlockSum; the max is
+// subtracted before exp, as on the CPU (executor/cpu/row_utils.h SoftmaxLane).
+#include "executor/cuda/device_common.cuh"
+#include "executor/cuda/launch.h"
+#include "executor/math/scalar_array.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+constexpr int kMaxLaneBlocks = 65535;
+
+int LaneBlocks(int64_t lanes) { return static_cast<int>(lanes < kMaxLaneBlocks ? (lanes > 0 ? lanes : 1) : kMaxLaneBlocks); }
+
+__device__ int64_t LaneStart(const Lanes& l, int64_t lane) { return (lane / l.inner) * l.n * l.inner + lane % l.inner; }
+
+// Writes softmax (or log_softmax) of the lane at `x` into `y` (stride `inner`); returns the
+// lane's logsumexp.
+template <typename S>
+__device__ typename Compute<S>::type SoftmaxLane(const S* x, S* y, int64_t n, int64_t inner, bool log) {
+  using C = typename Compute<S>::type;
+  C max = -static_cast<C>(INFINITY);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) max = Load(x, j * inner) > max ? Load(x, j * inner) : max;
+  max = BlockMax(max);
+  C sum = C(0);
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += math::scalar::Exp(Load(x, j * inner) - max);
+  sum = BlockSum(sum);
+  const C lse = max + static_cast<C>(::log(static_cast<double>(sum)));
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const C v = Load(x, j * inner);
+    Store(y, j * inner, log ? v - lse : math::scalar::Exp(v - max) / sum);
+  }
+  return lse;
+}
+
+template <typename S>
+__global__ void SoftmaxKernel(const S* x, S* y, Lanes l, bool log) {
+  for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
+    const int64_t s = LaneStart(l, lane);
+    SoftmaxLane(x + s, y + s, l.n, l.inner, log);
+  }
+}
+
+// softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - exp(y)·Σ g.
+template <typename S>
+__global__ void SoftmaxGradKernel(const S* out, const S* g, S* dx, Lanes l, bool log) {
+  using C = typename Compute<S>::type;
+  for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
+    const int64_t s = LaneStart(l, lane);
+    C sum = C(0);
+    for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+      const int64_t e = s + j * l.inner;
+      sum += log ? Load(g, e) : Load(g, e) * Load(out, e);
+    }
+    sum = BlockSum(sum);
+    for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+      const int64_t e = s + j * l.inner;
+      Store(dx, e, log ? Load(g, e) - math::scalar::Exp(Load(out, e)) * sum : Load(out, e) * (Load(g, e) - sum));
+    }
+  }
+}
+
+__device__ int64_t HardLabel(const void* label, bool label_64, int64_t lane) {
+  return label_64 ? static_cast<const int64_t*>(label)[lane] : static_cast<const int32_t*>(label)[lane];
+}
+
+template <typename S>
+__global__ void CrossEntropyKernel(const S* logits, const void* label, S* softmax, S* loss, Lanes l, CrossEntropyForm f) {
+  using C = typename Compute<S>::type;
+  for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
+    const int64_t s = LaneStart(l, lane);
+    C value = C(0);
+    if (f.use_softmax) {
+      const C lse = SoftmaxLane(logits + s, softmax + s, l.n, l.inner, false);
+      if (f.soft_label) {
+        C partial = C(0);
+        for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+          const int64_t e = s + j * l.inner;
+          partial += Load(static_cast<const S*>(label), e) * (lse - Load(logits, e));
+        }
+        value = BlockSum(partial);
+      } else {
+        const int64_t cls = HardLabel(label, f.label_64, lane);
+        value = cls == f.ignore_index ? C(0) : lse - Load(logits, s + cls * l.inner);
+      }
+    } else {  // logits are probabilities already
+      for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) softmax[s + j * l.inner] = logits[s + j * l.inner];
+      if (f.soft_label) {
+        C partial = C(0);
+        for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+          const int64_t e = s + j * l.inner;
+          partial += Load(static_cast<const S*>(label), e) * static_cast<C>(::log(static_cast<double>(Load(logits, e))));
+        }
+        value = -BlockSum(partial);
+      } else {
+        const int64_t cls = HardLabel(label, f.label_64, lane);
+        value = cls == f.ignore_index ? C(0) : -static_cast<C>(::log(static_cast<double>(Load(logits, s + cls * l.inner))));
+      }
+    }
+    if (threadIdx.x == 0) Store(loss, lane, value);
+  }
+}
+
+// With g = loss_grad: softmax, hard: g·(p - onehot); soft: g·(p·Σ label - label); probabilities,
+// hard: -g/p at the label; soft: -g·label/p. Ignored lanes: 0.
+template <typename S>
+__global__ void CrossEntropyGradKernel(const void* label, const S* p, const S* loss_grad, S* dx, Lanes l,
+                                       CrossEntropyForm f) {
+  using C = typename Compute<S>::type;
+  for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
+    const int64_t s = LaneStart(l, lane);
+    const C g = Load(loss_grad, lane);
+    if (f.soft_label) {
+      const S* y = static_cast<const S*>(label);
+      C label_sum = C(0);
+      if (f.use_softmax) {
+        for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) label_sum += Load(y, s + j * l.inner);
+        label_sum = BlockSum(label_sum);
+      }
+      for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+        const int64_t e = s + j * l.inner;
+        Store(dx, e, f.use_softmax ? g * (Load(p, e) * label_sum - Load(y, e)) : -g * Load(y, e) / Load(p, e));
+      }
+      continue;
+    }
+    const int64_t cls = HardLabel(label, f.label_64, lane);
+    for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+      const int64_t e = s + j * l.inner;
+      C v = C(0);
+      if (cls != f.ignore_index) {
+        if (f.use_softmax) {
+          v = g * Load(p, e) - (j == cls ? g : C(0));
+        } else if (j == cls) {
+          v = -g / Load(p, e);
+        }
+      }
+      Store(dx, e, v);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchSoftmax(ElemType type, const void* x, void* out, Lanes lanes, bool log, cudaStream_t stream) {
+  if (lanes.outer * lanes.inner * lanes.n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    SoftmaxKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(static_cast<const S*>(x),
+                                                                                    static_cast<S*>(out), lanes, log);
+  });
+}
+
+cudaError_t LaunchSoftmaxGrad(ElemType type, const void* out, const void* out_grad, void* x_grad, Lanes lanes, bool log,
+                              cudaStream_t stream) {
+  if (lanes.outer * lanes.inner * lanes.n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    SoftmaxGradKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+        static_cast<const S*>(out), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), lanes, log);
+  });
+}
+
+cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* label, void* softmax, void* loss,
+                               Lanes lanes, CrossEntropyForm form, cudaStream_t stream) {
+  if (lanes.outer * lanes.inner == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    CrossEntropyKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+        static_cast<const S*>(logits), label, static_cast<S*>(softmax), static_cast<S*>(loss), lanes, form);
+  });
+}
+
+cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void* softmax, const void* loss_grad,
+                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, cudaStream_t stream) {
+  if (lanes.outer * lanes.inner == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    CrossEntropyGradKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+        label, static_cast<const S*>(softmax), static_cast<const S*>(loss_grad), static_cast<S*>(logits_grad), lanes,
+        form);
+  });
+}
+
+}  // namespace pdist::exec::cuda
