@@ -20,5 +20,6 @@ void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterEmbeddingKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
+void RegisterAttentionKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -104,6 +104,29 @@ cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* la
 cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void* softmax, const void* loss_grad,
                                    void* logits_grad, Lanes lanes, CrossEntropyForm form, cudaStream_t stream);
 
+// Scaled dot-product attention on [batch, seq, heads, dim] tensors (k and v with heads_k ≤
+// heads_q heads, grouped), the CPU kernel's semantics: causal masks aligned bottom-right, an
+// optional additive mask [mask_batch, mask_heads, seq_q, seq_k] (1 = broadcast), lse kept per
+// query row [batch, heads_q, seq_q] (-inf for a row that sees no key: zeros out).
+struct AttentionShape {
+  int64_t batch = 1, seq_q = 1, seq_k = 1, heads_q = 1, heads_k = 1, head_dim = 1, v_dim = 1;
+  bool causal = false;
+  double scale = 1;
+  const void* mask = nullptr;
+  int64_t mask_batch = 1, mask_heads = 1;
+};
+// The largest key (forward) or query (backward) count a row's scores fit in shared memory for,
+// and the largest head_dim / v_dim (one element per thread of a block).
+int64_t MaxAttentionSeq(ElemType type);
+int64_t MaxAttentionHeadDim();
+cudaError_t LaunchFlashAttn(ElemType type, const void* q, const void* k, const void* v, void* out, void* softmax,
+                            void* lse, const AttentionShape& a, cudaStream_t stream);
+// dq per query row (and D_i = Σ dO·O into `row_dot`, batch·heads_q·seq_q doubles), then dk and
+// dv per key row summing the query rows of every head of its group in order.
+cudaError_t LaunchFlashAttnGrad(ElemType type, const void* q, const void* k, const void* v, const void* out,
+                                const void* lse, const void* out_grad, void* q_grad, void* k_grad, void* v_grad,
+                                double* row_dot, const AttentionShape& a, cudaStream_t stream);
+
 // A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
 // the kernel itself so that the host never waits for it; null data: absent.
 struct ScalarRef {

@@ -14,6 +14,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterReductionKernels(registry);
   RegisterEmbeddingKernels(registry);
   RegisterSoftmaxKernels(registry);
+  RegisterAttentionKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

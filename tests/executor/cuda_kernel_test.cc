@@ -18,7 +18,10 @@
 #include "executor/executor.h"
 #include "executor/random.h"
 #include "ir/builder.h"
+#include "ir/models/gpt.h"
 #include "ir/status.h"
+#include "passes/distributed_programs.h"
+#include "passes/optimizer.h"
 
 namespace pdist::exec {
 namespace {
@@ -32,7 +35,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad"};
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -56,6 +59,33 @@ TEST(CudaKernelListTest, EveryCudaKernelIsComparedWithTheCpus) {
   }
   for (const std::string& op : covered) {
     EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCUDA, op), nullptr) << op << " is compared but not registered";
+  }
+}
+
+// The README's GPT (4 layers, hidden 128, 4 heads, vocab 256, seq 64, batch 16) as one rank's
+// training program with AdamW.
+absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
+  ir::models::GptConfig config;
+  config.layers = 4;
+  config.hidden = 128;
+  config.heads = 4;
+  config.vocab = 256;
+  config.seq_len = 64;
+  config.batch = 16;
+  PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::models::BuildGpt(config));
+  passes::PassContext context;
+  PDIST_RETURN_IF_ERROR(passes::RunPipeline(passes::SingleRankPipeline({}), program, context, "training program"));
+  return program;
+}
+
+TEST(CudaKernelListTest, EveryOpOfTheReadmeGptTrainingStepHasACudaKernel) {
+  bool built = false;
+  for (const Backend* backend : Backends()) built |= backend->type() == DeviceType::kCUDA;
+  if (!built) GTEST_SKIP() << "this build has no CUDA backend (-DPDIST_WITH_CUDA=ON)";
+  absl::StatusOr<ir::Program> program = ReadmeGptTrainingProgram();
+  ASSERT_TRUE(program.ok()) << program.status();
+  for (const auto& op : program->block().ops()) {
+    EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCUDA, op->type()), nullptr) << op->type();
   }
 }
 
@@ -400,6 +430,80 @@ TEST_F(CudaKernelTest, CrossEntropyInEachFormMatchesTheCpu) {
                         Compare::kNorm);
       }
     }
+  }
+}
+
+TEST_F(CudaKernelTest, AttentionAndItsGradientMatchTheCpuGroupedCausalAndMasked) {
+  struct Case {
+    ir::Shape q, kv;
+    bool causal, masked, return_softmax;
+  };
+  const std::vector<Case> cases = {
+      {{2, 9, 4, 8}, {2, 9, 2, 8}, true, false, false},   // grouped kv heads, causal (the GPT's form)
+      {{2, 9, 4, 8}, {2, 9, 4, 8}, false, false, true},   // full attention, probabilities returned
+      {{1, 5, 2, 16}, {1, 9, 2, 16}, true, true, false},  // fewer queries than keys: bottom-right, masked
+  };
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const Case& c : cases) {
+      ir::Program p;
+      ir::Builder b(&p);
+      ir::Value* q = b.Data("q", {c.q, dtype});
+      ir::Value* k = b.Data("k", {c.kv, dtype});
+      ir::Value* v = b.Data("v", {c.kv, dtype});
+      const ir::TensorType mask_type{{1, c.q[2], c.q[1], c.kv[1]}, dtype};
+      ir::Value* mask = c.masked ? b.Data("mask", mask_type) : nullptr;
+      const ir::AttributeMap attrs = {{"causal", c.causal}, {"return_softmax", c.return_softmax}};
+      absl::StatusOr<std::vector<ir::Value*>> attn = b.Create("flash_attn", {q, k, v, nullptr, mask}, attrs);
+      ASSERT_TRUE(attn.ok()) << attn.status();
+      ir::Value* g = b.Data("g", (*attn)[0]->type());
+      absl::StatusOr<std::vector<ir::Value*>> grad =
+          b.Create("flash_attn_grad", {q, k, v, (*attn)[0], (*attn)[2], (*attn)[3], mask, g}, {{"causal", c.causal}});
+      ASSERT_TRUE(grad.ok()) << grad.status();
+      Feeds feeds = {{"q", Random(q->type(), 36, -1, 1)}, {"k", Random(k->type(), 37, -1, 1)},
+                     {"v", Random(v->type(), 38, -1, 1)}, {"g", Random(g->type(), 39, -1, 1)}};
+      if (c.masked) feeds["mask"] = Random(mask_type, 40, -2, 0);
+      ExpectSameOnGpu(p, feeds,
+                      absl::StrCat("flash_attn ", ir::DataTypeName(dtype), " q ", ir::ShapeToString(c.q), " kv ",
+                                   ir::ShapeToString(c.kv), c.causal ? " causal" : "", c.masked ? " masked" : ""),
+                      Compare::kNorm);
+    }
+  }
+}
+
+// Issue 15's check (b) without the engine: ten AdamW steps of the README's GPT, the executor on
+// GPU 0 against the executor on the CPU from the same initial parameters and batches; f32
+// losses within 1e-4 relative.
+TEST_F(CudaKernelTest, TenAdamWStepsOfTheReadmeGptMatchTheCpu) {
+  absl::StatusOr<ir::Program> program = ReadmeGptTrainingProgram();
+  ASSERT_TRUE(program.ok()) << program.status();
+  Workspace cpu_ws, gpu_ws;
+  ASSERT_TRUE(InitializeWorkspace(*program, /*seed=*/1, cpu_ws).ok());
+  for (const auto& [name, t] : cpu_ws) {
+    absl::StatusOr<Tensor> placed = ToDevice(t, Device::Cuda(0));
+    ASSERT_TRUE(placed.ok()) << placed.status();
+    gpu_ws[name] = *placed;
+  }
+  absl::StatusOr<Executor> on_cpu = Executor::Create(*program);
+  absl::StatusOr<Executor> on_gpu = Executor::Create(*program, {.device = Device::Cuda(0)});
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+  for (int step = 0; step < 10; ++step) {
+    const ir::TensorType ids{{16, 64}, DataType::kInt64};
+    std::vector<double> tokens(16 * 64), labels(16 * 64);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = std::floor(256 * UniformAt(100 + step, i));
+      labels[i] = std::floor(256 * UniformAt(200 + step, i));
+    }
+    const Feeds feeds = {{"tokens", TensorFromDoubles(ids, tokens)},
+                         {"labels", TensorFromDoubles(ids, labels)},
+                         {passes::kLearningRateFeed, Tensor::Scalar(DataType::kFloat32, 1e-3)}};
+    Feeds gpu_feeds;
+    for (const auto& [name, t] : feeds) gpu_feeds[name] = *ToDevice(t, Device::Cuda(0));
+    absl::StatusOr<RunResult> cpu = on_cpu->Run(feeds, cpu_ws);
+    absl::StatusOr<RunResult> gpu = on_gpu->Run(gpu_feeds, gpu_ws);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_NEAR(gpu->loss, cpu->loss, 1e-4 * std::abs(cpu->loss)) << "step " << step;
   }
 }
 
