@@ -146,6 +146,15 @@ cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, Scal
                         void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream);
 
+// rms_norm over [rows, cols]: invvar = rsqrt(mean(x²) + eps) per row, y = x·invvar·scale. The
+// gradient: dx = invvar·(gs - x·invvar·mean(gs·x)·invvar) with gs = out_grad·scale, per row;
+// dscale summed over the rows in order, one column per thread.
+cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void* y, void* invvar, int64_t rows,
+                          int64_t cols, double eps, cudaStream_t stream);
+cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, const void* invvar,
+                              const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
+                              cudaStream_t stream);
+
 // Every element of `out` (n elements of `element_size` bytes: 1, 2, 4 or 8) set to the bit
 // pattern in the low bytes of `pattern` (the host converts the value, as the CPU does).
 cudaError_t LaunchFill(void* out, int64_t n, int element_size, uint64_t pattern, cudaStream_t stream);

@@ -1,4 +1,4 @@
-// Host side of the CUDA layer_norm and layer_norm_grad (device side: norm_launch.cu).
+// Host side of the CUDA layer_norm, rms_norm and their gradients (device side: norm_launch.cu).
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
@@ -45,11 +45,38 @@ absl::Status LayerNormGradKernel(KernelContext& ctx) {
                     "layer_norm_grad");
 }
 
+// (x, scale) → out, invvar.
+absl::Status RmsNormKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("rms_norm", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
+  PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
+  Tensor& out = ctx.AllocateOutput(0);
+  Tensor& invvar = ctx.AllocateOutput(1);
+  return CudaStatus(LaunchRmsNorm(type, x.raw(), ctx.input(1)->raw(), out.raw(), invvar.raw(), rc.rows, rc.cols, eps,
+                                  StreamOf(ctx)),
+                    "rms_norm");
+}
+
+// (x, scale, invvar, out_grad) → x_grad, scale_grad.
+absl::Status RmsNormGradKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("rms_norm_grad", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
+  Tensor& x_grad = ctx.AllocateOutput(0);
+  Tensor& scale_grad = ctx.AllocateOutput(1);
+  return CudaStatus(LaunchRmsNormGrad(type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), ctx.input(3)->raw(),
+                                      x_grad.raw(), scale_grad.raw(), rc.rows, rc.cols, StreamOf(ctx)),
+                    "rms_norm_grad");
+}
+
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "layer_norm", LayerNormKernel);
   registry.Register(DeviceType::kCUDA, "layer_norm_grad", LayerNormGradKernel);
+  registry.Register(DeviceType::kCUDA, "rms_norm", RmsNormKernel);
+  registry.Register(DeviceType::kCUDA, "rms_norm_grad", RmsNormGradKernel);
 }
 
 }  // namespace pdist::exec::cuda

@@ -1,4 +1,4 @@
-// Device side of layer_norm and its gradient: one block per row (strided over the grid), the
+// Device side of layer_norm, rms_norm and their gradients: one block per row (strided over the grid), the
 // row's sums by BlockSum; the parameter gradients one column per thread, rows in order (as the
 // CPU sums them).
 #include "executor/cuda/device_common.cuh"
@@ -85,9 +85,76 @@ __global__ void LayerNormParamGradKernel(const S* x, const S* mean, const S* var
   }
 }
 
+template <typename S>
+__global__ void RmsNormKernel(const S* x, const S* scale, S* y, S* invvar, int64_t rows, int64_t cols, double eps) {
+  using C = typename Compute<S>::type;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S* xr = x + r * cols;
+    C squares = C(0);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) squares += Load(xr, c) * Load(xr, c);
+    const C inv = Rstd(BlockSum(squares) / static_cast<C>(cols), eps);
+    if (threadIdx.x == 0) Store(invvar, r, inv);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) Store(y, r * cols + c, Load(xr, c) * inv * Load(scale, c));
+  }
+}
+
+template <typename S>
+__global__ void RmsNormGradKernel(const S* x, const S* scale, const S* invvar, const S* g, S* dx, int64_t rows,
+                                  int64_t cols) {
+  using C = typename Compute<S>::type;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t o = r * cols;
+    const C inv = Load(invvar, r);
+    C sum = C(0);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += Load(g, o + c) * Load(scale, c) * Load(x, o + c);
+    const C gs_xhat_mean = BlockSum(sum) / static_cast<C>(cols) * inv;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const C gs = Load(g, o + c) * Load(scale, c);
+      Store(dx, o + c, inv * (gs - Load(x, o + c) * inv * gs_xhat_mean));
+    }
+  }
+}
+
+template <typename S>
+__global__ void RmsNormScaleGradKernel(const S* x, const S* invvar, const S* g, S* scale_grad, int64_t rows,
+                                       int64_t cols) {
+  using C = typename Compute<S>::type;
+  PDIST_GRID_STRIDE_LOOP(c, cols) {
+    C acc = C(0);
+    for (int64_t r = 0; r < rows; ++r) acc += Load(g, r * cols + c) * Load(x, r * cols + c) * Load(invvar, r);
+    Store(scale_grad, c, acc);
+  }
+}
+
 int RowBlocks(int64_t rows) { return static_cast<int>(rows < kMaxRowBlocks ? (rows > 0 ? rows : 1) : kMaxRowBlocks); }
 
 }  // namespace
+
+cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void* y, void* invvar, int64_t rows,
+                          int64_t cols, double eps, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    RmsNormKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const S*>(scale),
+                                                                static_cast<S*>(y), static_cast<S*>(invvar), rows, cols,
+                                                                eps);
+  });
+}
+
+cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, const void* invvar,
+                              const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
+                              cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    RmsNormGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(invvar),
+        static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
+    RmsNormScaleGradKernel<S><<<Blocks(cols), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const S*>(invvar), static_cast<const S*>(out_grad),
+        static_cast<S*>(scale_grad), rows, cols);
+  });
+}
 
 cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, const void* bias, void* y, void* mean,
                             void* variance, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {

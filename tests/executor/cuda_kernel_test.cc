@@ -35,7 +35,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad"};
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -302,6 +302,26 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
                        {"bias", Random(bias->type(), 20, -1, 1)}, {"g", Random(g->type(), 21, -1, 1)}},
                       absl::StrCat("layer_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x)),
                       Compare::kNorm);
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, RmsNormAndItsGradientMatchTheCpu) {
+  for (const ir::Shape& shape : std::vector<ir::Shape>{{3, 5, 70}, {4, 300}}) {
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      ir::Value* x = b.Data("x", {shape, dtype});
+      ir::Value* scale = b.Data("scale", {{shape.back()}, dtype});
+      const ir::AttributeMap attrs = {{"begin_norm_axis", static_cast<int64_t>(shape.size()) - 1}, {"epsilon", 1e-6}};
+      absl::StatusOr<std::vector<ir::Value*>> norm = b.Create("rms_norm", {x, scale}, attrs);
+      ASSERT_TRUE(norm.ok()) << norm.status();
+      ir::Value* g = b.Data("g", {shape, dtype});
+      ASSERT_TRUE(b.Create("rms_norm_grad", {x, scale, (*norm)[1], g}, attrs).ok());
+      ExpectSameOnGpu(p,
+                      {{"x", Random(x->type(), 41, -2, 2)}, {"scale", Random(scale->type(), 42, 0.5, 1.5)},
+                       {"g", Random(g->type(), 43, -1, 1)}},
+                      absl::StrCat("rms_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(shape)), Compare::kNorm);
     }
   }
 }
