@@ -16,6 +16,8 @@
 #include "executor/cpu/row_utils.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/math/rope.h"
+#include "executor/rope_tables.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
 
@@ -29,87 +31,14 @@ using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
 // --- fused_rope ------------------------------------------------------------------------------
 
-// Rotary embedding on [batch, seq, heads, head_dim] rows ([seq, batch, ...] when time_major).
-// With full-width tables sin[pos, j] and cos[pos, j], out = x * cos + rot(x) * sin where rot
-// pairs each element j with a partner p(j) and a sign: adjacent pairs (x0,x1), (x2,x3), … when
-// use_neox_rotary_style (Paddle's naming), else halves (x_i, x_{i+d/2}); the first of a pair
-// takes -x_partner, the second +x_partner.
-struct RopeLayout {
-  int64_t batch, seq, heads_q, head_dim;
-  bool time_major, adjacent_pairs;
-
-  int64_t Partner(int64_t j) const { return adjacent_pairs ? j ^ 1 : (j + head_dim / 2) % head_dim; }
-  bool IsFirst(int64_t j) const { return adjacent_pairs ? j % 2 == 0 : j < head_dim / 2; }
-  // Start of row (b, s) of a tensor with `heads` heads.
-  int64_t RowStart(int64_t b, int64_t s, int64_t heads) const {
-    return ((time_major ? s * batch + b : b * seq + s) * heads) * head_dim;
-  }
-};
-
-// Rotates every head of one (b, s) row. The transpose (for gradients) uses
-//   dx[j] = g[j] * cos[j] - sign(j) * g[p(j)] * sin[p(j)]
-// which is the inverse rotation whenever sin[p(j)] = sin[j], as in the standard tables.
+// Rotates every head of one (b, s) row (math::RopeElement).
 template <typename T>
-void RotateRow(const RopeLayout& l, const T* in, T* out, int64_t heads, const T* sin, const T* cos, bool transpose) {
+void RotateRow(const math::RopeLayout& l, const T* in, T* out, int64_t heads, const T* sin, const T* cos, bool transpose) {
   for (int64_t h = 0; h < heads; ++h) {
     const T* x = in + h * l.head_dim;
     T* y = out + h * l.head_dim;
-    for (int64_t j = 0; j < l.head_dim; ++j) {
-      const int64_t p = l.Partner(j);
-      const T sign = l.IsFirst(j) ? T(-1) : T(1);
-      y[j] = x[j] * cos[j] + sign * x[p] * (transpose ? -sin[p] : sin[j]);
-    }
+    for (int64_t j = 0; j < l.head_dim; ++j) y[j] = math::RopeElement<T, T>(l, x, sin, cos, j, transpose);
   }
-}
-
-// The sin/cos tables [positions, head_dim], given or computed from rotary_emb_base:
-// theta(pos, i) = pos * base^(-2i/d) for pair i.
-template <typename T>
-struct RopeTables {
-  std::vector<T> owned_sin, owned_cos;
-  const T* sin = nullptr;
-  const T* cos = nullptr;
-  int64_t positions = 0;
-};
-
-template <typename T>
-absl::StatusOr<RopeTables<T>> MakeRopeTables(const RopeLayout& l, const Tensor* sin, const Tensor* cos,
-                                             const Tensor* position_ids, double base) {
-  RopeTables<T> t;
-  if (sin != nullptr) {
-    t.sin = sin->data<T>();
-    t.cos = cos->data<T>();
-    t.positions = sin->num_elements() / l.head_dim;
-  } else {
-    t.positions = l.seq;
-    if (position_ids != nullptr) {
-      const int64_t* pos = position_ids->data<int64_t>();
-      for (int64_t i = 0; i < position_ids->num_elements(); ++i) t.positions = std::max(t.positions, pos[i] + 1);
-    }
-    t.owned_sin.resize(static_cast<size_t>(t.positions * l.head_dim));
-    t.owned_cos.resize(t.owned_sin.size());
-    for (int64_t p = 0; p < t.positions; ++p) {
-      for (int64_t j = 0; j < l.head_dim; ++j) {
-        const int64_t pair = l.adjacent_pairs ? j / 2 : j % (l.head_dim / 2);
-        const double theta =
-            static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(pair) / static_cast<double>(l.head_dim));
-        t.owned_sin[static_cast<size_t>(p * l.head_dim + j)] = static_cast<T>(std::sin(theta));
-        t.owned_cos[static_cast<size_t>(p * l.head_dim + j)] = static_cast<T>(std::cos(theta));
-      }
-    }
-    t.sin = t.owned_sin.data();
-    t.cos = t.owned_cos.data();
-  }
-  if (position_ids != nullptr) {
-    const int64_t* pos = position_ids->data<int64_t>();
-    for (int64_t i = 0; i < position_ids->num_elements(); ++i) {
-      if (pos[i] < 0 || pos[i] >= t.positions) {
-        return absl::InvalidArgumentError(absl::StrCat("position id ", pos[i], " at flat index ", i,
-                                                       " is out of range for ", t.positions, " sin/cos positions"));
-      }
-    }
-  }
-  return t;
 }
 
 // Shared by fused_rope (tensors q, k, v → out_q, out_k, out_v) and fused_rope_grad (out grads →
@@ -120,7 +49,7 @@ absl::Status RopeKernel(KernelContext& ctx, const std::vector<const Tensor*>& te
   PDIST_ASSIGN_OR_RETURN(bool time_major, ir::GetBool(ctx.attrs(), "time_major"));
   PDIST_ASSIGN_OR_RETURN(bool adjacent, ir::GetBool(ctx.attrs(), "use_neox_rotary_style"));
   PDIST_ASSIGN_OR_RETURN(double base, ir::GetDouble(ctx.attrs(), "rotary_emb_base"));
-  const RopeLayout l{
+  const math::RopeLayout l{
       q.shape()[time_major ? 1 : 0], q.shape()[time_major ? 0 : 1], q.shape()[2], q.shape()[3], time_major, adjacent};
   PDIST_DISPATCH_FLOAT(q.dtype(), T, {
     PDIST_ASSIGN_OR_RETURN(RopeTables<T> tables, MakeRopeTables<T>(l, sin, cos, position_ids, base));

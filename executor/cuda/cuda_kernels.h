@@ -21,5 +21,6 @@ void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterEmbeddingKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
 void RegisterAttentionKernels(KernelRegistry& registry);
+void RegisterRopeKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cuda

@@ -8,7 +8,11 @@
 
 #include <cstdint>
 
+#include "executor/math/rope.h"
+
 namespace pdist::exec::cuda {
+
+using math::RopeLayout;
 
 // Storage types; bf16 and f16 compute in f32 and round each result, as the CPU kernels do
 // (executor/cpu/float_math.h).
@@ -154,6 +158,13 @@ cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void*
 cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
                               cudaStream_t stream);
+
+// fused_rope on one [batch, seq, heads, head_dim] tensor (layout: executor/math/rope.h): out =
+// the rotation of x (or its transpose, for the gradient) with the tables' row of each position,
+// `positions` (i64 [batch·seq], null: the sequence index) and the tables (compute type of
+// `type`: f32 for bf16/f16) on the device.
+cudaError_t LaunchRope(ElemType type, const void* x, void* out, int64_t heads, const RopeLayout& layout,
+                       const void* sin, const void* cos, const int64_t* positions, bool transpose, cudaStream_t stream);
 
 // Every element of `out` (n elements of `element_size` bytes: 1, 2, 4 or 8) set to the bit
 // pattern in the low bytes of `pattern` (the host converts the value, as the CPU does).

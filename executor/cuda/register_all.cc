@@ -15,6 +15,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterEmbeddingKernels(registry);
   RegisterSoftmaxKernels(registry);
   RegisterAttentionKernels(registry);
+  RegisterRopeKernels(registry);
 }
 
 }  // namespace pdist::exec::cuda

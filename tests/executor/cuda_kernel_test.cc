@@ -19,6 +19,7 @@
 #include "executor/random.h"
 #include "ir/builder.h"
 #include "ir/models/gpt.h"
+#include "ir/models/llama.h"
 #include "ir/status.h"
 #include "passes/distributed_programs.h"
 #include "passes/optimizer.h"
@@ -35,7 +36,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad"};
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -78,14 +79,20 @@ absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
   return program;
 }
 
-TEST(CudaKernelListTest, EveryOpOfTheReadmeGptTrainingStepHasACudaKernel) {
+TEST(CudaKernelListTest, EveryOpOfTheGptAndLlamaTrainingStepsHasACudaKernel) {
   bool built = false;
   for (const Backend* backend : Backends()) built |= backend->type() == DeviceType::kCUDA;
   if (!built) GTEST_SKIP() << "this build has no CUDA backend (-DPDIST_WITH_CUDA=ON)";
-  absl::StatusOr<ir::Program> program = ReadmeGptTrainingProgram();
-  ASSERT_TRUE(program.ok()) << program.status();
-  for (const auto& op : program->block().ops()) {
-    EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCUDA, op->type()), nullptr) << op->type();
+  absl::StatusOr<ir::Program> gpt = ReadmeGptTrainingProgram();
+  ASSERT_TRUE(gpt.ok()) << gpt.status();
+  absl::StatusOr<ir::Program> llama = ir::models::BuildLlama({});
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  passes::PassContext context;
+  ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({}), *llama, context, "training program").ok());
+  for (const ir::Program* program : {&*gpt, &*llama}) {
+    for (const auto& op : program->block().ops()) {
+      EXPECT_NE(KernelRegistry::Global().Find(DeviceType::kCUDA, op->type()), nullptr) << op->type();
+    }
   }
 }
 
@@ -322,6 +329,37 @@ TEST_F(CudaKernelTest, RmsNormAndItsGradientMatchTheCpu) {
                       {{"x", Random(x->type(), 41, -2, 2)}, {"scale", Random(scale->type(), 42, 0.5, 1.5)},
                        {"g", Random(g->type(), 43, -1, 1)}},
                       absl::StrCat("rms_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(shape)), Compare::kNorm);
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, RotaryEmbeddingAndItsGradientMatchTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (bool neox : {true, false}) {
+      for (bool positions : {false, true}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* q = b.Data("q", {{2, 6, 4, 8}, dtype});
+        ir::Value* k = b.Data("k", {{2, 6, 2, 8}, dtype});
+        ir::Value* pos = positions ? b.Data("pos", {{2, 6}, DataType::kInt64}) : nullptr;
+        const ir::AttributeMap attrs = {{"use_neox_rotary_style", neox}};
+        absl::StatusOr<std::vector<ir::Value*>> rope = b.Create("fused_rope", {q, k, nullptr, nullptr, nullptr, pos}, attrs);
+        ASSERT_TRUE(rope.ok()) << rope.status();
+        ir::Value* gq = b.Data("gq", q->type());
+        ir::Value* gk = b.Data("gk", k->type());
+        ASSERT_TRUE(b.Create("fused_rope_grad", {nullptr, nullptr, pos, gq, gk, nullptr}, attrs).ok());
+        Feeds feeds = {{"q", Random(q->type(), 44, -1, 1)}, {"k", Random(k->type(), 45, -1, 1)},
+                       {"gq", Random(q->type(), 46, -1, 1)}, {"gk", Random(k->type(), 47, -1, 1)}};
+        if (positions) {
+          std::vector<double> ids;
+          for (int i = 0; i < 12; ++i) ids.push_back((i * 5) % 9);  // positions beyond the sequence too
+          feeds["pos"] = TensorFromDoubles({{2, 6}, DataType::kInt64}, ids);
+        }
+        ExpectSameOnGpu(p, feeds,
+                        absl::StrCat("fused_rope ", ir::DataTypeName(dtype), neox ? " neox" : " halves",
+                                     positions ? " with positions" : ""),
+                        Compare::kNorm);  // x·cos - x_p·sin can cancel: fused multiply-adds differ there
+      }
     }
   }
 }
