@@ -24,6 +24,35 @@ Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Te
   return p;
 }
 
+absl::StatusOr<PieceCopy> PlanSplit(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, x.shape()));
+  PieceCopy c;
+  std::vector<const Tensor*> outs;
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    Tensor& t = ctx.AllocateOutput(i);
+    outs.push_back(&t);
+    c.pieces.push_back(static_cast<char*>(t.raw()));
+  }
+  c.layout = PiecesOf(x.shape(), axis, outs, ir::DataTypeSize(x.dtype()));
+  c.whole = static_cast<char*>(x.raw());
+  return c;
+}
+
+absl::StatusOr<PieceCopy> PlanConcat(KernelContext& ctx) {
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, out.shape()));
+  PieceCopy c;
+  std::vector<const Tensor*> ins;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    ins.push_back(ctx.input(i));
+    c.pieces.push_back(static_cast<char*>(ctx.input(i)->raw()));
+  }
+  c.layout = PiecesOf(out.shape(), axis, ins, ir::DataTypeSize(out.dtype()));
+  c.whole = static_cast<char*>(out.raw());
+  return c;
+}
+
 absl::StatusOr<RowsCols> NormRowsCols(const KernelContext& ctx, const ir::Shape& x) {
   PDIST_ASSIGN_OR_RETURN(int64_t begin, ir::GetInt(ctx.attrs(), "begin_norm_axis"));
   const int64_t rank = static_cast<int64_t>(x.size());

@@ -26,6 +26,16 @@ struct Pieces {
 };
 Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size);
 
+// What a split or a concat copies: the layout, the whole's bytes and each piece's. PlanSplit
+// allocates every result (the pieces); PlanConcat allocates the result (the whole).
+struct PieceCopy {
+  Pieces layout;
+  char* whole = nullptr;
+  std::vector<char*> pieces;
+};
+absl::StatusOr<PieceCopy> PlanSplit(KernelContext& ctx);
+absl::StatusOr<PieceCopy> PlanConcat(KernelContext& ctx);
+
 // layer_norm and rms_norm see x as [rows, cols], the normalised axes (from the op's
 // begin_norm_axis on) flattened into cols.
 struct RowsCols {

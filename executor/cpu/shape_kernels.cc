@@ -161,31 +161,14 @@ void CopyPieces(const Pieces& p, char* whole, const std::vector<char*>& pieces, 
 
 // split and split_with_num: the result shapes already hold the sections.
 absl::Status SplitKernel(KernelContext& ctx) {
-  const Tensor& x = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, x.shape()));
-  std::vector<const Tensor*> outs;
-  std::vector<char*> raw;
-  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-    Tensor& t = ctx.AllocateOutput(i);
-    outs.push_back(&t);
-    raw.push_back(static_cast<char*>(t.raw()));
-  }
-  const Pieces p = PiecesOf(x.shape(), axis, outs, ir::DataTypeSize(x.dtype()));
-  CopyPieces(p, static_cast<char*>(x.raw()), raw, /*to_pieces=*/true);
+  PDIST_ASSIGN_OR_RETURN(PieceCopy c, PlanSplit(ctx));
+  CopyPieces(c.layout, c.whole, c.pieces, /*to_pieces=*/true);
   return absl::OkStatus();
 }
 
 absl::Status ConcatKernel(KernelContext& ctx) {
-  Tensor& out = ctx.AllocateOutput(0);
-  PDIST_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, out.shape()));
-  std::vector<const Tensor*> ins;
-  std::vector<char*> raw;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    ins.push_back(ctx.input(i));
-    raw.push_back(static_cast<char*>(ctx.input(i)->raw()));
-  }
-  const Pieces p = PiecesOf(out.shape(), axis, ins, ir::DataTypeSize(out.dtype()));
-  CopyPieces(p, static_cast<char*>(out.raw()), raw, /*to_pieces=*/false);
+  PDIST_ASSIGN_OR_RETURN(PieceCopy c, PlanConcat(ctx));
+  CopyPieces(c.layout, c.whole, c.pieces, /*to_pieces=*/false);
   return absl::OkStatus();
 }
 
