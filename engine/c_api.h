@@ -60,8 +60,8 @@ typedef struct {
    * dies with the launcher. (0.x: this struct may grow; always fill it with
    * pdist_engine_config_init.) */
   const char* backend;
-  /* "cpu" (default, also for NULL), "cuda" (the rank's GPU: LOCAL_RANK under a launcher) or
-   * "cuda:N". A device this build or machine lacks fails pdist_engine_create, saying what is
+  /* "cpu" (default, also for NULL), "cuda" (the rank's GPU: LOCAL_RANK under a launcher),
+   * "cuda:N", or a host device "cpu:N" (the host, state kept apart as on a GPU). A device this build or machine lacks fails pdist_engine_create, saying what is
    * missing (docs/gpu.md). */
   const char* device;
 } pdist_engine_config;

@@ -6,8 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "executor/backend.h"
-#include "executor/kernel.h"
-#include "ir/op_def.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -24,15 +22,6 @@ absl::StatusOr<exec::Device> ChooseDevice(const std::string& name) {
     }
   }
   PDIST_RETURN_IF_ERROR(exec::BackendFor(device).status());
-  if (!device.is_cpu()) {
-    // The backend is there and so is the GPU, but training needs a kernel for every op and the
-    // engine's tensors on the device: say how far the backend is rather than fail on an op.
-    const size_t cuda_ops = exec::KernelRegistry::Global().OpTypes(device.type).size();
-    const size_t cpu_ops = exec::KernelRegistry::Global().OpTypes(exec::DeviceType::kCPU).size();
-    return absl::UnimplementedError(absl::StrCat(
-        "training on ", device.ToString(), " is not available yet: the CUDA backend has kernels for ", cuda_ops, " of ",
-        cpu_ops, " ops and the engine keeps its tensors on the host (docs/gpu.md); use --device cpu"));
-  }
   return device;
 }
 

@@ -1,4 +1,4 @@
-// Which device an engine's ranks run on: EngineOptions::device ("cpu", "cuda", "cuda:N") made a
+// Which device an engine's ranks run on: EngineOptions::device ("cpu", "cpu:N", "cuda", "cuda:N") made a
 // Device this build and machine can run, or an error saying what is missing.
 //
 // "cuda" without an index is the rank's own GPU: LOCAL_RANK under a launcher (pdist-run,

@@ -29,15 +29,16 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
-RunnerOptions RunnerOptionsOf(const EngineOptions& o) {
-  return {.profile = o.profile, .overlap_communication = o.overlap_communication,
+RunnerOptions RunnerOptionsOf(const EngineOptions& o, const exec::Device& device) {
+  return {.device = device,
+          .profile = o.profile, .overlap_communication = o.overlap_communication,
           .gradient_bucket_bytes = o.gradient_bucket_bytes, .timeline = !o.timeline_dir.empty()};
 }
 
 }  // namespace
 
-Engine::Engine(ir::Program forward, EngineOptions options, const CommBackend* backend)
-    : forward_(std::move(forward)), options_(std::move(options)), backend_(backend) {}
+Engine::Engine(ir::Program forward, EngineOptions options, const CommBackend* backend, exec::Device device)
+    : forward_(std::move(forward)), options_(std::move(options)), backend_(backend), device_(device) {}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, EngineOptions options) {
   if (forward.loss() == nullptr) return absl::InvalidArgumentError("the model has no loss");
@@ -45,9 +46,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
     return absl::InvalidArgumentError("the model already has backward or optimizer ops; give the forward program");
   }
   PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend(options.backend));
-  PDIST_RETURN_IF_ERROR(ChooseDevice(options.device).status());
+  PDIST_ASSIGN_OR_RETURN(const exec::Device device, ChooseDevice(options.device));
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
-  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend));
+  auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend, device));
   PDIST_RETURN_IF_ERROR(engine->Prepare());
   return engine;
 }
@@ -81,7 +82,7 @@ absl::Status Engine::PrepareSingleRank() {
   passes::ReshardPlanCache plans;
   ir::Program eval = forward_.Clone();
   passes::SetEvalMode(eval);
-  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, eval, /*rank=*/-1, plans, RunnerOptionsOf(options_)));
+  PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, eval, /*rank=*/-1, plans, RunnerOptionsOf(options_, device_)));
   PDIST_RETURN_IF_ERROR(runner->Initialize(options_.seed));
   runners_.push_back(std::move(runner));
   return absl::OkStatus();
@@ -91,6 +92,13 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
                          passes::BuildDistributedPrograms(forward_, strategy, options_.optimizer));
   world_size_ = programs.world_size;
+  if (world_size_ > 1 && !device_.is_cpu()) {
+    // The communicators pdist has (inproc, gloo) move host memory; a GPU's tensors need NCCL.
+    return absl::UnimplementedError(absl::StrCat(
+        "a job of ", world_size_, " ranks on ", device_.ToString(),
+        " needs the NCCL communicator, which is not built yet (docs/gpu.md): train one rank per GPU job, or use "
+        "--device cpu"));
+  }
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;
   config.timeout = absl::Seconds(options_.collective_timeout_s);
@@ -102,7 +110,7 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   kernel_threads_per_rank_ = std::max(1, exec::KernelThreadsOfThisThread() / static_cast<int>(ranks.size()));
 
   passes::ReshardPlanCache plans;
-  RunnerOptions runner_options = RunnerOptionsOf(options_);
+  RunnerOptions runner_options = RunnerOptionsOf(options_, device_);
   runner_options.pipeline = programs.pipeline;
   for (int64_t r : ranks) {
     PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, runner_options));
@@ -154,8 +162,6 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   }
   return absl::OkStatus();
 }
-
-const exec::Workspace& Engine::workspace() const { return runners_.front()->workspace(); }
 
 int64_t Engine::first_local_rank() const { return std::max<int64_t>(0, runners_.front()->rank()); }
 
@@ -227,11 +233,12 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
     result.rank_peak_activation_bytes.push_back(r.peak_activation_bytes);
   }
   result.op_seconds = run.op_seconds;
-  const exec::Workspace& state = runners_.front()->workspace();
-  if (auto scale = state.find(passes::kLossScalingState); scale != state.end()) {
-    result.loss_scale = scale->second.At(0);
-    auto skipped = state.find(passes::kSkippedStepsState);
-    if (skipped != state.end()) result.skipped_steps = static_cast<int64_t>(skipped->second.At(0));
+  const RankRunner& first = *runners_.front();
+  PDIST_ASSIGN_OR_RETURN(std::optional<exec::Tensor> scale, first.StateOnHost(passes::kLossScalingState));
+  if (scale) {
+    result.loss_scale = scale->At(0);
+    PDIST_ASSIGN_OR_RETURN(std::optional<exec::Tensor> skipped, first.StateOnHost(passes::kSkippedStepsState));
+    if (skipped) result.skipped_steps = static_cast<int64_t>(skipped->At(0));
   }
   ++step_;
   if (!options_.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(WriteTimeline());
@@ -307,8 +314,9 @@ absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t s
 absl::Status Engine::Save(const std::string& path) const {
   // Every rank writes the pieces it owns; rank 0 writes the index once every rank has
   // (engine/sharded_checkpoint.h). No rank gathers the model, and any strategy can resume it.
-  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t, RankRunner& runner) {
-    return WriteRankShards(train_, runner.rank(), runner.workspace(), step_, path);
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t, RankRunner& runner) -> absl::Status {
+    PDIST_ASSIGN_OR_RETURN(exec::Workspace pieces, runner.LocalStateOnHost());
+    return WriteRankShards(train_, runner.rank(), pieces, step_, path);
   }));
   if (backend_->process_per_rank && world_size_ > 1) {
     PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for every rank's file"));

@@ -44,7 +44,9 @@ struct EngineOptions {
   // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them).
   std::string backend = "inproc";
   // Where each rank runs (engine/device_choice.h): "cpu", "cuda" (the rank's GPU: LOCAL_RANK
-  // under a launcher) or "cuda:N". A device this build or machine lacks is refused at Create.
+  // under a launcher), "cuda:N", or a host device "cpu:N" (the host, with the state kept apart
+  // as a GPU's is: for testing). A device this build or machine lacks is refused at Create, an
+  // op without a kernel for it by name; several ranks on GPUs wait for the NCCL communicator.
   std::string device = "cpu";
   // How long a collective waits for the other ranks before the step fails.
   double collective_timeout_s = 300;
@@ -110,8 +112,6 @@ class Engine {
   const ir::Program& forward_program() const { return forward_; }
   // The global training program (completed, when distributed).
   const ir::Program& train_program() const { return train_; }
-  // The first local rank's parameters and optimizer states (its pieces, when distributed).
-  const exec::Workspace& workspace() const;
   // Every parameter and optimizer state, whole. Collective under gloo: every rank calls it, and
   // rank 0 gets every tensor (the others those of their own pipeline stage).
   absl::StatusOr<exec::Workspace> WholeState() const;
@@ -125,7 +125,7 @@ class Engine {
   int64_t tokens_per_step() const { return tokens_per_step_; }
 
  private:
-  Engine(ir::Program forward, EngineOptions options, const CommBackend* backend);
+  Engine(ir::Program forward, EngineOptions options, const CommBackend* backend, exec::Device device);
   absl::Status Prepare();
   absl::Status PrepareSingleRank();
   absl::Status PrepareDistributed(const strategy::Strategy& strategy);
@@ -142,6 +142,7 @@ class Engine {
   EngineOptions options_;
   strategy::Strategy strategy_;  // parsed from options_.strategy_json
   const CommBackend* backend_;  // options_.backend's
+  exec::Device device_;         // options_.device's (ChooseDevice)
   int64_t world_size_ = 1;
   std::vector<std::unique_ptr<RankRunner>> runners_;
   std::vector<std::shared_ptr<exec::comm::Communicator>> worlds_;  // one per local rank

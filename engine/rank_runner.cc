@@ -2,6 +2,7 @@
 #include "engine/rank_runner.h"
 
 #include "absl/strings/str_cat.h"
+#include "executor/backend.h"
 #include "engine/shard_io.h"
 #include "ir/dist/local_slice.h"
 #include "ir/status.h"
@@ -31,6 +32,7 @@ absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program
 
 absl::Status RankRunner::CreateExecutors() {
   exec::ExecutorOptions options;
+  options.device = options_.device;
   options.profile = options_.profile;
   options.overlap_communication = options_.overlap_communication;
   options.comm_groups = groups_;
@@ -49,20 +51,34 @@ absl::Status RankRunner::Connect(std::shared_ptr<exec::comm::Communicator> world
 }
 
 absl::Status RankRunner::Initialize(uint64_t seed) {
-  if (rank_ < 0) return exec::InitializeWorkspace(train_, seed, workspace_);
-  return exec::InitializeLocalWorkspace(train_, seed, rank_, workspace_);
+  // Made on the host (the initialisers are host code, the same numbers for every device).
+  exec::Workspace host;
+  if (rank_ < 0) {
+    PDIST_RETURN_IF_ERROR(exec::InitializeWorkspace(train_, seed, host));
+  } else {
+    PDIST_RETURN_IF_ERROR(exec::InitializeLocalWorkspace(train_, seed, rank_, host));
+  }
+  return AdoptState(host);
+}
+
+absl::Status RankRunner::AdoptState(const exec::Workspace& host) {
+  exec::Workspace next;
+  for (const auto& [name, tensor] : host) {
+    absl::StatusOr<exec::Tensor> moved = exec::ToDevice(tensor, options_.device);
+    if (!moved.ok()) return WithContext(moved.status(), absl::StrCat("moving '", name, "' to ", options_.device.ToString()));
+    next[name] = *std::move(moved);
+  }
+  workspace_ = std::move(next);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<exec::Feeds> RankRunner::LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const {
-  if (rank_ < 0) return whole;
   exec::Feeds local;
   for (const auto& [name, tensor] : whole) {
     const ir::Value* arg = program.FindArgument(name);
-    if (arg == nullptr || !arg->dist_attr()) {
-      local[name] = tensor;  // the executor reports unknown feeds
-      continue;
-    }
-    absl::StatusOr<exec::Tensor> piece = SliceForRank(tensor, *arg->dist_attr(), rank_);
+    absl::StatusOr<exec::Tensor> piece = tensor;  // the executor reports unknown feeds
+    if (rank_ >= 0 && arg != nullptr && arg->dist_attr()) piece = SliceForRank(tensor, *arg->dist_attr(), rank_);
+    if (piece.ok()) piece = exec::ToDevice(*piece, options_.device);
     if (!piece.ok()) return WithContext(piece.status(), absl::StrCat("feed '", name, "'"));
     local[name] = *std::move(piece);
   }
@@ -106,6 +122,7 @@ absl::Status RankRunner::PreparePredict(const ir::Program& predict, passes::Resh
     PDIST_ASSIGN_OR_RETURN(predict_, passes::LocalProgram(predict, passes::RankPipeline(rank_, {}), plans));
   }
   exec::ExecutorOptions options;
+  options.device = options_.device;
   options.overlap_communication = options_.overlap_communication;
   options.comm_groups = groups_;
   for (const ir::ProgramOutput& o : predict_.outputs()) options.fetch_ids.push_back(o.value->id());
@@ -126,17 +143,35 @@ absl::StatusOr<std::map<std::string, exec::Tensor>> RankRunner::Predict(const ex
   PDIST_ASSIGN_OR_RETURN(exec::RunResult run, jobs.empty() ? predict_executor_->Run(feeds, ws, timeline_.get())
                                                            : predict_executor_->RunJobs(jobs, {feeds}, ws, timeline_.get()));
   std::map<std::string, exec::Tensor> outputs;
-  for (const ir::ProgramOutput& o : predict_.outputs()) outputs[o.name] = run.fetched.at(o.value->id());
+  for (const ir::ProgramOutput& o : predict_.outputs()) {
+    PDIST_ASSIGN_OR_RETURN(outputs[o.name], exec::ToDevice(run.fetched.at(o.value->id()), exec::Device::Cpu()));
+  }
   return outputs;
 }
 
+absl::StatusOr<exec::Workspace> RankRunner::LocalStateOnHost() const {
+  exec::Workspace host;
+  for (const auto& [name, tensor] : workspace_) {
+    PDIST_ASSIGN_OR_RETURN(host[name], exec::ToDevice(tensor, exec::Device::Cpu()));
+  }
+  return host;
+}
+
+absl::StatusOr<std::optional<exec::Tensor>> RankRunner::StateOnHost(const std::string& name) const {
+  auto it = workspace_.find(name);
+  if (it == workspace_.end()) return std::nullopt;
+  PDIST_ASSIGN_OR_RETURN(exec::Tensor host, exec::ToDevice(it->second, exec::Device::Cpu()));
+  return host;
+}
+
 absl::StatusOr<exec::Workspace> RankRunner::WholeState() {
-  if (rank_ < 0) return workspace_;
+  PDIST_ASSIGN_OR_RETURN(exec::Workspace local, LocalStateOnHost());
+  if (rank_ < 0) return local;
   exec::Workspace whole;
   // Program order, the same on every rank: each gather is a collective.
   for (const ir::Value* arg : train_.block().arguments()) {
     if (!arg->is_persistent()) continue;
-    PDIST_ASSIGN_OR_RETURN(whole[arg->name()], GatherWhole(workspace_.at(arg->name()), *arg->dist_attr(), *groups_));
+    PDIST_ASSIGN_OR_RETURN(whole[arg->name()], GatherWhole(local.at(arg->name()), *arg->dist_attr(), *groups_));
   }
   return whole;
 }
@@ -151,8 +186,7 @@ absl::Status RankRunner::LoadLocalState(exec::Workspace local) {
                                               ", the rank holds ", arg->type().ToString()));
     }
   }
-  workspace_ = std::move(local);
-  return absl::OkStatus();
+  return AdoptState(local);
 }
 
 absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std::string& source) {
@@ -180,8 +214,7 @@ absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std:
       return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have"));
     }
   }
-  workspace_ = std::move(next);
-  return absl::OkStatus();
+  return AdoptState(next);
 }
 
 }  // namespace pdist::engine

@@ -4,11 +4,16 @@
 // A single-rank job runs the global programs as they are (rank -1: no partition, no
 // communicators). A distributed job partitions them for its rank and connects to the world;
 // feeds arrive whole and each runner keeps its piece, so callers never see local shapes.
+//
+// The runner's state lives on its device (RunnerOptions::device). Everything that crosses its
+// interface is on the host: feeds are moved to the device here, and predictions, states and
+// checkpoint pieces come back to the host, so callers never see device tensors either.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -22,6 +27,7 @@
 namespace pdist::engine {
 
 struct RunnerOptions {
+  exec::Device device;                 // where the programs run and the state lives
   bool profile = false;                // time kernels
   bool overlap_communication = true;   // exec::ExecutorOptions::overlap_communication
   int64_t gradient_bucket_bytes = 0;   // passes/fuse_allreduce.h; 0: one all-reduce per gradient
@@ -53,18 +59,22 @@ class RankRunner {
   // that the prediction program does not read (the labels) are ignored.
   absl::StatusOr<std::map<std::string, exec::Tensor>> Predict(const exec::Feeds& whole_feeds);
 
-  // Every persistent tensor, whole. Collective in a distributed job.
+  // Every persistent tensor, whole, on the host. Collective in a distributed job.
   absl::StatusOr<exec::Workspace> WholeState();
-  // Replaces every persistent tensor with this rank's piece of `whole`; names and global types
-  // must match.
+  // This rank's pieces of every persistent tensor, on the host.
+  absl::StatusOr<exec::Workspace> LocalStateOnHost() const;
+  // This rank's piece of the persistent tensor `name` on the host; nullopt when there is none.
+  absl::StatusOr<std::optional<exec::Tensor>> StateOnHost(const std::string& name) const;
+  // Replaces every persistent tensor with this rank's piece of `whole` (host tensors); names and
+  // global types must match.
   absl::Status LoadWholeState(const exec::Workspace& whole, const std::string& source);
-  // Takes `local`, this rank's own pieces (engine/sharded_checkpoint.h checked them).
+  // Takes `local`, this rank's own pieces on the host (engine/sharded_checkpoint.h checked them).
   absl::Status LoadLocalState(exec::Workspace local);
 
   int64_t rank() const { return rank_; }
   const ir::Program& train_program() const { return train_; }
   const ir::Program& eval_program() const { return eval_; }
-  const exec::Workspace& workspace() const { return workspace_; }
+  const exec::Device& device() const { return options_.device; }
   exec::comm::CommGroups* groups() const { return groups_.get(); }
   // Spans of the last step, when RunnerOptions::timeline; nullptr otherwise.
   exec::TimelineRecorder* timeline() const { return timeline_.get(); }
@@ -73,7 +83,10 @@ class RankRunner {
   RankRunner(ir::Program train, ir::Program eval, int64_t rank, RunnerOptions options)
       : train_(std::move(train)), eval_(std::move(eval)), rank_(rank), options_(options) {}
   absl::Status CreateExecutors();
+  // This rank's pieces of `whole`, on the runner's device.
   absl::StatusOr<exec::Feeds> LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const;
+  // Host tensors (this rank's pieces) made the state, on the runner's device.
+  absl::Status AdoptState(const exec::Workspace& host);
   // A step of `executor`: whole-program, or the `jobs` over this rank's micro-batch feeds.
   absl::StatusOr<exec::RunResult> Step(const exec::Executor& executor, const ir::Program& program,
                                        const std::vector<ir::PipelineJob>& jobs, const exec::Feeds& whole_feeds,
@@ -88,7 +101,7 @@ class RankRunner {
   std::unique_ptr<exec::Executor> eval_executor_;
   ir::Program predict_;
   std::unique_ptr<exec::Executor> predict_executor_;
-  exec::Workspace workspace_;
+  exec::Workspace workspace_;  // on options_.device
   std::vector<ir::PipelineJob> train_jobs_, eval_jobs_;  // empty: whole-program steps
   std::unique_ptr<exec::TimelineRecorder> timeline_;
 };

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "absl/strings/str_format.h"
 
@@ -22,12 +24,17 @@ std::string AllocatorStats::ToString() const {
   return out;
 }
 
-HostAllocator& HostAllocator::Instance() {
-  static HostAllocator* allocator = new HostAllocator();  // never destroyed: tensors may outlive main
+HostAllocator& HostAllocator::Of(const Device& device) {
+  // Never destroyed: tensors may outlive main.
+  static auto* mu = new std::mutex();
+  static auto* allocators = new std::map<int, HostAllocator*>();
+  std::lock_guard<std::mutex> lock(*mu);
+  HostAllocator*& allocator = (*allocators)[device.index];
+  if (allocator == nullptr) allocator = new HostAllocator(device);
   return *allocator;
 }
 
-HostAllocator::HostAllocator() {
+HostAllocator::HostAllocator(Device device) : device_(device) {
 #ifdef __GLIBC__
   // glibc serves blocks above M_MMAP_THRESHOLD with a fresh mmap, and returns freed memory at
   // the heap's top to the kernel above M_TRIM_THRESHOLD: every step then faults in its
@@ -43,7 +50,8 @@ void* HostAllocator::Allocate(int64_t bytes, Stream* /*stream*/) {
   const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
   void* block = std::aligned_alloc(64, size);
   if (block == nullptr) {
-    throw OutOfMemory(absl::StrFormat("out of host memory allocating %d bytes (%s)", bytes, stats().ToString()));
+    throw OutOfMemory(absl::StrFormat("out of host memory allocating %d bytes on %s (%s)", bytes, device_.ToString(),
+                                      stats().ToString()));
   }
   allocations_.fetch_add(1, std::memory_order_relaxed);
   const int64_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;

@@ -59,16 +59,20 @@ class Allocator {
 };
 
 // The host's allocator: the C heap, tuned so that a training step reuses the last step's pages.
+// Each host device (executor/device.h: "cpu:N") has its own, so its statistics are its own.
 class HostAllocator final : public Allocator {
  public:
-  static HostAllocator& Instance();
-  Device device() const override { return Device::Cpu(); }
+  static HostAllocator& Instance() { return Of(Device::Cpu()); }
+  // The allocator of host device `device` (created on first use, never destroyed).
+  static HostAllocator& Of(const Device& device);
+  Device device() const override { return device_; }
   void* Allocate(int64_t bytes, Stream* stream) override;
   void Free(void* block, int64_t bytes, Stream* stream) override;
   AllocatorStats stats() const override;
 
  private:
-  HostAllocator();
+  explicit HostAllocator(Device device);
+  const Device device_;
   std::atomic<int64_t> in_use_{0}, peak_in_use_{0}, allocations_{0};
 };
 

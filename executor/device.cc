@@ -15,7 +15,7 @@ const char* DeviceTypeName(DeviceType type) {
 }
 
 std::string Device::ToString() const {
-  if (is_cpu()) return "cpu";
+  if (is_cpu() && index == 0) return "cpu";
   return absl::StrCat(DeviceTypeName(type), ":", index);
 }
 
@@ -24,13 +24,18 @@ absl::StatusOr<Device> ParseDevice(const std::string& text) {
   constexpr int kMaxDeviceIndex = 1023;
   if (text == "cpu") return Device::Cpu();
   if (text == "cuda") return Device::Cuda(0);
-  int index = -1;
-  if (text.starts_with("cuda:") && text.size() > 5 && text.find_first_not_of("0123456789", 5) == std::string::npos &&
-      absl::SimpleAtoi(text.substr(5), &index) && index <= kMaxDeviceIndex) {
-    return Device::Cuda(index);
+  for (const DeviceType type : {DeviceType::kCPU, DeviceType::kCUDA}) {
+    const std::string prefix = absl::StrCat(DeviceTypeName(type), ":");
+    int index = -1;
+    if (text.starts_with(prefix) && text.size() > prefix.size() &&
+        text.find_first_not_of("0123456789", prefix.size()) == std::string::npos &&
+        absl::SimpleAtoi(text.substr(prefix.size()), &index) && index <= kMaxDeviceIndex) {
+      return Device{type, index};
+    }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown device '", text, "': expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N <= ", kMaxDeviceIndex));
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", text,
+                                                 "': expected 'cpu', 'cpu:N', 'cuda' or 'cuda:N' with 0 <= N <= ",
+                                                 kMaxDeviceIndex));
 }
 
 }  // namespace pdist::exec

@@ -18,10 +18,15 @@ namespace pdist::exec {
 
 namespace {
 
-absl::Status CheckBoundType(const ir::Value& v, const Tensor& t, const char* source) {
+absl::Status CheckBound(const ir::Value& v, const Tensor& t, const Device& device, const char* source) {
   if (t.type() != v.type()) {
     return absl::InvalidArgumentError(absl::StrCat(source, " '", v.name(), "' has type ", t.type().ToString(),
                                                    ", the program expects ", v.type().ToString()));
+  }
+  if (t.device() != device) {
+    return absl::InvalidArgumentError(absl::StrCat(source, " '", v.name(), "' is on ", t.device().ToString(),
+                                                   ", the program runs on ", device.ToString(),
+                                                   ": move it there first (ToDevice, executor/backend.h)"));
   }
   return absl::OkStatus();
 }
@@ -174,6 +179,12 @@ absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t 
                                               outputs[r].defined() ? outputs[r].type().ToString() : "nothing",
                                               " for result ", r, ", expected ", result->type().ToString()));
     }
+    // A kernel allocates its results from its context (the device's allocator), never the host's.
+    if (outputs[r].device() != options_.device) {
+      return absl::InternalError(absl::StrCat("kernel of op #", index, " ", op.Describe(), " left result ", r, " on ",
+                                              outputs[r].device().ToString(), ", the program runs on ",
+                                              options_.device.ToString()));
+    }
   }
   return absl::OkStatus();
 }
@@ -188,7 +199,7 @@ absl::Status Executor::BindArguments(const Feeds& feeds, const Workspace& worksp
       return absl::FailedPreconditionError(
           absl::StrCat("workspace has no tensor for '", arg->name(), "' (call InitializeWorkspace first)"));
     }
-    PDIST_RETURN_IF_ERROR(CheckBoundType(*arg, it->second, fed ? "feed" : "workspace tensor"));
+    PDIST_RETURN_IF_ERROR(CheckBound(*arg, it->second, options_.device, fed ? "feed" : "workspace tensor"));
     table.values[static_cast<size_t>(arg->id())] = it->second;
   }
   return absl::OkStatus();

@@ -37,23 +37,38 @@ Tensor Tensor::Reshaped(const Shape& shape) const {
   return t;
 }
 
+namespace {
+
+// A device tensor's bytes cannot be read on the host: `what` is a caller's mistake.
+void CheckOnHost(const Tensor& t, const char* what) {
+  if (!t.device().is_cpu()) {
+    throw std::logic_error(absl::StrCat(what, " on a ", t.device().ToString(), " tensor: copy it to the host first"));
+  }
+}
+
+// The allocator of host tensor `t`'s device: the host, or a host device cpu:N.
+Allocator& HostAllocatorOf(const Tensor& t, const char* what) {
+  CheckOnHost(t, what);
+  return HostAllocator::Of(t.device());
+}
+
+}  // namespace
+
 Tensor Tensor::Clone() const {
-  Tensor t = Empty(type_);
+  Tensor t = Empty(type_, HostAllocatorOf(*this, "Tensor::Clone"));
   std::memcpy(t.raw(), raw(), static_cast<size_t>(num_bytes()));
   return t;
 }
 
 double Tensor::At(int64_t i) const {
-  if (!device_.is_cpu()) {
-    throw std::logic_error(absl::StrCat("Tensor::At on a ", device_.ToString(), " tensor: copy it to the host first"));
-  }
+  CheckOnHost(*this, "Tensor::At");
   double out = 0;
   PDIST_DISPATCH_ALL(dtype(), T, { out = static_cast<double>(static_cast<T>(data<T>()[i])); });
   return out;
 }
 
 Tensor CastTensor(const Tensor& src, DataType dtype) {
-  Tensor dst = Tensor::Empty({src.shape(), dtype});
+  Tensor dst = Tensor::Empty({src.shape(), dtype}, HostAllocatorOf(src, "CastTensor"));
   const int64_t n = src.num_elements();
   PDIST_DISPATCH_ALL(src.dtype(), S, {
     PDIST_DISPATCH_ALL(dtype, D, {
@@ -66,7 +81,11 @@ Tensor CastTensor(const Tensor& src, DataType dtype) {
 }
 
 Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values) {
-  Tensor t = Tensor::Empty(type);
+  return TensorFromDoubles(type, values, HostAllocator::Instance());
+}
+
+Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values, Allocator& host) {
+  Tensor t = Tensor::Empty(type, host);
   PDIST_DISPATCH_ALL(type.dtype, T, {
     T* out = t.data<T>();
     for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);

@@ -50,7 +50,7 @@ class Tensor {
 
   // Same buffer, another shape with the same number of elements.
   Tensor Reshaped(const Shape& shape) const;
-  // A deep copy (host tensors).
+  // A deep copy, on the same host device (host tensors only).
   Tensor Clone() const;
   // Element `i` of a host tensor converted to double (for tests, losses and printing).
   double At(int64_t i) const;
@@ -65,10 +65,12 @@ class Tensor {
   std::shared_ptr<void> buffer_;
 };
 
-// Converts every element to another dtype.
+// Converts every element of a host tensor to another dtype, on the same host device.
 Tensor CastTensor(const Tensor& src, DataType dtype);
-// Fills a float/int tensor from doubles (row-major). Size must match.
+// Fills a float/int tensor from doubles (row-major). Size must match. On the host, or from
+// `host`, the allocator of a host device (a CPU kernel's context: KernelContext::allocator()).
 Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values);
+Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values, Allocator& host);
 std::vector<double> TensorToDoubles(const Tensor& t);
 
 }  // namespace pdist::exec

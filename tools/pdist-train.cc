@@ -89,7 +89,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
             "--strategy, N ranks of data parallelism)");
   flags.String("backend", &f->backend, pdist::engine::CommBackendHelp());
   flags.String("device", &f->device,
-               "where each rank runs: cpu, cuda (the rank's GPU: LOCAL_RANK under pdist-run) or cuda:N");
+               "where each rank runs: cpu, cuda (the rank's GPU: LOCAL_RANK under pdist-run), cuda:N, or cpu:N "
+               "(the host, state kept apart as on a GPU: for testing)");
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");

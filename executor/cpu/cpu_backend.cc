@@ -15,13 +15,13 @@ CpuBackend& CpuBackend::Instance() {
 }
 
 absl::Status CpuBackend::CheckAvailable(const Device& device) const {
-  if (device.is_cpu() && device.index == 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("the CPU backend runs device 'cpu', not '", device.ToString(), "'"));
+  if (device.is_cpu()) return absl::OkStatus();  // the host, or a host device cpu:N
+  return absl::InvalidArgumentError(absl::StrCat("the CPU backend runs host devices, not '", device.ToString(), "'"));
 }
 
 void CpuBackend::RegisterKernels(KernelRegistry& registry) const { RegisterCpuKernels(registry); }
 
-Allocator& CpuBackend::allocator(const Device& /*device*/) { return HostAllocator::Instance(); }
+Allocator& CpuBackend::allocator(const Device& device) { return HostAllocator::Of(device); }
 
 std::unique_ptr<Stream> CpuBackend::NewStream(const Device& /*device*/, StreamPurpose purpose) {
   if (purpose == StreamPurpose::kCompute) return std::make_unique<CpuInlineStream>();
@@ -29,6 +29,7 @@ std::unique_ptr<Stream> CpuBackend::NewStream(const Device& /*device*/, StreamPu
 }
 
 absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst, Stream* /*stream*/) {
+  // Host devices share the host's memory: a copy between any two of them is a memcpy.
   if (!src.device().is_cpu() || !dst.device().is_cpu() || src.type() != dst.type()) {
     return absl::InvalidArgumentError(absl::StrCat("CPU copy from a ", src.device().ToString(), " ",
                                                    src.type().ToString(), " tensor to a ", dst.device().ToString(),

@@ -45,6 +45,7 @@ KernelFn WithFloatMath(KernelFn kernel) {
     std::vector<Tensor> outputs(ctx.num_outputs());
     KernelContext f32(ctx.op(), std::move(inputs), &outputs);
     f32.OverrideOutputTypes(types);
+    f32.set_placement(ctx.allocator(), ctx.stream());
     f32.set_comm_groups(ctx.comm_groups());
     f32.set_micro_batch(ctx.micro_batch());
     if (absl::Status s = kernel(f32); !s.ok()) return s;

@@ -18,7 +18,7 @@ absl::Status CountNonfiniteKernel(KernelContext& ctx) {
     const T* p = x.data<T>();
     for (int64_t i = 0; i < x.num_elements(); ++i) count += std::isfinite(p[i]) ? 0 : 1;
   });
-  ctx.SetOutput(0, TensorFromDoubles(ctx.output_type(0), {count}));
+  ctx.SetOutput(0, TensorFromDoubles(ctx.output_type(0), {count}, ctx.allocator()));
   return absl::OkStatus();
 }
 
@@ -50,7 +50,7 @@ absl::Status UpdateLossScalingKernel(KernelContext& ctx) {
     }
   }
   const double values[] = {found, scale, good, bad, skipped};
-  for (size_t r = 0; r < 5; ++r) ctx.SetOutput(r, TensorFromDoubles(ctx.output_type(r), {values[r]}));
+  for (size_t r = 0; r < 5; ++r) ctx.SetOutput(r, TensorFromDoubles(ctx.output_type(r), {values[r]}, ctx.allocator()));
   return absl::OkStatus();
 }
 

@@ -120,8 +120,8 @@ absl::Status AdamWKernel(KernelContext& ctx) {
                                             static_cast<T>(lr_t) * m1 / (m2.sqrt() + static_cast<T>(eps_t));
     });
   });
-  ctx.SetOutput(3, TensorFromDoubles(ctx.output_type(3), {beta1_pow * beta1}));
-  ctx.SetOutput(4, TensorFromDoubles(ctx.output_type(4), {beta2_pow * beta2}));
+  ctx.SetOutput(3, TensorFromDoubles(ctx.output_type(3), {beta1_pow * beta1}, ctx.allocator()));
+  ctx.SetOutput(4, TensorFromDoubles(ctx.output_type(4), {beta2_pow * beta2}, ctx.allocator()));
   return absl::OkStatus();
 }
 

@@ -46,6 +46,16 @@ absl::Status Scale(KernelContext& ctx) {
       LaunchScale(type, x.raw(), out.raw(), x.num_elements(), scale, bias, bias_after_scale, StreamOf(ctx)), "scale");
 }
 
+// Between the floating dtypes (bf16 ↔ f32 under mixed precision); the CPU's cast also takes
+// integers, which no GPU program casts today.
+absl::Status Cast(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType from, ElemTypeOf("cast", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType to, ElemTypeOf("cast", ctx.output_type(0).dtype));
+  Tensor& out = ctx.AllocateOutput(0);
+  return CudaStatus(LaunchCast(from, to, x.raw(), out.raw(), x.num_elements(), StreamOf(ctx)), "cast");
+}
+
 void RegisterActivation(KernelRegistry& registry, const std::string& name, UnaryOp op) {
   registry.Register(DeviceType::kCUDA, name, [op](KernelContext& ctx) { return Forward(ctx, op); });
   registry.Register(DeviceType::kCUDA, name + "_grad", [op](KernelContext& ctx) { return Backward(ctx, op); });
@@ -55,6 +65,7 @@ void RegisterActivation(KernelRegistry& registry, const std::string& name, Unary
 
 void RegisterActivationKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "scale", Scale);
+  registry.Register(DeviceType::kCUDA, "cast", Cast);
   RegisterActivation(registry, "relu", UnaryOp::kRelu);
   registry.Register(DeviceType::kCUDA, "gelu", [](KernelContext& ctx) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(UnaryOp op, GeluForm(ctx));

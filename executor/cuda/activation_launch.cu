@@ -1,5 +1,7 @@
 // Device side of the activation kernels and scale: the CPU's math (executor/math/activation.h)
 // instantiated with ScalarArray, one element per thread.
+#include <type_traits>
+
 #include "executor/cuda/device_common.cuh"
 #include "executor/cuda/launch.h"
 #include "executor/math/activation.h"
@@ -25,6 +27,26 @@ __global__ void ScaleKernel(const S* x, S* out, int64_t n, double scale, double 
   using C = typename Compute<S>::type;
   const C s = static_cast<C>(scale), b = static_cast<C>(bias);
   PDIST_GRID_STRIDE_LOOP(i, n) { Store(out, i, bias_after_scale ? Load(x, i) * s + b : (Load(x, i) + b) * s); }
+}
+
+// A double as storage type D: bf16 and f16 through f32, as Eigen converts them on the CPU.
+template <typename D>
+__device__ D FromDouble(double v) {
+  if constexpr (std::is_same_v<D, __nv_bfloat16> || std::is_same_v<D, __half>) {
+    return static_cast<D>(static_cast<float>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+template <typename S, typename D>
+__global__ void CastKernel(const S* x, D* out, int64_t n) {
+  PDIST_GRID_STRIDE_LOOP(i, n) { out[i] = FromDouble<D>(static_cast<double>(static_cast<float>(x[i]))); }
+}
+
+template <typename S, typename D>
+__global__ void CastWideKernel(const S* x, D* out, int64_t n) {
+  PDIST_GRID_STRIDE_LOOP(i, n) { out[i] = FromDouble<D>(static_cast<double>(x[i])); }
 }
 
 template <typename Fn>
@@ -75,6 +97,22 @@ cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, doub
     using S = decltype(s);
     ScaleKernel<S><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out), n, scale, bias,
                                                        bias_after_scale);
+  });
+}
+
+cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByType(from, [&](auto s) {
+    using S = decltype(s);
+    ByType(to, [&](auto d) {
+      using D = decltype(d);
+      // bf16 and f16 widen exactly through f32 (CUDA has no direct conversion of them to double).
+      if constexpr (std::is_same_v<S, __nv_bfloat16> || std::is_same_v<S, __half>) {
+        CastKernel<S, D><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<D*>(out), n);
+      } else {
+        CastWideKernel<S, D><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<D*>(out), n);
+      }
+    });
   });
 }
 

@@ -54,6 +54,9 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, ElemType type, const void* saved, const 
 // scale: out = x·scale + bias, or (x + bias)·scale.
 cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
+// cast: out = x converted from `from` to `to` through double, bf16/f16 rounded from f32 (RNE), as
+// the CPU's CastTensor converts (Eigen's bf16/f16 round a double through f32).
+cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int64_t n, cudaStream_t stream);
 
 // layer_norm over [rows, cols] (the normalised axes flattened into cols): y = (x - mean) ·
 // rsqrt(variance + eps) · scale + bias, mean and (biased) variance per row; scale and bias may

@@ -34,7 +34,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
-  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "reshape", "unsqueeze", "squeeze",
+  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -124,7 +124,8 @@ absl::StatusOr<std::map<int64_t, Tensor>> RunOn(const ir::Program& program, cons
 
 double Tolerance(DataType dtype) { return dtype == DataType::kBFloat16 ? 1.0 / 256 : 1e-5; }
 
-enum class Compare { kEachElement, kNorm };
+// Each element within Tolerance(dtype), the whole within NormTolerance, or each element exactly.
+enum class Compare { kEachElement, kNorm, kExact };
 
 double NormTolerance(DataType dtype) {
   return dtype == DataType::kBFloat16 ? 1.0 / 256 : dtype == DataType::kFloat64 ? 1e-12 : 1e-5;
@@ -150,7 +151,7 @@ void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::
           << what << ": value " << program.FindValue(id)->name();
       continue;
     }
-    const double tolerance = Tolerance(expected.dtype());
+    const double tolerance = compare == Compare::kExact ? 0 : Tolerance(expected.dtype());
     for (int64_t i = 0; i < expected.num_elements(); ++i) {
       const double a = expected.At(i), b = got.At(i);
       if (expected.dtype() == DataType::kBool) {
@@ -223,6 +224,20 @@ TEST_F(CudaKernelTest, ActivationsTheirGradientsAndScaleMatchTheCpu) {
     ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", 0.3}, {"bias", 1.25}}).ok());
     ASSERT_TRUE(b.Op1("scale", {x}, {{"scale", -2.0}, {"bias", 0.5}, {"bias_after_scale", false}}).ok());
     ExpectSameOnGpu(p, {{"x", Random({{5, 7}, dtype}, 10, -2, 2)}}, absl::StrCat("scale ", ir::DataTypeName(dtype)));
+  }
+}
+
+// A conversion rounds once, as the CPU's does: every pair of floating dtypes, bit for bit, on
+// values that need rounding in bf16 and f16, up to f16's largest.
+TEST_F(CudaKernelTest, CastsMatchTheCpuExactly) {
+  const std::vector<DataType> dtypes = {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16, DataType::kFloat16};
+  for (DataType from : dtypes) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{9, 13}, from});
+    for (DataType to : dtypes) ASSERT_TRUE(b.Op1("cast", {x}, {{"dtype", to}}).ok());
+    ExpectSameOnGpu(p, {{"x", Random(x->type(), 50, -6e4, 6e4)}}, absl::StrCat("cast from ", ir::DataTypeName(from)),
+                    Compare::kExact);
   }
 }
 

@@ -30,8 +30,18 @@ TEST(DeviceTest, ParsesTheThreeFormsAndPrintsThemBack) {
   EXPECT_NE(Device::Cpu(), Device::Cuda(0));
 }
 
+TEST(DeviceTest, HostDevicesAreNumberedAsGpusAre) {
+  EXPECT_EQ(*ParseDevice("cpu:0"), Device::Cpu());
+  const Device two{DeviceType::kCPU, 2};
+  EXPECT_EQ(*ParseDevice("cpu:2"), two);
+  EXPECT_EQ(two.ToString(), "cpu:2");
+  EXPECT_TRUE(two.is_cpu());
+  EXPECT_NE(two, Device::Cpu());
+}
+
 TEST(DeviceTest, RefusesAnythingElseNamingIt) {
-  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "cuda:99999", "CPU", "", "cuda:0:1"}) {
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "cuda:99999", "CPU", "", "cuda:0:1", "cpu:",
+                          "cpu:x", "cpu:-1", "cpu:99999"}) {
     absl::StatusOr<Device> d = ParseDevice(bad);
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
@@ -82,6 +92,39 @@ TEST(BackendTest, ToDeviceOnTheSameDeviceSharesTheBuffer) {
   absl::StatusOr<Tensor> same = ToDevice(t, Device::Cpu());
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(same->buffer_id(), t.buffer_id());
+}
+
+// A host device (cpu:N) is the host's memory with its own allocator: moving a tensor there copies
+// it, and the executor takes feeds and state only from its own device.
+TEST(BackendTest, AHostDeviceKeepsItsTensorsApart) {
+  const Device device{DeviceType::kCPU, 7};
+  const Tensor host = TensorFromDoubles({{2}, DataType::kFloat32}, {1, 2});
+  absl::StatusOr<Tensor> moved = ToDevice(host, device);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->device(), device);
+  EXPECT_NE(moved->buffer_id(), host.buffer_id());
+  EXPECT_EQ(TensorToDoubles(*moved), TensorToDoubles(host));
+  EXPECT_EQ(HostAllocator::Of(device).device(), device);
+
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{2}, DataType::kFloat32});
+  ir::Value* w = b.Parameter("w", {{2}, DataType::kFloat32}, "zeros");
+  p.set_loss(*b.Op1("sum", {*b.Op1("add", {x, w})}));
+  absl::StatusOr<Executor> executor = Executor::Create(p, {.device = device});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace state{{"w", *moved}};
+  absl::StatusOr<RunResult> run = executor->Run({{"x", host}}, state);
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("feed 'x' is on cpu, the program runs on cpu:7"));
+  state = {{"w", host}};
+  run = executor->Run({{"x", *moved}}, state);
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("workspace tensor 'w' is on cpu, the program runs on cpu:7"));
+  state = {{"w", *moved}};
+  run = executor->Run({{"x", *moved}}, state);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->loss, 6);  // x + w = [1, 2] + [1, 2]
 }
 
 TEST(HostAllocatorTest, CountsTheBytesOfLiveTensorsAndTheirPeak) {
