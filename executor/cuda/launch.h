@@ -54,6 +54,11 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, ElemType type, const void* saved, const 
 // scale: out = x·scale + bias, or (x + bias)·scale.
 cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
+// A copy of `n` elements of `element_size` bytes (1, 2, 4 or 8: any dtype, bit for bit):
+// dst[offset 1 of i] = src[offset 0 of i], `index` walking the n positions. Transpose, expand and
+// slice read strided and write in order; slice_grad reads in order and writes strided.
+cudaError_t LaunchStridedCopy(int element_size, const void* src, void* dst, int64_t n, const StridedIndex<2>& index,
+                              cudaStream_t stream);
 // cast: out = x converted from `from` to `to` through double, bf16/f16 rounded from f32 (RNE), as
 // the CPU's CastTensor converts (Eigen's bf16/f16 round a double through f32).
 cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int64_t n, cudaStream_t stream);
@@ -152,6 +157,18 @@ cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, Scal
                         ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
                         void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream);
+// sgd: param_out = param - lr·grad; skip_update > 0 copies param.
+cudaError_t LaunchSgd(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+                      ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream);
+struct MomentumConfig {
+  double mu = 0.9, regularization_coeff = 0;
+  bool nesterov = false;
+};
+// momentum: g = grad + coeff·param, velocity_out = mu·velocity + g, param_out = param - lr·velocity_out
+// (nesterov: param - lr·(g + mu·velocity_out)); skip_update > 0 copies param and velocity.
+cudaError_t LaunchMomentum(ElemType type, const void* param, const void* grad, const void* velocity,
+                           ScalarRef learning_rate, ScalarRef skip_update, void* param_out, void* velocity_out,
+                           int64_t n, const MomentumConfig& config, cudaStream_t stream);
 
 // rms_norm over [rows, cols]: invvar = rsqrt(mean(x²) + eps) per row, y = x·invvar·scale. The
 // gradient: dx = invvar·(gs - x·invvar·mean(gs·x)·invvar) with gs = out_grad·scale, per row;

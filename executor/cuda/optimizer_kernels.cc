@@ -1,6 +1,6 @@
-// Host side of the CUDA adamw (device side: optimizer_launch.cu). The learning rate, the beta
-// powers and skip_update stay on the device: the kernel reads them, so a step never waits for
-// the host.
+// Host side of the CUDA adamw, sgd and momentum (device side: optimizer_launch.cu). The
+// learning rate, the beta powers and skip_update stay on the device: the kernel reads them, so a
+// step never waits for the host.
 #include "absl/strings/str_cat.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
@@ -13,11 +13,41 @@
 namespace pdist::exec::cuda {
 namespace {
 
+// Operand `input` (one element on the device; absent: a null reference) of `ctx`'s op.
 absl::StatusOr<ScalarRef> ScalarOf(const KernelContext& ctx, size_t input, const char* name) {
   const Tensor* t = ctx.input(input);
   if (t == nullptr) return ScalarRef{};
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(absl::StrCat("adamw's ", name).c_str(), t->dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(absl::StrCat(ctx.op().type(), "'s ", name).c_str(), t->dtype()));
   return ScalarRef{t->raw(), type};
+}
+
+// (param, learning_rate, grad, skip_update?) → param_out.
+absl::Status SgdKernel(KernelContext& ctx) {
+  const Tensor& param = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("sgd", param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 1, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 3, "skip_update"));
+  Tensor& param_out = ctx.AllocateOutput(0);
+  return CudaStatus(LaunchSgd(type, param.raw(), ctx.input(2)->raw(), lr, skip, param_out.raw(), param.num_elements(),
+                              StreamOf(ctx)),
+                    "sgd");
+}
+
+// (param, grad, velocity, learning_rate, skip_update?) → param_out, velocity_out.
+absl::Status MomentumKernel(KernelContext& ctx) {
+  const Tensor& param = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("momentum", param.dtype()));
+  MomentumConfig config;
+  PDIST_ASSIGN_OR_RETURN(config.mu, ir::GetDouble(ctx.attrs(), "mu"));
+  PDIST_ASSIGN_OR_RETURN(config.nesterov, ir::GetBool(ctx.attrs(), "use_nesterov"));
+  PDIST_ASSIGN_OR_RETURN(config.regularization_coeff, ir::GetDouble(ctx.attrs(), "regularization_coeff"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 3, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 4, "skip_update"));
+  Tensor& param_out = ctx.AllocateOutput(0);
+  Tensor& velocity_out = ctx.AllocateOutput(1);
+  return CudaStatus(LaunchMomentum(type, param.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), lr, skip,
+                                   param_out.raw(), velocity_out.raw(), param.num_elements(), config, StreamOf(ctx)),
+                    "momentum");
 }
 
 // (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow, skip_update?)
@@ -51,6 +81,10 @@ absl::Status AdamWKernel(KernelContext& ctx) {
 
 }  // namespace
 
-void RegisterOptimizerKernels(KernelRegistry& registry) { registry.Register(DeviceType::kCUDA, "adamw", AdamWKernel); }
+void RegisterOptimizerKernels(KernelRegistry& registry) {
+  registry.Register(DeviceType::kCUDA, "adamw", AdamWKernel);
+  registry.Register(DeviceType::kCUDA, "sgd", SgdKernel);
+  registry.Register(DeviceType::kCUDA, "momentum", MomentumKernel);
+}
 
 }  // namespace pdist::exec::cuda

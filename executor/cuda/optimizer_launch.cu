@@ -1,5 +1,6 @@
-// Device side of adamw: one element per thread; the step's factors from device scalars, in
-// double, as the CPU kernel computes them on the host.
+// Device side of adamw, sgd and momentum: one element per thread; the learning rate, the beta
+// powers and skip_update read from device scalars (adamw's factors in double, as the CPU kernel
+// computes them on the host).
 #include "executor/cuda/device_common.cuh"
 #include "executor/cuda/launch.h"
 #include "executor/math/scalar_array.h"
@@ -59,7 +60,64 @@ __global__ void AdamWKernel(const S* param, const S* grad, ScalarRef lr_ref, con
   }
 }
 
+template <typename S>
+__global__ void SgdKernel(const S* param, const S* grad, ScalarRef lr_ref, ScalarRef skip_ref, S* param_out, int64_t n) {
+  using C = typename Compute<S>::type;
+  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  const C lr = static_cast<C>(ReadScalar(lr_ref));
+  PDIST_GRID_STRIDE_LOOP(i, n) {
+    if (skip) {
+      param_out[i] = param[i];
+      continue;
+    }
+    Store(param_out, i, Load(param, i) - lr * Load(grad, i));
+  }
+}
+
+template <typename S>
+__global__ void MomentumKernel(const S* param, const S* grad, const S* velocity, ScalarRef lr_ref, ScalarRef skip_ref,
+                               S* param_out, S* velocity_out, int64_t n, MomentumConfig cfg) {
+  using C = typename Compute<S>::type;
+  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  const C lr = static_cast<C>(ReadScalar(lr_ref)), mu = static_cast<C>(cfg.mu);
+  const C coeff = static_cast<C>(cfg.regularization_coeff);
+  PDIST_GRID_STRIDE_LOOP(i, n) {
+    if (skip) {
+      param_out[i] = param[i];
+      velocity_out[i] = velocity[i];
+      continue;
+    }
+    const C p = Load(param, i);
+    const C g = Load(grad, i) + coeff * p;
+    const C v = mu * Load(velocity, i) + g;
+    Store(velocity_out, i, v);
+    Store(param_out, i, cfg.nesterov ? p - lr * (g + mu * v) : p - lr * v);
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchSgd(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+                      ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    SgdKernel<S><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(param), static_cast<const S*>(grad),
+                                                     learning_rate, skip_update, static_cast<S*>(param_out), n);
+  });
+}
+
+cudaError_t LaunchMomentum(ElemType type, const void* param, const void* grad, const void* velocity,
+                           ScalarRef learning_rate, ScalarRef skip_update, void* param_out, void* velocity_out,
+                           int64_t n, const MomentumConfig& config, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByType(type, [&](auto s) {
+    using S = decltype(s);
+    MomentumKernel<S><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const S*>(param), static_cast<const S*>(grad), static_cast<const S*>(velocity), learning_rate,
+        skip_update, static_cast<S*>(param_out), static_cast<S*>(velocity_out), n, config);
+  });
+}
 
 cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
                         const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,

@@ -1,6 +1,8 @@
 // CUDA kernels of the shape ops and full: views alias (the device-neutral ViewKernel); split and
 // concat are one cudaMemcpy2DAsync per piece (the whole is [outer, total·inner] bytes, a piece
-// [outer, size·inner] at column offset·inner); full writes the value the host converted.
+// [outer, size·inner] at column offset·inner); transpose, expand, slice and slice_grad are one
+// strided copy each (elements moved as bits, so every dtype); full writes the value the host
+// converted.
 #include <cstring>
 #include <vector>
 
@@ -9,7 +11,11 @@
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/launch.h"
 #include "executor/kernel.h"
+#include "executor/cuda/strided_walk.h"
 #include "executor/shape_layout.h"
+#include "executor/strides.h"
+#include "ir/ops/op_helpers.h"
+#include "ir/ops/shape.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cuda {
@@ -42,6 +48,68 @@ absl::Status ConcatKernel(KernelContext& ctx) {
   return CopyPieces(c.layout, c.whole, c.pieces, /*to_pieces=*/false, StreamOf(ctx));
 }
 
+// dst[walk of `shape` by dst_strides] = src[walk by src_strides], the tensors' element size.
+absl::Status StridedCopy(const KernelContext& ctx, const ir::Shape& shape, const void* src,
+                         std::vector<int64_t> src_strides, void* dst, std::vector<int64_t> dst_strides,
+                         int64_t element_size) {
+  const char* op = ctx.op().type().c_str();
+  PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index, Walk<2>(op, shape, {std::move(src_strides), std::move(dst_strides)}));
+  return CudaStatus(LaunchStridedCopy(static_cast<int>(element_size), src, dst, ir::NumElements(shape), index,
+                                      StreamOf(ctx)),
+                    op);
+}
+
+absl::Status TransposeKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ir::GetIntList(ctx.attrs(), "perm"));
+  const std::vector<int64_t> x_strides = Strides(x.shape());
+  std::vector<int64_t> read(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    PDIST_ASSIGN_OR_RETURN(const int64_t axis, ir::ops::NormalizeAxis(perm[d], static_cast<int64_t>(x.shape().size())));
+    read[d] = x_strides[static_cast<size_t>(axis)];  // out's dim d walks x's dim perm[d]
+  }
+  Tensor& out = ctx.AllocateOutput(0);
+  return StridedCopy(ctx, out.shape(), x.raw(), read, out.raw(), Strides(out.shape()), ir::DataTypeSize(x.dtype()));
+}
+
+absl::Status ExpandKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Tensor& out = ctx.AllocateOutput(0);
+  return StridedCopy(ctx, out.shape(), x.raw(), BroadcastStrides(x.shape(), out.shape()), out.raw(),
+                     Strides(out.shape()), ir::DataTypeSize(x.dtype()));
+}
+
+// The window's first element in `whole` (bytes from its start).
+int64_t WindowOrigin(const ir::Shape& whole, const ir::ops::SliceWindow& w, int64_t element_size) {
+  const std::vector<int64_t> strides = Strides(whole);
+  int64_t origin = 0;
+  for (size_t d = 0; d < strides.size(); ++d) origin += w.starts[d] * strides[d];
+  return origin * element_size;
+}
+
+absl::Status SliceKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ir::ops::SliceWindow w, ir::ops::InferSliceWindow(x.shape(), ctx.attrs()));
+  Tensor& out = ctx.AllocateOutput(0);
+  const int64_t size = ir::DataTypeSize(x.dtype());
+  const ir::Shape window(w.sizes.begin(), w.sizes.end());
+  return StridedCopy(ctx, window, static_cast<const char*>(x.raw()) + WindowOrigin(x.shape(), w, size),
+                     Strides(x.shape()), out.raw(), Strides(window), size);
+}
+
+// slice_grad(input, out_grad): out_grad written into zeros of input's type.
+absl::Status SliceGradKernel(KernelContext& ctx) {
+  const ir::Shape& x = ctx.input(0)->shape();
+  PDIST_ASSIGN_OR_RETURN(ir::ops::SliceWindow w, ir::ops::InferSliceWindow(x, ctx.attrs()));
+  Tensor& dx = ctx.AllocateOutput(0);
+  const int64_t size = ir::DataTypeSize(dx.dtype());
+  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchFill(dx.raw(), dx.num_elements(), static_cast<int>(size), 0, StreamOf(ctx)),
+                                   "slice_grad"));
+  const ir::Shape window(w.sizes.begin(), w.sizes.end());
+  return StridedCopy(ctx, window, ctx.input(1)->raw(), Strides(window),
+                     static_cast<char*>(dx.raw()) + WindowOrigin(x, w, size), Strides(x), size);
+}
+
 absl::Status FullKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(double value, ir::GetDouble(ctx.attrs(), "value"));
   Tensor& out = ctx.AllocateOutput(0);
@@ -61,6 +129,10 @@ void RegisterShapeKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "split_with_num", SplitKernel);
   registry.Register(DeviceType::kCUDA, "concat", ConcatKernel);
   registry.Register(DeviceType::kCUDA, "full", FullKernel);
+  registry.Register(DeviceType::kCUDA, "transpose", TransposeKernel);
+  registry.Register(DeviceType::kCUDA, "expand", ExpandKernel);
+  registry.Register(DeviceType::kCUDA, "slice", SliceKernel);
+  registry.Register(DeviceType::kCUDA, "slice_grad", SliceGradKernel);
 }
 
 }  // namespace pdist::exec::cuda

@@ -34,7 +34,8 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
-  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "reshape", "unsqueeze", "squeeze",
+  std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
+                               "sgd", "momentum", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -241,6 +242,31 @@ TEST_F(CudaKernelTest, CastsMatchTheCpuExactly) {
   }
 }
 
+// Transpose, expand, slice (with a dropped axis) and slice_grad move elements as bits: exact, for
+// floats, bf16 and integers alike.
+TEST_F(CudaKernelTest, TransposesExpandsAndSlicesMatchTheCpuExactly) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64, DataType::kFloat64}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{3, 5, 4}, dtype});
+    ASSERT_TRUE(b.Op1("transpose", {x}, {{"perm", std::vector<int64_t>{2, 0, 1}}}).ok());
+    ASSERT_TRUE(b.Op1("transpose", {x}, {{"perm", std::vector<int64_t>{0, -1, 1}}}).ok());
+    ir::Value* row = b.Data("row", {{1, 5, 1}, dtype});
+    ASSERT_TRUE(b.Op1("expand", {row}, {{"shape", std::vector<int64_t>{2, 3, 5, 4}}}).ok());
+    const ir::AttributeMap window = {{"axes", std::vector<int64_t>{0, 1, 2}},
+                                     {"starts", std::vector<int64_t>{1, 1, 2}},
+                                     {"ends", std::vector<int64_t>{2, 4, 4}},
+                                     {"decrease_axis", std::vector<int64_t>{0}}};
+    absl::StatusOr<ir::Value*> sliced = b.Op1("slice", {x}, window);
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    ASSERT_TRUE(b.Op1("slice_grad", {x, b.Data("g", (*sliced)->type())}, window).ok());
+    ExpectSameOnGpu(p,
+                    {{"x", Random(x->type(), 51, -9, 9)}, {"row", Random(row->type(), 52, -9, 9)},
+                     {"g", Random((*sliced)->type(), 53, -9, 9)}},
+                    absl::StrCat("transpose, expand, slice ", ir::DataTypeName(dtype)), Compare::kExact);
+  }
+}
+
 TEST_F(CudaKernelTest, ViewsSplitsConcatsAndFillsMatchTheCpu) {
   for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
     ir::Program p;
@@ -399,6 +425,32 @@ TEST_F(CudaKernelTest, AdamWStepsAndSkipsAsTheCpu) {
                        {"beta2_pow", Tensor::Scalar(DataType::kFloat32, 0.857375)},
                        {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
                       absl::StrCat("adamw ", ir::DataTypeName(dtype), skip > 0 ? " skipped" : ""));
+    }
+  }
+}
+
+TEST_F(CudaKernelTest, SgdAndMomentumStepAndSkipAsTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (double skip : {0.0, 1.0}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      const ir::TensorType type{{7, 9}, dtype}, scalar{{}, DataType::kFloat32};
+      ir::Value* param = b.Data("param", type);
+      ir::Value* grad = b.Data("grad", type);
+      ir::Value* lr = b.Data("lr", scalar);
+      ir::Value* skip_update = b.Data("skip", scalar);
+      ASSERT_TRUE(b.Create("sgd", {param, lr, grad, skip_update}).ok());
+      ir::Value* velocity = b.Data("velocity", type);
+      for (bool nesterov : {false, true}) {
+        ASSERT_TRUE(b.Create("momentum", {param, grad, velocity, lr, skip_update},
+                             {{"mu", 0.9}, {"use_nesterov", nesterov}, {"regularization_coeff", 0.01}})
+                        .ok());
+      }
+      ExpectSameOnGpu(p,
+                      {{"param", Random(type, 54, -1, 1)}, {"grad", Random(type, 55, -0.1, 0.1)},
+                       {"velocity", Random(type, 56, -0.1, 0.1)}, {"lr", Tensor::Scalar(DataType::kFloat32, 3e-2)},
+                       {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
+                      absl::StrCat("sgd and momentum ", ir::DataTypeName(dtype), skip > 0 ? " skipped" : ""));
     }
   }
 }
