@@ -8,7 +8,8 @@
 #
 # `run` checks, each under its own time limit (about 9 minutes in all):
 #  (a) every CUDA kernel against the CPU kernel on the same inputs (CudaKernelTest: f32/f64 within
-#      1e-5 relative, bf16 within one rounding, casts and dropout masks exact); a skip is a failure;
+#      1e-5 relative, bf16 within one rounding, casts and dropout masks exact), and the NCCL
+#      communicator on one rank (NcclCommunicatorTest); a skip is a failure;
 #  (b) ten AdamW steps of the README's GPT through pdist-train on the GPU against the CPU: f32
 #      losses within 1e-4 relative;
 #  (c) a 1.3B GPT (24 x 2048, 16 heads, vocab 51200, seq 2048), bf16, one GPU: the largest of
@@ -57,11 +58,13 @@ case "$mode" in
     log=$out/device-check.log
     exec > >(tee "$log") 2>&1
     nvidia-smi -L
-    export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # NCCL is not carried (200 MB): the machine's, from the CUDA toolkit or PyTorch's wheel.
+    nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+    export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64${nccl_lib:+:$nccl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     failed=()
 
     echo "== (a) every CUDA kernel against the CPU's"
-    timeout 150 "$dir/executor_tests" --gtest_filter='CudaKernel*:CudaKernelList*:Backend*:Device*' >"$out/kernels.log" 2>&1
+    timeout 150 "$dir/executor_tests" --gtest_filter='CudaKernel*:CudaKernelList*:NcclCommunicator*:Backend*:Device*' >"$out/kernels.log" 2>&1
     a=$?
     tail -n 40 "$out/kernels.log"
     grep -q '^\[  SKIPPED \]' "$out/kernels.log" && { echo "device-check: a comparison was skipped on a GPU machine"; a=1; }

@@ -129,7 +129,7 @@ absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<cons
 // ---- Collectives: check, number, run, remember the first failure ----------------------------
 
 absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in,
-                                 Tensor* out, int root_or_peer, int64_t tag) {
+                                 Tensor* out, int root_or_peer, int64_t tag, Stream* stream) {
   const std::string what = absl::StrCat(CollectiveName(kind), " in group '", name(), "' (rank ",
                                         rank_, " of ", size_, ")");
   auto bad = [&](const std::string& why) {
@@ -157,7 +157,7 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
       }
     }
     if (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) {
-      PDIST_RETURN_IF_ERROR(WithContext(CheckReducible(data->dtype(), reduce), what));
+      PDIST_RETURN_IF_ERROR(WithContext(CheckReduction(data->dtype(), reduce), what));
     }
   }
   const bool p2p = kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv;
@@ -196,34 +196,37 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
   call.in = in;
   call.out = out;
   call.deadline = absl::Now() + config_.timeout;
+  call.stream = stream;
   absl::Status status = Run(call);
-  if (!status.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_.ok()) error_ = status;
-  }
+  if (!status.ok()) RecordError(status);
   return status;
 }
 
-absl::Status Communicator::AllReduce(const Tensor& in, Tensor& out, ReduceOp op) {
-  return Start(CollectiveKind::kAllReduce, op, &in, &out, -1);
+void Communicator::RecordError(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = std::move(status);
 }
-absl::Status Communicator::AllGather(const Tensor& in, Tensor& out) {
-  return Start(CollectiveKind::kAllGather, ReduceOp::kSum, &in, &out, -1);
+
+absl::Status Communicator::AllReduce(const Tensor& in, Tensor& out, ReduceOp op, Stream* stream) {
+  return Start(CollectiveKind::kAllReduce, op, &in, &out, -1, 0, stream);
 }
-absl::Status Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op) {
-  return Start(CollectiveKind::kReduceScatter, op, &in, &out, -1);
+absl::Status Communicator::AllGather(const Tensor& in, Tensor& out, Stream* stream) {
+  return Start(CollectiveKind::kAllGather, ReduceOp::kSum, &in, &out, -1, 0, stream);
 }
-absl::Status Communicator::AllToAll(const Tensor& in, Tensor& out) {
-  return Start(CollectiveKind::kAllToAll, ReduceOp::kSum, &in, &out, -1);
+absl::Status Communicator::ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op, Stream* stream) {
+  return Start(CollectiveKind::kReduceScatter, op, &in, &out, -1, 0, stream);
 }
-absl::Status Communicator::Broadcast(Tensor& buffer, int root) {
-  return Start(CollectiveKind::kBroadcast, ReduceOp::kSum, &buffer, &buffer, root);
+absl::Status Communicator::AllToAll(const Tensor& in, Tensor& out, Stream* stream) {
+  return Start(CollectiveKind::kAllToAll, ReduceOp::kSum, &in, &out, -1, 0, stream);
 }
-absl::Status Communicator::Send(const Tensor& tensor, int peer, int64_t tag) {
-  return Start(CollectiveKind::kSend, ReduceOp::kSum, &tensor, nullptr, peer, tag);
+absl::Status Communicator::Broadcast(Tensor& buffer, int root, Stream* stream) {
+  return Start(CollectiveKind::kBroadcast, ReduceOp::kSum, &buffer, &buffer, root, 0, stream);
 }
-absl::Status Communicator::Recv(Tensor& tensor, int peer, int64_t tag) {
-  return Start(CollectiveKind::kRecv, ReduceOp::kSum, nullptr, &tensor, peer, tag);
+absl::Status Communicator::Send(const Tensor& tensor, int peer, int64_t tag, Stream* stream) {
+  return Start(CollectiveKind::kSend, ReduceOp::kSum, &tensor, nullptr, peer, tag, stream);
+}
+absl::Status Communicator::Recv(Tensor& tensor, int peer, int64_t tag, Stream* stream) {
+  return Start(CollectiveKind::kRecv, ReduceOp::kSum, nullptr, &tensor, peer, tag, stream);
 }
 absl::Status Communicator::Barrier() {
   return Start(CollectiveKind::kBarrier, ReduceOp::kSum, nullptr, nullptr, -1);

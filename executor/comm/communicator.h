@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/stream.h"
 #include "executor/tensor.h"
 
 namespace pdist::exec::comm {
@@ -30,6 +31,8 @@ namespace pdist::exec::comm {
 // Reductions, as NCCL's ncclSum / ncclAvg / ncclMax. kAvg is float-only.
 enum class ReduceOp : int8_t { kSum, kAvg, kMax };
 const char* ReduceOpName(ReduceOp op);
+// Whether the host backends define `op` for `dtype` (else the error).
+absl::Status CheckReducible(ir::DataType dtype, ReduceOp op);
 
 // Creation options (NCCL's ncclConfig_t). Sub-groups made by Split inherit them.
 struct CommConfig {
@@ -91,17 +94,21 @@ class Communicator {
   //   AllGather:     out = concat(in_0, …, in_{n-1})             (out.dim0 = n · in.dim0)
   //   ReduceScatter: out = piece `rank` of reduce_r in_r         (in.dim0 = n · out.dim0)
   //   AllToAll:      out piece s = piece `rank` of in_s          (same shape as in)
-  absl::Status AllReduce(const Tensor& in, Tensor& out, ReduceOp op);
-  absl::Status AllGather(const Tensor& in, Tensor& out);
-  absl::Status ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op);
-  absl::Status AllToAll(const Tensor& in, Tensor& out);
+  //
+  // `stream`: where a device backend (NCCL) enqueues the transfer — it returns once it is
+  // enqueued, and work after it on the stream sees the result. Host backends run the transfer
+  // at once, on the calling thread, and ignore it.
+  absl::Status AllReduce(const Tensor& in, Tensor& out, ReduceOp op, Stream* stream = nullptr);
+  absl::Status AllGather(const Tensor& in, Tensor& out, Stream* stream = nullptr);
+  absl::Status ReduceScatter(const Tensor& in, Tensor& out, ReduceOp op, Stream* stream = nullptr);
+  absl::Status AllToAll(const Tensor& in, Tensor& out, Stream* stream = nullptr);
   // Root's `buffer` is copied into every other rank's `buffer`.
-  absl::Status Broadcast(Tensor& buffer, int root);
+  absl::Status Broadcast(Tensor& buffer, int root, Stream* stream = nullptr);
   // Point to point; a Send to `peer` pairs with that peer's Recv from this rank, in order. A Send
   // is buffered: it returns once the tensor is copied out, without waiting for the Recv, so
   // that pipeline stages can send and go on (a rendezvous send deadlocks 1F1B on one stream).
-  absl::Status Send(const Tensor& tensor, int peer, int64_t tag = 0);
-  absl::Status Recv(Tensor& tensor, int peer, int64_t tag = 0);
+  absl::Status Send(const Tensor& tensor, int peer, int64_t tag = 0, Stream* stream = nullptr);
+  absl::Status Recv(Tensor& tensor, int peer, int64_t tag = 0, Stream* stream = nullptr);
   absl::Status Barrier();
 
   // Collective over this communicator (like ncclCommSplit): ranks with the same `color` form
@@ -133,6 +140,7 @@ class Communicator {
     Tensor* out = nullptr;
     int peer = -1;
     absl::Time deadline;
+    Stream* stream = nullptr;  // as the collective was given it
   };
   // The backend moves the data. It may assume shapes and dtypes were checked.
   virtual absl::Status Run(const Call& call) = 0;
@@ -142,10 +150,15 @@ class Communicator {
       const std::vector<int>& members, CommConfig config) = 0;
   // Backend part of Abort (wake waiters).
   virtual void AbortBackend() {}
+  // Whether this backend reduces `dtype` with `op` (default: CheckReducible's host set).
+  virtual absl::Status CheckReduction(ir::DataType dtype, ReduceOp op) const { return CheckReducible(dtype, op); }
+  // Makes `status` the communicator's sticky error unless it has one: for a backend whose
+  // collectives fail after Run returned (a watchdog's deadline, an asynchronous NCCL error).
+  void RecordError(absl::Status status);
 
  private:
   absl::Status Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in, Tensor* out,
-                     int root_or_peer, int64_t tag = 0);
+                     int root_or_peer, int64_t tag = 0, Stream* stream = nullptr);
 
   int rank_;
   int size_;
@@ -163,7 +176,5 @@ class Communicator {
 // [begin, end). kAvg divides by inputs.size(). Supports f32/f64 and (sum, max) i32/i64.
 absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<const void*>& inputs,
                          void* out, int64_t begin, int64_t end);
-// Whether `op` is defined for `dtype` (else the error).
-absl::Status CheckReducible(ir::DataType dtype, ReduceOp op);
 
 }  // namespace pdist::exec::comm
