@@ -39,6 +39,16 @@ class Backend {
   // Copies `src` into `dst` (same type; either may be on the host, the other on this backend's
   // device), ordered after `stream`'s work (nullptr: synchronously).
   virtual absl::Status Copy(const Tensor& src, Tensor& dst, Stream* stream) = 0;
+
+  // The data movement the device-neutral collective kernels (executor/collective_kernels.cc)
+  // need around a communicator's dim-0 collectives, on tensors of this backend's device,
+  // ordered after `stream`'s work:
+  // regroups blocks, src [a, b, chunk] → dst [b, a, chunk] (chunk in elements of src's dtype);
+  virtual absl::Status SwapBlocks(const Tensor& src, Tensor& dst, int64_t a, int64_t b, int64_t chunk,
+                                  Stream* stream) = 0;
+  // copies `bytes` bytes from src at byte `src_offset` into dst at byte `dst_offset`.
+  virtual absl::Status CopyBytes(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t bytes,
+                                 Stream* stream) = 0;
 };
 
 // The backends this binary was built with, the CPU's first.

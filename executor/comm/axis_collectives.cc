@@ -1,9 +1,9 @@
 // Axis collectives: block regrouping around the Communicator's dim-0 collectives.
 #include "executor/comm/axis_collectives.h"
 
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
+#include "executor/allocator.h"
+#include "executor/backend.h"
 #include "ir/status.h"
 
 namespace pdist::exec::comm {
@@ -26,55 +26,50 @@ absl::StatusOr<AxisView> ViewAround(const Tensor& t, int64_t axis, const char* w
   return v;
 }
 
-// src [a, b, chunk bytes] → dst [b, a, chunk bytes].
-void SwapLeadingBlocks(const void* src, void* dst, int64_t a, int64_t b, int64_t chunk_bytes) {
-  const auto* in = static_cast<const char*>(src);
-  auto* out = static_cast<char*>(dst);
-  for (int64_t i = 0; i < a; ++i) {
-    for (int64_t j = 0; j < b; ++j) {
-      std::memcpy(out + (j * a + i) * chunk_bytes, in + (i * b + j) * chunk_bytes, static_cast<size_t>(chunk_bytes));
-    }
-  }
-}
-
-int64_t ElementBytes(const Tensor& t) { return ir::DataTypeSize(t.dtype()); }
-
 Tensor Flat(const Tensor& t) { return t.Reshaped({t.num_elements()}); }
+
+Tensor Temporary(const TensorType& type, const DataPlace& place) {
+  return Tensor::Empty(type, *place.allocator, place.stream);
+}
 
 }  // namespace
 
-absl::Status AllGatherAxis(Communicator& comm, const Tensor& in, int64_t axis, Tensor& out) {
+DataPlace DataPlace::Host() {
+  return {BackendFor(Device::Cpu()).value(), &HostAllocator::Instance(), nullptr};  // the host is always there
+}
+
+absl::Status AllGatherAxis(Communicator& comm, const Tensor& in, int64_t axis, Tensor& out, const DataPlace& place) {
   PDIST_ASSIGN_OR_RETURN(AxisView v, ViewAround(in, axis, "all_gather"));
   const int64_t n = comm.size();
   Tensor flat_out = Flat(out);
-  if (v.outer == 1) return comm.AllGather(Flat(in), flat_out);
-  Tensor gathered = Tensor::Empty({{n * in.num_elements()}, in.dtype()});
-  PDIST_RETURN_IF_ERROR(comm.AllGather(Flat(in), gathered));
+  if (v.outer == 1) return comm.AllGather(Flat(in), flat_out, place.stream);
+  Tensor gathered = Temporary({{n * in.num_elements()}, in.dtype()}, place);
+  PDIST_RETURN_IF_ERROR(comm.AllGather(Flat(in), gathered, place.stream));
   // gathered [n, outer, dim·inner] → out [outer, n, dim·inner]
-  SwapLeadingBlocks(gathered.raw(), out.raw(), n, v.outer, v.dim * v.inner * ElementBytes(in));
-  return absl::OkStatus();
+  return place.backend->SwapBlocks(gathered, flat_out, n, v.outer, v.dim * v.inner, place.stream);
 }
 
-absl::Status ReduceScatterAxis(Communicator& comm, const Tensor& in, int64_t axis, ReduceOp op, Tensor& out) {
+absl::Status ReduceScatterAxis(Communicator& comm, const Tensor& in, int64_t axis, ReduceOp op, Tensor& out,
+                               const DataPlace& place) {
   PDIST_ASSIGN_OR_RETURN(AxisView v, ViewAround(in, axis, "reduce_scatter"));
   const int64_t n = comm.size();
   Tensor flat_out = Flat(out);
-  if (v.outer == 1) return comm.ReduceScatter(Flat(in), flat_out, op);
+  if (v.outer == 1) return comm.ReduceScatter(Flat(in), flat_out, op, place.stream);
   // in [outer, n, piece] → grouped [n, outer, piece], so that rank r's piece is contiguous.
-  Tensor grouped = Tensor::Empty({{in.num_elements()}, in.dtype()});
-  SwapLeadingBlocks(in.raw(), grouped.raw(), v.outer, n, v.dim / n * v.inner * ElementBytes(in));
-  return comm.ReduceScatter(grouped, flat_out, op);
+  Tensor grouped = Temporary({{in.num_elements()}, in.dtype()}, place);
+  PDIST_RETURN_IF_ERROR(place.backend->SwapBlocks(in, grouped, v.outer, n, v.dim / n * v.inner, place.stream));
+  return comm.ReduceScatter(grouped, flat_out, op, place.stream);
 }
 
-absl::Status AllToAllAxes(Communicator& comm, const Tensor& in, int64_t split_axis, int64_t concat_axis, Tensor& out) {
+absl::Status AllToAllAxes(Communicator& comm, const Tensor& in, int64_t split_axis, int64_t concat_axis, Tensor& out,
+                          const DataPlace& place) {
   PDIST_ASSIGN_OR_RETURN(AxisView split, ViewAround(in, split_axis, "all_to_all"));
   const int64_t n = comm.size();
-  const int64_t esize = ElementBytes(in);
   // in [outer, n, piece] along split_axis → send [n, outer, piece]: piece s goes to rank s.
-  Tensor send = Tensor::Empty({{in.num_elements()}, in.dtype()});
-  SwapLeadingBlocks(in.raw(), send.raw(), split.outer, n, split.dim / n * split.inner * esize);
-  Tensor received = Tensor::Empty(send.type());
-  PDIST_RETURN_IF_ERROR(comm.AllToAll(send, received));
+  Tensor send = Temporary({{in.num_elements()}, in.dtype()}, place);
+  PDIST_RETURN_IF_ERROR(place.backend->SwapBlocks(in, send, split.outer, n, split.dim / n * split.inner, place.stream));
+  Tensor received = Temporary(send.type(), place);
+  PDIST_RETURN_IF_ERROR(comm.AllToAll(send, received, place.stream));
   // received [n (source rank), piece]; a piece is `in` with split_axis divided by n.
   Shape piece_shape = in.shape();
   piece_shape[static_cast<size_t>(split_axis)] /= n;
@@ -87,8 +82,7 @@ absl::Status AllToAllAxes(Communicator& comm, const Tensor& in, int64_t split_ax
     (d < concat_axis ? outer : chunk) *= piece_shape[static_cast<size_t>(d)];
   }
   // received [n, outer, chunk] → out [outer, n, chunk]: the pieces side by side along concat_axis.
-  SwapLeadingBlocks(received.raw(), out.raw(), n, outer, chunk * esize);
-  return absl::OkStatus();
+  return place.backend->SwapBlocks(received, out, n, outer, chunk, place.stream);
 }
 
 }  // namespace pdist::exec::comm

@@ -39,4 +39,24 @@ absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst, Stream* /*stream*/
   return absl::OkStatus();
 }
 
+absl::Status CpuBackend::SwapBlocks(const Tensor& src, Tensor& dst, int64_t a, int64_t b, int64_t chunk,
+                                    Stream* /*stream*/) {
+  const int64_t chunk_bytes = chunk * ir::DataTypeSize(src.dtype());
+  const auto* in = static_cast<const char*>(src.raw());
+  auto* out = static_cast<char*>(dst.raw());
+  for (int64_t i = 0; i < a; ++i) {
+    for (int64_t j = 0; j < b; ++j) {
+      std::memcpy(out + (j * a + i) * chunk_bytes, in + (i * b + j) * chunk_bytes, static_cast<size_t>(chunk_bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CopyBytes(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                                   int64_t bytes, Stream* /*stream*/) {
+  std::memcpy(static_cast<char*>(dst.raw()) + dst_offset, static_cast<const char*>(src.raw()) + src_offset,
+              static_cast<size_t>(bytes));
+  return absl::OkStatus();
+}
+
 }  // namespace pdist::exec::cpu

@@ -15,6 +15,9 @@ class CpuBackend final : public Backend {
   Allocator& allocator(const Device& device) override;
   std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose) override;
   absl::Status Copy(const Tensor& src, Tensor& dst, Stream* stream) override;
+  absl::Status SwapBlocks(const Tensor& src, Tensor& dst, int64_t a, int64_t b, int64_t chunk, Stream* stream) override;
+  absl::Status CopyBytes(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t bytes,
+                         Stream* stream) override;
 };
 
 }  // namespace pdist::exec::cpu

@@ -20,7 +20,6 @@ void RegisterNnKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterLossScalingKernels(KernelRegistry& registry);
 void RegisterReshardKernels(KernelRegistry& registry);
-void RegisterCollectiveKernels(KernelRegistry& registry);
 void RegisterVocabParallelKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cpu

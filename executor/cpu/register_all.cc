@@ -1,4 +1,5 @@
 // RegisterCpuKernels: the single list of CPU kernel families.
+#include "executor/collective_kernels.h"
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/cpu/float_math.h"
 #include "executor/kernel.h"
@@ -17,7 +18,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterOptimizerKernels(registry);
   RegisterLossScalingKernels(registry);
   RegisterReshardKernels(registry);
-  RegisterCollectiveKernels(registry);
+  RegisterCollectiveKernels(registry, DeviceType::kCPU);  // executor/collective_kernels.h: shared
   RegisterVocabParallelKernels(registry);
   UseFloatMathForLowPrecision(registry);  // bf16/f16: f32 math, rounded results
 }

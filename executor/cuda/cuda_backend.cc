@@ -5,6 +5,7 @@
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/cuda_stream.h"
+#include "executor/cuda/launch.h"
 
 namespace pdist::exec::cuda {
 
@@ -62,6 +63,36 @@ absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst, Stream* stream) {
   PDIST_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw(), src.raw(), static_cast<size_t>(src.num_bytes()),
                                              cudaMemcpyDefault, handle));
   if (stream == nullptr) PDIST_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(handle));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SwapBlocks(const Tensor& src, Tensor& dst, int64_t a, int64_t b, int64_t chunk,
+                                     Stream* stream) {
+  // Walk dst [b, a, chunk] in order; src's element (i, j, k) is at (i·b + j)·chunk + k.
+  StridedIndex<2> index;
+  index.rank = 3;
+  const int64_t shape[3] = {b, a, chunk};
+  const int64_t src_strides[3] = {chunk, b * chunk, 1};
+  const int64_t dst_strides[3] = {a * chunk, chunk, 1};
+  for (int d = 0; d < 3; ++d) {
+    index.shape[d] = shape[d];
+    index.stride[0][d] = src_strides[d];
+    index.stride[1][d] = dst_strides[d];
+  }
+  auto* cuda_stream = dynamic_cast<CudaStream*>(stream);
+  return CudaStatus(LaunchStridedCopy(static_cast<int>(ir::DataTypeSize(src.dtype())), src.raw(), dst.raw(),
+                                      a * b * chunk, index,
+                                      cuda_stream != nullptr ? cuda_stream->handle() : compute_stream(src.device())),
+                    "swapping blocks");
+}
+
+absl::Status CudaBackend::CopyBytes(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                                    int64_t bytes, Stream* stream) {
+  auto* cuda_stream = dynamic_cast<CudaStream*>(stream);
+  PDIST_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(static_cast<char*>(dst.raw()) + dst_offset, static_cast<const char*>(src.raw()) + src_offset,
+                      static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
+                      cuda_stream != nullptr ? cuda_stream->handle() : compute_stream(src.device())));
   return absl::OkStatus();
 }
 

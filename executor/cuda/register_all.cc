@@ -1,4 +1,5 @@
 // RegisterCudaKernels: the single list of CUDA kernel families.
+#include "executor/collective_kernels.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/kernel.h"
 
@@ -16,6 +17,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterSoftmaxKernels(registry);
   RegisterAttentionKernels(registry);
   RegisterRopeKernels(registry);
+  RegisterCollectiveKernels(registry, DeviceType::kCUDA);  // executor/collective_kernels.h: shared
 }
 
 }  // namespace pdist::exec::cuda

@@ -1,17 +1,26 @@
-// CPU kernels of the collective ops (ir/ops/collective.cc): find the group's communicator in
-// the rank's CommGroups and move the data with the axis collectives.
-#include <cstring>
+// Kernels of the collective ops (ir/ops/collective.cc), written once for every device: find the
+// group's communicator in the rank's CommGroups and move the data with the axis collectives, on
+// the kernel's stream; temporaries come from its allocator and blocks are regrouped by its
+// device's backend (Backend::SwapBlocks, CopyBytes). On the host the communicator moves the
+// data at once; NCCL enqueues it on the stream.
+#include "executor/collective_kernels.h"
 
 #include "absl/strings/str_cat.h"
+#include "executor/backend.h"
 #include "executor/comm/axis_collectives.h"
 #include "executor/comm/comm_groups.h"
-#include "executor/cpu/cpu_kernels.h"
 #include "executor/kernel.h"
 #include "ir/dist/placement.h"
 #include "ir/status.h"
 
-namespace pdist::exec::cpu {
+namespace pdist::exec {
 namespace {
+
+// The kernel's device, allocator and stream, for the axis collectives.
+absl::StatusOr<comm::DataPlace> PlaceOf(const KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(Backend * backend, BackendFor(ctx.device()));
+  return comm::DataPlace{backend, &ctx.allocator(), ctx.stream()};
+}
 
 absl::StatusOr<comm::Communicator*> GroupOf(const KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) {
@@ -36,27 +45,30 @@ absl::StatusOr<comm::ReduceOp> ReduceOf(const KernelContext& ctx) {
 absl::Status AllReduceKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
-  return group->AllReduce(*ctx.input(0), ctx.AllocateOutput(0), op);
+  return group->AllReduce(*ctx.input(0), ctx.AllocateOutput(0), op, ctx.stream());
 }
 
 absl::Status AllGatherKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
-  return comm::AllGatherAxis(*group, *ctx.input(0), axis, ctx.AllocateOutput(0));
+  PDIST_ASSIGN_OR_RETURN(comm::DataPlace place, PlaceOf(ctx));
+  return comm::AllGatherAxis(*group, *ctx.input(0), axis, ctx.AllocateOutput(0), place);
 }
 
 absl::Status ReduceScatterKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
   PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
-  return comm::ReduceScatterAxis(*group, *ctx.input(0), axis, op, ctx.AllocateOutput(0));
+  PDIST_ASSIGN_OR_RETURN(comm::DataPlace place, PlaceOf(ctx));
+  return comm::ReduceScatterAxis(*group, *ctx.input(0), axis, op, ctx.AllocateOutput(0), place);
 }
 
 absl::Status AllToAllKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(int64_t split_axis, ir::GetInt(ctx.attrs(), "split_axis"));
   PDIST_ASSIGN_OR_RETURN(int64_t concat_axis, ir::GetInt(ctx.attrs(), "concat_axis"));
-  return comm::AllToAllAxes(*group, *ctx.input(0), split_axis, concat_axis, ctx.AllocateOutput(0));
+  PDIST_ASSIGN_OR_RETURN(comm::DataPlace place, PlaceOf(ctx));
+  return comm::AllToAllAxes(*group, *ctx.input(0), split_axis, concat_axis, ctx.AllocateOutput(0), place);
 }
 
 // All inputs packed into one flat buffer, reduced by one all-reduce, and unpacked: one
@@ -64,23 +76,23 @@ absl::Status AllToAllKernel(KernelContext& ctx) {
 absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(Backend * device, BackendFor(ctx.device()));
   int64_t total = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) total += ctx.input(i)->num_elements();
   const ir::DataType dtype = ctx.input(0)->dtype();
-  const int64_t esize = ir::DataTypeSize(dtype);
-  Tensor flat = Tensor::Empty({{total}, dtype});
-  int64_t offset = 0;
+  Tensor flat = Tensor::Empty({{total}, dtype}, ctx.allocator(), ctx.stream());
+  int64_t offset = 0;  // bytes
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    std::memcpy(static_cast<char*>(flat.raw()) + offset * esize, ctx.input(i)->raw(),
-                static_cast<size_t>(ctx.input(i)->num_bytes()));
-    offset += ctx.input(i)->num_elements();
+    const Tensor& in = *ctx.input(i);
+    PDIST_RETURN_IF_ERROR(device->CopyBytes(in, 0, flat, offset, in.num_bytes(), ctx.stream()));
+    offset += in.num_bytes();
   }
-  PDIST_RETURN_IF_ERROR(group->AllReduce(flat, flat, op));
+  PDIST_RETURN_IF_ERROR(group->AllReduce(flat, flat, op, ctx.stream()));
   offset = 0;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     Tensor& out = ctx.AllocateOutput(i);
-    std::memcpy(out.raw(), static_cast<const char*>(flat.raw()) + offset * esize, static_cast<size_t>(out.num_bytes()));
-    offset += out.num_elements();
+    PDIST_RETURN_IF_ERROR(device->CopyBytes(flat, offset, out, 0, out.num_bytes(), ctx.stream()));
+    offset += out.num_bytes();
   }
   return absl::OkStatus();
 }
@@ -90,27 +102,27 @@ absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
 absl::Status ReduceScatterCoalescedKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, GroupOf(ctx));
   PDIST_ASSIGN_OR_RETURN(comm::ReduceOp op, ReduceOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(Backend * device, BackendFor(ctx.device()));
   const int64_t n = group->size();
   int64_t per_rank = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) per_rank += ctx.input(i)->num_elements() / n;
   const ir::DataType dtype = ctx.input(0)->dtype();
-  const int64_t esize = ir::DataTypeSize(dtype);
-  Tensor flat = Tensor::Empty({{n * per_rank}, dtype});
-  Tensor mine = Tensor::Empty({{per_rank}, dtype});
-  char* dst = static_cast<char*>(flat.raw());
+  Tensor flat = Tensor::Empty({{n * per_rank}, dtype}, ctx.allocator(), ctx.stream());
+  Tensor mine = Tensor::Empty({{per_rank}, dtype}, ctx.allocator(), ctx.stream());
+  int64_t dst = 0;  // bytes
   for (int64_t r = 0; r < n; ++r) {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const int64_t piece = ctx.input(i)->num_bytes() / n;
-      std::memcpy(dst, static_cast<const char*>(ctx.input(i)->raw()) + r * piece, static_cast<size_t>(piece));
+      PDIST_RETURN_IF_ERROR(device->CopyBytes(*ctx.input(i), r * piece, flat, dst, piece, ctx.stream()));
       dst += piece;
     }
   }
-  PDIST_RETURN_IF_ERROR(group->ReduceScatter(flat, mine, op));
+  PDIST_RETURN_IF_ERROR(group->ReduceScatter(flat, mine, op, ctx.stream()));
   int64_t offset = 0;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     Tensor& out = ctx.AllocateOutput(i);
-    std::memcpy(out.raw(), static_cast<const char*>(mine.raw()) + offset * esize, static_cast<size_t>(out.num_bytes()));
-    offset += out.num_elements();
+    PDIST_RETURN_IF_ERROR(device->CopyBytes(mine, offset, out, 0, out.num_bytes(), ctx.stream()));
+    offset += out.num_bytes();
   }
   return absl::OkStatus();
 }
@@ -119,27 +131,27 @@ absl::Status SendKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
-  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer), tag);
+  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer), tag, ctx.stream());
 }
 
 absl::Status RecvKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_recv needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
-  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer), tag);
+  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer), tag, ctx.stream());
 }
 
 }  // namespace
 
-void RegisterCollectiveKernels(KernelRegistry& registry) {
-  registry.Register(DeviceType::kCPU, "c_allreduce", AllReduceKernel);
-  registry.Register(DeviceType::kCPU, "c_allgather", AllGatherKernel);
-  registry.Register(DeviceType::kCPU, "c_reduce_scatter", ReduceScatterKernel);
-  registry.Register(DeviceType::kCPU, "c_alltoall", AllToAllKernel);
-  registry.Register(DeviceType::kCPU, "c_allreduce_coalesced", AllReduceCoalescedKernel);
-  registry.Register(DeviceType::kCPU, "c_reduce_scatter_coalesced", ReduceScatterCoalescedKernel);
-  registry.Register(DeviceType::kCPU, "c_send", SendKernel);
-  registry.Register(DeviceType::kCPU, "c_recv", RecvKernel);
+void RegisterCollectiveKernels(KernelRegistry& registry, DeviceType device) {
+  registry.Register(device, "c_allreduce", AllReduceKernel);
+  registry.Register(device, "c_allgather", AllGatherKernel);
+  registry.Register(device, "c_reduce_scatter", ReduceScatterKernel);
+  registry.Register(device, "c_alltoall", AllToAllKernel);
+  registry.Register(device, "c_allreduce_coalesced", AllReduceCoalescedKernel);
+  registry.Register(device, "c_reduce_scatter_coalesced", ReduceScatterCoalescedKernel);
+  registry.Register(device, "c_send", SendKernel);
+  registry.Register(device, "c_recv", RecvKernel);
 }
 
-}  // namespace pdist::exec::cpu
+}  // namespace pdist::exec
