@@ -61,8 +61,8 @@ typedef struct {
    * pdist_engine_config_init.) */
   const char* backend;
   /* "cpu" (default, also for NULL), "cuda" (the rank's GPU: LOCAL_RANK under a launcher),
-   * "cuda:N", or a host device "cpu:N" (the host, state kept apart as on a GPU). A device this build or machine lacks fails pdist_engine_create, saying what is
-   * missing (docs/gpu.md). */
+   * "cuda:N", or a host device "cpu:N" (the host, state kept apart as on a GPU). A device this
+   * build or machine lacks fails pdist_engine_create, saying what is missing (docs/gpu.md). */
   const char* device;
 } pdist_engine_config;
 

@@ -1,9 +1,10 @@
-// The communication backends: inproc (ranks as threads) and gloo (a process per rank).
+// The communication backends: inproc (ranks as threads), gloo and nccl (a process per rank).
 #include "engine/comm_backend.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/gloo_world.h"
+#include "engine/nccl_world.h"
 #include "executor/comm/inproc/inproc_communicator.h"
 #include "ir/status.h"
 
@@ -12,7 +13,8 @@ namespace {
 
 using Worlds = std::vector<std::shared_ptr<exec::comm::Communicator>>;
 
-absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommConfig& config) {
+absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommConfig& config,
+                                   const exec::Device& /*host*/) {
   auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size));
   Worlds comms;
   for (int64_t r = 0; r < world_size; ++r) {
@@ -22,13 +24,24 @@ absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommCon
   return comms;
 }
 
-absl::StatusOr<Worlds> GlooWorld(int64_t world_size, const exec::comm::CommConfig& config) {
-  PDIST_ASSIGN_OR_RETURN(auto comm, CreateGlooWorld(config));
-  if (comm->size() != world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE is ", comm->size(), " but the strategy needs ",
+// This process's rank of a launched job, checked against the strategy's world.
+absl::StatusOr<Worlds> LaunchedWorld(absl::StatusOr<std::shared_ptr<exec::comm::Communicator>> comm, int64_t world_size) {
+  if (!comm.ok()) return comm.status();
+  if ((*comm)->size() != world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE is ", (*comm)->size(), " but the strategy needs ",
                                                    world_size, " ranks (dp_degree × mp_degree × pp_degree)"));
   }
-  return Worlds{std::move(comm)};
+  return Worlds{*std::move(comm)};
+}
+
+absl::StatusOr<Worlds> GlooWorld(int64_t world_size, const exec::comm::CommConfig& config,
+                                 const exec::Device& /*host*/) {
+  return LaunchedWorld(CreateGlooWorld(config), world_size);
+}
+
+absl::StatusOr<Worlds> NcclWorld(int64_t world_size, const exec::comm::CommConfig& config,
+                                 const exec::Device& gpu) {
+  return LaunchedWorld(CreateNcclWorld(config, gpu), world_size);
 }
 
 }  // namespace
@@ -41,6 +54,12 @@ const std::vector<CommBackend>& CommBackends() {
        .process_per_rank = true,
        .launcher_provides = "RANK, WORLD_SIZE and MASTER_ADDR/MASTER_PORT or PDIST_RENDEZVOUS_DIR",
        .create_world = GlooWorld},
+      {.name = "nccl",
+       .summary = "this process is one rank on its GPU (LOCAL_RANK); run under pdist-run with --device cuda",
+       .process_per_rank = true,
+       .launcher_provides = "RANK, WORLD_SIZE, LOCAL_RANK and MASTER_ADDR/MASTER_PORT or PDIST_RENDEZVOUS_DIR",
+       .device_memory = true,
+       .create_world = NcclWorld},
   };
   return *backends;
 }

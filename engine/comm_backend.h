@@ -3,10 +3,10 @@
 //
 //   PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend("gloo"));
 //   backend->process_per_rank   // true: pdist-run starts the other ranks
-//   PDIST_ASSIGN_OR_RETURN(auto comms, backend->create_world(/*world_size=*/4, config));
+//   PDIST_ASSIGN_OR_RETURN(auto comms, backend->create_world(/*world_size=*/4, config, device));
 //
-// Adding a backend (NCCL) is one entry in comm_backend.cc with its world factory; the engine,
-// pdist-train's --backend and pdist-run's validation follow from the entry.
+// A backend is one entry in comm_backend.cc with its world factory; the engine, pdist-train's
+// --backend and pdist-run's validation follow from the entry.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor/comm/communicator.h"
+#include "executor/device.h"
 
 namespace pdist::engine {
 
@@ -29,10 +30,14 @@ struct CommBackend {
   bool process_per_rank = false;
   // What the launcher must set for a rank to find its world ("" when nothing).
   const char* launcher_provides = "";
-  // The world communicators of the ranks this process runs, for a job of `world_size` ranks.
-  // InvalidArgument when the launcher's world does not have `world_size` ranks.
+  // The communicators move device memory (NCCL): the ranks run on GPUs. Otherwise they move
+  // host memory, and the ranks' tensors must be on the host (cpu, cpu:N).
+  bool device_memory = false;
+  // The world communicators of the ranks this process runs, for a job of `world_size` ranks
+  // whose tensors are on `device`. InvalidArgument when the launcher's world does not have
+  // `world_size` ranks.
   std::function<absl::StatusOr<std::vector<std::shared_ptr<exec::comm::Communicator>>>(
-      int64_t world_size, const exec::comm::CommConfig& config)>
+      int64_t world_size, const exec::comm::CommConfig& config, const exec::Device& device)>
       create_world;
 };
 

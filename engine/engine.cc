@@ -47,6 +47,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
   }
   PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend(options.backend));
   PDIST_ASSIGN_OR_RETURN(const exec::Device device, ChooseDevice(options.device));
+  if (backend->device_memory && device.is_cpu()) {
+    return absl::InvalidArgumentError(absl::StrCat("backend '", backend->name, "' moves GPU memory: use --device cuda, ",
+                                                   "or --backend gloo for ranks on the CPU (device '", options.device,
+                                                   "')"));
+  }
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend, device));
   PDIST_RETURN_IF_ERROR(engine->Prepare());
@@ -92,18 +97,23 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
                          passes::BuildDistributedPrograms(forward_, strategy, options_.optimizer));
   world_size_ = programs.world_size;
-  if (world_size_ > 1 && !device_.is_cpu()) {
-    // The communicators pdist has (inproc, gloo) move host memory; a GPU's tensors need NCCL.
-    return absl::UnimplementedError(absl::StrCat(
-        "a job of ", world_size_, " ranks on ", device_.ToString(),
-        " needs the NCCL communicator, which is not built yet (docs/gpu.md): train one rank per GPU job, or use "
-        "--device cpu"));
+  if (world_size_ > 1 && !device_.is_cpu() && !backend_->device_memory) {
+    return absl::InvalidArgumentError(absl::StrCat("a job of ", world_size_, " ranks on ", device_.ToString(),
+                                                   " needs a communicator that moves GPU memory: backend '",
+                                                   backend_->name, "' moves host memory; use --backend nccl"));
+  }
+  if (world_size_ > 1 && backend_->device_memory && programs.pipeline.enabled()) {
+    // NCCL's send waits on its stream for the matching receive; the pipeline schedules issue
+    // sends before their receives and rely on buffered sends (docs/gpu.md).
+    return absl::UnimplementedError(absl::StrCat("pipeline parallelism over backend '", backend_->name,
+                                                 "' needs grouped send/receive pairs, not built yet: use pp_degree 1 "
+                                                 "(dp, mp, sp, ZeRO run), or --backend gloo on the CPU"));
   }
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;
   config.timeout = absl::Seconds(options_.collective_timeout_s);
 
-  PDIST_ASSIGN_OR_RETURN(worlds_, backend_->create_world(world_size_, config));
+  PDIST_ASSIGN_OR_RETURN(worlds_, backend_->create_world(world_size_, config, device_));
   std::vector<int64_t> ranks;
   for (const auto& world : worlds_) ranks.push_back(world->rank());
   // Ranks that are threads of this process share its cores.

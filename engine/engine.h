@@ -41,12 +41,13 @@ struct EngineOptions {
   bool profile = false;        // time kernels: StepResult::op_seconds
   // How the strategy's ranks run (engine/comm_backend.h): "inproc" — all of them, as threads of
   // this process; "gloo" — this process is one rank (RANK, WORLD_SIZE, MASTER_ADDR/PORT or
-  // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them).
+  // PDIST_RENDEZVOUS_DIR from the environment, as pdist-run sets them); "nccl" — the same, one
+  // rank per GPU.
   std::string backend = "inproc";
   // Where each rank runs (engine/device_choice.h): "cpu", "cuda" (the rank's GPU: LOCAL_RANK
   // under a launcher), "cuda:N", or a host device "cpu:N" (the host, with the state kept apart
   // as a GPU's is: for testing). A device this build or machine lacks is refused at Create, an
-  // op without a kernel for it by name; several ranks on GPUs wait for the NCCL communicator.
+  // op without a kernel for it by name; several ranks on GPUs need backend "nccl".
   std::string device = "cpu";
   // How long a collective waits for the other ranks before the step fails.
   double collective_timeout_s = 300;

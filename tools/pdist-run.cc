@@ -34,7 +34,7 @@ int Main(int argc, char** argv) {
   cli::FlagSet flags(
       "pdist-run", "--nprocs N [options] -- COMMAND [ARGS...]",
       "Starts N processes of COMMAND (looked up in PATH) as ranks of one job, each with the rendezvous\n"
-      "environment the gloo communicator reads: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
+      "environment the gloo and nccl communicators read: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
       "MASTER_ADDR, MASTER_PORT, PDIST_BACKEND, OMP_NUM_THREADS (cores / N unless set) and, with\n"
       "--rendezvous-dir, PDIST_RENDEZVOUS_DIR. A job over several nodes runs one pdist-run per node:\n"
       "  node 0: pdist-run --nnodes 2 --node-rank 0 --nprocs 2 --master-addr A --master-port P -- CMD\n"

@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/status.h"
+#include "executor/comm/progress_board.h"
 #include "tests/comm/comm_test_util.h"
 
 namespace pdist::exec::comm {
@@ -214,6 +215,45 @@ TEST_F(GlooTest, TcpStoreRendezvousAtMasterAddrAndPort) {
     EXPECT_EQ(x.At(0), c.rank() == 1 ? 6 : 12);
     return c.Barrier();  // rank 0 serves the store: nobody leaves before everyone is done
   });
+}
+
+// The rendezvous store as a KeyValueStore (what the NCCL backend meets through), over a shared
+// directory and over rank 0's TCP store: values cross ranks, a key nobody sets is named after
+// its timeout, and a progress board diagnoses through it.
+TEST_F(GlooTest, TheRendezvousStoreServesKeysAndTheProgressBoard) {
+  for (bool tcp : {false, true}) {
+    GlooRendezvous where = rendezvous_;
+    if (tcp) {
+      where.file_store_dir.clear();
+      where.master_addr = "127.0.0.1";
+      where.master_port = FreePort();
+    }
+    absl::StatusOr<std::shared_ptr<KeyValueStore>> server = OpenKeyValueStore(where, 0, absl::Seconds(10));
+    ASSERT_TRUE(server.ok()) << server.status();
+    absl::StatusOr<std::shared_ptr<KeyValueStore>> client = OpenKeyValueStore(where, 1, absl::Seconds(10));
+    ASSERT_TRUE(client.ok()) << client.status();
+    ASSERT_TRUE((*server)->Set("nccl/world/id", std::string("\0id\xff", 4)).ok());
+    absl::StatusOr<std::string> id = (*client)->Get("nccl/world/id", absl::Seconds(5));
+    ASSERT_TRUE(id.ok()) << id.status();
+    EXPECT_EQ(*id, std::string("\0id\xff", 4));
+    absl::StatusOr<std::optional<std::string>> absent = (*client)->TryGet("nccl/tp/id");
+    ASSERT_TRUE(absent.ok()) << absent.status();
+    EXPECT_FALSE(absent->has_value());
+    absl::StatusOr<std::string> late = (*client)->Get("nccl/tp/id", absl::Milliseconds(50));
+    EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_THAT(std::string(late.status().message()), ::testing::HasSubstr("'nccl/tp/id'"));
+
+    Fingerprint fp;
+    fp.kind = CollectiveKind::kAllGather;
+    fp.group = "world";
+    fp.seq = 4;
+    ProgressBoard zero(*server, "world", 0, 2), one(*client, "world", 1, 2);
+    fp.seq = 3;
+    ASSERT_TRUE(one.Post(fp).ok());
+    fp.seq = 4;
+    EXPECT_THAT(std::string(zero.Diagnose(fp, absl::Seconds(1)).message()),
+                ::testing::HasSubstr("ranks that did not arrive: 1 (rank 1 last started all_gather f32 x0 in world#3)"));
+  }
 }
 
 // Real processes, rendezvous from the environment: rank 2 is SIGKILLed after connecting;

@@ -326,7 +326,8 @@ TEST(LaunchOptionsTest, ErrorsNameTheFlag) {
   EXPECT_EQ(error([](LaunchOptions& b) { b.nprocs = 1025; }), "--nprocs 1025: must be 1..1024");
   EXPECT_THAT(error([](LaunchOptions& b) { b.command.clear(); }), HasSubstr("no command to run"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.backend = "inproc"; }), HasSubstr("use `pdist-train --ranks N`"));
-  EXPECT_THAT(error([](LaunchOptions& b) { b.backend = "mpi"; }), HasSubstr("--backend: backend 'mpi': expected inproc or gloo"));
+  EXPECT_THAT(error([](LaunchOptions& b) { b.backend = "mpi"; }),
+              HasSubstr("--backend: backend 'mpi': expected inproc or gloo or nccl"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.master_port = 70000; }), HasSubstr("--master-port 70000"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.timeout = absl::Seconds(-1); }), HasSubstr("--timeout-s -1"));
   // Launch checks the same, before starting anything.

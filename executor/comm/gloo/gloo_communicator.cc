@@ -439,32 +439,32 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicator(const GlooR
                                    std::move(config));
 }
 
-absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(CommConfig config) {
+absl::StatusOr<LaunchedWorld> LaunchedWorldFromEnv(const char* who) {
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
     return v != nullptr ? v : "";
   };
   // The rank and world size as the launcher that started this process names them: torchrun's and
   // pdist-run's, Slurm's (srun), Open MPI's and other PMI launchers' (mpirun), in that order.
-  int rank = 0, size = 0;
+  LaunchedWorld world;
   bool found = false;
   for (const auto& [rank_var, size_var] : {std::pair{"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"},
                                            {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}}) {
     if (env(rank_var).empty() && env(size_var).empty()) continue;
-    if (!absl::SimpleAtoi(env(rank_var), &rank) || !absl::SimpleAtoi(env(size_var), &size) || size < 1 || rank < 0 ||
-        rank >= size) {
-      return absl::InvalidArgumentError(absl::StrCat("gloo: ", rank_var, "='", env(rank_var), "' and ", size_var, "='",
+    if (!absl::SimpleAtoi(env(rank_var), &world.rank) || !absl::SimpleAtoi(env(size_var), &world.size) ||
+        world.size < 1 || world.rank < 0 || world.rank >= world.size) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": ", rank_var, "='", env(rank_var), "' and ", size_var, "='",
                                                      env(size_var), "' must be integers with 0 <= rank < size"));
     }
     found = true;
     break;
   }
   if (!found) {
-    return absl::InvalidArgumentError(
-        "gloo: no rank in the environment: start the ranks with pdist-run (or torchrun), srun or mpirun, or set "
-        "RANK and WORLD_SIZE");
+    return absl::InvalidArgumentError(absl::StrCat(
+        who, ": no rank in the environment: start the ranks with pdist-run (or torchrun), srun or mpirun, or set "
+             "RANK and WORLD_SIZE"));
   }
-  GlooRendezvous rendezvous;
+  GlooRendezvous& rendezvous = world.rendezvous;
   rendezvous.file_store_dir = env("PDIST_RENDEZVOUS_DIR");
   if (!env("PDIST_RENDEZVOUS_PREFIX").empty()) rendezvous.prefix = env("PDIST_RENDEZVOUS_PREFIX");
   if (!env("PDIST_GLOO_HOSTNAME").empty()) rendezvous.hostname = env("PDIST_GLOO_HOSTNAME");
@@ -472,12 +472,77 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(Comm
   if (rendezvous.file_store_dir.empty()) {
     if (rendezvous.master_addr.empty() || !absl::SimpleAtoi(env("MASTER_PORT"), &rendezvous.master_port)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "gloo: set MASTER_ADDR and MASTER_PORT (rank 0 serves a TCP store there) or PDIST_RENDEZVOUS_DIR "
-          "(a directory every rank can see); got MASTER_ADDR='", env("MASTER_ADDR"), "', MASTER_PORT='",
-          env("MASTER_PORT"), "'"));
+          who, ": set MASTER_ADDR and MASTER_PORT (rank 0 serves a TCP store there) or PDIST_RENDEZVOUS_DIR "
+               "(a directory every rank can see); got MASTER_ADDR='",
+          env("MASTER_ADDR"), "', MASTER_PORT='", env("MASTER_PORT"), "'"));
     }
   }
-  return CreateGlooCommunicator(rendezvous, rank, size, std::move(config));
+  return world;
+}
+
+absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(CommConfig config) {
+  PDIST_ASSIGN_OR_RETURN(LaunchedWorld world, LaunchedWorldFromEnv("gloo"));
+  return CreateGlooCommunicator(world.rendezvous, world.rank, world.size, std::move(config));
+}
+
+namespace {
+
+// A Gloo rendezvous store seen as a KeyValueStore, its keys under a prefix. Gloo's stores throw;
+// the errors become statuses here.
+class GlooKeyValueStore final : public KeyValueStore {
+ public:
+  GlooKeyValueStore(std::shared_ptr<gloo::rendezvous::Store> store, std::string prefix)
+      : store_(std::move(store)), prefix_(std::move(prefix)) {}
+
+  absl::Status Set(const std::string& key, const std::string& value) override {
+    try {
+      store_->set(Key(key), std::vector<char>(value.begin(), value.end()));
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("store: setting '", key, "': ", e.what()));
+    }
+  }
+
+  absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
+    try {
+      store_->wait({Key(key)}, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+      const std::vector<char> value = store_->get(Key(key));
+      return std::string(value.begin(), value.end());
+    } catch (const std::exception& e) {
+      return absl::DeadlineExceededError(absl::StrCat("store: no rank set '", key, "' within ",
+                                                      absl::FormatDuration(timeout), " (", e.what(), ")"));
+    }
+  }
+
+  absl::StatusOr<std::optional<std::string>> TryGet(const std::string& key) override {
+    absl::StatusOr<std::string> value = Get(key, absl::Milliseconds(1));
+    if (absl::IsDeadlineExceeded(value.status())) return std::nullopt;
+    if (!value.ok()) return value.status();
+    return *std::move(value);
+  }
+
+ private:
+  std::string Key(const std::string& key) const { return absl::StrCat(prefix_, "/", key); }
+
+  std::shared_ptr<gloo::rendezvous::Store> store_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<KeyValueStore>> OpenKeyValueStore(const GlooRendezvous& rendezvous, int rank,
+                                                                 absl::Duration timeout) {
+  std::shared_ptr<gloo::rendezvous::Store> store;
+  if (!rendezvous.file_store_dir.empty()) {
+    try {
+      store = std::make_shared<gloo::rendezvous::FileStore>(rendezvous.file_store_dir);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("store: cannot open '", rendezvous.file_store_dir, "': ", e.what()));
+    }
+  } else {
+    PDIST_ASSIGN_OR_RETURN(store, TcpStore::Create(rendezvous.master_addr, rendezvous.master_port, rank == 0, timeout));
+  }
+  return std::make_shared<GlooKeyValueStore>(std::move(store), rendezvous.prefix);
 }
 
 }  // namespace pdist::exec::comm

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "executor/comm/communicator.h"
+#include "executor/comm/kv_store.h"
 
 namespace pdist::exec::comm {
 
@@ -41,9 +42,24 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicator(const GlooR
                                                                      int rank, int size,
                                                                      CommConfig config = {});
 
-// The torchrun-style environment: RANK, WORLD_SIZE, and either MASTER_ADDR + MASTER_PORT (TCP
-// store on rank 0) or PDIST_RENDEZVOUS_DIR (shared directory, preferred when both are set);
-// optional PDIST_RENDEZVOUS_PREFIX, PDIST_GLOO_HOSTNAME.
+// This process's rank of a launched job, and where the ranks meet.
+struct LaunchedWorld {
+  int rank = 0;
+  int size = 1;
+  GlooRendezvous rendezvous;
+};
+
+// The torchrun-style environment: RANK, WORLD_SIZE (or Slurm's, Open MPI's, PMI's), and either
+// MASTER_ADDR + MASTER_PORT (TCP store on rank 0) or PDIST_RENDEZVOUS_DIR (shared directory,
+// preferred when both are set); optional PDIST_RENDEZVOUS_PREFIX, PDIST_GLOO_HOSTNAME. `who`
+// names the backend in errors.
+absl::StatusOr<LaunchedWorld> LaunchedWorldFromEnv(const char* who);
+
 absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(CommConfig config = {});
+
+// The rendezvous store itself, as a KeyValueStore (keys under the rendezvous prefix): what the
+// NCCL backend exchanges its ids and progress through. Rank 0 serves the TCP store.
+absl::StatusOr<std::shared_ptr<KeyValueStore>> OpenKeyValueStore(const GlooRendezvous& rendezvous, int rank,
+                                                                 absl::Duration timeout);
 
 }  // namespace pdist::exec::comm
