@@ -22,5 +22,6 @@ void RegisterEmbeddingKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
 void RegisterAttentionKernels(KernelRegistry& registry);
 void RegisterRopeKernels(KernelRegistry& registry);
+void RegisterLossScalingKernels(KernelRegistry& registry);  // count_nonfinite, update_loss_scaling
 
 }  // namespace pdist::exec::cuda

@@ -82,6 +82,26 @@ __device__ C BlockMax(C v) {
   return BlockReduce(v, -static_cast<C>(INFINITY), [](C a, C b) { return a > b ? a : b; });
 }
 
+// A one-element operand of any float dtype, as double; and a double stored as `type`.
+__device__ inline double ReadScalar(const ScalarRef& s) {
+  switch (s.type) {
+    case ElemType::kF32: return static_cast<const float*>(s.data)[0];
+    case ElemType::kF64: return static_cast<const double*>(s.data)[0];
+    case ElemType::kBF16: return static_cast<double>(static_cast<float>(static_cast<const __nv_bfloat16*>(s.data)[0]));
+    case ElemType::kF16: return static_cast<double>(static_cast<float>(static_cast<const __half*>(s.data)[0]));
+  }
+  return 0;
+}
+
+__device__ inline void WriteScalar(void* p, ElemType type, double v) {
+  switch (type) {
+    case ElemType::kF32: static_cast<float*>(p)[0] = static_cast<float>(v); break;
+    case ElemType::kF64: static_cast<double*>(p)[0] = v; break;
+    case ElemType::kBF16: static_cast<__nv_bfloat16*>(p)[0] = __nv_bfloat16(static_cast<float>(v)); break;
+    case ElemType::kF16: static_cast<__half*>(p)[0] = __half(static_cast<float>(v)); break;
+  }
+}
+
 // for (i = this thread's first; i < n; i += the grid's threads)
 #define PDIST_GRID_STRIDE_LOOP(i, n)                                                  \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \

@@ -170,6 +170,20 @@ cudaError_t LaunchMomentum(ElemType type, const void* param, const void* grad, c
                            ScalarRef learning_rate, ScalarRef skip_update, void* param_out, void* velocity_out,
                            int64_t n, const MomentumConfig& config, cudaStream_t stream);
 
+// count_nonfinite over all n elements of x: `out` (one element of `out_type`) = the number of
+// inf and nan; `scratch` is 8 bytes of device memory for the running count.
+cudaError_t LaunchCountNonfinite(ElemType type, const void* x, int64_t n, void* out, ElemType out_type, void* scratch,
+                                 cudaStream_t stream);
+// update_loss_scaling (executor/math/loss_scaling.h) by one thread: the five scalars in, the
+// five out (each one element of its own type).
+struct LossScalingOperands {
+  ScalarRef in[5];
+  void* out[5];
+  ElemType out_type[5];
+};
+cudaError_t LaunchUpdateLossScaling(const LossScalingOperands& operands, int64_t incr_every, int64_t decr_every,
+                                    double incr_ratio, double decr_ratio, cudaStream_t stream);
+
 // rms_norm over [rows, cols]: invvar = rsqrt(mean(x²) + eps) per row, y = x·invvar·scale. The
 // gradient: dx = invvar·(gs - x·invvar·mean(gs·x)·invvar) with gs = out_grad·scale, per row;
 // dscale summed over the rows in order, one column per thread.

@@ -8,25 +8,6 @@
 namespace pdist::exec::cuda {
 namespace {
 
-__device__ double ReadScalar(const ScalarRef& s) {
-  switch (s.type) {
-    case ElemType::kF32: return static_cast<const float*>(s.data)[0];
-    case ElemType::kF64: return static_cast<const double*>(s.data)[0];
-    case ElemType::kBF16: return static_cast<double>(static_cast<float>(static_cast<const __nv_bfloat16*>(s.data)[0]));
-    case ElemType::kF16: return static_cast<double>(static_cast<float>(static_cast<const __half*>(s.data)[0]));
-  }
-  return 0;
-}
-
-__device__ void WriteScalar(void* p, ElemType type, double v) {
-  switch (type) {
-    case ElemType::kF32: static_cast<float*>(p)[0] = static_cast<float>(v); break;
-    case ElemType::kF64: static_cast<double*>(p)[0] = v; break;
-    case ElemType::kBF16: static_cast<__nv_bfloat16*>(p)[0] = __nv_bfloat16(static_cast<float>(v)); break;
-    case ElemType::kF16: static_cast<__half*>(p)[0] = __half(static_cast<float>(v)); break;
-  }
-}
-
 template <typename S>
 __global__ void AdamWKernel(const S* param, const S* grad, ScalarRef lr_ref, const S* m1_in, const S* m2_in,
                             ScalarRef beta1_pow_ref, ScalarRef beta2_pow_ref, ScalarRef skip_ref, S* param_out,

@@ -17,6 +17,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterSoftmaxKernels(registry);
   RegisterAttentionKernels(registry);
   RegisterRopeKernels(registry);
+  RegisterLossScalingKernels(registry);
   RegisterCollectiveKernels(registry, DeviceType::kCUDA);  // executor/collective_kernels.h: shared
 }
 

@@ -35,7 +35,7 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
-                               "sgd", "momentum", "reshape", "unsqueeze", "squeeze",
+                               "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -462,6 +462,47 @@ TEST_F(CudaKernelTest, SgdAndMomentumStepAndSkipAsTheCpu) {
                        {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
                       absl::StrCat("sgd and momentum ", ir::DataTypeName(dtype), skip > 0 ? " skipped" : ""));
     }
+  }
+}
+
+// Non-finite elements counted in every float dtype (infs and nans planted among finite values),
+// and the loss-scaling rule in each of its branches: overflow below and at the decrease
+// threshold (the scale floored at 1), a good step below and at the increase threshold, and an
+// increase that would overflow f32.
+TEST_F(CudaKernelTest, LossScalingCountsAndUpdatesAsTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16, DataType::kFloat16}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{37, 41}, dtype});
+    ASSERT_TRUE(b.Op1("count_nonfinite", {x}).ok());
+    std::vector<double> values = TensorToDoubles(Random(x->type(), 57, -3, 3));
+    for (size_t i = 5; i < values.size(); i += 97) values[i] = (i % 2 ? 1 : -1) * INFINITY;
+    for (size_t i = 11; i < values.size(); i += 131) values[i] = NAN;
+    ExpectSameOnGpu(p, {{"x", TensorFromDoubles(x->type(), values)}},
+                    absl::StrCat("count_nonfinite ", ir::DataTypeName(dtype)), Compare::kExact);
+  }
+  struct Case {
+    double found, scale, good, bad;
+  };
+  for (const Case& c : std::vector<Case>{{1, 8, 3, 0}, {1, 1.5, 0, 1}, {0, 8, 0, 1}, {0, 8, 3, 0}, {0, 3e38, 3, 0}}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    const ir::TensorType scalar{{}, DataType::kFloat32};
+    std::vector<ir::Value*> in;
+    for (const char* name : {"found", "scale", "good", "bad", "skipped"}) in.push_back(b.Data(name, scalar));
+    ASSERT_TRUE(b.Create("update_loss_scaling", in,
+                         {{"incr_every_n_steps", int64_t{4}}, {"decr_every_n_nan_or_inf", int64_t{2}},
+                          {"incr_ratio", 2.0}, {"decr_ratio", 0.5}})
+                    .ok());
+    ExpectSameOnGpu(p,
+                    {{"found", Tensor::Scalar(DataType::kFloat32, c.found)},
+                     {"scale", Tensor::Scalar(DataType::kFloat32, c.scale)},
+                     {"good", Tensor::Scalar(DataType::kFloat32, c.good)},
+                     {"bad", Tensor::Scalar(DataType::kFloat32, c.bad)},
+                     {"skipped", Tensor::Scalar(DataType::kFloat32, 7)}},
+                    absl::StrCat("update_loss_scaling found ", c.found, " scale ", c.scale, " good ", c.good, " bad ",
+                                 c.bad),
+                    Compare::kExact);
   }
 }
 
