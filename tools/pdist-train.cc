@@ -193,13 +193,13 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
     return text;
   };
   tools::ProgressBar bar(f.steps);
-  double seconds = 0;
+  double seconds = 0, first_step_seconds = 0;
   int64_t done = 0;
   std::map<std::string, double> op_seconds;  // summed over steps after the first (warm-up)
   absl::Status eval_status;
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     seconds += r.seconds;
-    ++done;
+    if (++done == 1) first_step_seconds = r.seconds;
     if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
       absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
       if (!loss.ok()) {
@@ -227,10 +227,17 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   PDIST_RETURN_IF_ERROR(results.status());
   PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
   if (reporter && !results->empty()) {
-    const std::string rate = flops_rate(static_cast<double>(done), seconds);
-    std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s%s, peak activation memory %s\n",
+    // The rate leaves out the first step when there are others: it pays one-time costs (the
+    // allocator's first blocks, cuBLASLt's heuristics, page faults) that a long run does not.
+    const bool warm = done > 1;
+    const double timed_steps = static_cast<double>(warm ? done - 1 : done);
+    const double timed_seconds = warm ? seconds - first_step_seconds : seconds;
+    const std::string rate = flops_rate(timed_steps, timed_seconds);
+    std::fprintf(stderr, "pdist-train: %lld steps, loss %.4f -> %.4f, %.1f tokens/s%s%s, peak activation memory %s\n",
                  static_cast<long long>(results->size()), results->front().loss, results->back().loss,
-                 static_cast<double>(tokens_per_step * done) / seconds, rate.empty() ? "" : (", " + rate).c_str(),
+                 static_cast<double>(tokens_per_step) * timed_steps / timed_seconds,
+                 rate.empty() ? "" : (", " + rate).c_str(),
+                 warm ? absl::StrCat(" (steps 2-", done, ")").c_str() : "",
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
     if (results->back().loss_scale) {
       std::fprintf(stderr, "pdist-train: float16 loss scale %g at the end; %lld of %lld steps skipped on overflow\n",
