@@ -336,7 +336,11 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
       }
     }
   }
-  return state.compute->Synchronize();
+  PDIST_RETURN_IF_ERROR(state.compute->Synchronize());
+  // A device backend's collective can fail after it was enqueued (a watchdog's deadline, an
+  // NCCL error): its communicator records why, and the step must not pass as done.
+  if (options_.comm_groups != nullptr) return options_.comm_groups->AsyncError();
+  return absl::OkStatus();
 }
 
 namespace {

@@ -113,7 +113,7 @@ class Executor {
   // Frees the values `ids` (an op's last uses) from `table`, waiting for those the stream owes.
   absl::Status Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const;
   absl::Status Await(int64_t id, ValueTable& table, RunState& state) const;
-  // Waits for the stream and every value it owes.
+  // Waits for the stream and every value it owes; fails with a communicator's recorded error.
   absl::Status Drain(std::vector<ValueTable*> tables, RunState& state) const;
   absl::Status Fail(absl::Status status, RunState& state) const;
   absl::StatusOr<RunResult> Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,

@@ -54,4 +54,10 @@ absl::StatusOr<Communicator*> CommGroups::Get(const std::vector<int64_t>& ranks)
   return it->second.get();
 }
 
+absl::Status CommGroups::AsyncError() const {
+  PDIST_RETURN_IF_ERROR(world_->AsyncError());
+  for (const auto& [ranks, comm] : groups_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
+  return absl::OkStatus();
+}
+
 }  // namespace pdist::exec::comm

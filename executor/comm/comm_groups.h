@@ -34,7 +34,9 @@ class CommGroups {
 
   Communicator& world() const { return *world_; }
   int rank() const { return world_->rank(); }
-
+  // The first error any of this rank's communicators recorded (Communicator::AsyncError): for a
+  // device backend, a collective that failed after it was enqueued. OK while all are healthy.
+  absl::Status AsyncError() const;
 
  private:
   explicit CommGroups(std::shared_ptr<Communicator> world) : world_(std::move(world)) {}
