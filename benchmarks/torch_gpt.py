@@ -14,8 +14,7 @@ mask, backward twice the forward, no recompute):
         --batch 8 --steps 10 --peak-tflops 989
 
 Timing: CUDA-synchronised wall time of the steps after --warmup, median step; tokens/s and MFU
-from it. A batch that does not fit prints "out of memory" and exits 3 (the caller tries a smaller
-one).
+from it. A batch that does not fit prints "out of memory" and exits 3.
 """
 import argparse
 import math

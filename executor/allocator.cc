@@ -24,6 +24,11 @@ std::string AllocatorStats::ToString() const {
   return out;
 }
 
+HostAllocator& HostAllocator::Instance() {
+  static HostAllocator& host = Of(Device::Cpu());  // every host tensor asks: no lock, no lookup
+  return host;
+}
+
 HostAllocator& HostAllocator::Of(const Device& device) {
   // Never destroyed: tensors may outlive main.
   static auto* mu = new std::mutex();

@@ -62,7 +62,7 @@ class Allocator {
 // Each host device (executor/device.h: "cpu:N") has its own, so its statistics are its own.
 class HostAllocator final : public Allocator {
  public:
-  static HostAllocator& Instance() { return Of(Device::Cpu()); }
+  static HostAllocator& Instance();  // the host's (Of(cpu), looked up once)
   // The allocator of host device `device` (created on first use, never destroyed).
   static HostAllocator& Of(const Device& device);
   Device device() const override { return device_; }

@@ -50,7 +50,8 @@ int Main(int argc, char** argv) {
   flags.Int("node-rank", &node_rank, "this node's index, 0..nnodes-1; its ranks are node_rank·nprocs … ");
   flags.String("master-addr", &options.master_addr,
                "address of node 0, where rank 0 serves the TCP store (MASTER_ADDR; default 127.0.0.1)");
-  flags.String("backend", &options.backend, "communicator backend the ranks use (PDIST_BACKEND): gloo");
+  flags.String("backend", &options.backend,
+               "communicator backend the ranks use (PDIST_BACKEND): gloo (CPU), or nccl (one GPU per rank: LOCAL_RANK's)");
   flags.String("rendezvous-dir", &options.rendezvous_dir,
                "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must be empty");
   flags.Int("master-port", &master_port,

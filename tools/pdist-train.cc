@@ -178,9 +178,9 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   const bool reporter = trainer.first_local_rank() == 0;
   const bool quiet = f.quiet || !reporter;
   const int64_t tokens_per_step = trainer.tokens_per_step();
-  // Model FLOPs per step (forward, and the backward at twice the forward: the Megatron / PaLM
-  // convention the planner's MFU uses); 0 when the program's ops have no FLOP count.
-  const double flops_per_step = 3 * ir::models::CountForwardFlops(trainer.forward_program()).value_or(0);
+  // Model FLOPs per step (forward with attention unmasked, and the backward at twice the forward:
+  // the Megatron / PaLM convention the planner's MFU uses); 0 when the ops have no FLOP count.
+  const double flops_per_step = 3 * ir::models::CountForwardModelFlops(trainer.forward_program()).value_or(0);
   // "0.42 TFLOP/s (MFU 12.5%)" over `steps` steps in `secs` seconds ("" without a FLOP count).
   auto flops_rate = [&](double steps, double secs) -> std::string {
     if (flops_per_step <= 0) return "";

@@ -7,8 +7,8 @@
 //   PDIST_RETURN_IF_ERROR(store->Set("nccl/world/id", id));
 //   PDIST_ASSIGN_OR_RETURN(std::string id, store->Get("nccl/world/id", absl::Seconds(300)));
 //
-// Between processes the store is Gloo's TCP store at MASTER_ADDR:MASTER_PORT
-// (executor/comm/gloo/tcp_store.h).
+// Between processes: a DirectoryStore on a directory every rank sees, or the TCP store rank 0
+// serves at MASTER_ADDR:MASTER_PORT (executor/comm/gloo/gloo_communicator.h: OpenKeyValueStore).
 #pragma once
 
 #include <condition_variable>
@@ -45,6 +45,23 @@ class InMemoryStore final : public KeyValueStore {
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, std::string> values_;
+};
+
+// A store in a directory every rank can see (a shared file system): one file per key, replaced
+// by an atomic rename, so a reader sees a whole value, old or new. Gloo's FileStore cannot
+// replace a key, and a progress board posts the same key again and again.
+class DirectoryStore final : public KeyValueStore {
+ public:
+  // Keys live under `prefix` (a job's namespace) in `dir`.
+  explicit DirectoryStore(std::string dir, std::string prefix = "") : dir_(std::move(dir)), prefix_(std::move(prefix)) {}
+  absl::Status Set(const std::string& key, const std::string& value) override;
+  absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override;
+  absl::StatusOr<std::optional<std::string>> TryGet(const std::string& key) override;
+
+ private:
+  std::string PathOf(const std::string& key) const;
+  std::string dir_;
+  std::string prefix_;
 };
 
 }  // namespace pdist::exec::comm

@@ -104,28 +104,36 @@ absl::Status NcclCommunicator::Join(const ncclUniqueId& id) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   // Non-blocking: a call that cannot complete (a missing peer) returns, so the watchdog can abort.
   config.blocking = 0;
-  PDIST_NCCL_RETURN_IF_ERROR(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config));
+  const ncclResult_t started = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
   // Initialisation completes asynchronously: wait for it up to the group's deadline.
-  const absl::Time deadline = absl::Now() + this->config().timeout;
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    PDIST_NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(comm_, &state));
-    if (state != ncclInProgress) break;
-    if (absl::Now() > deadline) {
-      AbortOnce();
-      return absl::DeadlineExceededError(absl::StrCat("timeout after ", absl::FormatDuration(this->config().timeout),
+  absl::Status joined = Settle(started, "ncclCommInitRankConfig", absl::Now() + this->config().timeout);
+  if (absl::IsDeadlineExceeded(joined)) {
+    joined = absl::DeadlineExceededError(absl::StrCat("timeout after ", absl::FormatDuration(this->config().timeout),
                                                       " joining: not every rank of ", size(), " arrived"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  absl::Status joined = NcclStatus(state, "ncclCommInitRankConfig");
   if (!joined.ok()) AbortOnce();
   return joined;
 }
 
+absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, absl::Time deadline) {
+  // A non-blocking communicator may answer ncclInProgress: the call is not done (not even
+  // enqueued) until the communicator's state says so.
+  while (result == ncclInProgress) {
+    if (comm_ == nullptr || abort_requested_) {
+      return absl::AbortedError(absl::StrCat(call, ": the communicator was aborted"));
+    }
+    if (absl::Now() > deadline) return absl::DeadlineExceededError(absl::StrCat(call, " did not complete"));
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (ncclResult_t polled = ncclCommGetAsyncError(comm_, &result); polled != ncclSuccess) result = polled;
+  }
+  return NcclStatus(result, call);
+}
+
 void NcclCommunicator::AbortOnce() {
-  // ncclCommAbort may be called from another thread while a transfer hangs (its purpose); the
-  // handle is not used again once aborted_ is set (Run checks it first).
+  // ncclCommAbort frees the communicator: it waits for every call that holds comm_mu_ (each is
+  // short: the communicator does not block), and no call uses the handle once aborted_ is set.
+  abort_requested_ = true;  // a call waiting in Settle gives up and releases its shared lock
+  std::unique_lock<std::shared_mutex> lock(comm_mu_);
   if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
 }
 
@@ -136,10 +144,17 @@ NcclCommunicator::~NcclCommunicator() {
   }
   wake_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  cudaSetDevice(device_.index);
   for (const InFlight& f : in_flight_) cudaEventDestroy(f.done);
   if (comm_ != nullptr && !aborted_) {  // an aborted one is gone already
-    ncclCommFinalize(comm_);
-    ncclCommDestroy(comm_);
+    // Finalising waits for the peers' last operations: up to the deadline, then abort.
+    const absl::Status finalized =
+        Settle(ncclCommFinalize(comm_), "ncclCommFinalize", absl::Now() + config().timeout);
+    if (finalized.ok()) {
+      ncclCommDestroy(comm_);
+    } else {
+      AbortOnce();
+    }
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (own_stream_ != nullptr) cudaStreamDestroy(own_stream_);
@@ -158,40 +173,55 @@ absl::Status NcclCommunicator::CheckReduction(ir::DataType dtype, ReduceOp op) c
 absl::Status NcclCommunicator::Enqueue(const Call& call, const void* in, void* out, cudaStream_t stream) {
   const comm::Fingerprint& fp = call.fp;
   if (fp.kind == CollectiveKind::kBarrier) {
-    return NcclStatus(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream), "ncclAllReduce");
+    return Settle(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream), "ncclAllReduce (barrier)",
+                  call.deadline);
   }
   PDIST_ASSIGN_OR_RETURN(ncclDataType_t type, NcclTypeOf(fp.dtype));
   const size_t count = static_cast<size_t>(fp.count);  // the per-rank input's elements (Recv: the output's)
   switch (fp.kind) {
     case CollectiveKind::kAllReduce:
-      return NcclStatus(ncclAllReduce(in, out, count, type, NcclOpOf(fp.reduce), comm_, stream), "ncclAllReduce");
+      return Settle(ncclAllReduce(in, out, count, type, NcclOpOf(fp.reduce), comm_, stream), "ncclAllReduce",
+                    call.deadline);
     case CollectiveKind::kAllGather:
-      return NcclStatus(ncclAllGather(in, out, count, type, comm_, stream), "ncclAllGather");
+      return Settle(ncclAllGather(in, out, count, type, comm_, stream), "ncclAllGather", call.deadline);
     case CollectiveKind::kReduceScatter:
-      return NcclStatus(ncclReduceScatter(in, out, count / static_cast<size_t>(size()), type, NcclOpOf(fp.reduce),
-                                          comm_, stream),
-                        "ncclReduceScatter");
+      return Settle(ncclReduceScatter(in, out, count / static_cast<size_t>(size()), type, NcclOpOf(fp.reduce), comm_,
+                                      stream),
+                    "ncclReduceScatter", call.deadline);
     case CollectiveKind::kBroadcast:
-      return NcclStatus(ncclBroadcast(in, out, count, type, fp.root, comm_, stream), "ncclBroadcast");
+      return Settle(ncclBroadcast(in, out, count, type, fp.root, comm_, stream), "ncclBroadcast", call.deadline);
     case CollectiveKind::kSend:
-      return NcclStatus(ncclSend(in, count, type, call.peer, comm_, stream), "ncclSend");
+      return Settle(ncclSend(in, count, type, call.peer, comm_, stream), "ncclSend", call.deadline);
     case CollectiveKind::kRecv:
-      return NcclStatus(ncclRecv(out, count, type, call.peer, comm_, stream), "ncclRecv");
+      return Settle(ncclRecv(out, count, type, call.peer, comm_, stream), "ncclRecv", call.deadline);
     case CollectiveKind::kAllToAll: {
       // NCCL has no all-to-all: a send and a receive per peer, grouped into one launch.
       const size_t piece = count / static_cast<size_t>(size());
       const size_t bytes = piece * static_cast<size_t>(ir::DataTypeSize(fp.dtype));
       PDIST_NCCL_RETURN_IF_ERROR(ncclGroupStart());
-      for (int peer = 0; peer < size(); ++peer) {
-        ncclSend(static_cast<const char*>(in) + peer * bytes, piece, type, peer, comm_, stream);
-        ncclRecv(static_cast<char*>(out) + peer * bytes, piece, type, peer, comm_, stream);
+      absl::Status posted = absl::OkStatus();
+      for (int peer = 0; peer < size() && posted.ok(); ++peer) {
+        posted = NcclStatus(ncclSend(static_cast<const char*>(in) + peer * bytes, piece, type, peer, comm_, stream),
+                            "ncclSend (all_to_all)");
+        if (posted.ok()) {
+          posted = NcclStatus(ncclRecv(static_cast<char*>(out) + peer * bytes, piece, type, peer, comm_, stream),
+                              "ncclRecv (all_to_all)");
+        }
       }
-      return NcclStatus(ncclGroupEnd(), "ncclGroupEnd (all_to_all)");
+      const ncclResult_t ended = ncclGroupEnd();  // always closes the group, even after a failed post
+      PDIST_RETURN_IF_ERROR(posted);
+      return Settle(ended, "ncclGroupEnd (all_to_all)", call.deadline);
     }
     case CollectiveKind::kBarrier:
       break;
   }
   return absl::InternalError(absl::StrCat("NCCL: no transfer for ", fp.ToString()));
+}
+
+absl::Status NcclCommunicator::EnqueueGuarded(const Call& call, const void* in, void* out, cudaStream_t stream) {
+  std::shared_lock<std::shared_mutex> lock(comm_mu_);  // the handle stays valid meanwhile
+  if (aborted_) return absl::AbortedError(absl::StrCat("NCCL communicator '", name(), "' was aborted"));
+  return Enqueue(call, in, out, stream);
 }
 
 absl::Status NcclCommunicator::Run(const Call& call) {
@@ -206,8 +236,8 @@ absl::Status NcclCommunicator::Run(const Call& call) {
   PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
   auto* given = dynamic_cast<CudaStream*>(call.stream);
   const cudaStream_t stream = given != nullptr ? given->handle() : own_stream_;
-  PDIST_RETURN_IF_ERROR(Enqueue(call, call.in != nullptr ? call.in->raw() : nullptr,
-                                call.out != nullptr ? call.out->raw() : nullptr, stream));
+  PDIST_RETURN_IF_ERROR(EnqueueGuarded(call, call.in != nullptr ? call.in->raw() : nullptr,
+                                       call.out != nullptr ? call.out->raw() : nullptr, stream));
   PDIST_RETURN_IF_ERROR(Track(call, stream));
   if (given != nullptr) return absl::OkStatus();  // ordered on the caller's stream
   return Synchronize(call, stream);
@@ -230,7 +260,7 @@ absl::Status NcclCommunicator::RunStaged(const Call& call) {
                                         own_stream_),
                         "cudaMemcpyAsync (staging in)");
   }
-  if (status.ok()) status = Enqueue(call, in, out, own_stream_);
+  if (status.ok()) status = EnqueueGuarded(call, in, out, own_stream_);
   if (status.ok()) status = Track(call, own_stream_);
   if (status.ok() && out_bytes > 0) {
     status = CudaStatus(cudaMemcpyAsync(call.out->raw(), out, static_cast<size_t>(out_bytes), cudaMemcpyDeviceToHost,
@@ -260,6 +290,8 @@ absl::Status NcclCommunicator::Synchronize(const Call& call, cudaStream_t stream
       status = absl::AbortedError(absl::StrCat("NCCL communicator '", name(), "' was aborted"));
     } else if (absl::Now() > call.deadline + 4 * kPostInterval) {  // the watchdog had its chance
       status = comm::MissingRanks(call.fp, config().timeout, {}, "the watchdog did not report");
+      RecordError(status);
+      AbortOnce();  // the transfer must not outlive the call that gave up on it
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -271,7 +303,10 @@ absl::Status NcclCommunicator::Synchronize(const Call& call, cudaStream_t stream
 absl::Status NcclCommunicator::Track(const Call& call, cudaStream_t stream) {
   InFlight f{call.fp, call.peer, call.deadline, nullptr};
   PDIST_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&f.done, cudaEventDisableTiming));
-  PDIST_CUDA_RETURN_IF_ERROR(cudaEventRecord(f.done, stream));
+  if (absl::Status recorded = CudaStatus(cudaEventRecord(f.done, stream), "cudaEventRecord"); !recorded.ok()) {
+    cudaEventDestroy(f.done);
+    return recorded;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.push_back(f);
@@ -294,9 +329,12 @@ void NcclCommunicator::Watch() {
       cudaEventDestroy(in_flight_.front().done);
       in_flight_.pop_front();
     }
-    if (!aborted_) {
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
+    ncclResult_t async = ncclSuccess;
+    {
+      std::shared_lock<std::shared_mutex> comm_lock(comm_mu_);
+      if (!aborted_) ncclCommGetAsyncError(comm_, &async);
+    }
+    {
       if (async != ncclSuccess && async != ncclInProgress) {
         RecordError(NcclStatus(async, absl::StrCat("NCCL group '", name(), "' (asynchronous error)").c_str()));
         AbortOnce();
@@ -329,6 +367,7 @@ void NcclCommunicator::Expire(const InFlight& stuck) {
   // Our own latest first, so that peers diagnosing at the same time see where we are.
   if (latest) board_.Post(*latest).IgnoreError();
   std::this_thread::sleep_for(absl::ToChronoMilliseconds(2 * kPostInterval));  // the peers' next posts
+  if (cudaEventQuery(stuck.done) == cudaSuccess) return;  // late, but done: the watchdog retires it
   RecordError(board_.Diagnose(stuck.fp, config().timeout, stuck.peer));
   AbortOnce();  // the transfers in flight end; later calls fail with the sticky error
   wake_.notify_all();

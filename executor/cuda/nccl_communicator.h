@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <thread>
 
 #include "executor/comm/communicator.h"
@@ -67,8 +68,13 @@ class NcclCommunicator final : public comm::Communicator {
   NcclCommunicator(std::shared_ptr<comm::KeyValueStore> store, int rank, int size, Device device,
                    comm::CommConfig config);
   absl::Status Join(const ncclUniqueId& id);
-  // Enqueues the NCCL calls of `call` on `stream` for device buffers `in` and `out`.
+  // Enqueues the NCCL calls of `call` on `stream` for device buffers `in` and `out`: Enqueue
+  // itself, and EnqueueGuarded, which holds the handle against an abort meanwhile.
   absl::Status Enqueue(const Call& call, const void* in, void* out, cudaStream_t stream);
+  absl::Status EnqueueGuarded(const Call& call, const void* in, void* out, cudaStream_t stream);
+  // `result` of `call` once it is no longer in progress (a non-blocking communicator's calls
+  // may return before they are done), waiting up to `deadline`.
+  absl::Status Settle(ncclResult_t result, const char* call, absl::Time deadline);
   // Runs `call` on host tensors through device buffers, waiting for it.
   absl::Status RunStaged(const Call& call);
   // Tracks the transfer just enqueued on `stream` for the watchdog.
@@ -94,7 +100,10 @@ class NcclCommunicator final : public comm::Communicator {
   std::deque<InFlight> in_flight_;
   std::optional<comm::Fingerprint> latest_;  // last started, for the board
   bool latest_posted_ = true;
-  std::atomic<bool> aborted_{false};
+  // Calls on comm_ hold it shared; ncclCommAbort (which frees comm_) holds it exclusively.
+  std::shared_mutex comm_mu_;
+  std::atomic<bool> abort_requested_{false};  // waiting calls give up
+  std::atomic<bool> aborted_{false};          // comm_ is gone
   bool stop_ = false;
   std::thread watchdog_;
 };

@@ -33,7 +33,8 @@ absl::StatusOr<FlopCount> CountFlops(const Program& program) {
     for (const Value* v : op->operands()) inputs.push_back(v ? &v->type() : nullptr);
     std::vector<TensorType> outputs;
     for (const Value* v : op->results()) outputs.push_back(v->type());
-    const double f = def->cost(inputs, outputs, op->attrs()).flops;
+    const OpCost cost = def->cost(inputs, outputs, op->attrs());
+    const double f = cost.flops;
     flops.by_op[op->type()] += f;
     if (std::any_of(op->results().begin(), op->results().end(), IsGradient)) {
       flops.backward += f;
@@ -41,6 +42,7 @@ absl::StatusOr<FlopCount> CountFlops(const Program& program) {
       flops.optimizer += f;
     } else {
       flops.forward += f;
+      flops.forward_model += cost.ModelFlops();
     }
   }
   return flops;
@@ -49,6 +51,11 @@ absl::StatusOr<FlopCount> CountFlops(const Program& program) {
 absl::StatusOr<double> CountForwardFlops(const Program& program) {
   PDIST_ASSIGN_OR_RETURN(FlopCount flops, CountFlops(program));
   return flops.forward;
+}
+
+absl::StatusOr<double> CountForwardModelFlops(const Program& program) {
+  PDIST_ASSIGN_OR_RETURN(FlopCount flops, CountFlops(program));
+  return flops.forward_model;
 }
 
 }  // namespace pdist::ir::models

@@ -28,6 +28,9 @@ int64_t CountTrainableParameters(const Program& program);
 //   optimizer — the rest: ops that read gradients and produce activations (sgd, adamw, ...).
 struct FlopCount {
   double forward = 0;
+  // The forward as MFU credits it (OpCost::ModelFlops: causal attention counted in full), the
+  // Megatron-LM / PaLM convention the planner's MFU uses.
+  double forward_model = 0;
   double backward = 0;
   double optimizer = 0;
   std::map<std::string, double> by_op;  // op type → FLOPs summed over every phase
@@ -39,5 +42,7 @@ struct FlopCount {
 absl::StatusOr<FlopCount> CountFlops(const Program& program);
 // CountFlops(program).forward: the forward FLOPs of one micro-batch.
 absl::StatusOr<double> CountForwardFlops(const Program& program);
+// CountFlops(program).forward_model: the same by the model-FLOPs convention (TFLOP/s, MFU).
+absl::StatusOr<double> CountForwardModelFlops(const Program& program);
 
 }  // namespace pdist::ir::models

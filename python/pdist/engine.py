@@ -57,9 +57,9 @@ class Engine:
     """`model` is a pdist.Program or a model file; `strategy` a pdist.Strategy, a dict or JSON text
     with Paddle's keys (docs/strategy.md), None for one rank. Ranks run as threads of this process,
     or — under `pdist-run --nprocs N -- python3 train.py` (`backend` None follows the launcher's
-    environment; "gloo" or "inproc" to say it) — this process is one rank of the job. `device`:
-    "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N"; one this build or machine
-    lacks is an error saying what is missing (docs/gpu.md)."""
+    environment; "gloo", "nccl" (one GPU per rank) or "inproc" to say it) — this process is one
+    rank of the job. `device`: "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N";
+    one this build or machine lacks is an error saying what is missing (docs/gpu.md)."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
                  weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1, backend=None,

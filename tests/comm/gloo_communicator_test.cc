@@ -218,8 +218,8 @@ TEST_F(GlooTest, TcpStoreRendezvousAtMasterAddrAndPort) {
 }
 
 // The rendezvous store as a KeyValueStore (what the NCCL backend meets through), over a shared
-// directory and over rank 0's TCP store: values cross ranks, a key nobody sets is named after
-// its timeout, and a progress board diagnoses through it.
+// directory and over rank 0's TCP store: values cross ranks, a key is replaced when set again,
+// a key nobody sets is named after its timeout, and a progress board diagnoses through it.
 TEST_F(GlooTest, TheRendezvousStoreServesKeysAndTheProgressBoard) {
   for (bool tcp : {false, true}) {
     GlooRendezvous where = rendezvous_;
@@ -248,8 +248,10 @@ TEST_F(GlooTest, TheRendezvousStoreServesKeysAndTheProgressBoard) {
     fp.group = "world";
     fp.seq = 4;
     ProgressBoard zero(*server, "world", 0, 2), one(*client, "world", 1, 2);
-    fp.seq = 3;
-    ASSERT_TRUE(one.Post(fp).ok());
+    for (int64_t seq : {2, 3}) {  // a board posts its key again and again
+      fp.seq = seq;
+      ASSERT_TRUE(one.Post(fp).ok()) << "post of seq " << seq << (tcp ? " (tcp)" : " (directory)");
+    }
     fp.seq = 4;
     EXPECT_THAT(std::string(zero.Diagnose(fp, absl::Seconds(1)).message()),
                 ::testing::HasSubstr("ranks that did not arrive: 1 (rank 1 last started all_gather f32 x0 in world#3)"));

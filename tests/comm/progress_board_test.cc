@@ -3,6 +3,7 @@
 // under the same sequence number is a mismatch naming both.
 #include "executor/comm/progress_board.h"
 
+#include <filesystem>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -41,6 +42,33 @@ TEST(InMemoryStoreTest, GetWaitsForTheKeyAndNamesItWhenNoRankSetsIt) {
   absl::StatusOr<std::optional<std::string>> now = store.TryGet("nccl/other/id");
   ASSERT_TRUE(now.ok());
   EXPECT_FALSE(now->has_value());
+}
+
+// A directory store replaces a key atomically and waits for one that is not there yet.
+TEST(DirectoryStoreTest, ReplacesKeysAndWaitsForMissingOnes) {
+  const std::string dir = ::testing::TempDir() + "/directory_store";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  DirectoryStore a(dir, "job"), b(dir, "job"), other(dir, "another-job");
+  ASSERT_TRUE(a.Set("progress/world/0", "one").ok());
+  ASSERT_TRUE(a.Set("progress/world/0", "two").ok());
+  absl::StatusOr<std::string> got = b.Get("progress/world/0", absl::Seconds(1));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "two");
+  absl::StatusOr<std::optional<std::string>> elsewhere = other.TryGet("progress/world/0");
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_FALSE(elsewhere->has_value());  // another job's namespace
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ASSERT_TRUE(a.Set("nccl/world/id", std::string("\0\1", 2)).ok());
+  });
+  got = b.Get("nccl/world/id", absl::Seconds(10));
+  setter.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, std::string("\0\1", 2));
+  absl::StatusOr<std::string> missing = b.Get("nccl/tp/id", absl::Milliseconds(20));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("'nccl/tp/id'"));
 }
 
 TEST(ProgressBoardTest, FingerprintsSurviveTheirTextForm) {

@@ -53,6 +53,10 @@ TEST(ModelStatsTest, ForwardIsTwoFlopsPerParameterPerTokenPlusAttention) {
   // The rest — norms, GELU, softmax, residual adds — is under 1% at h = 256 (measured 1.003).
   EXPECT_GT(*forward / estimate, 0.99);
   EXPECT_LT(*forward / estimate, 1.05);
+  // MFU's convention counts the causal attention in full: exactly the masked half more.
+  absl::StatusOr<double> model = CountForwardModelFlops(*p);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_NEAR(*model - *forward, attention, 1e-9 * attention);
 }
 
 TEST(ModelStatsTest, TrainingStepIsAboutSixFlopsPerParameterPerToken) {

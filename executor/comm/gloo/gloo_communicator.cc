@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
@@ -487,14 +488,16 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(Comm
 
 namespace {
 
-// A Gloo rendezvous store seen as a KeyValueStore, its keys under a prefix. Gloo's stores throw;
-// the errors become statuses here.
-class GlooKeyValueStore final : public KeyValueStore {
+// Rank 0's TCP store seen as a KeyValueStore, its keys under a prefix. Gloo's stores throw; the
+// errors become statuses here, a timeout told apart from a lost connection. One request at a
+// time: the watchdog and the thread making sub-groups share it.
+class TcpKeyValueStore final : public KeyValueStore {
  public:
-  GlooKeyValueStore(std::shared_ptr<gloo::rendezvous::Store> store, std::string prefix)
+  TcpKeyValueStore(std::shared_ptr<TcpStore> store, std::string prefix)
       : store_(std::move(store)), prefix_(std::move(prefix)) {}
 
   absl::Status Set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mu_);
     try {
       store_->set(Key(key), std::vector<char>(value.begin(), value.end()));
       return absl::OkStatus();
@@ -504,13 +507,20 @@ class GlooKeyValueStore final : public KeyValueStore {
   }
 
   absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
+    std::lock_guard<std::mutex> lock(mu_);
     try {
-      store_->wait({Key(key)}, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+      const int64_t ms = timeout == absl::InfiniteDuration() ? int64_t{1} << 40 : absl::ToInt64Milliseconds(timeout);
+      store_->wait({Key(key)}, std::chrono::milliseconds(ms));
       const std::vector<char> value = store_->get(Key(key));
       return std::string(value.begin(), value.end());
     } catch (const std::exception& e) {
-      return absl::DeadlineExceededError(absl::StrCat("store: no rank set '", key, "' within ",
-                                                      absl::FormatDuration(timeout), " (", e.what(), ")"));
+      const std::string what = e.what();
+      if (absl::StrContains(absl::AsciiStrToLower(what), "timeout") ||
+          absl::StrContains(absl::AsciiStrToLower(what), "timed out")) {
+        return absl::DeadlineExceededError(absl::StrCat("store: no rank set '", key, "' within ",
+                                                        absl::FormatDuration(timeout), " (", what, ")"));
+      }
+      return absl::UnavailableError(absl::StrCat("store: reading '", key, "': ", what));
     }
   }
 
@@ -524,7 +534,8 @@ class GlooKeyValueStore final : public KeyValueStore {
  private:
   std::string Key(const std::string& key) const { return absl::StrCat(prefix_, "/", key); }
 
-  std::shared_ptr<gloo::rendezvous::Store> store_;
+  std::mutex mu_;
+  std::shared_ptr<TcpStore> store_;
   std::string prefix_;
 };
 
@@ -532,17 +543,12 @@ class GlooKeyValueStore final : public KeyValueStore {
 
 absl::StatusOr<std::shared_ptr<KeyValueStore>> OpenKeyValueStore(const GlooRendezvous& rendezvous, int rank,
                                                                  absl::Duration timeout) {
-  std::shared_ptr<gloo::rendezvous::Store> store;
   if (!rendezvous.file_store_dir.empty()) {
-    try {
-      store = std::make_shared<gloo::rendezvous::FileStore>(rendezvous.file_store_dir);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("store: cannot open '", rendezvous.file_store_dir, "': ", e.what()));
-    }
-  } else {
-    PDIST_ASSIGN_OR_RETURN(store, TcpStore::Create(rendezvous.master_addr, rendezvous.master_port, rank == 0, timeout));
+    return std::make_shared<DirectoryStore>(rendezvous.file_store_dir, rendezvous.prefix);
   }
-  return std::make_shared<GlooKeyValueStore>(std::move(store), rendezvous.prefix);
+  PDIST_ASSIGN_OR_RETURN(std::shared_ptr<TcpStore> store,
+                         TcpStore::Create(rendezvous.master_addr, rendezvous.master_port, rank == 0, timeout));
+  return std::make_shared<TcpKeyValueStore>(std::move(store), rendezvous.prefix);
 }
 
 }  // namespace pdist::exec::comm

@@ -57,8 +57,9 @@ absl::StatusOr<LaunchedWorld> LaunchedWorldFromEnv(const char* who);
 
 absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(CommConfig config = {});
 
-// The rendezvous store itself, as a KeyValueStore (keys under the rendezvous prefix): what the
-// NCCL backend exchanges its ids and progress through. Rank 0 serves the TCP store.
+// The rendezvous as a KeyValueStore (keys under the rendezvous prefix): what the NCCL backend
+// exchanges its ids and progress through. A DirectoryStore on the shared directory, or the TCP
+// store, which rank 0 serves.
 absl::StatusOr<std::shared_ptr<KeyValueStore>> OpenKeyValueStore(const GlooRendezvous& rendezvous, int rank,
                                                                  absl::Duration timeout);
 
