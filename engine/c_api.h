@@ -55,7 +55,8 @@ typedef struct {
   uint64_t seed;          /* parameter initialisation, 1 */
   const char* strategy_json; /* NULL or a Strategy JSON document (docs/strategy.md) */
   /* "inproc": every rank of the strategy a thread of this process; "gloo": this process is one
-   * rank of a job that pdist-run (or srun, mpirun) started. NULL: as the launcher's environment
+   * rank of a job that pdist-run (or srun, mpirun) started; "nccl": the same, one rank per GPU
+   * (with device "cuda"). NULL: as the launcher's environment
    * says (PDIST_BACKEND, which pdist-run sets), else "inproc". Under pdist-run the process also
    * dies with the launcher. (0.x: this struct may grow; always fill it with
    * pdist_engine_config_init.) */
