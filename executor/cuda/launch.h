@@ -59,6 +59,16 @@ cudaError_t LaunchScale(ElemType type, const void* x, void* out, int64_t n, doub
 // slice read strided and write in order; slice_grad reads in order and writes strided.
 cudaError_t LaunchStridedCopy(int element_size, const void* src, void* dst, int64_t n, const StridedIndex<2>& index,
                               cudaStream_t stream);
+// Comparisons on floats and integers (ids, labels): out[i] = x[.] op y[.] as bool, the operands
+// broadcast by `index` (0 = x, 1 = y); bf16 and f16 compared in f32, as the CPU compares them.
+enum class CompareOp : int8_t { kGreaterThan, kLessThan, kEqual };
+enum class CompareType : int8_t { kF32, kF64, kBF16, kF16, kI32, kI64 };
+cudaError_t LaunchCompare(CompareOp op, CompareType type, const void* x, const void* y, bool* out, int64_t n,
+                          const StridedIndex<2>& index, cudaStream_t stream);
+// where: out[i] = condition[.] ? x[.] : y[.], elements of `element_size` bytes moved as bits,
+// broadcast by `index` (0 = condition, 1 = x, 2 = y).
+cudaError_t LaunchWhere(int element_size, const bool* condition, const void* x, const void* y, void* out, int64_t n,
+                        const StridedIndex<3>& index, cudaStream_t stream);
 // cast: out = x converted from `from` to `to` through double, bf16/f16 rounded from f32 (RNE), as
 // the CPU's CastTensor converts (Eigen's bf16/f16 round a double through f32).
 cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int64_t n, cudaStream_t stream);
@@ -78,6 +88,14 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale,
 // elements (x's offsets of each), `reduced` the summed positions (x's offsets).
 cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_elements, const StridedIndex<1>& kept,
                       const StridedIndex<1>& reduced, bool mean, cudaStream_t stream);
+// max or min: out[o] = the extreme of x over o's positions (NaN if any is), ±inf over none.
+cudaError_t LaunchExtreme(ElemType type, const void* x, void* out, int64_t out_elements, const StridedIndex<1>& kept,
+                          const StridedIndex<1>& reduced, bool max, cudaStream_t stream);
+// max_grad, min_grad: x_grad at o's positions = out_grad[o] / (positions equal to out[o]) where x
+// equals out[o], else 0. Every position of x belongs to one output, so x_grad is written whole.
+cudaError_t LaunchExtremeGrad(ElemType type, const void* x, const void* out, const void* out_grad, void* x_grad,
+                              int64_t out_elements, const StridedIndex<1>& kept, const StridedIndex<1>& reduced,
+                              cudaStream_t stream);
 // sum_grad, mean_grad: x_grad[i] = out_grad[.] / divisor, `index` walking x's elements with
 // out_grad's strides (0 along the reduced dims).
 cudaError_t LaunchBroadcastBack(ElemType type, const void* out_grad, void* x_grad, int64_t n,

@@ -1,4 +1,4 @@
-// Host side of the CUDA sum, mean, sum_grad and mean_grad (device side: reduction_launch.cu):
+// Host side of the CUDA sum, mean, max, min and their gradients (device side: reduction_launch.cu):
 // x's dims split into the kept ones (out's elements) and the reduced ones (each output's
 // positions), size-1 dims dropped.
 #include <array>
@@ -77,6 +77,35 @@ KernelFn BroadcastGradKernel(bool mean) {
   };
 }
 
+// max or min over the attribute's axes.
+KernelFn ExtremeKernel(bool max) {
+  return [max](KernelContext& ctx) -> absl::Status {
+    const Tensor& x = *ctx.input(0);
+    const char* name = max ? "max" : "min";
+    PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, x.dtype()));
+    PDIST_ASSIGN_OR_RETURN(Split s, SplitAxes(ctx, x.shape()));
+    PDIST_ASSIGN_OR_RETURN(StridedIndex<1> kept, Walk<1>(name, s.kept_dims, {s.kept_strides}));
+    PDIST_ASSIGN_OR_RETURN(StridedIndex<1> reduced, Walk<1>(name, s.reduced_dims, {s.reduced_strides}));
+    Tensor& out = ctx.AllocateOutput(0);
+    return CudaStatus(LaunchExtreme(type, x.raw(), out.raw(), out.num_elements(), kept, reduced, max, StreamOf(ctx)),
+                      name);
+  };
+}
+
+// max_grad(x, out, out_grad), min_grad(x, out, out_grad).
+absl::Status ExtremeGradKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const char* name = ctx.op().type().c_str();
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(Split s, SplitAxes(ctx, x.shape()));
+  PDIST_ASSIGN_OR_RETURN(StridedIndex<1> kept, Walk<1>(name, s.kept_dims, {s.kept_strides}));
+  PDIST_ASSIGN_OR_RETURN(StridedIndex<1> reduced, Walk<1>(name, s.reduced_dims, {s.reduced_strides}));
+  Tensor& dx = ctx.AllocateOutput(0);
+  return CudaStatus(LaunchExtremeGrad(type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), dx.raw(),
+                                      ctx.input(1)->num_elements(), kept, reduced, StreamOf(ctx)),
+                    name);
+}
+
 }  // namespace
 
 void RegisterReductionKernels(KernelRegistry& registry) {
@@ -84,6 +113,10 @@ void RegisterReductionKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "mean", SumKernel(true));
   registry.Register(DeviceType::kCUDA, "sum_grad", BroadcastGradKernel(false));
   registry.Register(DeviceType::kCUDA, "mean_grad", BroadcastGradKernel(true));
+  registry.Register(DeviceType::kCUDA, "max", ExtremeKernel(true));
+  registry.Register(DeviceType::kCUDA, "min", ExtremeKernel(false));
+  registry.Register(DeviceType::kCUDA, "max_grad", ExtremeGradKernel);
+  registry.Register(DeviceType::kCUDA, "min_grad", ExtremeGradKernel);
 }
 
 }  // namespace pdist::exec::cuda

@@ -18,6 +18,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterAttentionKernels(registry);
   RegisterRopeKernels(registry);
   RegisterLossScalingKernels(registry);
+  RegisterCompareKernels(registry);
   RegisterCollectiveKernels(registry, DeviceType::kCUDA);  // executor/collective_kernels.h: shared
 }
 

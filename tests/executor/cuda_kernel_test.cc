@@ -35,7 +35,8 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 // The op types the comparisons below exercise.
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
-                               "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "reshape", "unsqueeze", "squeeze",
+                               "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
+                               "min_grad", "greater_than", "less_than", "equal", "where", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -167,6 +168,9 @@ void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::
       const double a = expected.At(i), b = got.At(i);
       if (expected.dtype() == DataType::kBool) {
         ASSERT_EQ(a, b) << what << ": mask element " << i;
+      } else if (std::isnan(a) || std::isnan(b)) {
+        ASSERT_TRUE(std::isnan(a) && std::isnan(b)) << what << ": value " << program.FindValue(id)->name()
+                                                    << " element " << i << " cpu " << a << " cuda " << b;
       } else {
         ASSERT_LE(std::abs(a - b), tolerance * std::max({std::abs(a), std::abs(b), 1e-30}))
             << what << ": value " << program.FindValue(id)->name() << " element " << i << " cpu " << a << " cuda " << b;
@@ -274,6 +278,34 @@ TEST_F(CudaKernelTest, TransposesExpandsAndSlicesMatchTheCpuExactly) {
                     {{"x", Random(x->type(), 51, -9, 9)}, {"row", Random(row->type(), 52, -9, 9)},
                      {"g", Random((*sliced)->type(), 53, -9, 9)}},
                     absl::StrCat("transpose, expand, slice ", ir::DataTypeName(dtype)), Compare::kExact);
+  }
+}
+
+// Comparisons of floats and of integers (ids), broadcast, with equal elements on a coarse grid;
+// where picking between broadcast operands of any dtype: exact.
+TEST_F(CudaKernelTest, ComparisonsAndWhereMatchTheCpuExactly) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat64, DataType::kInt64,
+                         DataType::kInt32}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{3, 1, 8}, dtype});
+    ir::Value* y = b.Data("y", {{4, 8}, dtype});
+    ir::Value* greater = *b.Op1("greater_than", {x, y});
+    ASSERT_TRUE(b.Op1("less_than", {x, y}).ok());
+    ASSERT_TRUE(b.Op1("equal", {x, y}).ok());
+    ASSERT_TRUE(b.Op1("where", {greater, x, y}).ok());
+    ASSERT_TRUE(b.Op1("where", {b.Data("mask", {{8}, DataType::kBool}), x, y}).ok());
+    auto grid = [&](const ir::TensorType& type, uint64_t seed) {
+      std::vector<double> values = TensorToDoubles(Random({type.shape, DataType::kFloat64}, seed, -3, 3));
+      for (double& v : values) v = std::round(v);  // equal elements happen
+      return TensorFromDoubles(type, values);
+    };
+    std::vector<double> mask(8);
+    for (size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 == 0;
+    ExpectSameOnGpu(p,
+                    {{"x", grid(x->type(), 60)}, {"y", grid(y->type(), 61)},
+                     {"mask", TensorFromDoubles({{8}, DataType::kBool}, mask)}},
+                    absl::StrCat("comparisons and where ", ir::DataTypeName(dtype)), Compare::kExact);
   }
 }
 
@@ -503,6 +535,30 @@ TEST_F(CudaKernelTest, LossScalingCountsAndUpdatesAsTheCpu) {
                     absl::StrCat("update_loss_scaling found ", c.found, " scale ", c.scale, " good ", c.good, " bad ",
                                  c.bad),
                     Compare::kExact);
+  }
+}
+
+// max and min with ties (values on a coarse grid) and a NaN, and their gradients, which split
+// among the ties: exact.
+TEST_F(CudaKernelTest, MaximaMinimaAndTheirGradientsMatchTheCpuExactly) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const std::string op : {"max", "min"}) {
+      for (const std::vector<int64_t>& axis : std::vector<std::vector<int64_t>>{{}, {-1}, {0, 2}}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* x = b.Data("x", {{4, 3, 10}, dtype});
+        const ir::AttributeMap attrs = {{"axis", axis}, {"keep_dim", false}};
+        absl::StatusOr<ir::Value*> out = b.Op1(op, {x}, attrs);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ir::Value* g = b.Data("g", (*out)->type());
+        ASSERT_TRUE(b.Op1(op + "_grad", {x, *out, g}, attrs).ok());
+        std::vector<double> values = TensorToDoubles(Random(x->type(), 58, -2, 2));
+        for (double& v : values) v = std::round(v * 2) / 2;  // ties
+        values[17] = NAN;
+        ExpectSameOnGpu(p, {{"x", TensorFromDoubles(x->type(), values)}, {"g", Random(g->type(), 59, -1, 1)}},
+                        absl::StrCat(op, " over ", axis.size(), " axes ", ir::DataTypeName(dtype)), Compare::kExact);
+      }
+    }
   }
 }
 
