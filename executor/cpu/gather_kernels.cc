@@ -9,44 +9,17 @@
 #include "executor/cpu/cpu_common.h"
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
+#include "executor/gather_rows.h"
 #include "executor/kernel.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cpu {
 namespace {
 
-struct GatherView {
-  int64_t outer = 1, axis = 1, inner = 1;
-  std::vector<int64_t> rows;  // index[j], normalised to [0, axis)
-};
-
-// The view of x (`x_shape`) along `axis`, and the indices checked against the axis.
-absl::StatusOr<GatherView> ViewOf(const Shape& x_shape, int64_t axis, const Tensor& index, const char* op) {
-  if (axis < 0) axis += static_cast<int64_t>(x_shape.size());
-  GatherView v;
-  for (int64_t d = 0; d < static_cast<int64_t>(x_shape.size()); ++d) {
-    int64_t& part = d < axis ? v.outer : d == axis ? v.axis : v.inner;
-    part *= x_shape[static_cast<size_t>(d)];
-  }
-  v.rows.resize(static_cast<size_t>(index.num_elements()));
-  PDIST_DISPATCH_INDEX(index.dtype(), I, {
-    const I* at = index.data<I>();
-    for (size_t j = 0; j < v.rows.size(); ++j) {
-      const int64_t i = static_cast<int64_t>(at[j]);
-      if (i < -v.axis || i >= v.axis) {
-        return absl::InvalidArgumentError(absl::StrCat(op, ": index ", i, " (element ", j, ") is out of range for an axis of ",
-                                                       v.axis, " (valid: ", -v.axis, " to ", v.axis - 1, ")"));
-      }
-      v.rows[j] = i < 0 ? i + v.axis : i;
-    }
-  });
-  return v;
-}
-
 absl::Status GatherKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
-  PDIST_ASSIGN_OR_RETURN(GatherView v, ViewOf(x.shape(), axis, *ctx.input(1), "gather"));
+  PDIST_ASSIGN_OR_RETURN(GatherView v, GatherViewOf(x.shape(), axis, *ctx.input(1), "gather"));
   Tensor& out = ctx.AllocateOutput(0);
   const auto n = static_cast<int64_t>(v.rows.size());
   PDIST_DISPATCH_ALL(x.dtype(), T, {
@@ -67,7 +40,7 @@ absl::Status GatherGradKernel(KernelContext& ctx) {
   const Tensor& out_grad = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
   Tensor& x_grad = ctx.AllocateOutput(0);
-  PDIST_ASSIGN_OR_RETURN(GatherView v, ViewOf(x_grad.shape(), axis, *ctx.input(0), "gather_grad"));
+  PDIST_ASSIGN_OR_RETURN(GatherView v, GatherViewOf(x_grad.shape(), axis, *ctx.input(0), "gather_grad"));
   const auto n = static_cast<int64_t>(v.rows.size());
   PDIST_DISPATCH_FLOAT(out_grad.dtype(), T, {
     const T* g = out_grad.data<T>();

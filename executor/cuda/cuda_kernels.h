@@ -23,6 +23,7 @@ void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
 void RegisterAttentionKernels(KernelRegistry& registry);
 void RegisterRopeKernels(KernelRegistry& registry);
 void RegisterLossScalingKernels(KernelRegistry& registry);
-void RegisterCompareKernels(KernelRegistry& registry);  // greater_than, less_than, equal, where  // count_nonfinite, update_loss_scaling
+void RegisterCompareKernels(KernelRegistry& registry);
+void RegisterGatherKernels(KernelRegistry& registry);  // greater_than, less_than, equal, where  // count_nonfinite, update_loss_scaling
 
 }  // namespace pdist::exec::cuda

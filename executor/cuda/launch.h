@@ -111,6 +111,15 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
                                 void* weight_grad, int64_t vocab, int64_t hidden, int64_t padding_idx,
                                 cudaStream_t stream);
 
+// gather: x [outer, axis, inner] → out [outer, n, inner], out row (o, j) = x row (o, rows[j]);
+// elements of `element_size` bytes moved as bits. rows: n device int64s in [0, axis).
+cudaError_t LaunchGather(int element_size, const void* x, const int64_t* rows, void* out, int64_t outer, int64_t axis,
+                         int64_t n, int64_t inner, cudaStream_t stream);
+// gather_grad: x_grad row (o, a) = the sum of out_grad rows (o, j) with rows[j] == a, in
+// increasing j (start/order: the positions grouped by row, as for embedding_grad).
+cudaError_t LaunchGatherGrad(ElemType type, const int64_t* start, const int64_t* order, const void* out_grad,
+                             void* x_grad, int64_t outer, int64_t axis, int64_t n, int64_t inner, cudaStream_t stream);
+
 // A tensor seen around one axis: [outer, n, inner], lanes numbered outer-major (as the CPU's
 // AxisView, executor/shape_layout.h).
 struct Lanes {

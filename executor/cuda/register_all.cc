@@ -19,6 +19,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterRopeKernels(registry);
   RegisterLossScalingKernels(registry);
   RegisterCompareKernels(registry);
+  RegisterGatherKernels(registry);
   RegisterCollectiveKernels(registry, DeviceType::kCUDA);  // executor/collective_kernels.h: shared
 }
 

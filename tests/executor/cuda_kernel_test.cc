@@ -36,7 +36,8 @@ const std::vector<std::string> kActivations = {"relu", "gelu", "silu", "tanh", "
 std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
-                               "min_grad", "greater_than", "less_than", "equal", "where", "reshape", "unsqueeze", "squeeze",
+                               "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
+                               "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -306,6 +307,28 @@ TEST_F(CudaKernelTest, ComparisonsAndWhereMatchTheCpuExactly) {
                     {{"x", grid(x->type(), 60)}, {"y", grid(y->type(), 61)},
                      {"mask", TensorFromDoubles({{8}, DataType::kBool}, mask)}},
                     absl::StrCat("comparisons and where ", ir::DataTypeName(dtype)), Compare::kExact);
+  }
+}
+
+// gather along each axis with repeated and negative indices, and its gradient, which sums the
+// repeated rows in index order: exact for the copies, and for the sums (the CPU's order).
+TEST_F(CudaKernelTest, GatherAndItsGradientMatchTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (int64_t axis : {0, 1, -1}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      ir::Value* x = b.Data("x", {{4, 5, 6}, dtype});
+      ir::Value* index = b.Data("index", {{7}, DataType::kInt64});
+      absl::StatusOr<ir::Value*> out = b.Op1("gather", {x, index}, {{"axis", axis}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_TRUE(b.Op1("gather_grad", {index, b.Data("g", (*out)->type())}, {{"axis", axis}, {"x_shape", x->type().shape}})
+                      .ok());
+      ExpectSameOnGpu(p,
+                      {{"x", Random(x->type(), 62, -2, 2)},
+                       {"index", TensorFromDoubles(index->type(), {0, 3, -1, 3, 1, 0, 2})},
+                       {"g", Random((*out)->type(), 63, -1, 1)}},
+                      absl::StrCat("gather along ", axis, " ", ir::DataTypeName(dtype)), Compare::kExact);
+    }
   }
 }
 
