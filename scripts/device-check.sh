@@ -48,6 +48,10 @@ case "$mode" in
   run)
     dir=${2:-device-bundle}
     checks=${3:-a,b,c,d}
+    if ! [[ $checks =~ ^[a-d](,[a-d])*$ ]]; then
+      echo "device-check: checks '$checks': expected a comma list of a, b, c, d (e.g. a,b,d)" >&2
+      exit 2
+    fi
     wants() { [[ ",$checks," == *",$1,"* ]]; }
     if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
       echo "device-check: no NVIDIA GPU here (nvidia-smi finds none): nothing to check" >&2
@@ -75,7 +79,9 @@ case "$mode" in
     [ $a = 0 ] || failed+=("(a)")
     fi
 
-    "$dir/pdist-export" gpt "${readme_gpt[@]}" -o "$out/readme-gpt.pb"
+    if wants b || wants d; then
+      timeout 30 "$dir/pdist-export" gpt "${readme_gpt[@]}" -o "$out/readme-gpt.pb" || failed+=("(export)")
+    fi
     if wants b; then
     echo "== (b) ten AdamW steps of the README's GPT: GPU against CPU"
     b=0
@@ -102,7 +108,7 @@ PY
     big=(--layers 24 --hidden 2048 --heads 16 --vocab 51200 --seq 2048)
     c=1
     for batch in 16 8; do
-      "$dir/pdist-export" gpt "${big[@]}" --batch $batch --dtype bf16 -o "$out/gpt-1.3b.pb" || break
+      timeout 20 "$dir/pdist-export" gpt "${big[@]}" --batch $batch --dtype bf16 -o "$out/gpt-1.3b.pb" || break
       timeout 200 "$dir/pdist-train" "$out/gpt-1.3b.pb" --data data/essay.txt --steps 6 --device cuda --quiet \
         --peak-tflops $h200_bf16_peak 2>&1 | tee "$out/pdist-1.3b-b$batch.log"
       if [ "${PIPESTATUS[0]}" = 0 ]; then

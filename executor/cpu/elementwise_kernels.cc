@@ -21,6 +21,7 @@
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/strides.h"
 #include "executor/math/arithmetic.h"
 #include "ir/status.h"
 
@@ -272,29 +273,11 @@ absl::Status CompareKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Whether every input broadcasts to `out` (numpy rules): the strided walk reads out of bounds
-// otherwise, so a program whose types disagree with its tensors fails here, naming them.
-absl::Status CheckBroadcastsTo(const char* op, const Shape& out, std::initializer_list<const Tensor*> inputs) {
-  for (const Tensor* t : inputs) {
-    const Shape& s = t->shape();
-    bool ok = s.size() <= out.size();
-    for (size_t d = 0; ok && d < s.size(); ++d) {
-      const int64_t o = out[out.size() - s.size() + d];
-      ok = s[d] == 1 || s[d] == o;
-    }
-    if (!ok) {
-      return absl::InternalError(absl::StrCat(op, ": an input of shape ", ir::ShapeToString(s),
-                                              " does not broadcast to the result's ", ir::ShapeToString(out)));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // expand: x broadcast to out's shape.
 absl::Status ExpandKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   Tensor& out = ctx.AllocateOutput(0);
-  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("expand", out.shape(), {&x}));
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("expand", out.shape(), {&x.shape()}));
   PDIST_DISPATCH_ALL(x.dtype(), T, { BroadcastMap<T, T>(out, [](T a) { return a; }, x); });
   return absl::OkStatus();
 }
@@ -305,7 +288,7 @@ absl::Status WhereKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(1);
   const Tensor& y = *ctx.input(2);
   Tensor& out = ctx.AllocateOutput(0);
-  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("where", out.shape(), {&condition, &x, &y}));
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("where", out.shape(), {&condition.shape(), &x.shape(), &y.shape()}));
   PDIST_DISPATCH_ALL(x.dtype(), T, {
     BroadcastMapOf<T, bool, T, T>(out, [](bool c, T a, T b) { return c ? a : b; }, condition, x, y);
   });

@@ -36,6 +36,7 @@ absl::Status CompareKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(CompareType type, CompareTypeOf(name, x.dtype()));
   Tensor& out = ctx.AllocateOutput(0);
   const ir::Shape& shape = out.shape();
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo(name, shape, {&x.shape(), &y.shape()}));
   PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index,
                          Walk<2>(name, shape, {BroadcastStrides(x.shape(), shape), BroadcastStrides(y.shape(), shape)}));
   return CudaStatus(
@@ -48,6 +49,7 @@ absl::Status WhereKernel(KernelContext& ctx) {
   const Tensor& y = *ctx.input(2);
   Tensor& out = ctx.AllocateOutput(0);
   const ir::Shape& shape = out.shape();
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("where", shape, {&condition.shape(), &x.shape(), &y.shape()}));
   PDIST_ASSIGN_OR_RETURN(StridedIndex<3> index,
                          Walk<3>("where", shape,
                                  {BroadcastStrides(condition.shape(), shape), BroadcastStrides(x.shape(), shape),

@@ -22,8 +22,8 @@ void RegisterEmbeddingKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);  // and cross entropy
 void RegisterAttentionKernels(KernelRegistry& registry);
 void RegisterRopeKernels(KernelRegistry& registry);
-void RegisterLossScalingKernels(KernelRegistry& registry);
-void RegisterCompareKernels(KernelRegistry& registry);
-void RegisterGatherKernels(KernelRegistry& registry);  // greater_than, less_than, equal, where  // count_nonfinite, update_loss_scaling
+void RegisterLossScalingKernels(KernelRegistry& registry);  // count_nonfinite, update_loss_scaling
+void RegisterCompareKernels(KernelRegistry& registry);      // greater_than, less_than, equal, where
+void RegisterGatherKernels(KernelRegistry& registry);       // gather, gather_grad
 
 }  // namespace pdist::exec::cuda

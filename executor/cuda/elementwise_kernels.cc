@@ -28,6 +28,7 @@ absl::Status BinaryKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, x.dtype()));
   Tensor& out = ctx.AllocateOutput(0);
   const Shape& shape = out.shape();
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo(name, shape, {&x.shape(), &y.shape()}));
   PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index,
                          Walk<2>(name, shape, {BroadcastStrides(x.shape(), shape), BroadcastStrides(y.shape(), shape)}));
   return CudaStatus(LaunchBinary(kOp, type, x.raw(), y.raw(), out.raw(), out.num_elements(), index, StreamOf(ctx)),

@@ -134,7 +134,10 @@ void NcclCommunicator::AbortOnce() {
   // short: the communicator does not block), and no call uses the handle once aborted_ is set.
   abort_requested_ = true;  // a call waiting in Settle gives up and releases its shared lock
   std::unique_lock<std::shared_mutex> lock(comm_mu_);
-  if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
+  if (comm_ != nullptr && !aborted_.exchange(true)) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -146,6 +149,7 @@ NcclCommunicator::~NcclCommunicator() {
   if (watchdog_.joinable()) watchdog_.join();
   cudaSetDevice(device_.index);
   for (const InFlight& f : in_flight_) cudaEventDestroy(f.done);
+  if (comm_ != nullptr && !aborted_ && !AsyncError().ok()) AbortOnce();  // a failed one cannot finalise
   if (comm_ != nullptr && !aborted_) {  // an aborted one is gone already
     // Finalising waits for the peers' last operations: up to the deadline, then abort.
     const absl::Status finalized =
@@ -219,9 +223,27 @@ absl::Status NcclCommunicator::Enqueue(const Call& call, const void* in, void* o
 }
 
 absl::Status NcclCommunicator::EnqueueGuarded(const Call& call, const void* in, void* out, cudaStream_t stream) {
-  std::shared_lock<std::shared_mutex> lock(comm_mu_);  // the handle stays valid meanwhile
-  if (aborted_) return absl::AbortedError(absl::StrCat("NCCL communicator '", name(), "' was aborted"));
-  return Enqueue(call, in, out, stream);
+  {
+    // Started, for the progress board, before it can hang: peers then see this rank reached it.
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_ = call.fp;
+    latest_posted_ = false;
+  }
+  absl::Status status;
+  {
+    std::shared_lock<std::shared_mutex> lock(comm_mu_);  // the handle stays valid meanwhile
+    if (aborted_ || abort_requested_) {
+      return absl::AbortedError(absl::StrCat("NCCL communicator '", name(), "' was aborted"));
+    }
+    status = Enqueue(call, in, out, stream);
+  }
+  if (!status.ok()) {
+    // A call that did not settle (a peer missing while connecting) or a half-posted group is
+    // still in NCCL's hands: abort, so that it ends and the peers fail too.
+    RecordError(status);
+    AbortOnce();
+  }
+  return status;
 }
 
 absl::Status NcclCommunicator::Run(const Call& call) {
@@ -310,8 +332,6 @@ absl::Status NcclCommunicator::Track(const Call& call, cudaStream_t stream) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.push_back(f);
-    latest_ = call.fp;
-    latest_posted_ = false;
   }
   wake_.notify_all();
   return absl::OkStatus();

@@ -75,6 +75,7 @@ absl::Status TransposeKernel(KernelContext& ctx) {
 absl::Status ExpandKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   Tensor& out = ctx.AllocateOutput(0);
+  PDIST_RETURN_IF_ERROR(CheckBroadcastsTo("expand", out.shape(), {&x.shape()}));
   return StridedCopy(ctx, out.shape(), x.raw(), BroadcastStrides(x.shape(), out.shape()), out.raw(),
                      Strides(out.shape()), ir::DataTypeSize(x.dtype()));
 }

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace pdist::exec::comm {
 namespace {
 
@@ -69,6 +71,14 @@ TEST(DirectoryStoreTest, ReplacesKeysAndWaitsForMissingOnes) {
   absl::StatusOr<std::string> missing = b.Get("nccl/tp/id", absl::Milliseconds(20));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("'nccl/tp/id'"));
+  // A key longer than a file name may be (a sub-group of many ranks) is stored under its hash.
+  std::string group = "nccl/world/{0";
+  for (int r = 1; r < 128; ++r) group += absl::StrCat(",", r);
+  const std::string long_key = group + "}/id";
+  ASSERT_TRUE(a.Set(long_key, "id").ok());
+  got = b.Get(long_key, absl::Seconds(1));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "id");
 }
 
 TEST(ProgressBoardTest, FingerprintsSurviveTheirTextForm) {

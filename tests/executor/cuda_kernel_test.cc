@@ -167,6 +167,7 @@ void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::
     const double tolerance = compare == Compare::kExact ? 0 : Tolerance(expected.dtype());
     for (int64_t i = 0; i < expected.num_elements(); ++i) {
       const double a = expected.At(i), b = got.At(i);
+      if (a == b) continue;  // ±inf included, where a - b is NaN
       if (expected.dtype() == DataType::kBool) {
         ASSERT_EQ(a, b) << what << ": mask element " << i;
       } else if (std::isnan(a) || std::isnan(b)) {
@@ -310,8 +311,9 @@ TEST_F(CudaKernelTest, ComparisonsAndWhereMatchTheCpuExactly) {
   }
 }
 
-// gather along each axis with repeated and negative indices, and its gradient, which sums the
-// repeated rows in index order: exact for the copies, and for the sums (the CPU's order).
+// gather along each axis with repeated (3 and 4 times) and negative indices, and its gradient,
+// which sums the repeated rows in index order (bf16: in f32, rounded once, as the CPU's
+// low-precision wrapper does): exact.
 TEST_F(CudaKernelTest, GatherAndItsGradientMatchTheCpu) {
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (int64_t axis : {0, 1, -1}) {
@@ -325,7 +327,7 @@ TEST_F(CudaKernelTest, GatherAndItsGradientMatchTheCpu) {
                       .ok());
       ExpectSameOnGpu(p,
                       {{"x", Random(x->type(), 62, -2, 2)},
-                       {"index", TensorFromDoubles(index->type(), {0, 3, -1, 3, 1, 0, 2})},
+                       {"index", TensorFromDoubles(index->type(), {0, 3, -1, 3, 1, 3, 2})},
                        {"g", Random((*out)->type(), 63, -1, 1)}},
                       absl::StrCat("gather along ", axis, " ", ir::DataTypeName(dtype)), Compare::kExact);
     }

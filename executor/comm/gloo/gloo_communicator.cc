@@ -489,15 +489,15 @@ absl::StatusOr<std::shared_ptr<Communicator>> CreateGlooCommunicatorFromEnv(Comm
 namespace {
 
 // Rank 0's TCP store seen as a KeyValueStore, its keys under a prefix. Gloo's stores throw; the
-// errors become statuses here, a timeout told apart from a lost connection. One request at a
-// time: the watchdog and the thread making sub-groups share it.
+// errors become statuses here, a timeout told apart from a lost connection. TcpStore serialises
+// each request and polls while it waits, so the watchdog and a thread waiting for a sub-group's
+// id share it without holding each other up.
 class TcpKeyValueStore final : public KeyValueStore {
  public:
   TcpKeyValueStore(std::shared_ptr<TcpStore> store, std::string prefix)
       : store_(std::move(store)), prefix_(std::move(prefix)) {}
 
   absl::Status Set(const std::string& key, const std::string& value) override {
-    std::lock_guard<std::mutex> lock(mu_);
     try {
       store_->set(Key(key), std::vector<char>(value.begin(), value.end()));
       return absl::OkStatus();
@@ -507,7 +507,6 @@ class TcpKeyValueStore final : public KeyValueStore {
   }
 
   absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
-    std::lock_guard<std::mutex> lock(mu_);
     try {
       const int64_t ms = timeout == absl::InfiniteDuration() ? int64_t{1} << 40 : absl::ToInt64Milliseconds(timeout);
       store_->wait({Key(key)}, std::chrono::milliseconds(ms));
@@ -534,7 +533,6 @@ class TcpKeyValueStore final : public KeyValueStore {
  private:
   std::string Key(const std::string& key) const { return absl::StrCat(prefix_, "/", key); }
 
-  std::mutex mu_;
   std::shared_ptr<TcpStore> store_;
   std::string prefix_;
 };
