@@ -25,5 +25,6 @@ void RegisterRopeKernels(KernelRegistry& registry);
 void RegisterLossScalingKernels(KernelRegistry& registry);  // count_nonfinite, update_loss_scaling
 void RegisterCompareKernels(KernelRegistry& registry);      // greater_than, less_than, equal, where
 void RegisterGatherKernels(KernelRegistry& registry);       // gather, gather_grad
+void RegisterVocabParallelKernels(KernelRegistry& registry);  // c_embedding(_grad), c_softmax_..._grad
 
 }  // namespace pdist::exec::cuda

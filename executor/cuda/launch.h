@@ -111,6 +111,12 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
                                 void* weight_grad, int64_t vocab, int64_t hidden, int64_t padding_idx,
                                 cudaStream_t stream);
 
+// c_softmax_with_cross_entropy_grad on a vocab piece: logits_grad[lane, j] = g · (p[lane, j] −
+// [j == label[lane] − start]), g = loss_grad[lane] (0 for ignore_index). Labels i32 or i64.
+cudaError_t LaunchVocabParallelCrossEntropyGrad(ElemType type, const void* label, bool label_64, const void* softmax,
+                                                const void* loss_grad, void* logits_grad, int64_t lanes, int64_t n,
+                                                int64_t start, int64_t ignore_index, cudaStream_t stream);
+
 // gather: x [outer, axis, inner] → out [outer, n, inner], out row (o, j) = x row (o, rows[j]);
 // elements of `element_size` bytes moved as bits. rows: n device int64s in [0, axis).
 cudaError_t LaunchGather(int element_size, const void* x, const int64_t* rows, void* out, int64_t outer, int64_t axis,

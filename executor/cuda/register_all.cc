@@ -20,6 +20,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   RegisterLossScalingKernels(registry);
   RegisterCompareKernels(registry);
   RegisterGatherKernels(registry);
+  RegisterVocabParallelKernels(registry);
   RegisterCollectiveKernels(registry, DeviceType::kCUDA);  // executor/collective_kernels.h: shared
 }
 

@@ -37,7 +37,7 @@ std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
-                               "reshape", "unsqueeze", "squeeze",
+                               "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy_grad", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -331,6 +331,34 @@ TEST_F(CudaKernelTest, GatherAndItsGradientMatchTheCpu) {
                        {"g", Random((*out)->type(), 63, -1, 1)}},
                       absl::StrCat("gather along ", axis, " ", ir::DataTypeName(dtype)), Compare::kExact);
     }
+  }
+}
+
+// The vocab-parallel local forms that do not communicate: a rank's rows [3, 8) of the table read
+// for its ids and zeros for the others', the rows' gradient, and the cross-entropy gradient on
+// a piece of the classes (labels in and out of the piece, one ignored).
+TEST_F(CudaKernelTest, VocabParallelPiecesMatchTheCpu) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* ids = b.Data("ids", {{2, 6}, DataType::kInt64});
+    ir::Value* table = b.Data("table", {{5, 4}, dtype});
+    absl::StatusOr<ir::Value*> rows = b.Op1("c_embedding", {ids, table}, {{"start_index", int64_t{3}}});
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_TRUE(b.Op1("c_embedding_grad", {ids, table, b.Data("g", (*rows)->type())}, {{"start_index", int64_t{3}}}).ok());
+    ir::Value* label = b.Data("label", {{2, 3, 1}, DataType::kInt64});
+    ir::Value* softmax = b.Data("softmax", {{2, 3, 5}, dtype});
+    ASSERT_TRUE(b.Op1("c_softmax_with_cross_entropy_grad", {label, softmax, b.Data("loss_grad", {{2, 3, 1}, dtype})},
+                      {{"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}})
+                    .ok());
+    ExpectSameOnGpu(p,
+                    {{"ids", TensorFromDoubles(ids->type(), {0, 3, 7, 3, 9, 4, 5, 3, 2, 7, 7, 1})},
+                     {"table", Random(table->type(), 64, -1, 1)},
+                     {"g", Random((*rows)->type(), 65, -1, 1)},
+                     {"label", TensorFromDoubles(label->type(), {5, 9, 2, -100, 7, 12})},
+                     {"softmax", Random(softmax->type(), 66, 0, 1)},
+                     {"loss_grad", Random({{2, 3, 1}, dtype}, 67, -1, 1)}},
+                    absl::StrCat("vocab-parallel pieces ", ir::DataTypeName(dtype)));
   }
 }
 

@@ -1,0 +1,107 @@
+// Host side of the CUDA vocab-parallel local forms (ir/ops/local_forms.cc) that need no
+// communication inside the kernel: c_embedding and its gradient (embedding's launchers on the
+// rank's rows: ids mapped to local rows on the host, other ranks' ids reading zeros), and
+// c_softmax_with_cross_entropy_grad. c_softmax_with_cross_entropy itself all-reduces inside the
+// kernel and has no CUDA kernel yet.
+#include <vector>
+
+#include "executor/backend.h"
+#include "executor/cuda/cuda_backend.h"
+#include "executor/cuda/cuda_kernels.h"
+#include "executor/cuda/cuda_status.h"
+#include "executor/cuda/elem_type.h"
+#include "executor/cuda/launch.h"
+#include "executor/dtype_dispatch.h"
+#include "executor/embedding_rows.h"
+#include "executor/kernel.h"
+#include "ir/status.h"
+
+namespace pdist::exec::cuda {
+namespace {
+
+// Each id as a row of this rank's piece [start, start + rows), or `outside` for another rank's.
+absl::StatusOr<std::vector<int64_t>> LocalRows(const Tensor& ids, int64_t start, int64_t rows, int64_t outside) {
+  PDIST_ASSIGN_OR_RETURN(Tensor host, ToDevice(ids, Device::Cpu()));
+  std::vector<int64_t> local(static_cast<size_t>(host.num_elements()));
+  PDIST_DISPATCH_INDEX(host.dtype(), I, {
+    for (size_t i = 0; i < local.size(); ++i) {
+      const auto id = static_cast<int64_t>(host.data<I>()[i]);
+      local[i] = id >= start && id < start + rows ? id - start : outside;
+    }
+  });
+  return local;
+}
+
+absl::StatusOr<Tensor> Upload(const KernelContext& ctx, const std::vector<int64_t>& values) {
+  return ToDevice(TensorFromDoubles({{static_cast<int64_t>(values.size())}, ir::DataType::kInt64},
+                                    std::vector<double>(values.begin(), values.end())),
+                  ctx.device());
+}
+
+// (ids, table piece [rows, H]) → out: the piece's rows, zeros for other ranks' ids.
+absl::Status CEmbeddingKernel(KernelContext& ctx) {
+  const Tensor& table = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_embedding", table.dtype()));
+  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
+  const int64_t rows = table.shape()[0];
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> local, LocalRows(*ctx.input(0), start, rows, /*outside=*/-1));
+  PDIST_ASSIGN_OR_RETURN(Tensor ids, Upload(ctx, local));
+  Tensor& out = ctx.AllocateOutput(0);
+  // -1 as the padding row: the launcher writes zeros for it.
+  return CudaStatus(LaunchEmbedding(type, ids.raw(), /*ids_64=*/true, table.raw(), out.raw(), ids.num_elements(),
+                                    table.shape()[1], /*padding_idx=*/-1, StreamOf(ctx)),
+                    "c_embedding");
+}
+
+// (ids, table piece, out_grad) → the piece's gradient, each row summing its positions in order.
+absl::Status CEmbeddingGradKernel(KernelContext& ctx) {
+  const Tensor& out_grad = *ctx.input(2);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_embedding_grad", out_grad.dtype()));
+  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
+  Tensor& grad = ctx.AllocateOutput(0);
+  const int64_t rows = grad.shape()[0];
+  // Other ranks' ids group into an extra row `rows`, which the launcher (rows rows) never reads.
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> local, LocalRows(*ctx.input(0), start, rows, /*outside=*/rows));
+  const IdGroups groups = GroupIds(TensorFromDoubles({{static_cast<int64_t>(local.size())}, ir::DataType::kInt64},
+                                                     std::vector<double>(local.begin(), local.end())),
+                                   rows + 1);
+  PDIST_ASSIGN_OR_RETURN(Tensor start_of, Upload(ctx, groups.start));
+  PDIST_ASSIGN_OR_RETURN(Tensor order, Upload(ctx, groups.order));
+  return CudaStatus(LaunchEmbeddingGrad(type, start_of.data<int64_t>(), order.data<int64_t>(), out_grad.raw(),
+                                        grad.raw(), rows, grad.shape()[1], /*padding_idx=*/-1, StreamOf(ctx)),
+                    "c_embedding_grad");
+}
+
+// (label, softmax piece, loss_grad) → logits_grad piece.
+absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
+  const Tensor& label = *ctx.input(0);
+  const Tensor& softmax = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_softmax_with_cross_entropy_grad", softmax.dtype()));
+  PDIST_ASSIGN_OR_RETURN(bool soft_label, ir::GetBool(ctx.attrs(), "soft_label"));
+  PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
+  const auto rank = static_cast<int64_t>(softmax.shape().size());
+  if (soft_label || !use_softmax || (axis != -1 && axis != rank - 1)) {
+    return absl::InvalidArgumentError(
+        "c_softmax_with_cross_entropy_grad needs a hard label, use_softmax and the last axis");
+  }
+  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
+  PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
+  const int64_t n = softmax.shape().back();
+  const int64_t lanes = n > 0 ? softmax.num_elements() / n : 0;
+  Tensor& dx = ctx.AllocateOutput(0);
+  return CudaStatus(LaunchVocabParallelCrossEntropyGrad(type, label.raw(), label.dtype() == ir::DataType::kInt64,
+                                                        softmax.raw(), ctx.input(2)->raw(), dx.raw(), lanes, n, start,
+                                                        ignore_index, StreamOf(ctx)),
+                    "c_softmax_with_cross_entropy_grad");
+}
+
+}  // namespace
+
+void RegisterVocabParallelKernels(KernelRegistry& registry) {
+  registry.Register(DeviceType::kCUDA, "c_embedding", CEmbeddingKernel);
+  registry.Register(DeviceType::kCUDA, "c_embedding_grad", CEmbeddingGradKernel);
+  registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
+}
+
+}  // namespace pdist::exec::cuda
