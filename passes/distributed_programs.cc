@@ -94,8 +94,8 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
   if (strategy.recompute.enable) p.train_tail.push_back({"recompute", {{"granularity", strategy.recompute.granularity}}});
   p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
   if (strategy.amp.ScalesLoss()) p.train_tail.push_back({"loss-scaling", {}});
-  if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   p.train_tail.push_back({"completion", {}});
+  if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   if (strategy.sharding.enable && strategy.dp_degree > 1) {
     p.train_tail.push_back({"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}});
   }

@@ -5,7 +5,7 @@
 //
 //   PDIST_ASSIGN_OR_RETURN(DistributedPrograms p, BuildDistributedPrograms(forward, strategy, optimizer));
 //   p.pipelines.Train() // "micro-batch{n=4},annotate-strategy,autodiff,optimizer{type=adamw},
-//                       //  split-weight-grad,completion,replicate-loss{world=4}"
+//                       //  completion,split-weight-grad,replicate-loss{world=4}"
 //   PDIST_ASSIGN_OR_RETURN(ir::Program rank1,
 //                          LocalProgram(p.train, RankPipeline(1, /*bucket_bytes=*/0), plans));
 //
@@ -73,9 +73,9 @@ struct DistributedPrograms {
 
 // The pipelines for `strategy` on `world_size` ranks. With pp_degree > 1 or several
 // micro-batches (pipeline.accumulate_steps, gradient_merge.k_steps) the programs are those of one
-// micro-batch (micro-batch), cut into stages (annotate-strategy); ZBH1 adds split-weight-grad,
-// recompute.enable adds recompute{granularity} after autodiff, sharding.enable adds
-// sharding{stage} after completion.
+// micro-batch (micro-batch), cut into stages (annotate-strategy); ZBH1 adds split-weight-grad
+// after completion, recompute.enable adds recompute{granularity} after autodiff,
+// sharding.enable adds sharding{stage} after completion.
 absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Strategy& strategy,
                                                             const OptimizerConfig& optimizer, int64_t world_size);
 

@@ -116,9 +116,9 @@ class ReshardInserter {
 
   // A reshard of v to `target` on `mesh`, made once per (v, target) and placed where it is
   // first needed. It runs where its first user does (ir/pipeline_job.h) — or in an earlier job
-  // of the same model chunk when a later user runs there: split-weight-grad may put a
-  // backward-weight user first in program order and a backward user after it, and the backward
-  // job runs first. A state update's runs with the optimizer.
+  // of the same model chunk when a later user runs there: a backward-weight user may come first
+  // in program order and a backward user after it, and the backward job runs first. A state
+  // update's runs with the optimizer.
   Value* ReshardOf(Value* v, MeshId mesh, const ir::TensorDistSpec& target, const DistOrigin& origin,
                    const Operation* user) {
     std::vector<Value*>& made = cache_[v];

@@ -9,6 +9,7 @@
 #include "ir/builder.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
+#include "passes/spmd_call.h"
 
 namespace pdist::passes {
 namespace {
@@ -67,6 +68,59 @@ absl::StatusOr<std::vector<std::unique_ptr<Operation>>> SplitMatmulGrad(ir::Prog
   return made;
 }
 
+
+ir::TensorDistSpec SpecOf(const Value& v) {
+  return {v.type().shape, v.dist_attr()->dims_mapping, v.dist_attr()->partial};
+}
+
+// After completion every value carries a DistAttr, and matmul_grad's operands are already what
+// its rule asked for. The products are given theirs from matmul's and reshape's rules; the split
+// is kept only where those rules ask for no reshard and give the two gradients the attributes
+// completion gave matmul_grad — so splitting changes which job runs a product, never what is
+// communicated. (Split before completion, the product of the input gradient merged its
+// operands first-wins from the activation gradient and all-gathered the weight instead.)
+absl::StatusOr<bool> GiveSplitDistAttrs(const Operation& grad, const std::vector<std::unique_ptr<Operation>>& made) {
+  const ir::ProcessMesh& mesh = grad.result(0)->dist_attr()->mesh;
+  for (const auto& op : made) {
+    SpmdCall call;
+    call.def = ir::OpRegistry::Global().Find(op->type());
+    call.attrs = &op->attrs();
+    call.mesh_shape = mesh.shape();
+    call.mesh = &mesh;
+    for (const Value* v : op->operands()) {
+      if (!v->dist_attr() || v->dist_attr()->mesh != mesh) return false;
+      call.inputs.push_back(SpecOf(*v));
+    }
+    call.result_shapes.emplace();
+    for (const Value* r : op->results()) call.result_shapes->push_back(r->type().shape);
+    PDIST_ASSIGN_OR_RETURN(ir::SpmdResult rule, RunSpmdRule(call));
+    for (size_t i = 0; i < call.inputs.size(); ++i) {
+      if (rule.inputs[i].dims_mapping != call.inputs[i].dims_mapping || rule.inputs[i].partial != call.inputs[i].partial) {
+        return false;
+      }
+    }
+    for (size_t i = 0; i < op->results().size(); ++i) {
+      Value* r = op->result(i);
+      ir::DistAttr attr{mesh, rule.outputs[i].dims_mapping, rule.outputs[i].partial};
+      if (r->dist_attr()) {
+        if (*r->dist_attr() != attr) return false;
+      } else {
+        r->set_dist_attr(std::move(attr));
+      }
+    }
+  }
+  return true;
+}
+
+// A boundary's gradient: a reshard to another stage's mesh. Before completion (a program without
+// DistAttrs on it) every backward reshard is one.
+bool IsBoundaryReshard(const Operation& op) {
+  if (op.type() != "reshard") return false;
+  const Value* from = op.operand(0);
+  const Value* to = op.result(0);
+  return !from->dist_attr() || !to->dist_attr() || from->dist_attr()->mesh != to->dist_attr()->mesh;
+}
+
 }  // namespace
 
 absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
@@ -91,13 +145,24 @@ absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
       continue;
     }
     PDIST_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Operation>> made, SplitMatmulGrad(program, *op));
+    if (op->result(0)->dist_attr()) {
+      PDIST_ASSIGN_OR_RETURN(bool kept, GiveSplitDistAttrs(*op, made));
+      if (!kept) {
+        // The products are dropped: their results go back to matmul_grad, the reshapes' to nothing.
+        for (auto& m : made) {
+          for (Value* r : m->results()) r->set_producer(nullptr, 0);
+        }
+        for (int i = 0; i < 2; ++i) op->result(i)->set_producer(op.get(), i);
+        program.block().Append(std::move(op));
+        continue;
+      }
+    }
     for (auto& m : made) program.block().Append(std::move(m));
     ++out.matmuls_split;
   }
 
-  // B: what the previous stage waits for — the backward reshards (the gradients that cross a
-  // stage boundary; before completion every backward reshard is the gradient of a boundary)
-  // and every op they need. The rest of the backward only feeds the optimizer: W.
+  // B: what the previous stage waits for — the reshards of the gradients that cross a stage
+  // boundary — and every op they need. The rest of the backward only feeds the optimizer: W.
   std::unordered_map<const Value*, std::vector<const Operation*>> readers;
   for (const auto& op : program.block().ops()) {
     for (const Value* v : op->operands()) {
@@ -109,7 +174,7 @@ absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     Operation& op = **it;
     if (op.role() != ir::OpRole::kBackward) continue;
-    bool needed = op.type() == "reshard";
+    bool needed = IsBoundaryReshard(op);
     for (const Value* r : op.results()) {
       for (const Operation* reader : readers[r]) needed = needed || upstream.count(reader) > 0;
     }

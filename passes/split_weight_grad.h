@@ -10,8 +10,11 @@
 // Each matmul_grad of a 2-D weight (trans_x false) whose two gradients are both used becomes two
 // products, as Paddle's and the zero-bubble paper's ZB schedules do; then every backward op that
 // the gradients crossing a stage boundary do not need gets the role backward_weight (on the
-// first stage, which sends nothing upstream, that is its whole backward). Run it after the
-// optimizer pass and before completion, while every backward reshard is a boundary's gradient.
+// first stage, which sends nothing upstream, that is its whole backward). Run it after
+// completion, so that the products communicate exactly what matmul_grad's rule chose (a split
+// completed on its own would merge the input gradient's product first-wins from the activation
+// gradient: under sequence parallelism it all-gathered the weights and left the weight gradients
+// whole); a boundary's gradient is then a reshard to another stage's mesh.
 #pragma once
 
 #include <cstdint>
