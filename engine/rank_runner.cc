@@ -69,6 +69,7 @@ absl::Status RankRunner::AdoptState(const exec::Workspace& host) {
     next[name] = *std::move(moved);
   }
   workspace_ = std::move(next);
+  broken_ = absl::OkStatus();  // a whole new state: whatever a failed step left is gone
   return absl::OkStatus();
 }
 
@@ -102,14 +103,30 @@ absl::StatusOr<exec::RunResult> RankRunner::Step(const exec::Executor& executor,
 }
 
 absl::StatusOr<exec::RunResult> RankRunner::Train(const exec::Feeds& whole_feeds) {
-  // A copy of the map (tensors are shared), so a failing step leaves the state as it was.
-  exec::Workspace next = workspace_;
-  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, Step(*train_executor_, train_, train_jobs_, whole_feeds, next));
-  workspace_ = std::move(next);
+  PDIST_RETURN_IF_ERROR(broken_);
+  // The executor installs each updated tensor as soon as its old value is dead (an in-place
+  // update: one copy of the parameters and optimizer states, not two, at the step's end), so the
+  // step runs on the runner's own workspace. A step that fails before its optimizer ops leaves
+  // every tensor as it was; one that fails among them leaves some updated, and the runner then
+  // refuses to go on until a checkpoint is loaded.
+  std::map<std::string, const void*> before;
+  for (const auto& [name, tensor] : workspace_) before[name] = tensor.buffer_id();
+  absl::StatusOr<exec::RunResult> run = Step(*train_executor_, train_, train_jobs_, whole_feeds, workspace_);
+  if (!run.ok()) {
+    int64_t updated = 0;
+    for (const auto& [name, id] : before) updated += workspace_[name].buffer_id() != id ? 1 : 0;
+    if (updated > 0) {
+      broken_ = absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank_, ": a training step failed after it had updated ", updated, " of ", before.size(),
+          " parameters and optimizer states in place (", run.status().message(),
+          "); load a checkpoint to go on"));
+    }
+  }
   return run;
 }
 
 absl::StatusOr<double> RankRunner::Eval(const exec::Feeds& whole_feeds) {
+  PDIST_RETURN_IF_ERROR(broken_);
   exec::Workspace ws = workspace_;
   PDIST_ASSIGN_OR_RETURN(exec::RunResult run, Step(*eval_executor_, eval_, eval_jobs_, whole_feeds, ws));
   return run.loss;
@@ -132,6 +149,7 @@ absl::Status RankRunner::PreparePredict(const ir::Program& predict, passes::Resh
 }
 
 absl::StatusOr<std::map<std::string, exec::Tensor>> RankRunner::Predict(const exec::Feeds& whole_feeds) {
+  PDIST_RETURN_IF_ERROR(broken_);
   if (predict_executor_ == nullptr) return absl::FailedPreconditionError("predict: PreparePredict first");
   exec::Feeds read;
   for (const auto& [name, tensor] : whole_feeds) {
@@ -150,6 +168,7 @@ absl::StatusOr<std::map<std::string, exec::Tensor>> RankRunner::Predict(const ex
 }
 
 absl::StatusOr<exec::Workspace> RankRunner::LocalStateOnHost() const {
+  PDIST_RETURN_IF_ERROR(broken_);
   exec::Workspace host;
   for (const auto& [name, tensor] : workspace_) {
     PDIST_ASSIGN_OR_RETURN(host[name], exec::ToDevice(tensor, exec::Device::Cpu()));
@@ -158,6 +177,7 @@ absl::StatusOr<exec::Workspace> RankRunner::LocalStateOnHost() const {
 }
 
 absl::StatusOr<std::optional<exec::Tensor>> RankRunner::StateOnHost(const std::string& name) const {
+  PDIST_RETURN_IF_ERROR(broken_);
   auto it = workspace_.find(name);
   if (it == workspace_.end()) return std::nullopt;
   PDIST_ASSIGN_OR_RETURN(exec::Tensor host, exec::ToDevice(it->second, exec::Device::Cpu()));

@@ -46,8 +46,9 @@ class RankRunner {
   absl::Status Connect(std::shared_ptr<exec::comm::Communicator> world, const std::vector<ir::ProcessMesh>& meshes);
   absl::Status Initialize(uint64_t seed);
 
-  // One step on whole feeds (this rank's pieces are cut here). The workspace changes only when
-  // the step succeeds.
+  // One step on whole feeds (this rank's pieces are cut here). Updates are made in place; a step
+  // that fails after some of them leaves the runner refusing every use of its state until a
+  // checkpoint is loaded (the error says so).
   absl::StatusOr<exec::RunResult> Train(const exec::Feeds& whole_feeds);
   absl::StatusOr<double> Eval(const exec::Feeds& whole_feeds);
 
@@ -102,6 +103,9 @@ class RankRunner {
   ir::Program predict_;
   std::unique_ptr<exec::Executor> predict_executor_;
   exec::Workspace workspace_;  // on options_.device
+  // Not OK once a training step failed after updating part of workspace_ in place (Train):
+  // every use of the state is refused until a checkpoint replaces it (AdoptState).
+  absl::Status broken_;
   std::vector<ir::PipelineJob> train_jobs_, eval_jobs_;  // empty: whole-program steps
   std::unique_ptr<exec::TimelineRecorder> timeline_;
 };

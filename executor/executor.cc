@@ -307,8 +307,23 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
       if (absl::Status s = after_op(i); !s.ok()) return Fail(s, state);
     }
     if (absl::Status s = Release(release_after[i], table, state); !s.ok()) return Fail(s, state);
+    InstallUpdates(i, table, state);
   }
   return absl::OkStatus();
+}
+
+void Executor::InstallUpdates(size_t i, ValueTable& table, RunState& state) const {
+  if (state.workspace == nullptr) return;
+  for (size_t u : plan_.install_after[i]) {
+    const ir::StateUpdate& update = program_->updates()[u];
+    const auto fresh = static_cast<size_t>(update.new_value->id());
+    // A value the communication stream still owes (a ZeRO all-gather of updated parameters)
+    // is installed when the step finishes: waiting for it here would stall the compute stream.
+    if (table.pending[fresh] != nullptr) continue;
+    (*state.workspace)[update.state->name()] = table.values[fresh];
+    table.values[static_cast<size_t>(update.state->id())] = Tensor();  // the old tensor's last reference here
+    state.live.Release(table.values[fresh]);  // persistent from now on, like the state it replaces
+  }
 }
 
 absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const {
@@ -364,6 +379,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
   PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
   RunState state;
   state.timeline = timeline;
+  state.workspace = &workspace;
   OpenStreams(state);
   const auto& ops = program.block().ops();
   if (timeline == nullptr) {

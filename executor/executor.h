@@ -9,8 +9,10 @@
 // Ops run in program order on the device's compute stream; collectives on its communication
 // stream, ordered by events. Each intermediate tensor is released right after its last use
 // (the memory planner computes last uses once, at Create), and the peak of live bytes is
-// reported. After the ops, `update` bindings move new parameter/state values into the
-// workspace. Feeds and workspace tensors must be on the executor's device; the core computes
+// reported. Each `update` binding moves its new value into the workspace as soon as the old one
+// is dead (MemoryPlan::install_after: in the optimizer's ops, an in-place update), the rest when
+// the ops are done; a run that fails among the optimizer's ops leaves part of the workspace
+// updated. Feeds and workspace tensors must be on the executor's device; the core computes
 // nothing on the host itself (sums over micro-batches are the device's `add` kernel).
 #pragma once
 
@@ -112,6 +114,8 @@ class Executor {
   void SubmitToStream(size_t i, const std::vector<int64_t>& last_uses, ValueTable& table, RunState& state) const;
   // Frees the values `ids` (an op's last uses) from `table`, waiting for those the stream owes.
   absl::Status Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const;
+  // Installs the updates MemoryPlan::install_after lists for op i into state.workspace.
+  void InstallUpdates(size_t i, ValueTable& table, RunState& state) const;
   absl::Status Await(int64_t id, ValueTable& table, RunState& state) const;
   // Waits for the stream and every value it owes; fails with a communicator's recorded error.
   absl::Status Drain(std::vector<ValueTable*> tables, RunState& state) const;

@@ -87,6 +87,7 @@ class PipelinedStep {
         num_values_(static_cast<size_t>(program_.num_values())), tables_(micro_feeds.size()), sums_(num_values_),
         sum_handed_over_(num_values_, false), started_early_(program_.block().ops().size(), false) {
     state_.timeline = timeline;
+    state_.workspace = &workspace;
   }
 
   absl::StatusOr<RunResult> Run() {

@@ -72,6 +72,9 @@ struct RunState {
   std::unique_ptr<Stream> stream;  // the communication stream, made on the first collective
   std::map<std::string, double> op_seconds;
   TimelineRecorder* timeline = nullptr;  // spans of jobs and of communication, when given
+  // Where updated states take their new values as soon as the old ones are dead
+  // (MemoryPlan::install_after); the rest are installed when the step finishes.
+  std::map<std::string, Tensor>* workspace = nullptr;
   ir::PipelineJob job;                   // the job running (a whole-program run: none)
   bool in_job = false;
 };

@@ -39,6 +39,72 @@ TEST(MemoryPlannerTest, FreesEachValueAfterItsLastUse) {
   EXPECT_EQ(run->peak_bytes, 2048);
 }
 
+// Two 1 KiB parameters updated by sgd in the optimizer's ops: each new value replaces its state
+// right after the op that made it (the old tensor is read by nothing later), so the step never
+// holds both new values beside the old ones; a failure after the first update leaves it installed.
+struct TwoUpdates {
+  ir::Program p;
+  ir::Value *w1, *w2;
+};
+
+TwoUpdates TwoSgdUpdates(bool fail_after_first) {
+  TwoUpdates t;
+  ir::Builder b(&t.p);
+  const ir::TensorType type{{256}, DataType::kFloat32};
+  t.w1 = b.Parameter("w1", type, "ones");
+  t.w2 = b.Parameter("w2", type, "ones");
+  ir::Value* g1 = b.Data("g1", type);
+  ir::Value* g2 = b.Data("g2", type);
+  ir::Value* lr = b.Data("lr", {{}, DataType::kFloat32});
+  b.set_op_role(ir::OpRole::kOptimizer);
+  ir::Value* n1 = *b.Op1("sgd", {t.w1, lr, g1});  // op 0
+  if (fail_after_first) {
+    // A collective with no communicator fails when it runs: the run stops after op 0.
+    EXPECT_TRUE(b.Op1("c_allreduce", {n1}, {{"ranks", std::vector<int64_t>{0, 1}}}).ok());
+  }
+  ir::Value* n2 = *b.Op1("sgd", {t.w2, lr, g2});
+  t.p.add_update(t.w1, n1);
+  t.p.add_update(t.w2, n2);
+  return t;
+}
+
+TEST(MemoryPlannerTest, UpdatesAreInstalledRightAfterTheOptimizerOpThatMakesThem) {
+  TwoUpdates t = TwoSgdUpdates(false);
+  MemoryPlan plan = PlanMemory(t.p, {});
+  ASSERT_EQ(plan.install_after.size(), 2u);
+  EXPECT_EQ(plan.install_after[0], std::vector<size_t>{0});
+  EXPECT_EQ(plan.install_after[1], std::vector<size_t>{1});
+  EXPECT_EQ(plan.estimated_peak_bytes, 1024);  // one new value at a time; installed, it is persistent
+
+  auto executor = Executor::Create(t.p);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
+  const void* old_w1 = ws.at("w1").buffer_id();
+  const ir::TensorType type{{256}, DataType::kFloat32};
+  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
+  auto run = executor->Run(feeds, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->peak_bytes, 1024);  // holding every new value to the end measured 2048
+  EXPECT_NE(ws.at("w1").buffer_id(), old_w1);
+}
+
+TEST(ExecutorTest, AFailureAmongTheOptimizerOpsLeavesTheEarlierUpdatesInstalled) {
+  TwoUpdates t = TwoSgdUpdates(true);
+  auto executor = Executor::Create(t.p);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
+  const void* old_w1 = ws.at("w1").buffer_id();
+  const void* old_w2 = ws.at("w2").buffer_id();
+  const ir::TensorType type{{256}, DataType::kFloat32};
+  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
+  auto run = executor->Run(feeds, ws);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(ws.at("w1").buffer_id(), old_w1);  // updated in place before the failure
+  EXPECT_EQ(ws.at("w2").buffer_id(), old_w2);
+}
+
 TEST(ExecutorTest, MissingOrMistypedFeedIsAnError) {
   ir::Program p;
   ir::Builder b(&p);
