@@ -1,7 +1,7 @@
 // Predicted against measured: the planner's step time for strategies of a small GPT on 4
 // in-process CPU ranks (this machine, calibrated by calibration/calibrate.h or read from a cluster
 // file) next to the step time the engine measures for the same strategy file. Prints a table
-// and the rank correlation (Spearman) and mean relative error; scripts/bench-plan-accuracy.sh
+// and the rank correlation (Spearman) and mean relative error; scripts/bench-plan-cpu.sh
 // runs it for docs/benchmarks.md.
 //
 //   build/benchmarks/plan_accuracy_benchmark [CLUSTER.json] [STEPS]

@@ -44,6 +44,20 @@ absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op) {
   return def->cost(inputs, outputs, op.attrs());
 }
 
+ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency) {
+  if (efficiency.attention != strategy::Efficiency::Attention::kUnfused) return cost;
+  const bool forward = op.type() == "flash_attn" || op.type() == "flash_attention";
+  if (!forward && op.type() != "flash_attn_grad") return cost;
+  const ir::TensorType& q = op.operand(0)->type();  // [batch, s_q, heads, head_dim]
+  const ir::TensorType& k = op.operand(1)->type();
+  const double scores = static_cast<double>(q.shape[0]) * static_cast<double>(q.shape[2]) *
+                        static_cast<double>(q.shape[1]) * static_cast<double>(k.shape[1]);
+  const double width = static_cast<double>(ir::DataTypeSize(q.dtype));
+  cost.flops = cost.ModelFlops();  // no causal skipping, no recompute of q·kᵀ in the backward
+  cost.bytes += (forward ? 6 : 9) * scores * width + scores;
+  return cost;
+}
+
 ir::DataType ComputeDtype(const ir::Operation& op) {
   for (const ir::Value* v : op.operands()) {
     if (v != nullptr && IsFloat(v->type().dtype)) return v->type().dtype;

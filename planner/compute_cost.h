@@ -29,6 +29,16 @@ absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataTy
 // registry does not know.
 absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op);
 
+// The cost of `op` as the device's kernels run it: the registered cost, except for the
+// attention core on a device whose attention is unfused (strategy::Efficiency::attention), which
+// performs the full (unmasked) products and moves its b·heads·s² scores through memory:
+//   forward   written by q·kᵀ, read and written by scale-mask-softmax and by dropout (+ a byte
+//             of mask each), read by p·v:                  6 · E · w + E bytes
+//   backward  written by dO·vᵀ, read by pᵀ·dO, read and written by dropout's and softmax's
+//             gradients (+ the mask, + softmax's output), read by the two products: 9 · E · w + E
+// where E = batch · heads · s_q · s_k of the local shapes and w the element size.
+ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency);
+
 // The dtype an op computes in: that of its first floating-point operand or result (f32 when it
 // has none, e.g. an embedding lookup of integer ids reading no float).
 ir::DataType ComputeDtype(const ir::Operation& op);

@@ -42,22 +42,26 @@ struct StageTotals {
   // several micro-batches, whose gradient sums stay whole while later ones' activations live.
   double backward_peak = -1;
   double bucket_bytes = 0;  // the two gradient-fusion buckets in flight (part of the workspace)
+  double largest_update = 0;         // one optimizer op's new tensors (its slice under ZeRO)
+  bool gathers_parameters = false;   // ZeRO 1 and 2: the updated parameters come back whole
   TimeBreakdown time;
   MemoryBreakdown memory;
 };
 
 // The activations with `in_flight` micro-batches alive at most, and the transient peak: the
 // backward's (the liveness walk, or the whole gradient sums beside every in-flight micro-batch)
-// with its workspace, or the optimizer's, which turns each gradient into new values of every
-// persistent tensor (the executor applies them at the step's end) and so holds about the larger
-// of the two.
+// with its workspace, or the optimizer's. The optimizer's ops start with every gradient live and
+// the executor installs each parameter's new value and states as soon as the op has made them
+// (executor/memory_planner.h: an in-place update), so beside the gradients there is one op's
+// new tensors — and under ZeRO 1 and 2 the all-gathered new parameters, which the communication
+// stream delivers and the step installs at its end.
 void SettleTransients(StageTotals& st, double in_flight) {
   MemoryBreakdown& m = st.memory;
   m.activations = st.saved * in_flight;
   // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
   const double backward = st.backward_peak >= 0 ? st.backward_peak + st.bucket_bytes
                                                 : m.gradients + m.activations + m.workspace;
-  const double optimizer = std::max(m.gradients, m.parameters + m.optimizer_states);
+  const double optimizer = m.gradients + st.largest_update + (st.gathers_parameters ? m.parameters : 0);
   m.transient_peak = std::max(backward, optimizer);
 }
 
@@ -67,7 +71,7 @@ void SettleTransients(StageTotals& st, double in_flight) {
 // all-gather the updated parameters after the update, with nothing left to hide behind
 // (passes/sharding.h: what runs).
 std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::Cluster& cluster,
-                                           std::vector<VirtualStage>& vs) {
+                                           std::vector<VirtualStage>& vs, const EstimateOptions& options) {
   std::vector<double> exposed(static_cast<size_t>(c.pp), 0.0);
   if (c.dp == 1) return exposed;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
@@ -78,12 +82,15 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
       layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
     }
     const Collective kind = c.zero >= 2 ? Collective::kReduceScatter : Collective::kAllReduce;
-    const double sync = CollectiveSeconds(cluster, kind, grads, DataParallelGroup(c, stage));
+    const double sync =
+        CollectiveSeconds(cluster, kind, grads * options.gradient_sync_bytes_scale, DataParallelGroup(c, stage));
     const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
     // In a pipelined step too the engine starts each bucket once the last micro-batch has added
     // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
-    exposed[stage] = std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets));
+    exposed[stage] = options.overlap_gradient_sync
+                         ? std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets))
+                         : sync;
     if (c.zero == 1 || c.zero == 2) {
       exposed[stage] += CollectiveSeconds(cluster, Collective::kAllGather, params, DataParallelGroup(c, stage));
     }
@@ -113,7 +120,9 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
       st.memory.optimizer_states += s.cost.optimizer_state_bytes;
       st.saved = std::max(st.saved, s.saved);
       st.memory.workspace = std::max(st.memory.workspace, s.workspace);
+      st.largest_update = std::max(st.largest_update, s.cost.largest_update_bytes / (c.zero >= 1 ? dp : 1.0));
     }
+    st.gathers_parameters = c.dp > 1 && (c.zero == 1 || c.zero == 2);
     st.busy += vs[stage].jobs.optimizer;
     st.time.dp_comm += dp_exposed[stage];
     st.time.compute = st.busy - st.time.recompute - st.time.dp_comm - st.time.mp_comm;
@@ -214,7 +223,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   for (int64_t k = 0; k < c.pp * c.vpp; ++k) {
     vs.push_back(PriceVirtualStage(c, model, *profile, layout.stages[k], k, cluster));
   }
-  const std::vector<double> dp_exposed = ExposeDataParallelSync(c, cluster, vs);
+  const std::vector<double> dp_exposed = ExposeDataParallelSync(c, cluster, vs, options);
   std::vector<StageTotals> totals = SumStages(c, vs, dp_exposed, options);
 
   // Bounds before the simulation: the busiest rank's work, the memory with one micro-batch.

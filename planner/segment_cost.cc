@@ -1,5 +1,6 @@
 #include "planner/segment_cost.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,7 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   recomputable_bytes += o.recomputable_bytes;
   recomputable_seconds += o.recomputable_seconds;
   boundary_bytes += o.boundary_bytes;
+  largest_update_bytes = std::max(largest_update_bytes, o.largest_update_bytes);
   return *this;
 }
 
@@ -108,13 +110,18 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.mp_comm_seconds[role] += t;
       continue;
     }
-    PDIST_ASSIGN_OR_RETURN(ir::OpCost op_cost, CostOf(*op));
+    PDIST_ASSIGN_OR_RETURN(ir::OpCost registered, CostOf(*op));
+    const ir::OpCost op_cost = AsTheDeviceRunsIt(*op, registered, cluster.device.efficiency);
     absl::StatusOr<double> t = ComputeSeconds(cluster.device, ComputeDtype(*op), op_cost);
     if (!t.ok()) return WithContext(t.status(), absl::StrCat("pricing ", op->Describe()));
     if (unscaled_by_type != nullptr) (*unscaled_by_type)[op->type()] += *t;
     if (auto scale = op_scale.find(ScaledAs(op->type())); scale != op_scale.end()) *t *= scale->second;
     cost.seconds[role] += *t;
-    if (op->role() != ir::OpRole::kOptimizer) {
+    if (op->role() == ir::OpRole::kOptimizer) {
+      double made = 0;
+      for (const ir::Value* r : op->results()) made += static_cast<double>(r->type().num_bytes());
+      cost.largest_update_bytes = std::max(cost.largest_update_bytes, made);
+    } else {
       cost.flops += op_cost.flops;
       cost.model_flops += op_cost.ModelFlops();
     }
@@ -123,6 +130,10 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     if (op->role() == ir::OpRole::kForward && (def == nullptr || !def->compute_bound)) {
       cost.recomputable_seconds += *t;
       recomputable.insert(op->results().begin(), op->results().end());
+    } else if (op->role() == ir::OpRole::kForward && op_cost.bytes != registered.bytes) {
+      // An unfused attention core: selective recompute as Korthikanti et al. define it replays it
+      // in the backward (it keeps nothing of size s²); its outputs are kept as pdist's are.
+      cost.recomputable_seconds += *t;
     }
     if (IsBackward(*op)) {
       for (const ir::Value* v : op->operands()) {

@@ -31,6 +31,10 @@ struct SegmentCost {
   double recomputable_bytes = 0;    // of which made by ops that are not compute-bound (selective recompute drops them)
   double recomputable_seconds = 0;  // forward seconds of those ops (what selective recompute redoes)
   double boundary_bytes = 0;          // what a forward sends to the next stage (c_send)
+  // The most bytes one optimizer op makes (a parameter's new value and new states): what the
+  // executor holds beside the old tensors before it installs them (an in-place update). Combined
+  // by max, not sum, and left alone by scaling.
+  double largest_update_bytes = 0;
 
   double Seconds(ir::OpRole role) const { return seconds[static_cast<size_t>(role)]; }
   double MpCommSeconds(ir::OpRole role) const { return mp_comm_seconds[static_cast<size_t>(role)]; }

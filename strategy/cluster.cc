@@ -110,6 +110,14 @@ auto EfficiencyOf(Efficiency& e) {
                        {"gemm_half_gflop", Positive(e.gemm_half_flops, kGiga)},
                        {"memory", Fraction(e.memory)},
                        {"op_overhead_us", Positive(e.op_overhead, kMicro)},
+                       {"attention", [&e](const Json& kind, const std::string& at) -> absl::Status {
+                          if (kind == "fused" || kind == "unfused") {
+                            e.attention = kind == "fused" ? Efficiency::Attention::kFused : Efficiency::Attention::kUnfused;
+                            return absl::OkStatus();
+                          }
+                          return absl::InvalidArgumentError(
+                              absl::StrCat("cluster key '", at, "' must be \"fused\" or \"unfused\", got ", kind.dump()));
+                        }},
                        {"op_scale", [&e](const Json& scales, const std::string& at) -> absl::Status {
                           if (!scales.is_object()) {
                             return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, "' must map op types to factors"));
@@ -199,6 +207,7 @@ std::string ClusterToJson(const Cluster& c) {
                       {"gemm_half_gflop", c.device.efficiency.gemm_half_flops / kGiga},
                       {"memory", c.device.efficiency.memory},
                       {"op_overhead_us", c.device.efficiency.op_overhead / kMicro},
+                      {"attention", c.device.efficiency.attention == Efficiency::Attention::kFused ? "fused" : "unfused"},
                       {"op_scale", c.device.efficiency.op_scale}}}}},
                   {"intra_node", link(c.intra_node)},
                   {"inter_node", link(c.inter_node)}};

@@ -32,13 +32,20 @@ struct Link {
 
 // How close to its peak rates a device runs an op (planner/compute_cost.h): a matmul of f FLOPs
 // reaches gemm · f / (f + gemm_half_flops) of peak; streaming ops reach `memory` of the memory
-// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). The default `gemm` is
-// calibrated on Megatron-LM's 1.7B A100 row (docs/cost_model.md); the rest are assumptions.
+// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). `gemm` and `memory` are
+// fitted to 19 published A100 runs (scripts/bench-plan-accuracy.sh: out of sample, mean |error|
+// 3.2%, max 7.5%; docs/benchmarks.md); `gemm_half_flops` and `op_overhead` are assumptions.
 struct Efficiency {
-  double gemm = 0.5;
+  double gemm = 0.725;
   double gemm_half_flops = 5e8;
-  double memory = 0.8;
+  double memory = 0.7;
   double op_overhead = 5e-6;  // seconds
+  // How the attention core runs: fused (FlashAttention, what pdist's flash_attn is) or unfused
+  // (Megatron-LM's CoreAttention before FlashAttention: the full b·heads·s² scores written,
+  // scale-mask-softmaxed, dropped out and read back, in both passes). Published runs of 2021–22
+  // ran unfused; pricing them needs it (docs/cost_model.md, "Attention").
+  enum class Attention : int8_t { kFused, kUnfused };
+  Attention attention = Attention::kFused;
   // Per op type, measured time over the roofline's on a reference step (calibration only):
   // kernels the roofline misjudges (a bias gradient's reduction, tanh) are priced as measured.
   std::map<std::string, double> op_scale;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/builder.h"
 #include "planner/comm_cost.h"
 #include "planner/compute_cost.h"
 #include "planner/stage_layout.h"
@@ -31,6 +32,43 @@ TEST(ComputeCostTest, RooflineWithASizeDependentMatmulRate) {
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
               5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
   EXPECT_FALSE(ComputeSeconds(a100, ir::DataType::kInt64, {.flops = 1, .bytes = 1}).ok());
+}
+
+TEST(ComputeCostTest, AnUnfusedAttentionCoreMovesItsScoresThroughMemory) {
+  ir::Program p;
+  ir::Builder b(&p);
+  const ir::TensorType qkv{{2, 128, 4, 16}, ir::DataType::kBFloat16};  // [batch, s, heads, d]
+  ir::Value* q = b.Data("q", qkv);
+  ir::Value* k = b.Data("k", qkv);
+  ir::Value* v = b.Data("v", qkv);
+  ASSERT_TRUE(b.Create("flash_attn", {q, k, v}, {{"causal", true}}).ok());
+  const ir::Operation& attention = *p.block().ops().back();
+  const ir::OpCost registered = *CostOf(attention);
+  strategy::Efficiency e;
+  EXPECT_EQ(AsTheDeviceRunsIt(attention, registered, e).bytes, registered.bytes);  // fused: as registered
+  e.attention = strategy::Efficiency::Attention::kUnfused;
+  const ir::OpCost unfused = AsTheDeviceRunsIt(attention, registered, e);
+  const double scores = 2.0 * 4 * 128 * 128;  // batch · heads · s_q · s_k
+  EXPECT_DOUBLE_EQ(unfused.bytes, registered.bytes + 6 * scores * 2 + scores);
+  EXPECT_DOUBLE_EQ(unfused.flops, registered.ModelFlops());  // the full products: no causal skipping
+  EXPECT_DOUBLE_EQ(registered.flops * 2, registered.ModelFlops());
+}
+
+TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {
+  const PlannedModel model = *ModelFromSpec("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 64);
+  const strategy::Cluster cluster = Cluster(16);  // two nodes: the all-reduce crosses the network
+  Profiler profiler(model, cluster);
+  const Candidate c{.dp = 16, .micro_batch = 4, .micro_batches = 1};
+  EstimateOptions overlapped, after, in_f32;
+  after.overlap_gradient_sync = false;
+  in_f32.overlap_gradient_sync = false;
+  in_f32.gradient_sync_bytes_scale = 2;
+  const Estimate a = *EstimateCandidate(c, model, cluster, profiler, overlapped);
+  const Estimate b = *EstimateCandidate(c, model, cluster, profiler, after);
+  const Estimate f = *EstimateCandidate(c, model, cluster, profiler, in_f32);
+  EXPECT_LT(a.time.dp_comm, b.time.dp_comm);
+  EXPECT_GT(f.time.dp_comm, 1.5 * b.time.dp_comm);  // twice the bytes, the same latency
+  EXPECT_NEAR(b.step_time - a.step_time, b.time.dp_comm - a.time.dp_comm, 1e-12);
 }
 
 TEST(StageLayoutTest, BalancedGroupsMinimiseTheLargestSum) {

@@ -42,6 +42,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     preset->shared_cores = 3;
     preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
+    preset->device.efficiency.attention = Efficiency::Attention::kUnfused;
     auto back = ParseCluster(ClusterToJson(*preset));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->name, preset->name);
@@ -54,6 +55,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     EXPECT_EQ(back->shared_cores, 3);
     EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
+    EXPECT_EQ(back->device.efficiency.attention, Efficiency::Attention::kUnfused);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
   }
 }
@@ -87,6 +89,9 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
        "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"attention": "flash"}}, )" + links + "}",
+       "'device.efficiency.attention' must be \"fused\" or \"unfused\", got \"flash\""},
       // Absurd sizes are refused, not allocated for or wrapped ("-4 devices").
       {"{\"nodes\": 9223372036854775807, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
        "'nodes' must be an integer in [1, 1048576], got 9223372036854775807"},

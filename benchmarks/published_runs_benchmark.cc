@@ -1,0 +1,230 @@
+// The cost model against published end-to-end runs (issue #17): every row of
+// benchmarks/data/published_runs.tsv is priced with every knob fixed as published (the planner's
+// EstimateCandidate, as `pdist-plan --strategy` with all keys set), and its predicted step time
+// printed beside the published one. Then the device's efficiency constants are fitted
+// leave-one-out: each row is predicted with the constants that fit the other rows best, so the
+// error reported for it is out of sample.
+//
+//   published_runs_benchmark benchmarks/data/published_runs.tsv
+//   published_runs_benchmark --check benchmarks/data/published_runs.tsv   (ctest plan.published_runs:
+//       the default constants only; fails when the mean |error| passes 5% or any row 10%)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "ir/input_file.h"
+#include "ir/status.h"
+#include "planner/estimate.h"
+#include "planner/planned_model.h"
+#include "planner/profile.h"
+#include "strategy/cluster.h"
+
+namespace {
+
+using pdist::planner::Candidate;
+using pdist::planner::Recompute;
+
+struct Row {
+  std::string id, cluster;
+  int64_t gpus = 0, layers = 0, hidden = 0, heads = 0, vocab = 0, seq = 0, global_batch = 0;
+  Candidate candidate;
+  bool unfused_attention = false;
+  bool sync_after_backward = false;
+  double published_seconds = 0;
+};
+
+// Narayanan et al.'s FLOPs per iteration, full recompute counted (their eq. 3).
+double HardwareFlopsWithRecompute(const Row& r) {
+  const double b = static_cast<double>(r.global_batch), s = static_cast<double>(r.seq), l = static_cast<double>(r.layers),
+               h = static_cast<double>(r.hidden), v = static_cast<double>(r.vocab);
+  return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+}
+
+absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
+  const std::vector<std::string> f = absl::StrSplit(line, '\t');
+  const std::string where = absl::StrCat("line ", line_number);
+  if (f.size() != 20) return absl::InvalidArgumentError(absl::StrCat(where, ": ", f.size(), " columns, expected 20"));
+  Row r;
+  r.id = f[0];
+  r.cluster = f[1];
+  int64_t* ints[] = {&r.gpus, &r.layers, &r.hidden, &r.heads, &r.vocab, &r.seq, &r.global_batch,
+                     &r.candidate.dp, &r.candidate.mp, &r.candidate.pp, &r.candidate.vpp, &r.candidate.micro_batch};
+  for (size_t k = 0; k < std::size(ints); ++k) {
+    if (!absl::SimpleAtoi(f[2 + k], ints[k]) || *ints[k] < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " (", r.id, "): column ", 3 + k, " is '", f[2 + k],
+                                                     "', not a positive integer"));
+    }
+  }
+  Candidate& c = r.candidate;
+  if (c.dp * c.mp * c.pp != r.gpus || r.global_batch % (c.dp * c.micro_batch) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " (", r.id, "): dp × tp × pp must be the GPUs and dp × "
+                                                   "micro-batch must divide the global batch"));
+  }
+  c.micro_batches = r.global_batch / (c.dp * c.micro_batch);
+  c.schedule = c.vpp > 1 ? pdist::passes::ScheduleMode::kVPP : pdist::passes::ScheduleMode::k1F1B;
+  const std::map<std::string, Recompute> recompute = {
+      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+  auto rc = recompute.find(f[14]);
+  if (rc == recompute.end()) return absl::InvalidArgumentError(absl::StrCat(where, ": recompute '", f[14], "'"));
+  c.recompute = rc->second;
+  c.sp = f[15] == "1";
+  if ((f[16] != "fused" && f[16] != "unfused") || (f[17] != "overlap" && f[17] != "after")) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": attention '", f[16], "' (fused|unfused), dp_sync '", f[17],
+                                                   "' (overlap|after)"));
+  }
+  r.unfused_attention = f[16] == "unfused";
+  r.sync_after_backward = f[17] == "after";
+  double value = 0;
+  if (!absl::SimpleAtod(f[19], &value) || value <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": measured value '", f[19], "'"));
+  }
+  if (f[18] == "seconds") {
+    r.published_seconds = value;
+  } else if (f[18] == "hw_tflops") {
+    r.published_seconds = HardwareFlopsWithRecompute(r) / (value * 1e12 * static_cast<double>(r.gpus));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": measure '", f[18], "' (seconds or hw_tflops)"));
+  }
+  return r;
+}
+
+absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
+  PDIST_ASSIGN_OR_RETURN(std::string text, pdist::ir::ReadFileToString(path, 1 << 20));
+  std::vector<Row> rows;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (line.empty() || line[0] == '#') continue;
+    PDIST_ASSIGN_OR_RETURN(Row r, ParseRow(std::string(line), line_number));
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no rows"));
+  return rows;
+}
+
+std::string Spec(const Row& r) {
+  return absl::StrCat("gpt:layers=", r.layers, ",hidden=", r.hidden, ",heads=", r.heads, ",vocab=", r.vocab,
+                      ",seq=", r.seq, ",tied=1,dtype=bf16");
+}
+
+absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+  PDIST_ASSIGN_OR_RETURN(pdist::strategy::Cluster cluster, pdist::strategy::ClusterPreset(r.cluster, r.gpus));
+  cluster.device.efficiency = efficiency;
+  cluster.device.efficiency.attention = r.unfused_attention ? pdist::strategy::Efficiency::Attention::kUnfused
+                                                            : pdist::strategy::Efficiency::Attention::kFused;
+  PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
+  pdist::planner::Profiler profiler(model, cluster);
+  pdist::planner::EstimateOptions options;
+  options.overlap_gradient_sync = !r.sync_after_backward;
+  return pdist::planner::EstimateCandidate(r.candidate, model, cluster, profiler, options,
+                                           std::numeric_limits<double>::infinity());
+}
+
+double Error(double predicted, const Row& r) { return predicted / r.published_seconds - 1; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool check = argc == 3 && std::string(argv[1]) == "--check";
+  if (!(argc == 2 || check) || std::string(argv[1]) == "--help") {
+    std::fprintf(stderr, "usage: published_runs_benchmark [--check] ROWS.tsv   (benchmarks/data/published_runs.tsv)\n");
+    return argc == 2 ? 0 : 2;
+  }
+  absl::StatusOr<std::vector<Row>> rows = ReadRows(argv[argc - 1]);
+  if (!rows.ok()) {
+    std::fprintf(stderr, "published_runs_benchmark: %s\n", std::string(rows.status().message()).c_str());
+    return 1;
+  }
+  const pdist::strategy::Efficiency defaults;
+  std::printf("With the default efficiencies (gemm %.2f, gemm_half_flops %.2g, memory %.2f, op_overhead %.0f us):\n",
+              defaults.gemm, defaults.gemm_half_flops, defaults.memory, defaults.op_overhead * 1e6);
+  std::printf("%-22s %-30s %10s %10s %7s   %s\n", "row", "plan", "published", "predicted", "error",
+              "compute / recompute / tp / dp / pp / bubble (s), memory GB");
+  double sum = 0, worst = 0;
+  for (const Row& r : *rows) {
+    absl::StatusOr<pdist::planner::Estimate> e = Price(r, defaults);
+    if (!e.ok()) {
+      std::printf("%-22s %s\n", r.id.c_str(), std::string(e.status().message()).c_str());
+      return 1;
+    }
+    const double err = Error(e->step_time, r);
+    sum += std::abs(err);
+    worst = std::max(worst, std::abs(err));
+    const auto& t = e->time;
+    std::printf("%-22s %-30s %10.3f %10.3f %+6.1f%%   %.2f / %.2f / %.2f / %.2f / %.2f / %.2f, %.1f%s\n", r.id.c_str(),
+                r.candidate.ToString().c_str(), r.published_seconds, e->step_time, 100 * err, t.compute, t.recompute,
+                t.mp_comm, t.dp_comm, t.pp_comm, t.bubble, e->memory.total() / 1e9, e->fits ? "" : " (does not fit)");
+  }
+  const double mean = sum / static_cast<double>(rows->size());
+  std::printf("mean |error| %.1f%%, max %.1f%% over %zu rows\n\n", 100 * mean, 100 * worst, rows->size());
+  if (check) {
+    if (mean <= 0.05 && worst <= 0.10) return 0;
+    std::fprintf(stderr, "published_runs_benchmark: the cost model is off the published runs by %.1f%% on average "
+                 "(limit 5%%) and %.1f%% at most (limit 10%%)\n", 100 * mean, 100 * worst);
+    return 1;
+  }
+
+  // Leave one out: the grid of (gemm, memory) efficiencies priced once per row, then each row
+  // predicted with the pair that minimises the mean |error| of the others.
+  std::vector<double> gemm_grid, memory_grid = {0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+  for (double g = 0.40; g <= 0.901; g += 0.025) gemm_grid.push_back(g);
+  std::vector<std::vector<double>> error(rows->size());  // [row][grid point]
+  for (size_t i = 0; i < rows->size(); ++i) {
+    for (double g : gemm_grid) {
+      for (double m : memory_grid) {
+        pdist::strategy::Efficiency e = defaults;
+        e.gemm = g;
+        e.memory = m;
+        absl::StatusOr<pdist::planner::Estimate> est = Price((*rows)[i], e);
+        error[i].push_back(est.ok() ? Error(est->step_time, (*rows)[i]) : std::numeric_limits<double>::infinity());
+      }
+    }
+    std::fprintf(stderr, "\rfitting: %zu of %zu rows priced on %zu grid points", i + 1, rows->size(),
+                 gemm_grid.size() * memory_grid.size());
+  }
+  std::fprintf(stderr, "\n");
+  auto best_without = [&](size_t left_out) {
+    size_t best = 0;
+    double best_mean = std::numeric_limits<double>::infinity();
+    for (size_t p = 0; p < error[0].size(); ++p) {
+      double total = 0;
+      for (size_t i = 0; i < rows->size(); ++i) {
+        if (i != left_out) total += std::abs(error[i][p]);
+      }
+      if (total < best_mean) {
+        best_mean = total;
+        best = p;
+      }
+    }
+    return best;
+  };
+  auto point = [&](size_t p) {
+    return std::pair{gemm_grid[p / memory_grid.size()], memory_grid[p % memory_grid.size()]};
+  };
+  const size_t all = best_without(rows->size());
+  std::printf("Fitted on every row: gemm %.3f, memory %.2f\n", point(all).first, point(all).second);
+  std::printf("Leave one out (each row predicted with the constants fitted on the others):\n");
+  std::printf("%-22s %8s %8s %10s %10s %7s\n", "row", "gemm", "memory", "published", "predicted", "error");
+  sum = 0;
+  worst = 0;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const size_t p = best_without(i);
+    const double err = error[i][p];
+    sum += std::abs(err);
+    worst = std::max(worst, std::abs(err));
+    std::printf("%-22s %8.3f %8.2f %10.3f %10.3f %+6.1f%%\n", (*rows)[i].id.c_str(), point(p).first, point(p).second,
+                (*rows)[i].published_seconds, (*rows)[i].published_seconds * (1 + err), 100 * err);
+  }
+  std::printf("out of sample: mean |error| %.1f%%, max %.1f%% over %zu rows\n",
+              100 * sum / static_cast<double>(rows->size()), 100 * worst, rows->size());
+  return 0;
+}
