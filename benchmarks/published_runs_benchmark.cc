@@ -26,6 +26,7 @@
 #include "planner/estimate.h"
 #include "planner/planned_model.h"
 #include "planner/profile.h"
+#include "planner/search.h"
 #include "strategy/cluster.h"
 
 namespace {
@@ -116,17 +117,50 @@ std::string Spec(const Row& r) {
                       ",seq=", r.seq, ",tied=1,dtype=bf16");
 }
 
-absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency& efficiency) {
-  PDIST_ASSIGN_OR_RETURN(pdist::strategy::Cluster cluster, pdist::strategy::ClusterPreset(r.cluster, r.gpus));
-  cluster.device.efficiency = efficiency;
-  cluster.device.efficiency.attention = r.unfused_attention ? pdist::strategy::Efficiency::Attention::kUnfused
-                                                            : pdist::strategy::Efficiency::Attention::kFused;
-  PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
-  pdist::planner::Profiler profiler(model, cluster);
+// The row's system: its cluster with `efficiency` and the row's attention kernel, and how it
+// synchronises gradients.
+struct System {
+  pdist::strategy::Cluster cluster;
   pdist::planner::EstimateOptions options;
-  options.overlap_gradient_sync = !r.sync_after_backward;
-  return pdist::planner::EstimateCandidate(r.candidate, model, cluster, profiler, options,
+};
+
+absl::StatusOr<System> SystemOf(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+  System s;
+  PDIST_ASSIGN_OR_RETURN(s.cluster, pdist::strategy::ClusterPreset(r.cluster, r.gpus));
+  s.cluster.device.efficiency = efficiency;
+  s.cluster.device.efficiency.attention = r.unfused_attention ? pdist::strategy::Efficiency::Attention::kUnfused
+                                                              : pdist::strategy::Efficiency::Attention::kFused;
+  s.options.overlap_gradient_sync = !r.sync_after_backward;
+  return s;
+}
+
+absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+  PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, efficiency));
+  PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
+  pdist::planner::Profiler profiler(model, system.cluster);
+  return pdist::planner::EstimateCandidate(r.candidate, model, system.cluster, profiler, system.options,
                                            std::numeric_limits<double>::infinity());
+}
+
+// The planner's own pick for the row's model, GPU count and global batch on the row's system.
+absl::StatusOr<pdist::planner::Estimate> Pick(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+  PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, efficiency));
+  PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
+  pdist::planner::SearchOptions options;
+  options.estimate = system.options;
+  PDIST_ASSIGN_OR_RETURN(pdist::planner::SearchResult result, pdist::planner::Search(model, system.cluster, options));
+  return result.best();
+}
+
+// The term of the step that differs most between two estimates, signed (b − a).
+std::string LargestDifference(const pdist::planner::Estimate& a, const pdist::planner::Estimate& b) {
+  const std::pair<const char*, double> terms[] = {
+      {"compute", b.time.compute - a.time.compute},     {"recompute", b.time.recompute - a.time.recompute},
+      {"tensor-parallel", b.time.mp_comm - a.time.mp_comm}, {"data-parallel", b.time.dp_comm - a.time.dp_comm},
+      {"pipeline p2p", b.time.pp_comm - a.time.pp_comm}, {"bubble", b.time.bubble - a.time.bubble}};
+  const auto* most = std::max_element(std::begin(terms), std::end(terms),
+                                      [](const auto& x, const auto& y) { return std::abs(x.second) < std::abs(y.second); });
+  return absl::StrCat(most->first, " ", most->second >= 0 ? "+" : "", absl::SixDigits(most->second), " s");
 }
 
 double Error(double predicted, const Row& r) { return predicted / r.published_seconds - 1; }
@@ -224,7 +258,25 @@ int main(int argc, char** argv) {
     std::printf("%-22s %8.3f %8.2f %10.3f %10.3f %+6.1f%%\n", (*rows)[i].id.c_str(), point(p).first, point(p).second,
                 (*rows)[i].published_seconds, (*rows)[i].published_seconds * (1 + err), 100 * err);
   }
-  std::printf("out of sample: mean |error| %.1f%%, max %.1f%% over %zu rows\n",
+  std::printf("out of sample: mean |error| %.1f%%, max %.1f%% over %zu rows\n\n",
               100 * sum / static_cast<double>(rows->size()), 100 * worst, rows->size());
+
+  // The planner against the hand-tuned configurations: only the model, the GPUs and the global
+  // batch fixed, on the same system, with the default constants.
+  std::printf("The planner's pick (model, GPUs and global batch fixed) against the published configuration:\n");
+  std::printf("%-22s %-44s %10s %10s %7s   %s\n", "row", "pick", "published", "pick", "change",
+              "largest difference in a term (pick - published)");
+  for (const Row& r : *rows) {
+    absl::StatusOr<pdist::planner::Estimate> published = Price(r, defaults);
+    absl::StatusOr<pdist::planner::Estimate> pick = Pick(r, defaults);
+    if (!published.ok() || !pick.ok()) {
+      std::printf("%-22s %s\n", r.id.c_str(),
+                  std::string((published.ok() ? pick.status() : published.status()).message()).c_str());
+      continue;
+    }
+    std::printf("%-22s %-44s %10.3f %10.3f %+6.1f%%   %s%s\n", r.id.c_str(), pick->candidate.ToString().c_str(),
+                published->step_time, pick->step_time, 100 * (pick->step_time / published->step_time - 1),
+                LargestDifference(*published, *pick).c_str(), published->fits ? "" : " (published does not fit)");
+  }
   return 0;
 }

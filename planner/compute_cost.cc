@@ -1,6 +1,7 @@
 #include "planner/compute_cost.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ir/status.h"
@@ -44,18 +45,32 @@ absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op) {
   return def->cost(inputs, outputs, op.attrs());
 }
 
+namespace {
+
+// batch · heads · s_q · s_k of an attention op's q [batch, s_q, heads, d] and k, and q's element size.
+std::pair<double, double> ScoresAndWidth(const ir::Operation& op) {
+  const ir::TensorType& q = op.operand(0)->type();
+  const ir::TensorType& k = op.operand(1)->type();
+  return {static_cast<double>(q.shape[0]) * static_cast<double>(q.shape[2]) * static_cast<double>(q.shape[1]) *
+              static_cast<double>(k.shape[1]),
+          static_cast<double>(ir::DataTypeSize(q.dtype))};
+}
+
+}  // namespace
+
 ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency) {
   if (efficiency.attention != strategy::Efficiency::Attention::kUnfused) return cost;
   const bool forward = op.type() == "flash_attn" || op.type() == "flash_attention";
   if (!forward && op.type() != "flash_attn_grad") return cost;
-  const ir::TensorType& q = op.operand(0)->type();  // [batch, s_q, heads, head_dim]
-  const ir::TensorType& k = op.operand(1)->type();
-  const double scores = static_cast<double>(q.shape[0]) * static_cast<double>(q.shape[2]) *
-                        static_cast<double>(q.shape[1]) * static_cast<double>(k.shape[1]);
-  const double width = static_cast<double>(ir::DataTypeSize(q.dtype));
+  const auto [scores, width] = ScoresAndWidth(op);
   cost.flops = cost.ModelFlops();  // no causal skipping, no recompute of q·kᵀ in the backward
   cost.bytes += (forward ? 6 : 9) * scores * width + scores;
   return cost;
+}
+
+double UnfusedAttentionSavedBytes(const ir::Operation& op) {
+  const auto [scores, width] = ScoresAndWidth(op);
+  return scores * (2 * width + 1);
 }
 
 ir::DataType ComputeDtype(const ir::Operation& op) {

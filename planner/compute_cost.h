@@ -38,6 +38,9 @@ absl::StatusOr<ir::OpCost> CostOf(const ir::Operation& op);
 //             gradients (+ the mask, + softmax's output), read by the two products: 9 · E · w + E
 // where E = batch · heads · s_q · s_k of the local shapes and w the element size.
 ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency);
+// What an unfused attention core (flash_attn's operands) keeps for its backward: the softmax
+// output and the dropout output (w bytes each) and the dropout mask (a byte) per score.
+double UnfusedAttentionSavedBytes(const ir::Operation& op);
 
 // The dtype an op computes in: that of its first floating-point operand or result (f32 when it
 // has none, e.g. an embedding lookup of integer ids reading no float).

@@ -131,9 +131,13 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.recomputable_seconds += *t;
       recomputable.insert(op->results().begin(), op->results().end());
     } else if (op->role() == ir::OpRole::kForward && op_cost.bytes != registered.bytes) {
-      // An unfused attention core: selective recompute as Korthikanti et al. define it replays it
-      // in the backward (it keeps nothing of size s²); its outputs are kept as pdist's are.
+      // An unfused attention core keeps its softmax output, dropout mask and dropout output for
+      // the backward (Korthikanti et al.'s 5·a·s²·b bytes); selective recompute in their sense
+      // replays the core in the backward instead and keeps none of them.
+      const double kept = UnfusedAttentionSavedBytes(*op);
       cost.recomputable_seconds += *t;
+      cost.saved_bytes += kept;
+      cost.recomputable_bytes += kept;
     }
     if (IsBackward(*op)) {
       for (const ir::Value* v : op->operands()) {

@@ -52,6 +52,8 @@ TEST(ComputeCostTest, AnUnfusedAttentionCoreMovesItsScoresThroughMemory) {
   EXPECT_DOUBLE_EQ(unfused.bytes, registered.bytes + 6 * scores * 2 + scores);
   EXPECT_DOUBLE_EQ(unfused.flops, registered.ModelFlops());  // the full products: no causal skipping
   EXPECT_DOUBLE_EQ(registered.flops * 2, registered.ModelFlops());
+  // Kept for the backward: softmax and dropout outputs (2 bytes each) and the mask (1).
+  EXPECT_DOUBLE_EQ(UnfusedAttentionSavedBytes(attention), scores * 5);
 }
 
 TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {
