@@ -19,6 +19,7 @@
 #include "passes/recompute.h"
 #include "passes/replicate_loss.h"
 #include "passes/sharding.h"
+#include "passes/regather.h"
 #include "passes/split_weight_grad.h"
 
 namespace pdist::passes {
@@ -63,6 +64,19 @@ class MicroBatchPass : public Pass {
  private:
   std::optional<int64_t> n_;
   std::optional<bool> average_;
+};
+
+// `regather`: the backward all-gathers sequence shards again instead of keeping the gathered
+// activations (passes/regather.h).
+class RegatherPass : public Pass {
+ public:
+  std::string_view name() const override { return "regather"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(Regathered r, RegatherInBackward(program));
+    context.Explain(name(), absl::StrCat(r.values, " gathered activations regathered in the backward, ", r.bytes_saved,
+                                         " bytes per micro-batch and rank no longer kept"));
+    return r.values > 0;
+  }
 };
 
 // `split-weight-grad`: the backward split into activation gradients (B) and weight gradients
@@ -400,6 +414,9 @@ class FuseAllReducePass : public Pass {
 absl::Status RegisterDistributedPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("micro-batch", "the forward program of one of n micro-batches",
                                           &MicroBatchPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("regather",
+                                          "all-gather sequence shards again in the backward instead of keeping them gathered (sp)",
+                                          NoOptions<RegatherPass>("regather")));
   PDIST_RETURN_IF_ERROR(registry.Register("split-weight-grad",
                                           "split the backward into activation (B) and weight (W) gradients (ZBH1)",
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));

@@ -95,6 +95,7 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
   p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
   if (strategy.amp.ScalesLoss()) p.train_tail.push_back({"loss-scaling", {}});
   p.train_tail.push_back({"completion", {}});
+  if (strategy.sp) p.train_tail.push_back({"regather", {}});
   if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   if (strategy.sharding.enable && strategy.dp_degree > 1) {
     p.train_tail.push_back({"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}});

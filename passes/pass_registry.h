@@ -53,7 +53,7 @@ PassFactory NoOptions(const char* name) {
 // Registers autodiff, optimizer, annotate-strategy and completion (passes/builtin_passes.cc),
 // then the distributed passes.
 absl::Status RegisterBuiltinPasses(PassRegistry& registry);
-// micro-batch, split-weight-grad, replicate-loss, replicate-outputs, eval-mode, prune-to-outputs,
+// micro-batch, regather, split-weight-grad, replicate-loss, replicate-outputs, eval-mode, prune-to-outputs,
 // recompute, amp, loss-scaling, sharding, partition, fuse-allreduce
 // (passes/distributed_passes.cc).
 absl::Status RegisterDistributedPasses(PassRegistry& registry);
