@@ -218,8 +218,10 @@ std::string ClusterToJson(const Cluster& c) {
 
 std::vector<std::string> ClusterPresetNames() { return {"dgx-a100", "dgx-h100", "hgx-h200"}; }
 
-// Rates are dense (no 2:4 sparsity); NVLink is per direction (half the bidirectional figure);
-// the network is one NIC per GPU. Latencies are Paddle's alpha–beta defaults (docs/cluster.md).
+// Rates are dense (no 2:4 sparsity). Links are the bus bandwidths nccl-tests measures for large
+// messages, not the wire rates (docs/cluster.md cites each): NVLink's ring collectives inside a
+// node, and one NIC per GPU between nodes (a node's all-reduce busbw over 8). Latencies are
+// Paddle's alpha–beta defaults.
 absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t devices) {
   const std::string name(name_view);  // absl::StrCat takes absl::string_view, not std::string_view
   if (devices < 1 || (devices % 8 != 0 && devices > 8)) {
@@ -227,8 +229,11 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
                                                    " devices do not fill 8-device nodes (use 1-8 or a multiple of 8)"));
   }
   const int64_t nodes = devices <= 8 ? 1 : devices / 8;
-  const Link nvlink_a100{300 * kGiga, 3.4 * kMicro}, nvlink_h100{450 * kGiga, 3.4 * kMicro};
-  const Link hdr{25 * kGiga, 9.6 * kMicro}, ndr{50 * kGiga, 9.6 * kMicro};
+  // A100: 600 GB/s bidirectional NVLink3, measured 230 GB/s all-reduce busbw; 8×200 Gb/s HDR,
+  // 188 GB/s for two nodes. H100/H200: 900 GB/s NVLink4, 365 GB/s with the ring (NVLS's 480 is
+  // not modelled); 8×400 Gb/s NDR, 47 GB/s per NIC.
+  const Link nvlink_a100{230 * kGiga, 3.4 * kMicro}, nvlink_h100{365 * kGiga, 3.4 * kMicro};
+  const Link hdr{23.5 * kGiga, 9.6 * kMicro}, ndr{47 * kGiga, 9.6 * kMicro};
   Cluster c;
   if (name == "dgx-a100") {
     c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, {{"bf16", 312 * kTera}, {"f16", 312 * kTera},

@@ -14,15 +14,15 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_EQ(a100->num_devices(), 16);
   EXPECT_DOUBLE_EQ(a100->device.memory, 80e9);
   EXPECT_DOUBLE_EQ(*a100->PeakFlops(ir::DataType::kBFloat16), 312e12);
-  EXPECT_DOUBLE_EQ(a100->intra_node.bandwidth, 300e9);  // 600 GB/s bidirectional NVLink
-  EXPECT_DOUBLE_EQ(a100->inter_node.bandwidth, 25e9);   // 200 Gb/s HDR per GPU
+  EXPECT_DOUBLE_EQ(a100->intra_node.bandwidth, 230e9);  // nccl-tests' all-reduce busbw on NVLink3
+  EXPECT_DOUBLE_EQ(a100->inter_node.bandwidth, 23.5e9);  // 188 GB/s over a node's 8 HDR NICs
 
   auto h200 = ClusterPreset("hgx-h200", 4);
   ASSERT_TRUE(h200.ok()) << h200.status();
   EXPECT_EQ(h200->num_devices(), 4);
   EXPECT_DOUBLE_EQ(h200->device.memory, 141e9);
   EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
-  EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 450e9);
+  EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 365e9);  // NVLink4 with the ring (no NVLS)
 
   auto uneven = ClusterPreset("dgx-h100", 12);
   ASSERT_FALSE(uneven.ok());
