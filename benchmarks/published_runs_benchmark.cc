@@ -77,6 +77,7 @@ absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   auto rc = recompute.find(f[14]);
   if (rc == recompute.end()) return absl::InvalidArgumentError(absl::StrCat(where, ": recompute '", f[14], "'"));
   c.recompute = rc->second;
+  if (f[15] != "0" && f[15] != "1") return absl::InvalidArgumentError(absl::StrCat(where, ": sp '", f[15], "' (0|1)"));
   c.sp = f[15] == "1";
   if ((f[16] != "fused" && f[16] != "unfused") || (f[17] != "overlap" && f[17] != "after")) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": attention '", f[16], "' (fused|unfused), dp_sync '", f[17],
@@ -104,6 +105,7 @@ absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
+    line = absl::StripSuffix(line, "\r");
     if (line.empty() || line[0] == '#') continue;
     PDIST_ASSIGN_OR_RETURN(Row r, ParseRow(std::string(line), line_number));
     rows.push_back(std::move(r));

@@ -1,6 +1,8 @@
 // Last-use analysis and the peak-bytes estimate.
 #include "executor/memory_planner.h"
 
+#include "ir/op_def.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,8 +52,12 @@ MemoryPlan PlanMemory(const ir::Program& program, const std::vector<int64_t>& ke
       at = std::max(at, last->second);
     }
     // Only in the optimizer's ops: a micro-batch's table binds the workspace when its first
-    // job runs, so a state changed during the forward or backward would reach later ones.
+    // job runs, so a state changed during the forward or backward would reach later ones. Not a
+    // collective's result (ZeRO's gathered parameters): it comes from the communication stream,
+    // and waiting for it there would stall the compute stream.
     if (ops[at]->role() != ir::OpRole::kOptimizer) continue;
+    const ir::OpDef* maker = ir::OpRegistry::Global().Find(update.new_value->producer()->type());
+    if (maker != nullptr && maker->collective != ir::CollectiveKind::kNone) continue;
     plan.install_after[at].push_back(u);
   }
 

@@ -26,8 +26,8 @@ struct MemoryPlan {
   // tensor right after op i — op i made the new value or was the old value's last reader,
   // whichever is later. Holding every new value to the step's end, as the executor first did,
   // kept two copies of the parameters and optimizer states at the end of each step. Updates
-  // whose new value is an argument, whose old value is fetched, or whose point is not an
-  // optimizer op, are installed at the end.
+  // whose new value is an argument or a collective's result, whose old value is fetched, or
+  // whose point is not an optimizer op, are installed at the end.
   std::vector<std::vector<size_t>> install_after;
   // Peak of live intermediate bytes under this plan, counting every result as its own buffer
   // (views such as reshape share storage at run time, so the measured peak can be lower).

@@ -108,7 +108,13 @@ class PipelinedStep {
     if (micro_batches < 1) return absl::InvalidArgumentError("pipelined step: no micro-batch feeds");
     PDIST_RETURN_IF_ERROR(ex_.job_plan_.unsummable);
     jobs_left_.assign(static_cast<size_t>(micro_batches), 0);
-    for (const ir::PipelineJob& job : jobs_) {
+    for (size_t k = 0; k < jobs_.size(); ++k) {
+      const ir::PipelineJob& job = jobs_[k];
+      // Updates are installed in place during O (MemoryPlan::install_after): nothing may run after it.
+      if (job.kind == ir::JobKind::kOptimizer && k + 1 != jobs_.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("pipelined step: the optimizer job must come last, not at ",
+                                                       k + 1, " of ", jobs_.size(), " jobs"));
+      }
       if (job.kind == ir::JobKind::kOptimizer) continue;
       if (job.micro_batch < 0 || job.micro_batch >= micro_batches || job.chunk < 0 ||
           job.chunk >= ex_.job_plan_.chunks) {

@@ -2,6 +2,8 @@
 #include "passes/regather.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -70,14 +72,15 @@ absl::StatusOr<Regathered> RegatherInBackward(ir::Program& program) {
   Regathered out;
   std::vector<std::unique_ptr<Operation>> old = std::move(program.block().mutable_ops());
   program.block().mutable_ops().clear();
-  std::unordered_map<const Value*, Value*> regathered;  // forward value → its clone in the backward
+  // (forward value, model chunk) → its clone in that chunk's backward.
+  std::map<std::pair<const Value*, int64_t>, Value*> regathered;
   std::unordered_map<const Value*, bool> not_a_chain;
   for (std::unique_ptr<Operation>& op : old) {
     if (IsBackward(*op)) {
       for (size_t k = 0; k < op->num_operands(); ++k) {
         Value* v = op->operand(k);
         if (v == nullptr || !MadeInForward(v) || not_a_chain.count(v) != 0) continue;
-        auto done = regathered.find(v);
+        auto done = regathered.find({v, op->chunk()});
         if (done == regathered.end()) {
           const std::vector<Operation*> chain = GatherChain(v);
           if (chain.empty()) {
@@ -95,7 +98,7 @@ absl::StatusOr<Regathered> RegatherInBackward(ir::Program& program) {
             program.block().Append(std::move(clone));
             input = result;
           }
-          done = regathered.emplace(v, input).first;
+          done = regathered.emplace(std::pair{v, op->chunk()}, input).first;
           ++out.values;
           out.bytes_saved += LocalBytes(*v) - LocalBytes(*chain.front()->operand(0));
         }

@@ -14,9 +14,9 @@
 //
 // A forward value the backward reads is regathered when it is made from a forward activation
 // by a reshard that only gathers (its source is sharded where its result is whole, nothing
-// Partial) followed by nothing but casts. The chain is cloned once, just before its first
-// backward reader, which with every later backward reader reads the clone; the forward keeps
-// the original. Run it after completion (the clones copy the completed DistAttrs) and before
+// Partial) followed by nothing but casts. The chain is cloned once per model chunk, just before
+// its first backward reader there, which with every later backward reader of that chunk reads the
+// clone; the forward keeps the original. Run it after completion (the clones copy the completed DistAttrs) and before
 // split-weight-grad (which gives a regather that only weight gradients read the W role).
 #pragma once
 

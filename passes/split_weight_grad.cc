@@ -93,7 +93,9 @@ absl::StatusOr<bool> GiveSplitDistAttrs(const Operation& grad, const std::vector
     }
     call.result_shapes.emplace();
     for (const Value* r : op->results()) call.result_shapes->push_back(r->type().shape);
-    PDIST_ASSIGN_OR_RETURN(ir::SpmdResult rule, RunSpmdRule(call));
+    absl::StatusOr<ir::SpmdResult> answered = RunSpmdRule(call);
+    if (!answered.ok()) return false;  // the rule cannot place the product: keep matmul_grad
+    const ir::SpmdResult& rule = *answered;
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       if (rule.inputs[i].dims_mapping != call.inputs[i].dims_mapping || rule.inputs[i].partial != call.inputs[i].partial) {
         return false;
@@ -148,9 +150,16 @@ absl::StatusOr<WeightGradientSplit> SplitWeightGradients(ir::Program& program) {
     if (op->result(0)->dist_attr()) {
       PDIST_ASSIGN_OR_RETURN(bool kept, GiveSplitDistAttrs(*op, made));
       if (!kept) {
-        // The products are dropped: their results go back to matmul_grad, the reshapes' to nothing.
+        // The products are dropped: their results go back to matmul_grad; the reshapes' stay in
+        // the program's values, made by nothing and read by nothing, and get a DistAttr as every
+        // value of a completed program has (partition localises every value's type).
         for (auto& m : made) {
-          for (Value* r : m->results()) r->set_producer(nullptr, 0);
+          for (Value* r : m->results()) {
+            r->set_producer(nullptr, 0);
+            if (!r->dist_attr()) {
+              r->set_dist_attr(ir::DistAttr::Replicated(op->result(0)->dist_attr()->mesh, r->type().rank()));
+            }
+          }
         }
         for (int i = 0; i < 2; ++i) op->result(i)->set_producer(op.get(), i);
         program.block().Append(std::move(op));

@@ -42,7 +42,6 @@ struct SegmentCost {
   SegmentCost& operator+=(const SegmentCost& o);
   SegmentCost& operator*=(double k);
   friend SegmentCost operator+(SegmentCost a, const SegmentCost& b) { return a += b; }
-  friend SegmentCost operator-(SegmentCost a, SegmentCost b) { return a += (b *= -1); }
   friend SegmentCost operator*(SegmentCost a, double k) { return a *= k; }
 };
 

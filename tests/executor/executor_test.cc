@@ -105,6 +105,22 @@ TEST(ExecutorTest, AFailureAmongTheOptimizerOpsLeavesTheEarlierUpdatesInstalled)
   EXPECT_EQ(ws.at("w2").buffer_id(), old_w2);
 }
 
+TEST(ExecutorTest, APipelinedStepRunsTheOptimizerJobLast) {
+  // Updates are installed in place during O; a job after it would read the new state.
+  TwoUpdates t = TwoSgdUpdates(false);
+  auto executor = Executor::Create(t.p);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
+  const ir::TensorType type{{256}, DataType::kFloat32};
+  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
+  const std::vector<ir::PipelineJob> jobs = {{.kind = ir::JobKind::kOptimizer}, {.kind = ir::JobKind::kForward}};
+  auto run = executor->RunJobs(jobs, {feeds}, ws);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("the optimizer job must come last, not at 1 of 2 jobs"), std::string::npos)
+      << run.status();
+}
+
 TEST(ExecutorTest, MissingOrMistypedFeedIsAnError) {
   ir::Program p;
   ir::Builder b(&p);
