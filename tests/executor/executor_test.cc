@@ -44,27 +44,30 @@ TEST(MemoryPlannerTest, FreesEachValueAfterItsLastUse) {
 // holds both new values beside the old ones; a failure after the first update leaves it installed.
 struct TwoUpdates {
   ir::Program p;
-  ir::Value *w1, *w2;
+  Workspace ws;  // initialised
+  Feeds feeds;   // zero gradients, learning rate 0
 };
 
 TwoUpdates TwoSgdUpdates(bool fail_after_first) {
   TwoUpdates t;
   ir::Builder b(&t.p);
-  const ir::TensorType type{{256}, DataType::kFloat32};
-  t.w1 = b.Parameter("w1", type, "ones");
-  t.w2 = b.Parameter("w2", type, "ones");
+  const ir::TensorType type{{256}, DataType::kFloat32}, scalar{{}, DataType::kFloat32};
+  ir::Value* w1 = b.Parameter("w1", type, "ones");
+  ir::Value* w2 = b.Parameter("w2", type, "ones");
   ir::Value* g1 = b.Data("g1", type);
   ir::Value* g2 = b.Data("g2", type);
-  ir::Value* lr = b.Data("lr", {{}, DataType::kFloat32});
+  ir::Value* lr = b.Data("lr", scalar);
   b.set_op_role(ir::OpRole::kOptimizer);
-  ir::Value* n1 = *b.Op1("sgd", {t.w1, lr, g1});  // op 0
+  ir::Value* n1 = *b.Op1("sgd", {w1, lr, g1});  // op 0
   if (fail_after_first) {
     // A collective with no communicator fails when it runs: the run stops after op 0.
     EXPECT_TRUE(b.Op1("c_allreduce", {n1}, {{"ranks", std::vector<int64_t>{0, 1}}}).ok());
   }
-  ir::Value* n2 = *b.Op1("sgd", {t.w2, lr, g2});
-  t.p.add_update(t.w1, n1);
-  t.p.add_update(t.w2, n2);
+  ir::Value* n2 = *b.Op1("sgd", {w2, lr, g2});
+  t.p.add_update(w1, n1);
+  t.p.add_update(w2, n2);
+  EXPECT_TRUE(InitializeWorkspace(t.p, 1, t.ws).ok());
+  t.feeds = {{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros(scalar)}};
   return t;
 }
 
@@ -78,31 +81,23 @@ TEST(MemoryPlannerTest, UpdatesAreInstalledRightAfterTheOptimizerOpThatMakesThem
 
   auto executor = Executor::Create(t.p);
   ASSERT_TRUE(executor.ok()) << executor.status();
-  Workspace ws;
-  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
-  const void* old_w1 = ws.at("w1").buffer_id();
-  const ir::TensorType type{{256}, DataType::kFloat32};
-  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
-  auto run = executor->Run(feeds, ws);
+  const void* old_w1 = t.ws.at("w1").buffer_id();
+  auto run = executor->Run(t.feeds, t.ws);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->peak_bytes, 1024);  // holding every new value to the end measured 2048
-  EXPECT_NE(ws.at("w1").buffer_id(), old_w1);
+  EXPECT_NE(t.ws.at("w1").buffer_id(), old_w1);
 }
 
 TEST(ExecutorTest, AFailureAmongTheOptimizerOpsLeavesTheEarlierUpdatesInstalled) {
   TwoUpdates t = TwoSgdUpdates(true);
   auto executor = Executor::Create(t.p);
   ASSERT_TRUE(executor.ok()) << executor.status();
-  Workspace ws;
-  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
-  const void* old_w1 = ws.at("w1").buffer_id();
-  const void* old_w2 = ws.at("w2").buffer_id();
-  const ir::TensorType type{{256}, DataType::kFloat32};
-  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
-  auto run = executor->Run(feeds, ws);
+  const void* old_w1 = t.ws.at("w1").buffer_id();
+  const void* old_w2 = t.ws.at("w2").buffer_id();
+  auto run = executor->Run(t.feeds, t.ws);
   ASSERT_FALSE(run.ok());
-  EXPECT_NE(ws.at("w1").buffer_id(), old_w1);  // updated in place before the failure
-  EXPECT_EQ(ws.at("w2").buffer_id(), old_w2);
+  EXPECT_NE(t.ws.at("w1").buffer_id(), old_w1);  // updated in place before the failure
+  EXPECT_EQ(t.ws.at("w2").buffer_id(), old_w2);
 }
 
 TEST(ExecutorTest, APipelinedStepRunsTheOptimizerJobLast) {
@@ -110,12 +105,8 @@ TEST(ExecutorTest, APipelinedStepRunsTheOptimizerJobLast) {
   TwoUpdates t = TwoSgdUpdates(false);
   auto executor = Executor::Create(t.p);
   ASSERT_TRUE(executor.ok()) << executor.status();
-  Workspace ws;
-  ASSERT_TRUE(InitializeWorkspace(t.p, 1, ws).ok());
-  const ir::TensorType type{{256}, DataType::kFloat32};
-  Feeds feeds{{"g1", Tensor::Zeros(type)}, {"g2", Tensor::Zeros(type)}, {"lr", Tensor::Zeros({{}, DataType::kFloat32})}};
   const std::vector<ir::PipelineJob> jobs = {{.kind = ir::JobKind::kOptimizer}, {.kind = ir::JobKind::kForward}};
-  auto run = executor->RunJobs(jobs, {feeds}, ws);
+  auto run = executor->RunJobs(jobs, {t.feeds}, t.ws);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("the optimizer job must come last, not at 1 of 2 jobs"), std::string::npos)
       << run.status();
