@@ -20,37 +20,27 @@ MemoryPlan PlanMemory(const ir::Program& program, const std::vector<int64_t>& ke
   plan.kept.assign(kept.begin(), kept.end());
   std::sort(plan.kept.begin(), plan.kept.end());
 
-  // Last op index that reads each value; a result nobody reads dies right after its producer.
-  std::unordered_map<int64_t, size_t> last_use;
+  // Last op index that reads each value (arguments included), and the op that makes each result;
+  // a result nobody reads dies right after its producer. Arguments are never freed: they are the
+  // workspace's (their last reader decides when an update may replace them, below).
+  std::unordered_map<int64_t, size_t> last_use, made_at;
   for (size_t i = 0; i < ops.size(); ++i) {
-    for (const ir::Value* r : ops[i]->results()) last_use[r->id()] = i;
+    for (const ir::Value* r : ops[i]->results()) last_use[r->id()] = made_at[r->id()] = i;
     for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr && !v->is_argument()) last_use[v->id()] = i;
+      if (v != nullptr) last_use[v->id()] = i;
     }
   }
   for (const auto& [id, index] : last_use) {
-    if (!kept.count(id)) plan.release_after[index].push_back(id);
+    if (!kept.count(id) && made_at.count(id)) plan.release_after[index].push_back(id);
   }
   for (auto& ids : plan.release_after) std::sort(ids.begin(), ids.end());
 
-  // The last reader of each argument, and where each op sits.
-  std::unordered_map<int64_t, size_t> argument_last_use;
-  std::unordered_map<const ir::Operation*, size_t> index_of_op;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    index_of_op[ops[i].get()] = i;
-    for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr && v->is_argument()) argument_last_use[v->id()] = i;
-    }
-  }
   plan.install_after.resize(ops.size());
-  const std::unordered_set<int64_t> fetched(keep.begin(), keep.end());
   for (size_t u = 0; u < program.updates().size(); ++u) {
     const ir::StateUpdate& update = program.updates()[u];
-    if (update.new_value->is_argument() || fetched.count(update.state->id())) continue;
-    size_t at = index_of_op.at(update.new_value->producer());
-    if (auto last = argument_last_use.find(update.state->id()); last != argument_last_use.end()) {
-      at = std::max(at, last->second);
-    }
+    if (update.new_value->is_argument() || kept.count(update.state->id())) continue;  // fetched
+    size_t at = made_at.at(update.new_value->id());
+    if (auto last = last_use.find(update.state->id()); last != last_use.end()) at = std::max(at, last->second);
     // Only in the optimizer's ops: a micro-batch's table binds the workspace when its first
     // job runs, so a state changed during the forward or backward would reach later ones. Not a
     // collective's result (ZeRO's gathered parameters): it comes from the communication stream,

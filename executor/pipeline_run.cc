@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/executor.h"
 #include "executor/timeline.h"
+#include "ir/pipeline_job.h"
 #include "ir/status.h"
 
 namespace pdist::exec {
@@ -56,8 +57,7 @@ EarlyGradientSync PlanEarlyGradientSync(const ir::Program& program, const JobPla
   }
   auto is_gradient = [&](const ir::Value* v) {
     if (v == nullptr || !early.shares_left.count(v->id()) || v->producer() == nullptr) return false;
-    const ir::OpRole role = v->producer()->role();
-    return role == ir::OpRole::kBackward || role == ir::OpRole::kBackwardWeight;
+    return ir::IsBackwardRole(v->producer()->role());
   };
   for (size_t i : plan.OpsOf({.kind = ir::JobKind::kOptimizer})) {
     if (!on_comm_stream[i]) continue;

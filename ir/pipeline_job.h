@@ -25,6 +25,8 @@ enum class OpRole : int8_t {
   kOptimizer = 3,       // runs once per step, on gradients accumulated over micro-batches
 };
 const char* OpRoleName(OpRole role);  // "forward", "backward", "backward_weight", "optimizer"
+// Backward or backward_weight: a gradient op, whether or not the zero-bubble split took it to W.
+inline bool IsBackwardRole(OpRole role) { return role == OpRole::kBackward || role == OpRole::kBackwardWeight; }
 // The inverse of OpRoleName; nullopt for any other text.
 std::optional<OpRole> ParseOpRole(std::string_view name);
 

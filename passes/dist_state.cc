@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/pipeline_job.h"
 #include "ir/status.h"
 
 namespace pdist::passes {
@@ -142,7 +143,7 @@ MeshId DistState::OpMesh(const ir::Operation& op) const {
   // A backward op runs where the forward values it reads live: the gradient it reads may come
   // from the next pipeline stage (a weight-gradient matmul reads dy first when the weight is
   // transposed, and must still run on the weight's stage).
-  if (op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight) {
+  if (ir::IsBackwardRole(op.role())) {
     for (const ir::Value* v : op.operands()) {
       if (v != nullptr && v->role() != ir::ValueRole::kGradient && at(v).known()) return at(v).mesh;
     }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
+#include "ir/pipeline_job.h"
 #include "ir/status.h"
 
 namespace pdist::passes {
@@ -18,9 +19,6 @@ namespace {
 using ir::Operation;
 using ir::Value;
 
-bool IsBackward(const Operation& op) {
-  return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
-}
 
 // Where each forward op's segment starts: cuts where the fewest values made by earlier forward
 // ops are still read by later ones (between layers: the residual stream), and where the chunk
@@ -111,7 +109,7 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
     for (const Value* v : op->operands()) {
       auto s = v == nullptr ? segment.end() : segment.find(v);
       if (s == segment.end()) continue;
-      if (forward_op ? op_segment.at(op.get()) > s->second : !IsBackward(*op)) kept.insert(v);
+      if (forward_op ? op_segment.at(op.get()) > s->second : !ir::IsBackwardRole(op->role())) kept.insert(v);
     }
     if (forward_op && granularity == RecomputeGranularity::kSelective) {
       const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
@@ -129,7 +127,7 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
   RecomputeReport report;
   std::unordered_set<const Value*> dropped;
   for (const auto& op : program.block().ops()) {
-    if (!IsBackward(*op)) continue;
+    if (!ir::IsBackwardRole(op->role())) continue;
     for (const Value* v : op->operands()) {
       if (v == nullptr || !segment.count(v) || kept.count(v) || !dropped.insert(v).second) continue;
       report.bytes_dropped += v->type().num_bytes();
@@ -186,7 +184,7 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
     if (auto it = before.find(op.get()); it != before.end()) {
       for (std::unique_ptr<Operation>& c : it->second) out.push_back(std::move(c));
     }
-    if (IsBackward(*op)) {
+    if (ir::IsBackwardRole(op->role())) {
       for (size_t i = 0; i < op->num_operands(); ++i) {
         auto c = op->operand(i) == nullptr ? copy_of.end() : copy_of.find(op->operand(i));
         if (c != copy_of.end()) op->set_operand(i, c->second);

@@ -3,11 +3,12 @@
 
 #include <algorithm>
 #include <map>
-#include <utility>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "ir/pipeline_job.h"
 #include "ir/status.h"
 
 namespace pdist::passes {
@@ -16,9 +17,6 @@ namespace {
 using ir::Operation;
 using ir::Value;
 
-bool IsBackward(const Operation& op) {
-  return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
-}
 
 bool MadeInForward(const Value* v) { return v->producer() != nullptr && v->producer()->role() == ir::OpRole::kForward; }
 
@@ -76,7 +74,7 @@ absl::StatusOr<Regathered> RegatherInBackward(ir::Program& program) {
   std::map<std::pair<const Value*, int64_t>, Value*> regathered;
   std::unordered_map<const Value*, bool> not_a_chain;
   for (std::unique_ptr<Operation>& op : old) {
-    if (IsBackward(*op)) {
+    if (ir::IsBackwardRole(op->role())) {
       for (size_t k = 0; k < op->num_operands(); ++k) {
         Value* v = op->operand(k);
         if (v == nullptr || !MadeInForward(v) || not_a_chain.count(v) != 0) continue;

@@ -15,9 +15,10 @@
 // A forward value the backward reads is regathered when it is made from a forward activation
 // by a reshard that only gathers (its source is sharded where its result is whole, nothing
 // Partial) followed by nothing but casts. The chain is cloned once per model chunk, just before
-// its first backward reader there, which with every later backward reader of that chunk reads the
-// clone; the forward keeps the original. Run it after completion (the clones copy the completed DistAttrs) and before
-// split-weight-grad (which gives a regather that only weight gradients read the W role).
+// its first backward reader there, which with every later backward reader of that chunk reads
+// the clone; the forward keeps the original. Run it after completion (the clones copy the
+// completed DistAttrs) and before split-weight-grad (which gives a regather that only weight
+// gradients read the W role).
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,9 @@
 namespace pdist::passes {
 
 struct Regathered {
-  int64_t values = 0;  // forward values the backward now regathers
-  int64_t bytes_saved = 0;  // per micro-batch and rank: whole local bytes no longer kept, less the shards kept instead
+  int64_t values = 0;       // forward values the backward now regathers
+  // Per micro-batch and rank: the gathered local bytes no longer kept, less the shards kept instead.
+  int64_t bytes_saved = 0;
 };
 
 absl::StatusOr<Regathered> RegatherInBackward(ir::Program& program);

@@ -82,8 +82,7 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
       layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
     }
     const Collective kind = c.zero >= 2 ? Collective::kReduceScatter : Collective::kAllReduce;
-    const double sync =
-        CollectiveSeconds(cluster, kind, grads * options.gradient_sync_bytes_scale, DataParallelGroup(c, stage));
+    const double sync = CollectiveSeconds(cluster, kind, grads, DataParallelGroup(c, stage));
     const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
     // In a pipelined step too the engine starts each bucket once the last micro-batch has added

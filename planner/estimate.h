@@ -44,12 +44,11 @@ struct EstimateOptions {
   // fragmentation). docs/cost_model.md says why 10%.
   double memory_margin = 0.10;
   double bucket_bytes = 25e6;  // data-parallel gradient fusion bucket
-  // How the data-parallel gradient synchronisation runs. pdist's engine starts each bucket during
-  // the last backward, in the gradients' own dtype; pricing a published run of another system
-  // (benchmarks/published_runs_benchmark.cc) may need an all-reduce after the backward
-  // (Megatron-LM's "local" DDP) of f32 copies of bf16 gradients (its main_grad: scale 2).
+  // Whether the data-parallel gradient synchronisation overlaps the backward, as pdist's engine
+  // does (each bucket starts during the last backward); pricing a published run of another system
+  // (benchmarks/published_runs_benchmark.cc) may need an all-reduce after it (Megatron-LM's
+  // "local" DDP).
   bool overlap_gradient_sync = true;
-  double gradient_sync_bytes_scale = 1;
 };
 
 struct TimeBreakdown {

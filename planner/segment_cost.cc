@@ -8,6 +8,7 @@
 #include "ir/status.h"
 #include "planner/comm_cost.h"
 #include "ir/op_def.h"
+#include "ir/pipeline_job.h"
 #include "planner/compute_cost.h"
 
 namespace pdist::planner {
@@ -15,9 +16,6 @@ namespace {
 
 size_t Index(ir::OpRole role) { return static_cast<size_t>(role); }
 
-bool IsBackward(const ir::Operation& op) {
-  return op.role() == ir::OpRole::kBackward || op.role() == ir::OpRole::kBackwardWeight;
-}
 
 // The collective an op performs (OpDef::collective) and the bytes the alpha–beta formula takes
 // (the whole tensor: the gathered result, the scattered input); nullopt for other ops.
@@ -139,7 +137,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.saved_bytes += kept;
       cost.recomputable_bytes += kept;
     }
-    if (IsBackward(*op)) {
+    if (ir::IsBackwardRole(op->role())) {
       for (const ir::Value* v : op->operands()) {
         if (v == nullptr || saved.count(v) != 0) continue;
         const bool fed = v->producer() == nullptr && v->role() == ir::ValueRole::kDataInput;
