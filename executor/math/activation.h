@@ -25,23 +25,28 @@ struct Relu {
   PDIST_HOST_DEVICE static auto Backward(const A& out, const A& g) { return (out > Scalar<A>(0)).select(g, Scalar<A>(0)); }
 };
 
-// gelu(x) = x Φ(x) = 0.5 x (1 + erf(x / √2)).
+// gelu(x) = x Φ(x), Φ(x) = 0.5 erfc(−x / √2). Not 0.5 (1 + erf(x / √2)): for x < 0 that sum
+// cancels (1 + erf(−2) = 0.005), and an erf a few ulp apart (the CPU's libm, the GPU's) becomes
+// a gelu 1e-5 apart; erfc keeps full relative precision there.
 struct GeluErf {
   template <typename A>
-  PDIST_HOST_DEVICE static auto Forward(const A& x) {
+  PDIST_HOST_DEVICE static auto Phi(const A& x) {
     using T = Scalar<A>;
-    return T(0.5) * x * (T(1) + (x * T(M_SQRT1_2)).erf());
+    return T(0.5) * (x * T(-M_SQRT1_2)).erfc();
   }
+  template <typename A>
+  PDIST_HOST_DEVICE static auto Forward(const A& x) { return x * Phi(x); }
   // Φ(x) + x φ(x), φ the standard normal density.
   template <typename A>
   PDIST_HOST_DEVICE static auto Backward(const A& x, const A& g) {
     using T = Scalar<A>;
     const T inv_sqrt_2pi = T(0.3989422804014327);
-    return g * (T(0.5) * (T(1) + (x * T(M_SQRT1_2)).erf()) + inv_sqrt_2pi * x * (T(-0.5) * x.square()).exp());
+    return g * (Phi(x) + inv_sqrt_2pi * x * (T(-0.5) * x.square()).exp());
   }
 };
 
-// gelu(x) ≈ 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+// gelu(x) ≈ 0.5 x (1 + tanh(u)), u = √(2/π) (x + 0.044715 x³), computed as x σ(2u) (the same
+// function: 0.5 (1 + tanh u) = σ(2u)) so that nothing cancels for x < 0, as above.
 struct GeluTanh {
   static constexpr double kSqrt2OverPi = 0.7978845608028654;
   static constexpr double kCubic = 0.044715;
@@ -50,17 +55,19 @@ struct GeluTanh {
     using T = Scalar<A>;
     return T(kSqrt2OverPi) * (x + T(kCubic) * x.cube());
   }
+  // σ(2u) and σ(−2u), each without a subtraction.
   template <typename A>
-  PDIST_HOST_DEVICE static auto Forward(const A& x) {
-    using T = Scalar<A>;
-    return T(0.5) * x * (T(1) + Inner(x).tanh());
-  }
+  PDIST_HOST_DEVICE static auto Sigmoid2u(const A& x) { return (Scalar<A>(1) + (Scalar<A>(-2) * Inner(x)).exp()).inverse(); }
+  template <typename A>
+  PDIST_HOST_DEVICE static auto SigmoidMinus2u(const A& x) { return (Scalar<A>(1) + (Scalar<A>(2) * Inner(x)).exp()).inverse(); }
+  template <typename A>
+  PDIST_HOST_DEVICE static auto Forward(const A& x) { return x * Sigmoid2u(x); }
+  // d/dx x σ(2u) = σ(2u) + 2 x σ(2u) σ(−2u) u'.
   template <typename A>
   PDIST_HOST_DEVICE static auto Backward(const A& x, const A& g) {
     using T = Scalar<A>;
-    const auto t = Inner(x).tanh();
     const auto dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x.square());
-    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t.square()) * dinner);
+    return g * (Sigmoid2u(x) + T(2) * x * Sigmoid2u(x) * SigmoidMinus2u(x) * dinner);
   }
 };
 

@@ -16,6 +16,8 @@ PDIST_HOST_DEVICE inline float Exp(float x) { return expf(x); }
 PDIST_HOST_DEVICE inline double Exp(double x) { return exp(x); }
 PDIST_HOST_DEVICE inline float Erf(float x) { return erff(x); }
 PDIST_HOST_DEVICE inline double Erf(double x) { return erf(x); }
+PDIST_HOST_DEVICE inline float Erfc(float x) { return erfcf(x); }
+PDIST_HOST_DEVICE inline double Erfc(double x) { return erfc(x); }
 PDIST_HOST_DEVICE inline float Tanh(float x) { return tanhf(x); }
 PDIST_HOST_DEVICE inline double Tanh(double x) { return tanh(x); }
 PDIST_HOST_DEVICE inline float Sqrt(float x) { return sqrtf(x); }
@@ -41,6 +43,7 @@ class ScalarArray {
 
   PDIST_HOST_DEVICE ScalarArray exp() const { return scalar::Exp(v_); }
   PDIST_HOST_DEVICE ScalarArray erf() const { return scalar::Erf(v_); }
+  PDIST_HOST_DEVICE ScalarArray erfc() const { return scalar::Erfc(v_); }
   PDIST_HOST_DEVICE ScalarArray tanh() const { return scalar::Tanh(v_); }
   PDIST_HOST_DEVICE ScalarArray sqrt() const { return scalar::Sqrt(v_); }
   PDIST_HOST_DEVICE ScalarArray rsqrt() const { return scalar::Rsqrt(v_); }
