@@ -2,6 +2,7 @@
 #include "executor/executor.h"
 
 #include <cmath>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -145,6 +146,29 @@ TEST(InitializerTest, SameSeedAndNameGiveSameTensorWhateverTheProgram) {
   // The standard deviation is about 0.02 (64 samples: within a factor of 1.5).
   EXPECT_GT(std::sqrt(sum_sq / 64), 0.02 / 1.5);
   EXPECT_LT(std::sqrt(sum_sq / 64), 0.02 * 1.5);
+}
+
+// A large tensor is filled on all cores in chunks, each starting its multi-index walk where its
+// chunk begins: every element must be the one a single thread gives.
+TEST(InitializerTest, ALargeTensorIsTheSameOnOneThreadAndOnMany) {
+  ir::Program p;
+  ir::Builder b(&p);
+  b.Parameter("w", {{37, 61, 97}, DataType::kFloat32}, "normal(0.02)");  // 218,929 elements
+  b.Parameter("u", {{300, 1001}, DataType::kBFloat16}, "uniform(0.5)");
+  Workspace serial, parallel;
+  const int threads = KernelThreadsOfThisThread();
+  SetKernelThreadsOfThisThread(1);
+  ASSERT_TRUE(InitializeWorkspace(p, 3, serial).ok());
+  SetKernelThreadsOfThisThread(4);
+  ASSERT_TRUE(InitializeWorkspace(p, 3, parallel).ok());
+  SetKernelThreadsOfThisThread(threads);
+  for (const char* name : {"w", "u"}) {
+    const Tensor& a = serial.at(name);
+    const Tensor& c = parallel.at(name);
+    ASSERT_EQ(a.num_bytes(), c.num_bytes()) << name;
+    EXPECT_EQ(std::memcmp(a.raw(), c.raw(), static_cast<size_t>(a.num_bytes())), 0) << name;
+  }
+  EXPECT_NE(serial.at("w").At(0), serial.at("w").At(1));
 }
 
 TEST(InitializerTest, BadInitStringNamesTheValue) {
