@@ -170,6 +170,8 @@ absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t 
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   absl::Status status = CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream);
+  // A GPU kernel returns once launched: the profile waits for it, so the time is the kernel's.
+  if (timed && status.ok() && stream != nullptr) status = stream->AwaitDeviceWork();
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!status.ok()) return WithContext(status, absl::StrCat("op #", index, " ", op.Describe()));
   for (size_t r = 0; r < op.num_results(); ++r) {

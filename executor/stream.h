@@ -48,6 +48,11 @@ class Stream {
   virtual absl::Status WaitFor(const std::shared_ptr<Event>& event) = 0;
   // Waits for everything submitted so far; the first failure, if any.
   virtual absl::Status Synchronize() = 0;
+  // Blocks until the device has run the work enqueued on this stream so far. Unlike
+  // Synchronize it keeps out of the stream's bookkeeping, so a submitted work item may call it:
+  // the per-op profile does, to time a kernel rather than its launch. Host streams run work
+  // when it is submitted: nothing is left to wait for.
+  virtual absl::Status AwaitDeviceWork() { return absl::OkStatus(); }
 };
 
 }  // namespace pdist::exec

@@ -78,4 +78,8 @@ absl::Status CudaStream::Synchronize() {
   return first_error_;
 }
 
+absl::Status CudaStream::AwaitDeviceWork() {
+  return CudaStatus(cudaStreamSynchronize(handle_), "cudaStreamSynchronize");
+}
+
 }  // namespace pdist::exec::cuda

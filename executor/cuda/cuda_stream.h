@@ -45,6 +45,7 @@ class CudaStream final : public Stream {
   std::shared_ptr<Event> Record() override;
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
   absl::Status Synchronize() override;
+  absl::Status AwaitDeviceWork() override;
 
  private:
   std::shared_ptr<CudaEvent> RecordAfter(absl::Status host_status);
