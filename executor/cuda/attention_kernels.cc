@@ -1,6 +1,17 @@
 // Host side of the CUDA flash_attn and flash_attn_grad (device side: attention_launch.cu): the
 // CPU kernel's semantics (grouped kv heads, bottom-right causal mask, additive mask, no dropout
-// in training), sizes the untiled kernel cannot hold refused by name.
+// in training), computed as cuBLASLt GEMMs per (batch, head) around two row kernels:
+//
+//   forward   S = q·kᵀ (f32)   P = exp(scale·S + mask − lse)   out = P·v
+//   backward  S, P again from q, k and the saved lse            dv = Pᵀ·dO    dP = dO·vᵀ
+//             dS = P ∘ (dP − rowsum(dO ∘ out))                  dq = scale·dS·k   dk = scale·dSᵀ·q
+//
+// Nothing of size seq² outlives the op: the backward recomputes S and P from the saved lse, as
+// FlashAttention does, and the batch is taken in chunks whose scores fit kMaxScoreElements. P
+// and dS are rounded to the storage type before their GEMMs (bf16 where the inputs are bf16, as
+// FlashAttention-2 rounds them): the tensor cores then run every product. This is not yet
+// FlashAttention-2's fused tiling (the scores make a round trip through memory, and a causal
+// mask's zeros are multiplied); docs/gpu.md says what it costs.
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +20,7 @@
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/elem_type.h"
+#include "executor/cuda/gemm.h"
 #include "executor/cuda/launch.h"
 #include "executor/kernel.h"
 #include "ir/status.h"
@@ -25,7 +37,10 @@ absl::Status CheckNoDropout(const KernelContext& ctx, bool is_test) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<AttentionShape> ShapeOf(const KernelContext& ctx, ElemType type, const Tensor* mask) {
+// Scores held at once: 2^27 elements is 512 MiB of f32 per buffer (S, and dP in the backward).
+constexpr int64_t kMaxScoreElements = int64_t{1} << 27;
+
+absl::StatusOr<AttentionShape> ShapeOf(const KernelContext& ctx, const Tensor* mask) {
   const Tensor& q = *ctx.input(0);
   const Tensor& k = *ctx.input(1);
   const Tensor& v = *ctx.input(2);
@@ -44,16 +59,101 @@ absl::StatusOr<AttentionShape> ShapeOf(const KernelContext& ctx, ElemType type, 
     a.mask_batch = mask->shape()[0];
     a.mask_heads = mask->shape()[1];
   }
-  const int64_t max_seq = MaxAttentionSeq(type);
-  if (a.seq_q > max_seq || a.seq_k > max_seq) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type(), " on cuda: sequence ", std::max(a.seq_q, a.seq_k),
-                                                 " is longer than the untiled kernel holds (", max_seq, ")"));
-  }
-  if (a.head_dim > MaxAttentionHeadDim() || a.v_dim > MaxAttentionHeadDim()) {
-    return absl::UnimplementedError(absl::StrCat(ctx.op().type(), " on cuda: head dim ", std::max(a.head_dim, a.v_dim),
-                                                 " above ", MaxAttentionHeadDim()));
-  }
   return a;
+}
+
+// The compute type of scores: f64 for f64, else f32.
+ElemType ScoreType(ElemType type) { return type == ElemType::kF64 ? ElemType::kF64 : ElemType::kF32; }
+
+int64_t SizeOf(ElemType type) { return type == ElemType::kF64 ? 8 : type == ElemType::kF32 ? 4 : 2; }
+
+// One operand of the per-head products: head h of batch element b is the row-major (rows, cols)
+// matrix at data + b·batch_stride + h·head_stride elements, h being the query head or, where
+// `kv_head`, its group's kv head. Chunk buffers count b from the chunk's first element.
+struct HeadOperand {
+  const void* data;
+  ElemType type;
+  int64_t batch_stride, head_stride;
+  int64_t rows, cols, ld;
+  bool kv_head = false;
+  bool chunk_local = false;
+  bool trans = false;
+
+  HeadOperand T() const {
+    HeadOperand t = *this;
+    t.trans = !t.trans;
+    return t;
+  }
+  GemmMatrix At(const AttentionShape& a, int64_t b, int64_t b0, int64_t h) const {
+    const int64_t head = kv_head ? h / (a.heads_q / a.heads_k) : h;
+    const int64_t offset = (chunk_local ? b - b0 : b) * batch_stride + head * head_stride;
+    return {.data = static_cast<const char*>(data) + offset * SizeOf(type),
+            .rows = rows,
+            .cols = cols,
+            .ld = ld,
+            .trans = trans,
+            .batch_stride = head_stride};
+  }
+};
+
+// out[b, h] = alpha · op(lhs[b, h]) · op(rhs[b, h]) for every head of the chunk's batch elements.
+// Without grouping the heads of a batch element are one batched GEMM; with it, a GEMM per query
+// head, and a kv-head output sums its group's heads in order.
+absl::Status PerHeadGemm(KernelContext& ctx, const AttentionShape& a, int64_t b0, int64_t batches, const HeadOperand& lhs,
+                         const HeadOperand& rhs, const HeadOperand& out, double alpha) {
+  const int64_t group = a.heads_q / a.heads_k;
+  for (int64_t b = b0; b < b0 + batches; ++b) {
+    for (int64_t h = 0; h < a.heads_q; h += group == 1 ? a.heads_q : 1) {
+      const GemmMatrix o = out.At(a, b, b0, h);
+      PDIST_RETURN_IF_ERROR(RowMajorGemm(ctx, {.in = lhs.type,
+                                               .out = out.type,
+                                               .lhs = lhs.At(a, b, b0, h),
+                                               .rhs = rhs.At(a, b, b0, h),
+                                               .out_data = const_cast<void*>(o.data),
+                                               .out_ld = o.ld,
+                                               .out_batch_stride = o.batch_stride,
+                                               .batch = group == 1 ? a.heads_q : 1,
+                                               .alpha = alpha,
+                                               .beta = out.kv_head && h % group != 0 ? 1.0 : 0.0}));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The operands of one op: q, k, v and out-shaped tensors as heads, and the chunk's buffers.
+struct Operands {
+  const AttentionShape& a;
+  ElemType type;
+  HeadOperand Q(const void* data) const {
+    return {data, type, a.seq_q * a.heads_q * a.head_dim, a.head_dim, a.seq_q, a.head_dim, a.heads_q * a.head_dim};
+  }
+  HeadOperand K(const void* data) const {
+    return {data, type, a.seq_k * a.heads_k * a.head_dim, a.head_dim, a.seq_k, a.head_dim, a.heads_k * a.head_dim, true};
+  }
+  HeadOperand V(const void* data) const {
+    return {data, type, a.seq_k * a.heads_k * a.v_dim, a.v_dim, a.seq_k, a.v_dim, a.heads_k * a.v_dim, true};
+  }
+  HeadOperand O(const void* data) const {
+    return {data, type, a.seq_q * a.heads_q * a.v_dim, a.v_dim, a.seq_q, a.v_dim, a.heads_q * a.v_dim};
+  }
+  // [batches, heads_q, seq_q, seq_k] of `of`, counted from the chunk's first element.
+  HeadOperand Scores(const void* data, ElemType of) const {
+    return {data, of, a.heads_q * a.seq_q * a.seq_k, a.seq_q * a.seq_k, a.seq_q, a.seq_k, a.seq_k, false, true};
+  }
+};
+
+// Batch elements per chunk: as many as keep one scores buffer within kMaxScoreElements.
+int64_t ChunkBatches(const AttentionShape& a) {
+  const int64_t per_batch = std::max<int64_t>(1, a.heads_q * a.seq_q * a.seq_k);
+  return std::clamp<int64_t>(kMaxScoreElements / per_batch, 1, std::max<int64_t>(a.batch, 1));
+}
+
+Tensor ScoresBuffer(KernelContext& ctx, const AttentionShape& a, int64_t batches, ElemType type) {
+  const ir::DataType dtype = type == ElemType::kF64   ? ir::DataType::kFloat64
+                             : type == ElemType::kF32 ? ir::DataType::kFloat32
+                             : type == ElemType::kBF16 ? ir::DataType::kBFloat16
+                                                       : ir::DataType::kFloat16;
+  return Tensor::Empty({{batches, a.heads_q, a.seq_q, a.seq_k}, dtype}, ctx.allocator(), ctx.stream());
 }
 
 // (q, k, v, fixed_seed_offset?, attn_mask?) → out, softmax, softmax_lse, seed_offset.
@@ -63,7 +163,7 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(bool is_test, ir::GetBool(ctx.attrs(), "is_test"));
   PDIST_RETURN_IF_ERROR(CheckNoDropout(ctx, is_test));
   PDIST_ASSIGN_OR_RETURN(bool return_softmax, ir::GetBool(ctx.attrs(), "return_softmax"));
-  PDIST_ASSIGN_OR_RETURN(AttentionShape a, ShapeOf(ctx, type, ctx.input(4)));
+  PDIST_ASSIGN_OR_RETURN(AttentionShape a, ShapeOf(ctx, ctx.input(4)));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& softmax = ctx.AllocateOutput(1);
   Tensor& lse = ctx.AllocateOutput(2);
@@ -76,9 +176,25 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   } else {
     PDIST_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(seed_offset.raw(), 0, static_cast<size_t>(seed_offset.num_bytes()), stream));
   }
-  return CudaStatus(LaunchFlashAttn(type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), out.raw(),
-                                    return_softmax ? softmax.raw() : nullptr, lse.raw(), a, stream),
-                    "flash_attn");
+  const Operands of{a, type};
+  const ElemType score_type = ScoreType(type);
+  const int64_t chunk = ChunkBatches(a);
+  const Tensor scores = ScoresBuffer(ctx, a, chunk, score_type);
+  // The probabilities go straight to the softmax output where it is asked for.
+  const Tensor probs = return_softmax ? Tensor() : ScoresBuffer(ctx, a, chunk, type);
+  for (int64_t b0 = 0; b0 < a.batch; b0 += chunk) {
+    const int64_t batches = std::min(chunk, a.batch - b0);
+    const void* p = return_softmax ? static_cast<const char*>(softmax.raw()) +
+                                         b0 * a.heads_q * a.seq_q * a.seq_k * SizeOf(type)
+                                   : probs.raw();
+    const HeadOperand s_op = of.Scores(scores.raw(), score_type), p_op = of.Scores(p, type);
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, of.Q(q.raw()), of.K(ctx.input(1)->raw()).T(), s_op, 1));
+    PDIST_RETURN_IF_ERROR(CudaStatus(LaunchAttentionProbs(type, scores.raw(), nullptr, const_cast<void*>(p), lse.raw(),
+                                                          a, b0, batches, stream),
+                                     "flash_attn probabilities"));
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, p_op, of.V(ctx.input(2)->raw()), of.O(out.raw()), 1));
+  }
+  return absl::OkStatus();
 }
 
 // (q, k, v, out, softmax_lse, seed_offset?, attn_mask?, out_grad) → q_grad, k_grad, v_grad.
@@ -86,17 +202,40 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
   const Tensor& q = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("flash_attn_grad", q.dtype()));
   PDIST_RETURN_IF_ERROR(CheckNoDropout(ctx, /*is_test=*/false));
-  PDIST_ASSIGN_OR_RETURN(AttentionShape a, ShapeOf(ctx, type, ctx.input(6)));
+  PDIST_ASSIGN_OR_RETURN(AttentionShape a, ShapeOf(ctx, ctx.input(6)));
   Tensor& q_grad = ctx.AllocateOutput(0);
   Tensor& k_grad = ctx.AllocateOutput(1);
   Tensor& v_grad = ctx.AllocateOutput(2);
-  // D_i = Σ dO·O per query row, from the dq kernel to the dk/dv one.
-  const Tensor row_dot = Tensor::Empty({{a.batch * a.heads_q * a.seq_q}, ir::DataType::kFloat64}, ctx.allocator(),
-                                       ctx.stream());
-  return CudaStatus(LaunchFlashAttnGrad(type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), ctx.input(3)->raw(),
-                                        ctx.input(4)->raw(), ctx.input(7)->raw(), q_grad.raw(), k_grad.raw(),
-                                        v_grad.raw(), static_cast<double*>(row_dot.raw()), a, StreamOf(ctx)),
-                    "flash_attn_grad");
+  const Tensor& k = *ctx.input(1);
+  const Tensor& v = *ctx.input(2);
+  const Tensor& out = *ctx.input(3);
+  const Tensor& lse = *ctx.input(4);
+  const Tensor& out_grad = *ctx.input(7);
+  const Operands of{a, type};
+  const ElemType score_type = ScoreType(type);
+  const int64_t chunk = ChunkBatches(a);
+  const Tensor scores = ScoresBuffer(ctx, a, chunk, score_type);
+  const Tensor dprobs = ScoresBuffer(ctx, a, chunk, score_type);
+  const Tensor probs = ScoresBuffer(ctx, a, chunk, type);  // P, then dS in its place
+  const HeadOperand s_op = of.Scores(scores.raw(), score_type), dp_op = of.Scores(dprobs.raw(), score_type);
+  const HeadOperand p_op = of.Scores(probs.raw(), type);
+  const cudaStream_t stream = StreamOf(ctx);
+  for (int64_t b0 = 0; b0 < a.batch; b0 += chunk) {
+    const int64_t batches = std::min(chunk, a.batch - b0);
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, of.Q(q.raw()), of.K(k.raw()).T(), s_op, 1));
+    PDIST_RETURN_IF_ERROR(CudaStatus(LaunchAttentionProbs(type, scores.raw(), lse.raw(), probs.raw(), nullptr, a, b0,
+                                                          batches, stream),
+                                     "flash_attn_grad probabilities"));
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, p_op.T(), of.O(out_grad.raw()), of.V(v_grad.raw()), 1));
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, of.O(out_grad.raw()), of.V(v.raw()).T(), dp_op, 1));
+    PDIST_RETURN_IF_ERROR(CudaStatus(LaunchAttentionScoreGrad(type, scores.raw(), dprobs.raw(), out.raw(),
+                                                              out_grad.raw(), lse.raw(), probs.raw(), a, b0, batches,
+                                                              stream),
+                                     "flash_attn_grad scores"));
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, p_op, of.K(k.raw()), of.Q(q_grad.raw()), a.scale));
+    PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, p_op.T(), of.Q(q.raw()), of.K(k_grad.raw()), a.scale));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

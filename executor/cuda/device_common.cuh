@@ -27,13 +27,18 @@ template <typename S> __device__ typename Compute<S>::type Load(const S* p, int6
 }
 template <typename S> __device__ void Store(S* p, int64_t i, typename Compute<S>::type v) { p[i] = static_cast<S>(v); }
 
+// Operand offsets of the element at `flat` (row-major over index.shape). The outermost index is
+// what remains of `flat`: no division for it.
 template <int N>
 __device__ void Offsets(const StridedIndex<N>& index, int64_t flat, int64_t (&offset)[N]) {
   for (int k = 0; k < N; ++k) offset[k] = 0;
-  for (int d = index.rank - 1; d >= 0; --d) {
+  for (int d = index.rank - 1; d > 0; --d) {
     const int64_t i = flat % index.shape[d];
     flat /= index.shape[d];
     for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
+  }
+  if (index.rank > 0) {
+    for (int k = 0; k < N; ++k) offset[k] += flat * index.stride[k][0];
   }
 }
 
@@ -80,6 +85,48 @@ __device__ C BlockSum(C v) {
 template <typename C>
 __device__ C BlockMax(C v) {
   return BlockReduce(v, -static_cast<C>(INFINITY), [](C a, C b) { return a > b ? a : b; });
+}
+
+// Two column sums at once over a row-major [rows, cols] walk: for every column c,
+// Σ_r f(r, c).first and .second (a norm's scale and bias gradients). A block takes 32 columns
+// (one coalesced read per warp) and its warps split the rows; warp 0 adds the warps' partials
+// in order (deterministic) and calls store(c, sum0, sum1). Launch with ColumnBlocks(cols).
+template <typename C>
+struct SumPair {
+  C first, second;
+};
+constexpr int kColumnTile = 32;
+inline int ColumnBlocks(int64_t cols) {
+  const int64_t tiles = (cols + kColumnTile - 1) / kColumnTile;
+  return static_cast<int>(tiles < 65535 ? (tiles > 0 ? tiles : 1) : 65535);
+}
+template <typename C, typename F, typename StoreFn>
+__device__ void ColumnSums(int64_t rows, int64_t cols, F f, StoreFn store) {
+  __shared__ C partial[2][kThreads / 32][kColumnTile];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t tile = blockIdx.x; tile * kColumnTile < cols; tile += gridDim.x) {
+    const int64_t c = tile * kColumnTile + lane;
+    C s0 = C(0), s1 = C(0);
+    if (c < cols) {
+      for (int64_t r = warp; r < rows; r += warps) {
+        const SumPair<C> v = f(r, c);
+        s0 += v.first;
+        s1 += v.second;
+      }
+    }
+    partial[0][warp][lane] = s0;
+    partial[1][warp][lane] = s1;
+    __syncthreads();
+    if (warp == 0 && c < cols) {
+      C t0 = C(0), t1 = C(0);
+      for (int w = 0; w < warps; ++w) {
+        t0 += partial[0][w][lane];
+        t1 += partial[1][w][lane];
+      }
+      store(c, t0, t1);
+    }
+    __syncthreads();  // the next tile overwrites `partial`
+  }
 }
 
 // A one-element operand of any float dtype, as double; and a double stored as `type`.

@@ -36,6 +36,46 @@ __global__ void BinaryGradKernel(int operand, const S* x, const S* y, const S* g
   }
 }
 
+// The same sums for few outputs of many terms (a scalar's gradient sums everything): a block per
+// output, its threads splitting the terms, combined by BlockSum.
+template <typename Op, typename S>
+__global__ void BinaryGradReduceKernel(int operand, const S* x, const S* y, const S* g, S* grad, int64_t m,
+                                       StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms) {
+  using C = typename Compute<S>::type;
+  for (int64_t j = blockIdx.x; j < m; j += gridDim.x) {
+    int64_t base[3];
+    Offsets(grad_index, j, base);
+    C sum = C(0);
+    for (int64_t r = threadIdx.x; r < terms; r += blockDim.x) {
+      int64_t o[3];
+      Offsets(reduced, r, o);
+      const C a = Load(x, base[0] + o[0]), b = Load(y, base[1] + o[1]), d = Load(g, base[2] + o[2]);
+      sum += operand == 0 ? Op::template Dx<C>(a, b, d) : Op::template Dy<C>(a, b, d);
+    }
+    sum = BlockSum(sum);
+    if (threadIdx.x == 0) Store(grad, j, sum);
+  }
+}
+
+// The same sums for many outputs of many terms (a bias's gradient: every row, per column): 32
+// outputs per block, its warps splitting the terms, so that a warp reads 32 neighbouring
+// outputs' terms at once (ColumnSums).
+template <typename Op, typename S>
+__global__ void BinaryGradColumnsKernel(int operand, const S* x, const S* y, const S* g, S* grad, int64_t m,
+                                        StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms) {
+  using C = typename Compute<S>::type;
+  ColumnSums<C>(
+      terms, m,
+      [&](int64_t r, int64_t j) {
+        int64_t base[3], o[3];
+        Offsets(grad_index, j, base);
+        Offsets(reduced, r, o);
+        const C a = Load(x, base[0] + o[0]), b = Load(y, base[1] + o[1]), d = Load(g, base[2] + o[2]);
+        return SumPair<C>{operand == 0 ? Op::template Dx<C>(a, b, d) : Op::template Dy<C>(a, b, d), C(0)};
+      },
+      [&](int64_t j, C sum, C) { Store(grad, j, sum); });
+}
+
 template <typename S>
 __global__ void DropoutKernel(const S* x, S* out, bool* mask, int64_t n, double factor, DropoutDraw draw) {
   using C = typename Compute<S>::type;
@@ -86,6 +126,9 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* 
   });
 }
 
+// Sums of at least this many terms per output take a block each.
+constexpr int64_t kManyTerms = 64;
+
 cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
                              void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
                              const StridedIndex<3>& reduced, cudaStream_t stream) {
@@ -95,6 +138,19 @@ cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void
   return ByOp(op, [&](auto o) {
     return ByType(type, [&](auto s) {
       using S = decltype(s);
+      if (terms >= kManyTerms && grad_elements >= kColumnTile) {
+        BinaryGradColumnsKernel<decltype(o), S><<<ColumnBlocks(grad_elements), kThreads, 0, stream>>>(
+            operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g),
+            static_cast<S*>(grad), grad_elements, grad_index, reduced, terms);
+        return;
+      }
+      if (terms >= kManyTerms) {
+        const int blocks = static_cast<int>(grad_elements < 65535 ? grad_elements : 65535);
+        BinaryGradReduceKernel<decltype(o), S><<<blocks, kThreads, 0, stream>>>(
+            operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g),
+            static_cast<S*>(grad), grad_elements, grad_index, reduced, terms);
+        return;
+      }
       BinaryGradKernel<decltype(o), S><<<Blocks(grad_elements), kThreads, 0, stream>>>(
           operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g), static_cast<S*>(grad),
           grad_elements, grad_index, reduced, terms);

@@ -160,17 +160,21 @@ struct AttentionShape {
   const void* mask = nullptr;
   int64_t mask_batch = 1, mask_heads = 1;
 };
-// The largest key (forward) or query (backward) count a row's scores fit in shared memory for,
-// and the largest head_dim / v_dim (one element per thread of a block).
-int64_t MaxAttentionSeq(ElemType type);
-int64_t MaxAttentionHeadDim();
-cudaError_t LaunchFlashAttn(ElemType type, const void* q, const void* k, const void* v, void* out, void* softmax,
-                            void* lse, const AttentionShape& a, cudaStream_t stream);
-// dq per query row (and D_i = Σ dO·O into `row_dot`, batch·heads_q·seq_q doubles), then dk and
-// dv per key row summing the query rows of every head of its group in order.
-cudaError_t LaunchFlashAttnGrad(ElemType type, const void* q, const void* k, const void* v, const void* out,
-                                const void* lse, const void* out_grad, void* q_grad, void* k_grad, void* v_grad,
-                                double* row_dot, const AttentionShape& a, cudaStream_t stream);
+// Attention runs as GEMMs around two row kernels (executor/cuda/attention_kernels.cc). Both
+// take a chunk of `batches` batch elements from batch b0, whose scores (q·kᵀ, unscaled, in the
+// compute type: f32, f64 for f64) are [batches, heads_q, seq_q, seq_k].
+//
+// Probabilities in the storage type, zero past a row's last visible key: with `lse_in` null,
+// each row's log-sum-exp is computed and stored into `lse_out` (indexed over the whole batch);
+// else P = exp(scale·s + mask − lse_in), the backward's replay of the forward's.
+cudaError_t LaunchAttentionProbs(ElemType type, const void* scores, const void* lse_in, void* probs, void* lse_out,
+                                 const AttentionShape& a, int64_t b0, int64_t batches, cudaStream_t stream);
+// The scores' gradient, before the scale (a GEMM's alpha applies it): dS = P ∘ (dP − D), with
+// D = Σ dO·O over the row and P replayed from the scores and lse; `dprobs` = dO·vᵀ (compute
+// type), `dscores` in the storage type.
+cudaError_t LaunchAttentionScoreGrad(ElemType type, const void* scores, const void* dprobs, const void* out,
+                                     const void* out_grad, const void* lse, void* dscores, const AttentionShape& a,
+                                     int64_t b0, int64_t batches, cudaStream_t stream);
 
 // A one-element float tensor on the device (learning rate, beta powers, skip_update), read by
 // the kernel itself so that the host never waits for it; null data: absent.
@@ -185,13 +189,13 @@ struct AdamWConfig {
 // adamw on n elements, the CPU's formulas (ir/ops/optimizer.cc), the step-dependent factors
 // computed in double from the scalars as the CPU computes them; skip_update > 0 copies the
 // operands instead. beta1_pow_out / beta2_pow_out are one element of `pow_type`.
-cudaError_t LaunchAdamW(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+cudaError_t LaunchAdamW(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                         const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,
                         ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
                         void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream);
 // sgd: param_out = param - lr·grad; skip_update > 0 copies param.
-cudaError_t LaunchSgd(ElemType type, const void* param, const void* grad, ScalarRef learning_rate,
+cudaError_t LaunchSgd(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                       ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream);
 struct MomentumConfig {
   double mu = 0.9, regularization_coeff = 0;
@@ -199,7 +203,7 @@ struct MomentumConfig {
 };
 // momentum: g = grad + coeff·param, velocity_out = mu·velocity + g, param_out = param - lr·velocity_out
 // (nesterov: param - lr·(g + mu·velocity_out)); skip_update > 0 copies param and velocity.
-cudaError_t LaunchMomentum(ElemType type, const void* param, const void* grad, const void* velocity,
+cudaError_t LaunchMomentum(ElemType type, ElemType grad_type, const void* param, const void* grad, const void* velocity,
                            ScalarRef learning_rate, ScalarRef skip_update, void* param_out, void* velocity_out,
                            int64_t n, const MomentumConfig& config, cudaStream_t stream);
 

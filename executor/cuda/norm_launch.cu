@@ -73,16 +73,16 @@ template <typename S>
 __global__ void LayerNormParamGradKernel(const S* x, const S* mean, const S* variance, const S* g, S* scale_grad,
                                          S* bias_grad, int64_t rows, int64_t cols, double eps) {
   using C = typename Compute<S>::type;
-  PDIST_GRID_STRIDE_LOOP(c, cols) {
-    C ds = C(0), db = C(0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const C gr = Load(g, r * cols + c);
-      ds += gr * (Load(x, r * cols + c) - Load(mean, r)) * Rstd(Load(variance, r), eps);
-      db += gr;
-    }
-    if (scale_grad != nullptr) Store(scale_grad, c, ds);
-    if (bias_grad != nullptr) Store(bias_grad, c, db);
-  }
+  ColumnSums<C>(
+      rows, cols,
+      [&](int64_t r, int64_t c) {
+        const C gr = Load(g, r * cols + c);
+        return SumPair<C>{gr * (Load(x, r * cols + c) - Load(mean, r)) * Rstd(Load(variance, r), eps), gr};
+      },
+      [&](int64_t c, C ds, C db) {
+        if (scale_grad != nullptr) Store(scale_grad, c, ds);
+        if (bias_grad != nullptr) Store(bias_grad, c, db);
+      });
 }
 
 template <typename S>
@@ -119,11 +119,12 @@ template <typename S>
 __global__ void RmsNormScaleGradKernel(const S* x, const S* invvar, const S* g, S* scale_grad, int64_t rows,
                                        int64_t cols) {
   using C = typename Compute<S>::type;
-  PDIST_GRID_STRIDE_LOOP(c, cols) {
-    C acc = C(0);
-    for (int64_t r = 0; r < rows; ++r) acc += Load(g, r * cols + c) * Load(x, r * cols + c) * Load(invvar, r);
-    Store(scale_grad, c, acc);
-  }
+  ColumnSums<C>(
+      rows, cols,
+      [&](int64_t r, int64_t c) {
+        return SumPair<C>{Load(g, r * cols + c) * Load(x, r * cols + c) * Load(invvar, r), C(0)};
+      },
+      [&](int64_t c, C ds, C) { Store(scale_grad, c, ds); });
 }
 
 int RowBlocks(int64_t rows) { return static_cast<int>(rows < kMaxRowBlocks ? (rows > 0 ? rows : 1) : kMaxRowBlocks); }
@@ -150,7 +151,7 @@ cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, c
     RmsNormGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(invvar),
         static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
-    RmsNormScaleGradKernel<S><<<Blocks(cols), kThreads, 0, stream>>>(
+    RmsNormScaleGradKernel<S><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const S*>(invvar), static_cast<const S*>(out_grad),
         static_cast<S*>(scale_grad), rows, cols);
   });
@@ -177,7 +178,7 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale,
         static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(mean),
         static_cast<const S*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
     if (scale_grad != nullptr || bias_grad != nullptr) {
-      LayerNormParamGradKernel<S><<<Blocks(cols), kThreads, 0, stream>>>(
+      LayerNormParamGradKernel<S><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
           static_cast<const S*>(x), static_cast<const S*>(mean), static_cast<const S*>(variance),
           static_cast<const S*>(out_grad), static_cast<S*>(scale_grad), static_cast<S*>(bias_grad), rows, cols, eps);
     }

@@ -13,6 +13,19 @@
 namespace pdist::exec::cuda {
 namespace {
 
+// The gradient's element type: the parameter's, or bf16/f16 for an f32 parameter (a master
+// weight updated from its low-precision gradient).
+absl::StatusOr<ElemType> GradTypeOf(const KernelContext& ctx, const Tensor& param, const Tensor& grad) {
+  const bool mixed = param.dtype() == ir::DataType::kFloat32 &&
+                     (grad.dtype() == ir::DataType::kBFloat16 || grad.dtype() == ir::DataType::kFloat16);
+  if (grad.dtype() != param.dtype() && !mixed) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type(), ": gradient ", ir::DataTypeName(grad.dtype()),
+                                                   " for a ", ir::DataTypeName(param.dtype()),
+                                                   " parameter; expected the same dtype, or bf16/f16 for f32"));
+  }
+  return ElemTypeOf(ctx.op().type().c_str(), grad.dtype());
+}
+
 // Operand `input` (one element on the device; absent: a null reference) of `ctx`'s op.
 absl::StatusOr<ScalarRef> ScalarOf(const KernelContext& ctx, size_t input, const char* name) {
   const Tensor* t = ctx.input(input);
@@ -25,10 +38,11 @@ absl::StatusOr<ScalarRef> ScalarOf(const KernelContext& ctx, size_t input, const
 absl::Status SgdKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("sgd", param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(2)));
   PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 1, "learning_rate"));
   PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 3, "skip_update"));
   Tensor& param_out = ctx.AllocateOutput(0);
-  return CudaStatus(LaunchSgd(type, param.raw(), ctx.input(2)->raw(), lr, skip, param_out.raw(), param.num_elements(),
+  return CudaStatus(LaunchSgd(type, grad_type, param.raw(), ctx.input(2)->raw(), lr, skip, param_out.raw(), param.num_elements(),
                               StreamOf(ctx)),
                     "sgd");
 }
@@ -37,6 +51,7 @@ absl::Status SgdKernel(KernelContext& ctx) {
 absl::Status MomentumKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("momentum", param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
   MomentumConfig config;
   PDIST_ASSIGN_OR_RETURN(config.mu, ir::GetDouble(ctx.attrs(), "mu"));
   PDIST_ASSIGN_OR_RETURN(config.nesterov, ir::GetBool(ctx.attrs(), "use_nesterov"));
@@ -45,7 +60,7 @@ absl::Status MomentumKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 4, "skip_update"));
   Tensor& param_out = ctx.AllocateOutput(0);
   Tensor& velocity_out = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchMomentum(type, param.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), lr, skip,
+  return CudaStatus(LaunchMomentum(type, grad_type, param.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), lr, skip,
                                    param_out.raw(), velocity_out.raw(), param.num_elements(), config, StreamOf(ctx)),
                     "momentum");
 }
@@ -55,6 +70,7 @@ absl::Status MomentumKernel(KernelContext& ctx) {
 absl::Status AdamWKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("adamw", param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
   AdamWConfig config;
   PDIST_ASSIGN_OR_RETURN(config.beta1, ir::GetDouble(ctx.attrs(), "beta1"));
   PDIST_ASSIGN_OR_RETURN(config.beta2, ir::GetDouble(ctx.attrs(), "beta2"));
@@ -72,7 +88,7 @@ absl::Status AdamWKernel(KernelContext& ctx) {
   Tensor& beta1_pow_out = ctx.AllocateOutput(3);
   Tensor& beta2_pow_out = ctx.AllocateOutput(4);
   PDIST_ASSIGN_OR_RETURN(ElemType pow_type, ElemTypeOf("adamw's beta1_pow_out", beta1_pow_out.dtype()));
-  return CudaStatus(LaunchAdamW(type, param.raw(), ctx.input(1)->raw(), lr, ctx.input(3)->raw(), ctx.input(4)->raw(),
+  return CudaStatus(LaunchAdamW(type, grad_type, param.raw(), ctx.input(1)->raw(), lr, ctx.input(3)->raw(), ctx.input(4)->raw(),
                                 beta1_pow, beta2_pow, skip, param_out.raw(), moment1_out.raw(), moment2_out.raw(),
                                 beta1_pow_out.raw(), beta2_pow_out.raw(), pow_type, param.num_elements(), config,
                                 StreamOf(ctx)),

@@ -1,8 +1,9 @@
-// Device side of sum, mean, max, min and their gradients. One thread per output element, summing
-// its positions in row-major order in double: the CPU kernel's order and accumulator, so results
-// agree to the last bit. (A tree reduction for long sums is the next step: this one is O(terms)
-// per thread.) max and min propagate NaN as the CPU's do; their gradient splits each output's
-// gradient evenly among the positions that equal it (ties), as the CPU's does.
+// Device side of sum, mean, max, min and their gradients. A sum of few terms: one thread per
+// output element, its positions in row-major order in double (the CPU kernel's order and
+// accumulator: results agree to the last bit); of many terms (≥ kManyTerms): a block per output,
+// still in double. max and min (one thread per output) propagate NaN as the CPU's do; their
+// gradient splits each output's gradient evenly among the positions that equal it (ties), as the
+// CPU's does.
 #include "executor/cuda/device_common.cuh"
 #include "executor/cuda/launch.h"
 
@@ -22,6 +23,26 @@ __global__ void SumKernel(const S* x, S* out, int64_t out_elements, StridedIndex
       acc += static_cast<double>(Load(x, base[0] + offset[0]));
     }
     Store(out, o, static_cast<typename Compute<S>::type>(mean ? acc / static_cast<double>(terms) : acc));
+  }
+}
+
+// The same sums for outputs of many terms (a loss's mean): a block per output, its threads
+// splitting the terms, combined in double by BlockSum: the order differs from the CPU's, the
+// accumulator does not.
+template <typename S>
+__global__ void SumReduceKernel(const S* x, S* out, int64_t out_elements, StridedIndex<1> kept,
+                                StridedIndex<1> reduced, int64_t terms, bool mean) {
+  for (int64_t o = blockIdx.x; o < out_elements; o += gridDim.x) {
+    int64_t base[1];
+    Offsets(kept, o, base);
+    double acc = 0;
+    for (int64_t r = threadIdx.x; r < terms; r += blockDim.x) {
+      int64_t offset[1];
+      Offsets(reduced, r, offset);
+      acc += static_cast<double>(Load(x, base[0] + offset[0]));
+    }
+    acc = BlockSum(acc);
+    if (threadIdx.x == 0) Store(out, o, static_cast<typename Compute<S>::type>(mean ? acc / static_cast<double>(terms) : acc));
   }
 }
 
@@ -104,6 +125,9 @@ cudaError_t LaunchExtremeGrad(ElemType type, const void* x, const void* out, con
   });
 }
 
+// Sums of at least this many terms per output take a block each.
+constexpr int64_t kManyTerms = 64;
+
 cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_elements, const StridedIndex<1>& kept,
                       const StridedIndex<1>& reduced, bool mean, cudaStream_t stream) {
   if (out_elements == 0) return cudaSuccess;
@@ -111,6 +135,12 @@ cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_eleme
   for (int d = 0; d < reduced.rank; ++d) terms *= reduced.shape[d];
   return ByType(type, [&](auto s) {
     using S = decltype(s);
+    if (terms >= kManyTerms) {
+      const int blocks = static_cast<int>(out_elements < 65535 ? out_elements : 65535);
+      SumReduceKernel<S><<<blocks, kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out), out_elements,
+                                                          kept, reduced, terms, mean);
+      return;
+    }
     SumKernel<S><<<Blocks(out_elements), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out),
                                                                  out_elements, kept, reduced, terms, mean);
   });

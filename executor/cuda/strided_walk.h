@@ -18,11 +18,24 @@ inline absl::StatusOr<StridedIndex<N>> Walk(const char* op, const std::vector<in
   if (shape.size() > static_cast<size_t>(kMaxRank)) {
     return absl::UnimplementedError(absl::StrCat(op, " on cuda: rank ", shape.size(), " above ", kMaxRank));
   }
+  // Dims of size 1 drop, and a dim merges into the one before it where every operand walks the
+  // two as one (outer stride = inner stride · inner size): the same offsets for every flat index,
+  // with fewer divisions per element on the device (none for a same-shape operand, one for a
+  // bias broadcast over rows).
   StridedIndex<N> index;
-  index.rank = static_cast<int>(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
-    index.shape[d] = shape[d];
-    for (int k = 0; k < N; ++k) index.stride[k][d] = strides[k][d];
+    if (shape[d] == 1) continue;
+    const int last = index.rank - 1;
+    bool merges = last >= 0;
+    for (int k = 0; k < N && merges; ++k) merges = index.stride[k][last] == strides[k][d] * shape[d];
+    if (merges) {
+      index.shape[last] *= shape[d];
+      for (int k = 0; k < N; ++k) index.stride[k][last] = strides[k][d];
+      continue;
+    }
+    index.shape[index.rank] = shape[d];
+    for (int k = 0; k < N; ++k) index.stride[k][index.rank] = strides[k][d];
+    ++index.rank;
   }
   return index;
 }

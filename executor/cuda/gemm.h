@@ -1,0 +1,43 @@
+// Row-major GEMMs through cuBLASLt, for every CUDA kernel that multiplies matrices (matmul and
+// its gradient, attention's scores and products):
+//
+//   out[b] = alpha · op(lhs[b]) · op(rhs[b]) + beta · out[b],   b < batch
+//
+// Each matrix is row-major with its own leading dimension (elements between rows), so a head of
+// a [batch, seq, heads, dim] activation is a matrix without a copy (ld = heads · dim). Inputs of
+// type `in` compute in f32 (f64 for f64; CUBLAS_COMPUTE_32F, no TF32: f32 agrees with the CPU to
+// rounding); `out` is `in` or, for bf16/f16 factors, f32 (attention's scores stay in f32).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "executor/cuda/launch.h"
+#include "executor/kernel.h"
+
+namespace pdist::exec::cuda {
+
+struct GemmMatrix {
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;  // as stored
+  int64_t ld = 0;              // elements from one row to the next (≥ cols)
+  bool trans = false;          // multiplied as its transpose
+  int64_t batch_stride = 0;    // elements from one batch's matrix to the next (0: shared)
+  int64_t product_rows() const { return trans ? cols : rows; }
+  int64_t product_cols() const { return trans ? rows : cols; }
+};
+
+struct GemmCall {
+  ElemType in = ElemType::kF32;   // lhs and rhs
+  ElemType out = ElemType::kF32;  // `in`, or kF32 for bf16/f16 factors
+  GemmMatrix lhs, rhs;
+  void* out_data = nullptr;
+  int64_t out_ld = 0, out_batch_stride = 0;
+  int64_t batch = 1;
+  double alpha = 1, beta = 0;
+};
+
+// Runs `call` on the kernel's stream; the cuBLASLt workspace comes from its allocator.
+absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& call);
+
+}  // namespace pdist::exec::cuda
