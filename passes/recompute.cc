@@ -55,10 +55,16 @@ std::vector<int64_t> Segments(const std::vector<Operation*>& forward) {
   return segment;
 }
 
-// A reshard to another mesh is a pipeline send: replaying it in the backward would send again.
+// A reshard to another mesh is a pipeline send (or receive).
+bool MovesToAnotherMesh(const Operation& op) {
+  return op.type() == "reshard" && op.operand(0)->dist_attr() && op.result(0)->dist_attr() &&
+         op.operand(0)->dist_attr()->mesh != op.result(0)->dist_attr()->mesh;
+}
+
+// Replaying a send in the backward would send again. ApplyRecompute keeps what a send delivers,
+// so a replay never reaches one; this guards that.
 absl::Status CheckReplayable(const Operation& op) {
-  if (op.type() != "reshard" || !op.operand(0)->dist_attr() || !op.result(0)->dist_attr()) return absl::OkStatus();
-  if (op.operand(0)->dist_attr()->mesh == op.result(0)->dist_attr()->mesh) return absl::OkStatus();
+  if (!MovesToAnotherMesh(op)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "recompute: the segment to replay contains ", op.Describe(), ", which moves a value from mesh ",
       op.operand(0)->dist_attr()->mesh.ToString(), " to ", op.result(0)->dist_attr()->mesh.ToString(),
@@ -101,11 +107,14 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
   }
 
   // Kept: values read by a later segment's forward or by anything but the forward and backward
-  // (the optimizer, the loss), and under selective the results of compute-bound ops.
+  // (the optimizer, the loss), what a pipeline send delivers to another stage (a tied embedding's
+  // weight on the last stage: the receiver holds it as it would without recompute), and under
+  // selective the results of compute-bound ops.
   std::unordered_set<const Value*> kept;
   if (program.loss() != nullptr) kept.insert(program.loss());
   for (const auto& op : program.block().ops()) {
     const bool forward_op = op->role() == ir::OpRole::kForward;
+    if (forward_op && MovesToAnotherMesh(*op)) kept.insert(op->results().begin(), op->results().end());
     for (const Value* v : op->operands()) {
       auto s = v == nullptr ? segment.end() : segment.find(v);
       if (s == segment.end()) continue;

@@ -93,6 +93,9 @@ std::vector<Case> Cases() {
     }
     cases.push_back({absl::StrCat("gpt_tied_pp2_1F1B_", suffix), "gpt_tied", Pipeline(2, "1F1B"), dtype});
     cases.push_back({absl::StrCat("gpt_tied_pp2_dp2_", suffix), "gpt_tied", Pipeline(2, "1F1B", R"(, "dp_degree": 2)"), dtype});
+    // The last stage's copy of the tied weight comes by a send: recompute keeps it, never re-sends.
+    cases.push_back({absl::StrCat("gpt_tied_pp2_rc_full_", suffix), "gpt_tied",
+                     Pipeline(2, "1F1B", R"(, "recompute": {"enable": true, "granularity": "full"})"), dtype});
   }
   return cases;
 }
