@@ -212,6 +212,12 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
                                            const EstimateOptions& options, double beat) {
   PDIST_RETURN_IF_ERROR(CheckShape(c, model, cluster));
   PDIST_ASSIGN_OR_RETURN(const ModelProfile* profile, profiler.Get({.mp = c.mp, .sp = c.sp, .micro_batch = c.micro_batch}));
+  // Recompute's memory as the pass leaves it (planner/profile.h).
+  const ModelProfile* replayed = nullptr;
+  if (c.recompute != Recompute::kNone) {
+    PDIST_ASSIGN_OR_RETURN(replayed, profiler.Get({.mp = c.mp, .sp = c.sp, .micro_batch = c.micro_batch,
+                                                   .recompute = c.recompute}));
+  }
   PDIST_ASSIGN_OR_RETURN(StageLayout layout, LayoutStages(*profile, model, c.pp * c.vpp));
   Estimate e;
   e.candidate = c;
@@ -220,7 +226,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
 
   std::vector<VirtualStage> vs;
   for (int64_t k = 0; k < c.pp * c.vpp; ++k) {
-    vs.push_back(PriceVirtualStage(c, model, *profile, layout.stages[k], k, cluster));
+    vs.push_back(PriceVirtualStage(c, model, *profile, replayed, layout.stages[k], k, cluster));
   }
   const std::vector<double> dp_exposed = ExposeDataParallelSync(c, cluster, vs, options);
   std::vector<StageTotals> totals = SumStages(c, vs, dp_exposed, options);

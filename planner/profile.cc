@@ -18,6 +18,10 @@ absl::StatusOr<passes::DistributedPrograms> BuildStages(const ProfileProgram& pr
   s.pipeline.accumulate_steps = program.accumulate_steps;
   s.pipeline.micro_batch_size = key.micro_batch;
   s.pipeline.split_before = program.split_before;
+  if (key.recompute != Recompute::kNone) {
+    s.recompute.enable = true;
+    s.recompute.granularity = RecomputeName(key.recompute);
+  }
   return passes::BuildDistributedPrograms(program.forward, s, passes::OptimizerConfig{});
 }
 
@@ -31,7 +35,9 @@ absl::StatusOr<const ModelProfile*> Profiler::Get(const ProfileKey& key) {
 }
 
 absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
-  const std::string where = absl::StrCat("profiling mp=", key.mp, key.sp ? " sp" : "", " micro-batch ", key.micro_batch);
+  const std::string where = absl::StrCat("profiling mp=", key.mp, key.sp ? " sp" : "", " micro-batch ", key.micro_batch,
+                                         key.recompute != Recompute::kNone ? " recompute " : "",
+                                         key.recompute != Recompute::kNone ? RecomputeName(key.recompute) : "");
   absl::StatusOr<ProfileProgram> program = model_.profile_program(key.micro_batch);
   if (!program.ok()) return WithContext(program.status(), where);
   // ZBH1 tells the weight gradients apart; a model whose backward cannot be split runs 1F1B,

@@ -8,9 +8,14 @@
 //   GPT:  stage 0 = embedding,  stage 1 = layer 0,  stage 2 = head     (a 1-layer copy)
 //
 // The stages run the ZBH1 schedule so that the backward splits into input and weight gradients;
-// a whole backward is their sum. Data parallelism, ZeRO, recompute and the schedule change how
-// these costs combine, not the costs: planner/estimate.h combines them. A profile is cached by
-// its key, so a search over thousands of candidates profiles a handful of programs.
+// a whole backward is their sum. Data parallelism, ZeRO and the schedule change how these costs
+// combine, not the costs: planner/estimate.h combines them. Recompute changes what a segment
+// keeps and what its backward replays, in ways the pass decides (it cuts where the fewest
+// values cross, inside a layer too): a key with recompute profiles the programs the recompute
+// pass made, and the planner takes a segment's activation memory from there (its times stay
+// the plain profile's plus the replayed forward, as validated against published runs). A
+// profile is cached by its key, so a search over thousands of candidates profiles a handful of
+// programs.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "planner/candidate.h"
 #include "planner/planned_model.h"
 #include "planner/segment_cost.h"
 #include "strategy/cluster.h"
@@ -29,8 +35,9 @@ struct ProfileKey {
   int64_t mp = 1;
   bool sp = false;
   int64_t micro_batch = 1;
+  Recompute recompute = Recompute::kNone;
   friend bool operator<(const ProfileKey& a, const ProfileKey& b) {
-    return std::tie(a.mp, a.sp, a.micro_batch) < std::tie(b.mp, b.sp, b.micro_batch);
+    return std::tie(a.mp, a.sp, a.micro_batch, a.recompute) < std::tie(b.mp, b.sp, b.micro_batch, b.recompute);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
@@ -60,6 +61,8 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   recomputable_bytes += o.recomputable_bytes;
   recomputable_seconds += o.recomputable_seconds;
   boundary_bytes += o.boundary_bytes;
+  unfused_attention_bytes += o.unfused_attention_bytes;
+  replay_peak_bytes = std::max(replay_peak_bytes, o.replay_peak_bytes);  // one segment's backward at a time
   largest_update_bytes = std::max(largest_update_bytes, o.largest_update_bytes);
   return *this;
 }
@@ -70,11 +73,54 @@ SegmentCost& SegmentCost::operator*=(double k) {
     mp_comm_seconds[i] *= k;
   }
   for (double* f : {&flops, &model_flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
-                    &recomputable_bytes, &recomputable_seconds, &boundary_bytes}) {
+                    &recomputable_bytes, &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes,
+                    &replay_peak_bytes}) {
     *f *= k;
   }
   return *this;
 }
+
+namespace {
+
+// The most bytes of activations made by backward ops (recompute's replays) alive at once, each
+// freed after its last reader, as the executor frees it.
+double ReplayPeakBytes(const ir::Program& local) {
+  const auto& ops = local.block().ops();
+  std::unordered_map<const ir::Value*, size_t> last_use;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* v : ops[i]->operands()) {
+      if (v != nullptr) last_use[v] = i;
+    }
+  }
+  std::unordered_map<const ir::Value*, double> held;
+  double live = 0, peak = 0;
+  auto release = [&](const ir::Value* v) {
+    if (auto it = held.find(v); it != held.end()) {
+      live -= it->second;
+      held.erase(it);
+    }
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Operation& op = *ops[i];
+    if (ir::IsBackwardRole(op.role())) {
+      for (const ir::Value* r : op.results()) {
+        if (r == nullptr || r->role() != ir::ValueRole::kActivation) continue;
+        held[r] = static_cast<double>(r->type().num_bytes());
+        live += held[r];
+      }
+      peak = std::max(peak, live);
+    }
+    for (const ir::Value* v : op.operands()) {
+      if (v != nullptr && last_use.at(v) == i) release(v);
+    }
+    for (const ir::Value* r : op.results()) {
+      if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
+    }
+  }
+  return peak;
+}
+
+}  // namespace
 
 absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster,
                                               std::map<std::string, double>* unscaled_by_type) {
@@ -136,6 +182,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.recomputable_seconds += *t;
       cost.saved_bytes += kept;
       cost.recomputable_bytes += kept;
+      cost.unfused_attention_bytes += kept;
     }
     if (ir::IsBackwardRole(op->role())) {
       for (const ir::Value* v : op->operands()) {
@@ -150,6 +197,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       }
     }
   }
+  cost.replay_peak_bytes = ReplayPeakBytes(local);
   return cost;
 }
 

@@ -31,6 +31,12 @@ struct SegmentCost {
   double recomputable_bytes = 0;    // of which made by ops that are not compute-bound (selective recompute drops them)
   double recomputable_seconds = 0;  // forward seconds of those ops (what selective recompute redoes)
   double boundary_bytes = 0;          // what a forward sends to the next stage (c_send)
+  // Of saved_bytes, what an unfused attention core keeps beyond the fused op's results (priced
+  // for devices that run attention unfused: UnfusedAttentionSavedBytes).
+  double unfused_attention_bytes = 0;
+  // The most activation bytes that backward ops make and hold at once, each freed after its
+  // last reader as the executor frees it: recompute's replayed forward (none without it).
+  double replay_peak_bytes = 0;
   // The most bytes one optimizer op makes (a parameter's new value and new states): what the
   // executor holds beside the old tensors before it installs them (an in-place update). Combined
   // by max, not sum, and left alone by scaling.

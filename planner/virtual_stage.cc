@@ -47,7 +47,8 @@ double BackwardPeak(const VirtualStage& s, double grad_scale) {
 }
 
 VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
-                               const StageLayout::Segments& seg, int64_t k, const strategy::Cluster& cluster) {
+                               const ModelProfile* replayed, const StageLayout::Segments& seg, int64_t k,
+                               const strategy::Cluster& cluster) {
   VirtualStage s;
   const int64_t stage = k % c.pp;
   const double boundary = StageBoundary(model, profile, seg);
@@ -73,6 +74,14 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
           segment_workspace = cost.saved_bytes;
           break;
       }
+    }
+    if (replayed != nullptr) {
+      // What the pass made of this segment: the values it keeps (less an unfused attention core's
+      // probabilities, which recompute replays: Korthikanti et al.'s selective and full alike)
+      // and the most its replays hold at once, the core's probabilities again while it runs.
+      const SegmentCost& r = replayed->Of(segment);
+      segment_dropped = cost.saved_bytes - (r.saved_bytes - r.unfused_attention_bytes);
+      segment_workspace = r.replay_peak_bytes + r.unfused_attention_bytes;
     }
     dropped += segment_dropped;
     s.workspace = std::max(s.workspace, segment_workspace);

@@ -172,10 +172,16 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   EXPECT_GT(selective.memory.activations, full.memory.activations);
   // Full recompute redoes each layer's forward once.
   EXPECT_NEAR(full.time.recompute, 6 * Layer(4).Seconds(ir::OpRole::kForward), 1e-15);
-  // and keeps each layer's input: b·s·h floats.
-  const SegmentCost all = Whole(4);
-  EXPECT_NEAR(full.memory.activations,
-              all.saved_bytes - 6 * (Layer(4).saved_bytes - 4.0 * 4 * 16 * 64), 1e-6);
+  // and keeps what the backward of the recompute pass's programs still reads (planner/profile.h):
+  // in a layer, the two residual streams where the pass cuts, b·s·h floats each.
+  const ModelProfile& replayed = **profiler_.Get({.mp = 1, .sp = false, .micro_batch = 4, .recompute = Recompute::kFull});
+  const SegmentCost kept = replayed.kinds[kEmbeddingKind] + replayed.kinds[kLayerKind] * 6 + replayed.kinds[kHeadKind];
+  EXPECT_NEAR(full.memory.activations, kept.saved_bytes, 1e-6);
+  EXPECT_DOUBLE_EQ(replayed.kinds[kLayerKind].saved_bytes, 2 * 4.0 * 4 * 16 * 64);
+  // Its replays hold at most the layer's saved values at once (half a layer between the cuts).
+  EXPECT_GT(replayed.kinds[kLayerKind].replay_peak_bytes, 0);
+  EXPECT_LT(replayed.kinds[kLayerKind].replay_peak_bytes, Layer(4).saved_bytes);
+  EXPECT_EQ(Layer(4).replay_peak_bytes, 0);  // nothing is replayed without recompute
 }
 
 // With one micro-batch the step's peak is the backward's or the optimizer's, not the sum of the

@@ -27,8 +27,8 @@ TEST(VirtualStageTest, ZeroBubbleFirstStageRunsItsWholeBackwardAsWeightGradients
   Candidate zbh1 = one_f_one_b;
   zbh1.schedule = passes::ScheduleMode::kZBH1;
   for (int64_t k = 0; k < 2; ++k) {
-    const VirtualStage plain = PriceVirtualStage(one_f_one_b, model, profile, layout.stages[k], k, cluster);
-    const VirtualStage zb = PriceVirtualStage(zbh1, model, profile, layout.stages[k], k, cluster);
+    const VirtualStage plain = PriceVirtualStage(one_f_one_b, model, profile, nullptr, layout.stages[k], k, cluster);
+    const VirtualStage zb = PriceVirtualStage(zbh1, model, profile, nullptr, layout.stages[k], k, cluster);
     ASSERT_GT(plain.jobs.backward_input, 0) << k;
     ASSERT_GT(plain.jobs.backward_weight, 0) << k;
     EXPECT_DOUBLE_EQ(zb.jobs.backward, plain.jobs.backward) << k;
