@@ -65,8 +65,6 @@ absl::StatusOr<AttentionShape> ShapeOf(const KernelContext& ctx, const Tensor* m
 // The compute type of scores: f64 for f64, else f32.
 ElemType ScoreType(ElemType type) { return type == ElemType::kF64 ? ElemType::kF64 : ElemType::kF32; }
 
-int64_t SizeOf(ElemType type) { return type == ElemType::kF64 ? 8 : type == ElemType::kF32 ? 4 : 2; }
-
 // One operand of the per-head products: head h of batch element b is the row-major (rows, cols)
 // matrix at data + b·batch_stride + h·head_stride elements, h being the query head or, where
 // `kv_head`, its group's kv head. Chunk buffers count b from the chunk's first element.
@@ -87,7 +85,7 @@ struct HeadOperand {
   GemmMatrix At(const AttentionShape& a, int64_t b, int64_t b0, int64_t h) const {
     const int64_t head = kv_head ? h / (a.heads_q / a.heads_k) : h;
     const int64_t offset = (chunk_local ? b - b0 : b) * batch_stride + head * head_stride;
-    return {.data = static_cast<const char*>(data) + offset * SizeOf(type),
+    return {.data = static_cast<const char*>(data) + offset * ElemTypeSize(type),
             .rows = rows,
             .cols = cols,
             .ld = ld,
@@ -149,11 +147,7 @@ int64_t ChunkBatches(const AttentionShape& a) {
 }
 
 Tensor ScoresBuffer(KernelContext& ctx, const AttentionShape& a, int64_t batches, ElemType type) {
-  const ir::DataType dtype = type == ElemType::kF64   ? ir::DataType::kFloat64
-                             : type == ElemType::kF32 ? ir::DataType::kFloat32
-                             : type == ElemType::kBF16 ? ir::DataType::kBFloat16
-                                                       : ir::DataType::kFloat16;
-  return Tensor::Empty({{batches, a.heads_q, a.seq_q, a.seq_k}, dtype}, ctx.allocator(), ctx.stream());
+  return Tensor::Empty({{batches, a.heads_q, a.seq_q, a.seq_k}, DataTypeOf(type)}, ctx.allocator(), ctx.stream());
 }
 
 // (q, k, v, fixed_seed_offset?, attn_mask?) → out, softmax, softmax_lse, seed_offset.
@@ -185,7 +179,7 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   for (int64_t b0 = 0; b0 < a.batch; b0 += chunk) {
     const int64_t batches = std::min(chunk, a.batch - b0);
     const void* p = return_softmax ? static_cast<const char*>(softmax.raw()) +
-                                         b0 * a.heads_q * a.seq_q * a.seq_k * SizeOf(type)
+                                         b0 * a.heads_q * a.seq_q * a.seq_k * ElemTypeSize(type)
                                    : probs.raw();
     const HeadOperand s_op = of.Scores(scores.raw(), score_type), p_op = of.Scores(p, type);
     PDIST_RETURN_IF_ERROR(PerHeadGemm(ctx, a, b0, batches, of.Q(q.raw()), of.K(ctx.input(1)->raw()).T(), s_op, 1));

@@ -1,4 +1,4 @@
-// ElemTypeOf: the float dtypes the CUDA launchers compute in.
+// ElemTypeOf: the float dtypes the CUDA launchers compute in, and back.
 #include "executor/cuda/elem_type.h"
 
 #include "absl/strings/str_cat.h"
@@ -16,5 +16,17 @@ absl::StatusOr<ElemType> ElemTypeOf(const char* op, ir::DataType dtype) {
                                                    " operands (the CUDA kernel takes f32, f64, bf16, f16)"));
   }
 }
+
+ir::DataType DataTypeOf(ElemType type) {
+  switch (type) {
+    case ElemType::kF64: return ir::DataType::kFloat64;
+    case ElemType::kBF16: return ir::DataType::kBFloat16;
+    case ElemType::kF16: return ir::DataType::kFloat16;
+    case ElemType::kF32: break;
+  }
+  return ir::DataType::kFloat32;
+}
+
+int64_t ElemTypeSize(ElemType type) { return ir::DataTypeSize(DataTypeOf(type)); }
 
 }  // namespace pdist::exec::cuda

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
+#include "executor/cuda/elem_type.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cuda {
@@ -40,7 +41,7 @@ absl::StatusOr<cublasLtHandle_t> HandleFor(const Device& device) {
   return handle;
 }
 
-cudaDataType DataTypeOf(ElemType type) {
+cudaDataType CudaDataTypeOf(ElemType type) {
   switch (type) {
     case ElemType::kF64: return CUDA_R_64F;
     case ElemType::kBF16: return CUDA_R_16BF;
@@ -48,10 +49,6 @@ cudaDataType DataTypeOf(ElemType type) {
     case ElemType::kF32: break;
   }
   return CUDA_R_32F;
-}
-
-int64_t SizeOf(ElemType type) {
-  return type == ElemType::kF64 ? 8 : type == ElemType::kF32 ? 4 : 2;
 }
 
 // The largest power of two up to 256 that divides the address and every batch's offset: what
@@ -105,9 +102,9 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   if (k == 0) {  // an empty sum: zeros (or out unchanged), as the CPU's GEMM gives
     if (g.beta != 0) return absl::OkStatus();
     for (int64_t b = 0; b < g.batch; ++b) {
-      char* c = static_cast<char*>(g.out_data) + b * g.out_batch_stride * SizeOf(g.out);
-      PDIST_CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(c, static_cast<size_t>(g.out_ld * SizeOf(g.out)), 0,
-                                                   static_cast<size_t>(n * SizeOf(g.out)), static_cast<size_t>(m), stream));
+      char* c = static_cast<char*>(g.out_data) + b * g.out_batch_stride * ElemTypeSize(g.out);
+      PDIST_CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(c, static_cast<size_t>(g.out_ld * ElemTypeSize(g.out)), 0,
+                                                   static_cast<size_t>(n * ElemTypeSize(g.out)), static_cast<size_t>(m), stream));
     }
     return absl::OkStatus();
   }
@@ -122,7 +119,7 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   const cublasOperation_t op_b = g.lhs.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   PDIST_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
   PDIST_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  const cudaDataType in = DataTypeOf(g.in), out = DataTypeOf(g.out);
+  const cudaDataType in = CudaDataTypeOf(g.in), out = CudaDataTypeOf(g.out);
   PDIST_RETURN_IF_ERROR(Layout(&d.a, in, g.rhs.rows, g.rhs.cols, g.rhs.ld, g.batch, g.rhs.batch_stride));
   PDIST_RETURN_IF_ERROR(Layout(&d.b, in, g.lhs.rows, g.lhs.cols, g.lhs.ld, g.batch, g.lhs.batch_stride));
   PDIST_RETURN_IF_ERROR(Layout(&d.c, out, m, n, g.out_ld, g.batch, g.out_batch_stride));
@@ -132,7 +129,7 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
       d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes)));
   // Offsets into a tensor can leave a factor less aligned than a fresh allocation: say so, or
   // the heuristic may pick a kernel that needs more.
-  const int64_t in_size = SizeOf(g.in), out_size = SizeOf(g.out);
+  const int64_t in_size = ElemTypeSize(g.in), out_size = ElemTypeSize(g.out);
   const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, AlignmentOf(g.rhs.data, g.rhs.batch_stride * in_size)},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, AlignmentOf(g.lhs.data, g.lhs.batch_stride * in_size)},
