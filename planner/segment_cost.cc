@@ -58,7 +58,6 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   grad_bytes += o.grad_bytes;
   optimizer_state_bytes += o.optimizer_state_bytes;
   saved_bytes += o.saved_bytes;
-  recomputable_bytes += o.recomputable_bytes;
   recomputable_seconds += o.recomputable_seconds;
   boundary_bytes += o.boundary_bytes;
   unfused_attention_bytes += o.unfused_attention_bytes;
@@ -73,8 +72,7 @@ SegmentCost& SegmentCost::operator*=(double k) {
     mp_comm_seconds[i] *= k;
   }
   for (double* f : {&flops, &model_flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
-                    &recomputable_bytes, &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes,
-                    &replay_peak_bytes}) {
+                    &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes, &replay_peak_bytes}) {
     *f *= k;
   }
   return *this;
@@ -136,7 +134,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
   }
   for (const ir::StateUpdate& g : local.gradients()) cost.grad_bytes += static_cast<double>(g.new_value->type().num_bytes());
 
-  std::set<const ir::Value*> saved, recomputable;
+  std::set<const ir::Value*> saved;
   for (const auto& op : local.block().ops()) {
     const size_t role = Index(op->role());
     if (op->type() == "c_send" || op->type() == "c_recv") {
@@ -173,7 +171,6 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
     if (op->role() == ir::OpRole::kForward && (def == nullptr || !def->compute_bound)) {
       cost.recomputable_seconds += *t;
-      recomputable.insert(op->results().begin(), op->results().end());
     } else if (op->role() == ir::OpRole::kForward && op_cost.bytes != registered.bytes) {
       // An unfused attention core keeps its softmax output, dropout mask and dropout output for
       // the backward (Korthikanti et al.'s 5·a·s²·b bytes); selective recompute in their sense
@@ -181,7 +178,6 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       const double kept = UnfusedAttentionSavedBytes(*op);
       cost.recomputable_seconds += *t;
       cost.saved_bytes += kept;
-      cost.recomputable_bytes += kept;
       cost.unfused_attention_bytes += kept;
     }
     if (ir::IsBackwardRole(op->role())) {
@@ -191,9 +187,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
         const bool forward = v->producer() != nullptr && v->producer()->role() == ir::OpRole::kForward;
         if (!fed && !forward) continue;
         saved.insert(v);
-        const double bytes = static_cast<double>(v->type().num_bytes());
-        cost.saved_bytes += bytes;
-        if (recomputable.count(v) != 0) cost.recomputable_bytes += bytes;
+        cost.saved_bytes += static_cast<double>(v->type().num_bytes());
       }
     }
   }

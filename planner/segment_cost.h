@@ -28,8 +28,7 @@ struct SegmentCost {
   double grad_bytes = 0;
   double optimizer_state_bytes = 0;
   double saved_bytes = 0;           // forward values (and fed inputs) a backward op reads
-  double recomputable_bytes = 0;    // of which made by ops that are not compute-bound (selective recompute drops them)
-  double recomputable_seconds = 0;  // forward seconds of those ops (what selective recompute redoes)
+  double recomputable_seconds = 0;  // forward seconds of the ops that are not compute-bound (what selective recompute redoes)
   double boundary_bytes = 0;          // what a forward sends to the next stage (c_send)
   // Of saved_bytes, what an unfused attention core keeps beyond the fused op's results (priced
   // for devices that run attention unfused: UnfusedAttentionSavedBytes).

@@ -58,27 +58,18 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     const ProgramSegment& segment = model.segments[static_cast<size_t>(i)];
     const SegmentCost& cost = profile.Of(segment);
     s.cost += cost;
-    double segment_dropped = 0, segment_workspace = 0;
     if (segment.layer) {
       ++s.layers;
-      switch (c.recompute) {
-        case Recompute::kNone: break;
-        case Recompute::kSelective:
-          s.recompute += cost.recomputable_seconds;
-          segment_dropped = cost.recomputable_bytes;
-          segment_workspace = cost.recomputable_bytes;
-          break;
-        case Recompute::kFull:  // keeps each layer's input only
-          s.recompute += cost.Seconds(OpRole::kForward);
-          segment_dropped = cost.saved_bytes - cost.boundary_bytes;
-          segment_workspace = cost.saved_bytes;
-          break;
-      }
+      // The replayed forward's time (the plain profile's, as validated against published runs).
+      if (c.recompute == Recompute::kSelective) s.recompute += cost.recomputable_seconds;
+      if (c.recompute == Recompute::kFull) s.recompute += cost.Seconds(OpRole::kForward);
     }
+    double segment_dropped = 0, segment_workspace = 0;
     if (replayed != nullptr) {
-      // What the pass made of this segment: the values it keeps (less an unfused attention core's
-      // probabilities, which recompute replays: Korthikanti et al.'s selective and full alike)
-      // and the most its replays hold at once, the core's probabilities again while it runs.
+      // Its memory from what the pass made of this segment: the values it keeps (less an unfused
+      // attention core's probabilities, which recompute replays: Korthikanti et al.'s selective
+      // and full alike) and the most its replays hold at once, the core's probabilities again
+      // while it runs.
       const SegmentCost& r = replayed->Of(segment);
       segment_dropped = cost.saved_bytes - (r.saved_bytes - r.unfused_attention_bytes);
       segment_workspace = r.replay_peak_bytes + r.unfused_attention_bytes;

@@ -9,10 +9,6 @@
 namespace pdist::exec::cuda {
 namespace {
 
-constexpr int kMaxRowBlocks = 65535;
-
-int RowBlocks(int64_t rows) { return static_cast<int>(rows < kMaxRowBlocks ? (rows > 0 ? rows : 1) : kMaxRowBlocks); }
-
 // One past the last key that query row i sees.
 __device__ int64_t KeyEnd(const AttentionShape& a, int64_t i) {
   if (!a.causal) return a.seq_k;
@@ -111,7 +107,7 @@ cudaError_t LaunchAttentionProbs(ElemType type, const void* scores, const void* 
   return ByType(type, [&](auto s) {
     using S = decltype(s);
     using C = typename Compute<S>::type;
-    AttentionProbsKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(static_cast<const C*>(scores),
+    AttentionProbsKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(static_cast<const C*>(scores),
                                                                       static_cast<const S*>(lse_in), static_cast<S*>(probs),
                                                                       static_cast<S*>(lse_out), a, b0, rows);
   });
@@ -125,7 +121,7 @@ cudaError_t LaunchAttentionScoreGrad(ElemType type, const void* scores, const vo
   return ByType(type, [&](auto s) {
     using S = decltype(s);
     using C = typename Compute<S>::type;
-    AttentionScoreGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+    AttentionScoreGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const C*>(scores), static_cast<const C*>(dprobs), static_cast<const S*>(out),
         static_cast<const S*>(out_grad), static_cast<const S*>(lse), static_cast<S*>(dscores), a, b0, rows);
   });

@@ -11,11 +11,16 @@
 namespace pdist::exec::cuda {
 
 constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;  // past it, kernels stride over the grid
 
-inline int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // grid-stride beyond
-}
+// At least one block, at most kMaxBlocks.
+inline int GridOf(int64_t blocks) { return static_cast<int>(blocks < kMaxBlocks ? (blocks > 0 ? blocks : 1) : kMaxBlocks); }
+// A thread per element.
+inline int Blocks(int64_t n) { return GridOf((n + kThreads - 1) / kThreads); }
+// A block per item (a row, a lane, an output summed by BlockSum).
+inline int BlockEach(int64_t items) { return GridOf(items); }
+// Sums of at least this many terms per output are split over a block's threads.
+constexpr int64_t kManyTerms = 64;
 
 // Storage type → the type the math runs in.
 template <typename S> struct Compute { using type = S; };
@@ -96,10 +101,7 @@ struct SumPair {
   C first, second;
 };
 constexpr int kColumnTile = 32;
-inline int ColumnBlocks(int64_t cols) {
-  const int64_t tiles = (cols + kColumnTile - 1) / kColumnTile;
-  return static_cast<int>(tiles < 65535 ? (tiles > 0 ? tiles : 1) : 65535);
-}
+inline int ColumnBlocks(int64_t cols) { return GridOf((cols + kColumnTile - 1) / kColumnTile); }
 template <typename C, typename F, typename StoreFn>
 __device__ void ColumnSums(int64_t rows, int64_t cols, F f, StoreFn store) {
   __shared__ C partial[2][kThreads / 32][kColumnTile];

@@ -126,9 +126,6 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* 
   });
 }
 
-// Sums of at least this many terms per output take a block each.
-constexpr int64_t kManyTerms = 64;
-
 cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
                              void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
                              const StridedIndex<3>& reduced, cudaStream_t stream) {
@@ -145,8 +142,7 @@ cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void
         return;
       }
       if (terms >= kManyTerms) {
-        const int blocks = static_cast<int>(grad_elements < 65535 ? grad_elements : 65535);
-        BinaryGradReduceKernel<decltype(o), S><<<blocks, kThreads, 0, stream>>>(
+        BinaryGradReduceKernel<decltype(o), S><<<BlockEach(grad_elements), kThreads, 0, stream>>>(
             operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g),
             static_cast<S*>(grad), grad_elements, grad_index, reduced, terms);
         return;

@@ -8,8 +8,6 @@
 namespace pdist::exec::cuda {
 namespace {
 
-constexpr int kMaxRowBlocks = 65535;
-
 template <typename C>
 __device__ C Rstd(C variance, double eps) {
   return C(1) / math::scalar::Sqrt(variance + static_cast<C>(eps));
@@ -127,8 +125,6 @@ __global__ void RmsNormScaleGradKernel(const S* x, const S* invvar, const S* g, 
       [&](int64_t c, C ds, C) { Store(scale_grad, c, ds); });
 }
 
-int RowBlocks(int64_t rows) { return static_cast<int>(rows < kMaxRowBlocks ? (rows > 0 ? rows : 1) : kMaxRowBlocks); }
-
 }  // namespace
 
 cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void* y, void* invvar, int64_t rows,
@@ -136,7 +132,7 @@ cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void*
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    RmsNormKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const S*>(scale),
+    RmsNormKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const S*>(scale),
                                                                 static_cast<S*>(y), static_cast<S*>(invvar), rows, cols,
                                                                 eps);
   });
@@ -148,7 +144,7 @@ cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, c
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    RmsNormGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+    RmsNormGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(invvar),
         static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
     RmsNormScaleGradKernel<S><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
@@ -162,7 +158,7 @@ cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, con
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    LayerNormKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+    LayerNormKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias), static_cast<S*>(y),
         static_cast<S*>(mean), static_cast<S*>(variance), rows, cols, eps);
   });
@@ -174,7 +170,7 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale,
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    LayerNormGradKernel<S><<<RowBlocks(rows), kThreads, 0, stream>>>(
+    LayerNormGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(mean),
         static_cast<const S*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
     if (scale_grad != nullptr || bias_grad != nullptr) {

@@ -125,9 +125,6 @@ cudaError_t LaunchExtremeGrad(ElemType type, const void* x, const void* out, con
   });
 }
 
-// Sums of at least this many terms per output take a block each.
-constexpr int64_t kManyTerms = 64;
-
 cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_elements, const StridedIndex<1>& kept,
                       const StridedIndex<1>& reduced, bool mean, cudaStream_t stream) {
   if (out_elements == 0) return cudaSuccess;
@@ -136,9 +133,8 @@ cudaError_t LaunchSum(ElemType type, const void* x, void* out, int64_t out_eleme
   return ByType(type, [&](auto s) {
     using S = decltype(s);
     if (terms >= kManyTerms) {
-      const int blocks = static_cast<int>(out_elements < 65535 ? out_elements : 65535);
-      SumReduceKernel<S><<<blocks, kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out), out_elements,
-                                                          kept, reduced, terms, mean);
+      SumReduceKernel<S><<<BlockEach(out_elements), kThreads, 0, stream>>>(
+          static_cast<const S*>(x), static_cast<S*>(out), out_elements, kept, reduced, terms, mean);
       return;
     }
     SumKernel<S><<<Blocks(out_elements), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(out),

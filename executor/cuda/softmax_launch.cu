@@ -8,10 +8,6 @@
 namespace pdist::exec::cuda {
 namespace {
 
-constexpr int kMaxLaneBlocks = 65535;
-
-int LaneBlocks(int64_t lanes) { return static_cast<int>(lanes < kMaxLaneBlocks ? (lanes > 0 ? lanes : 1) : kMaxLaneBlocks); }
-
 __device__ int64_t LaneStart(const Lanes& l, int64_t lane) { return (lane / l.inner) * l.n * l.inner + lane % l.inner; }
 
 // Writes softmax (or log_softmax) of the lane at `x` into `y` (stride `inner`); returns the
@@ -145,7 +141,7 @@ cudaError_t LaunchSoftmax(ElemType type, const void* x, void* out, Lanes lanes, 
   if (lanes.outer * lanes.inner * lanes.n == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    SoftmaxKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(static_cast<const S*>(x),
+    SoftmaxKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(static_cast<const S*>(x),
                                                                                     static_cast<S*>(out), lanes, log);
   });
 }
@@ -155,7 +151,7 @@ cudaError_t LaunchSoftmaxGrad(ElemType type, const void* out, const void* out_gr
   if (lanes.outer * lanes.inner * lanes.n == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    SoftmaxGradKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+    SoftmaxGradKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
         static_cast<const S*>(out), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), lanes, log);
   });
 }
@@ -165,7 +161,7 @@ cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* la
   if (lanes.outer * lanes.inner == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    CrossEntropyKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+    CrossEntropyKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
         static_cast<const S*>(logits), label, static_cast<S*>(softmax), static_cast<S*>(loss), lanes, form);
   });
 }
@@ -175,7 +171,7 @@ cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void*
   if (lanes.outer * lanes.inner == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    CrossEntropyGradKernel<S><<<LaneBlocks(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+    CrossEntropyGradKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
         label, static_cast<const S*>(softmax), static_cast<const S*>(loss_grad), static_cast<S*>(logits_grad), lanes,
         form);
   });

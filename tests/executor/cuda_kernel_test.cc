@@ -194,26 +194,32 @@ struct ShapePair {
   ir::Shape x, y;
 };
 
+// op(x, y) and op_grad on the CPU and on GPU 0; inputs drawn from `seed` on (y away from 0, for
+// divide).
+void ExpectBinaryOpSameOnGpu(const std::string& op, DataType dtype, const ShapePair& s, uint64_t seed,
+                             Compare compare = Compare::kEachElement) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {s.x, dtype});
+  ir::Value* y = b.Data("y", {s.y, dtype});
+  absl::StatusOr<ir::Value*> out = b.Op1(op, {x, y});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ir::Value* g = b.Data("g", (*out)->type());
+  ASSERT_TRUE(b.Create(op + "_grad", {x, y, g}).ok());
+  const Feeds feeds = {{"x", Random(x->type(), seed, -2, 2)},
+                       {"y", Random(y->type(), seed + 1, 0.5, 2.5)},
+                       {"g", Random(g->type(), seed + 2, -1, 1)}};
+  ExpectSameOnGpu(p, feeds,
+                  absl::StrCat(op, " ", ir::DataTypeName(dtype), " ", ir::ShapeToString(s.x), " with ",
+                               ir::ShapeToString(s.y)),
+                  compare);
+}
+
 TEST_F(CudaKernelTest, BroadcastArithmeticAndItsGradientsMatchTheCpu) {
   const std::vector<ShapePair> shapes = {{{4, 8}, {4, 8}}, {{3, 1, 8}, {4, 1}}, {{5, 6}, {}}, {{2, 3, 4}, {3, 1}}};
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (const std::string& op : kBinaryOps) {
-      for (const ShapePair& s : shapes) {
-        ir::Program p;
-        ir::Builder b(&p);
-        ir::Value* x = b.Data("x", {s.x, dtype});
-        ir::Value* y = b.Data("y", {s.y, dtype});
-        absl::StatusOr<ir::Value*> out = b.Op1(op, {x, y});
-        ASSERT_TRUE(out.ok()) << out.status();
-        ir::Value* g = b.Data("g", (*out)->type());
-        ASSERT_TRUE(b.Create(op + "_grad", {x, y, g}).ok());
-        const Feeds feeds = {{"x", Random(x->type(), 1, -2, 2)},
-                             {"y", Random(y->type(), 2, 0.5, 2.5)},  // away from 0: divide
-                             {"g", Random(g->type(), 3, -1, 1)}};
-        ExpectSameOnGpu(p, feeds,
-                        absl::StrCat(op, " ", ir::DataTypeName(dtype), " ", ir::ShapeToString(s.x), " with ",
-                                     ir::ShapeToString(s.y)));
-      }
+      for (const ShapePair& s : shapes) ExpectBinaryOpSameOnGpu(op, dtype, s, 1);
     }
   }
 }
@@ -225,22 +231,7 @@ TEST_F(CudaKernelTest, BroadcastGradientsOfManyTermsMatchTheCpu) {
   const std::vector<ShapePair> shapes = {{{32, 48, 16}, {16}}, {{64, 96}, {96}}, {{64, 48}, {}}};
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (const std::string op : {"add", "multiply"}) {
-      for (const ShapePair& s : shapes) {
-        ir::Program p;
-        ir::Builder b(&p);
-        ir::Value* x = b.Data("x", {s.x, dtype});
-        ir::Value* y = b.Data("y", {s.y, dtype});
-        absl::StatusOr<ir::Value*> out = b.Op1(op, {x, y});
-        ASSERT_TRUE(out.ok()) << out.status();
-        ir::Value* g = b.Data("g", (*out)->type());
-        ASSERT_TRUE(b.Create(op + "_grad", {x, y, g}).ok());
-        ExpectSameOnGpu(p,
-                        {{"x", Random(x->type(), 4, -2, 2)}, {"y", Random(y->type(), 5, 0.5, 2.5)},
-                         {"g", Random(g->type(), 6, -1, 1)}},
-                        absl::StrCat(op, "_grad ", ir::DataTypeName(dtype), " ", ir::ShapeToString(s.x), " with ",
-                                     ir::ShapeToString(s.y)),
-                        Compare::kNorm);
-      }
+      for (const ShapePair& s : shapes) ExpectBinaryOpSameOnGpu(op, dtype, s, 4, Compare::kNorm);
     }
   }
 }
