@@ -1,6 +1,7 @@
 // Views, and the piece layout of split and concat.
 #include "executor/shape_layout.h"
 
+#include "ir/op_def.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/status.h"
 
@@ -9,6 +10,13 @@ namespace pdist::exec {
 absl::Status ViewKernel(KernelContext& ctx) {
   ctx.SetOutput(0, ctx.input(0)->Reshaped(ctx.output_type(0).shape));
   return absl::OkStatus();
+}
+
+void RegisterViewKernels(KernelRegistry& registry, DeviceType device) {
+  const ir::OpRegistry& ops = ir::OpRegistry::Global();
+  for (const std::string& name : ops.Names()) {
+    if (ops.Find(name)->view) registry.Register(device, name, ViewKernel);
+  }
 }
 
 Pieces PiecesOf(const ir::Shape& whole, int64_t axis, const std::vector<const Tensor*>& pieces, int64_t element_size) {

@@ -14,6 +14,8 @@ namespace pdist::exec {
 
 // reshape, unsqueeze, squeeze: the result shares x's buffer.
 absl::Status ViewKernel(KernelContext& ctx);
+// ViewKernel for every op the registry marks a view (ir::OpDef::view), on `device`.
+void RegisterViewKernels(KernelRegistry& registry, DeviceType device);
 
 // A whole tensor cut along `axis` into pieces: `outer` rows (the dims before the axis), each
 // holding every piece's `sizes[i]` steps of `inner_bytes` at step offset `offsets[i]` of

@@ -97,6 +97,10 @@ struct OpDef {
   // Arithmetic dominates its cost (matmul, attention): selective recompute keeps its results
   // and replays the cheap ops around it (passes/recompute.h); the planner prices the same split.
   bool compute_bound = false;
+  // Its result aliases operand 0's storage on every backend (reshape, squeeze, unsqueeze): no
+  // bytes are made or moved, and the operand lives as long as the result (the executor's
+  // ViewKernel; the planner's memory walks count the storage once).
+  bool view = false;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

@@ -230,7 +230,7 @@ absl::Status SliceGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& registry) {
-  for (const char* view : {"reshape", "unsqueeze", "squeeze"}) registry.Register(DeviceType::kCPU, view, ViewKernel);
+  RegisterViewKernels(registry, DeviceType::kCPU);
   registry.Register(DeviceType::kCPU, "transpose", TransposeKernel);
   registry.Register(DeviceType::kCPU, "split", SplitKernel);
   registry.Register(DeviceType::kCPU, "split_with_num", SplitKernel);

@@ -125,7 +125,7 @@ absl::Status FullKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& registry) {
-  for (const char* view : {"reshape", "unsqueeze", "squeeze"}) registry.Register(DeviceType::kCUDA, view, ViewKernel);
+  RegisterViewKernels(registry, DeviceType::kCUDA);
   registry.Register(DeviceType::kCUDA, "split", SplitKernel);
   registry.Register(DeviceType::kCUDA, "split_with_num", SplitKernel);
   registry.Register(DeviceType::kCUDA, "concat", ConcatKernel);

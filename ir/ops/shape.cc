@@ -123,6 +123,7 @@ OpDef ViewOpDef(const std::string& name, AttrSpec attr, ShapeRule rule) {
       .infer_spmd = spmd_rule.infer,
       .infer_spmd_reverse = spmd_rule.reverse,
       .describe_spmd = spmd_rule.describe,
+      .view = true,
   };
 }
 
