@@ -230,15 +230,24 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
   result.makespan = *std::max_element(clock.begin(), clock.end());
   for (int64_t s = 0; s < p; ++s) {
     double busy = 0;
-    int64_t alive = 0, peak = 0;
+    int64_t alive = 0, peak = 0, at_first_backward = 0, at_later_backwards = 0;
     for (const SimulatedJob& sim : result.stages[s]) {
       busy += sim.end - sim.start;
       // Jobs of a stage never overlap, so counting in list order is counting in time.
       if (sim.job.kind == JobKind::kForward) peak = std::max(peak, ++alive);
+      if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardInput) {
+        if (at_first_backward == 0) {
+          at_first_backward = alive;
+        } else {
+          at_later_backwards = std::max(at_later_backwards, alive);
+        }
+      }
       if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardWeight) --alive;
     }
     result.bubble_fraction.push_back(result.makespan > 0 ? (result.makespan - busy) / result.makespan : 0);
     result.peak_in_flight.push_back(peak);
+    result.alive_at_first_backward.push_back(at_first_backward);
+    result.alive_at_later_backwards.push_back(at_later_backwards);
   }
   return result;
 }

@@ -88,6 +88,12 @@ struct SimulatedSchedule {
   // Per stage: the most (micro-batch, chunk) activations alive at once. One is alive from its
   // F until its B, or its W for a split backward (the W still reads the saved inputs).
   std::vector<int64_t> peak_in_flight;
+  // Per stage: those alive when its first backward (B) job starts, that one included, and the
+  // most alive when a later one starts (0: there is none). The first backward makes the
+  // gradients, the later ones add into them: with few micro-batches per stage the activations
+  // peak where the gradients do not exist yet (the planner's memory, planner/estimate.cc).
+  std::vector<int64_t> alive_at_first_backward;
+  std::vector<int64_t> alive_at_later_backwards;
 };
 
 // Runs the job lists of all p = shape.stages stages together; each stage runs its list in order

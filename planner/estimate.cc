@@ -38,9 +38,10 @@ absl::Status CheckShape(const Candidate& c, const PlannedModel& model, const str
 struct StageTotals {
   double busy = 0;   // seconds of jobs in one step
   double saved = 0;  // activation bytes per micro-batch in flight (the largest chunk's)
-  // Activations and gradients live at once in a one-micro-batch backward (BackwardPeak); -1:
-  // several micro-batches, whose gradient sums stay whole while later ones' activations live.
-  double backward_peak = -1;
+  // The liveness walk of the stage's first backward (BackwardPeak): its activations freed as its
+  // gradients appear. -1 with model chunks, whose backwards interleave: every gradient is then
+  // counted beside every micro-batch in flight.
+  double first_backward_peak = -1;
   double bucket_bytes = 0;  // the two gradient-fusion buckets in flight (part of the workspace)
   double largest_update = 0;         // one optimizer op's new tensors (its slice under ZeRO)
   bool gathers_parameters = false;   // ZeRO 1 and 2: the updated parameters come back whole
@@ -48,20 +49,34 @@ struct StageTotals {
   MemoryBreakdown memory;
 };
 
-// The activations with `in_flight` micro-batches alive at most, and the transient peak: the
-// backward's (the liveness walk, or the whole gradient sums beside every in-flight micro-batch)
-// with its workspace, or the optimizer's. The optimizer's ops start with every gradient live and
-// the executor installs each parameter's new value and states as soon as the op has made them
-// (executor/memory_planner.h: an in-place update), so beside the gradients there is one op's
-// new tensors — and under ZeRO 1 and 2 the all-gathered new parameters, which the communication
-// stream delivers and the step installs at its end.
-void SettleTransients(StageTotals& st, double in_flight) {
+// Micro-batches alive on a stage (passes::SimulatedSchedule): the most at once, at its first
+// backward and at any later one (0: none).
+struct InFlight {
+  double peak = 1, at_first_backward = 1, at_later_backwards = 0;
+};
+
+// The activations of the micro-batches alive at most, and the transient peak: the backward's
+// or the optimizer's. The first backward walks its own micro-batch beside the others alive then,
+// making the gradients as it frees the activations; a later one starts with every gradient sum
+// whole beside the micro-batches alive then. (With 1F1B and no more micro-batches than stages,
+// the first stages' activations peak at their first backward, before any gradient exists.)
+// The optimizer's ops start with every gradient live and the executor installs each
+// parameter's new value and states as soon as the op has made them (executor/memory_planner.h:
+// an in-place update), so beside the gradients there is one op's new tensors. Under ZeRO 1 and
+// 2 the new parameters come back whole (all-gathered; the step installs them at its end) while
+// the gradients go, each at its update: the two sum to at most the larger.
+void SettleTransients(StageTotals& st, const InFlight& alive) {
   MemoryBreakdown& m = st.memory;
-  m.activations = st.saved * in_flight;
-  // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
-  const double backward = st.backward_peak >= 0 ? st.backward_peak + st.bucket_bytes
-                                                : m.gradients + m.activations + m.workspace;
-  const double optimizer = m.gradients + st.largest_update + (st.gathers_parameters ? m.parameters : 0);
+  m.activations = st.saved * alive.peak;
+  double backward = m.gradients + m.activations + m.workspace;
+  if (st.first_backward_peak >= 0) {
+    // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
+    backward = (alive.at_first_backward - 1) * st.saved + st.first_backward_peak + st.bucket_bytes;
+    if (alive.at_later_backwards > 0) {
+      backward = std::max(backward, alive.at_later_backwards * st.saved + m.gradients + m.workspace);
+    }
+  }
+  const double optimizer = std::max(m.gradients, st.gathers_parameters ? m.parameters : 0) + st.largest_update;
   m.transient_peak = std::max(backward, optimizer);
 }
 
@@ -133,10 +148,12 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     if (c.zero >= 3) st.memory.parameters /= dp;
     st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
-    // One micro-batch, one chunk: its backward starts with no gradient (with several
-    // micro-batches the sums of the first stay whole while the next ones' activations live).
-    if (c.micro_batches == 1 && c.vpp == 1) st.backward_peak = BackwardPeak(vs[stage], c.zero >= 2 ? 1 / dp : 1.0);
-    SettleTransients(st, 1);
+    // One chunk: its first backward starts with no gradient. ZeRO 2 and 3 keep a slice of each
+    // gradient only with one micro-batch (above).
+    if (c.vpp == 1) {
+      st.first_backward_peak = BackwardPeak(vs[stage], c.zero >= 2 && c.micro_batches == 1 ? 1 / dp : 1.0);
+    }
+    SettleTransients(st, InFlight{});
   }
   return totals;
 }
@@ -144,7 +161,7 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
 struct Simulated {
   double makespan = 0;
   double without_p2p = 0;  // the same schedule with free sends
-  std::vector<int64_t> peak_in_flight;
+  std::vector<int64_t> peak_in_flight, alive_at_first_backward, alive_at_later_backwards;
 };
 
 absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<VirtualStage>& vs) {
@@ -157,7 +174,8 @@ absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<Vir
   std::vector<JobCosts> costs;
   for (const VirtualStage& s : vs) costs.push_back(s.jobs);
   PDIST_ASSIGN_OR_RETURN(passes::SimulatedSchedule sim, passes::SimulateSchedule(per_stage, shape, costs));
-  Simulated out{sim.makespan, sim.makespan, sim.peak_in_flight};
+  Simulated out{sim.makespan, sim.makespan, sim.peak_in_flight, sim.alive_at_first_backward,
+                sim.alive_at_later_backwards};
   if (c.pp > 1) {
     for (JobCosts& j : costs) j.p2p = 0;
     PDIST_ASSIGN_OR_RETURN(passes::SimulatedSchedule free_sends, passes::SimulateSchedule(per_stage, shape, costs));
@@ -251,7 +269,9 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   double busiest_seen = -1;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
     StageTotals& st = totals[stage];
-    SettleTransients(st, static_cast<double>(sim.peak_in_flight[stage]));
+    SettleTransients(st, InFlight{.peak = static_cast<double>(sim.peak_in_flight[stage]),
+                                  .at_first_backward = static_cast<double>(sim.alive_at_first_backward[stage]),
+                                  .at_later_backwards = static_cast<double>(sim.alive_at_later_backwards[stage])});
     if (st.busy > busiest_seen) {
       busiest_seen = st.busy;
       e.time = st.time;

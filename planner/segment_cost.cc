@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
@@ -61,7 +62,7 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   recomputable_seconds += o.recomputable_seconds;
   boundary_bytes += o.boundary_bytes;
   unfused_attention_bytes += o.unfused_attention_bytes;
-  replay_peak_bytes = std::max(replay_peak_bytes, o.replay_peak_bytes);  // one segment's backward at a time
+  backward_excess_bytes = std::max(backward_excess_bytes, o.backward_excess_bytes);  // one segment's backward at a time
   largest_update_bytes = std::max(largest_update_bytes, o.largest_update_bytes);
   return *this;
 }
@@ -72,7 +73,7 @@ SegmentCost& SegmentCost::operator*=(double k) {
     mp_comm_seconds[i] *= k;
   }
   for (double* f : {&flops, &model_flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
-                    &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes, &replay_peak_bytes}) {
+                    &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes}) {
     *f *= k;
   }
   return *this;
@@ -80,42 +81,62 @@ SegmentCost& SegmentCost::operator*=(double k) {
 
 namespace {
 
-// The most bytes of activations made by backward ops (recompute's replays) alive at once, each
-// freed after its last reader, as the executor frees it.
-double ReplayPeakBytes(const ir::Program& local) {
+// The most bytes the backward holds at once beyond the forward values it starts with, walked op
+// by op as the executor frees (after each value's last reader): activation gradients and
+// recompute's replays appear while the saved values they read go. A view's result is its
+// operand's storage (ir::OpDef::view), alive while either is read. The parameter gradients are
+// grad_bytes, priced by the caller as they accumulate.
+double BackwardExcessBytes(const ir::Program& local) {
   const auto& ops = local.block().ops();
-  std::unordered_map<const ir::Value*, size_t> last_use;
+  const ir::OpRegistry& registry = ir::OpRegistry::Global();
+  auto is_view = [&](const ir::Operation& op) {
+    const ir::OpDef* def = registry.Find(op.type());
+    return def != nullptr && def->view;
+  };
+  std::unordered_map<const ir::Value*, const ir::Value*> storage_of;  // a view's result → its storage
+  auto storage = [&](const ir::Value* v) {
+    auto it = storage_of.find(v);
+    return it == storage_of.end() ? v : it->second;
+  };
+  std::unordered_map<const ir::Value*, size_t> last_use;  // per storage
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr) last_use[v] = i;
+      if (v != nullptr) last_use[storage(v)] = i;
     }
+    if (is_view(*ops[i]) && ops[i]->operand(0) != nullptr) storage_of[ops[i]->result(0)] = storage(ops[i]->operand(0));
   }
+  std::unordered_set<const ir::Value*> parameter_gradients;
+  for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
   std::unordered_map<const ir::Value*, double> held;
-  double live = 0, peak = 0;
-  auto release = [&](const ir::Value* v) {
-    if (auto it = held.find(v); it != held.end()) {
-      live -= it->second;
-      held.erase(it);
-    }
-  };
+  double live = 0, at_backward = -1, peak = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
-    if (ir::IsBackwardRole(op.role())) {
+    if (op.role() == ir::OpRole::kOptimizer) break;
+    if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = live;
+    if (!is_view(op)) {
       for (const ir::Value* r : op.results()) {
-        if (r == nullptr || r->role() != ir::ValueRole::kActivation) continue;
+        if (r == nullptr || parameter_gradients.count(r) != 0) continue;
         held[r] = static_cast<double>(r->type().num_bytes());
         live += held[r];
       }
-      peak = std::max(peak, live);
     }
+    if (at_backward >= 0) peak = std::max(peak, live);
     for (const ir::Value* v : op.operands()) {
-      if (v != nullptr && last_use.at(v) == i) release(v);
+      if (v == nullptr || last_use.at(storage(v)) != i) continue;
+      if (auto it = held.find(storage(v)); it != held.end()) {
+        live -= it->second;
+        held.erase(it);
+      }
     }
     for (const ir::Value* r : op.results()) {
-      if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
+      if (r == nullptr || last_use.count(r) != 0) continue;
+      if (auto it = held.find(r); it != held.end()) {  // never read: freed at once
+        live -= it->second;
+        held.erase(it);
+      }
     }
   }
-  return peak;
+  return at_backward < 0 ? 0 : peak - at_backward;
 }
 
 }  // namespace
@@ -191,7 +212,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       }
     }
   }
-  cost.replay_peak_bytes = ReplayPeakBytes(local);
+  cost.backward_excess_bytes = BackwardExcessBytes(local);
   return cost;
 }
 

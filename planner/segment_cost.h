@@ -33,9 +33,11 @@ struct SegmentCost {
   // Of saved_bytes, what an unfused attention core keeps beyond the fused op's results (priced
   // for devices that run attention unfused: UnfusedAttentionSavedBytes).
   double unfused_attention_bytes = 0;
-  // The most activation bytes that backward ops make and hold at once, each freed after its
-  // last reader as the executor frees it: recompute's replayed forward (none without it).
-  double replay_peak_bytes = 0;
+  // The most bytes its backward holds at once beyond the saved values it starts with (it frees
+  // them as it goes, op by op as the executor does): activation gradients and recompute's
+  // replayed forward. Parameter gradients are grad_bytes. One segment's backward runs at a
+  // time: combined by max, not sum, and left alone by scaling.
+  double backward_excess_bytes = 0;
   // The most bytes one optimizer op makes (a parameter's new value and new states): what the
   // executor holds beside the old tensors before it installs them (an in-place update). Combined
   // by max, not sum, and left alone by scaling.

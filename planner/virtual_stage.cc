@@ -64,15 +64,16 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
       if (c.recompute == Recompute::kSelective) s.recompute += cost.recomputable_seconds;
       if (c.recompute == Recompute::kFull) s.recompute += cost.Seconds(OpRole::kForward);
     }
-    double segment_dropped = 0, segment_workspace = 0;
+    // Its backward's workspace: what its activation gradients add to its saved values at most.
+    double segment_dropped = 0, segment_workspace = cost.backward_excess_bytes;
     if (replayed != nullptr) {
       // Its memory from what the pass made of this segment: the values it keeps (less an unfused
       // attention core's probabilities, which recompute replays: Korthikanti et al.'s selective
-      // and full alike) and the most its replays hold at once, the core's probabilities again
-      // while it runs.
+      // and full alike) and what its backward adds to them at most, replays and activation
+      // gradients, the core's probabilities again while it runs.
       const SegmentCost& r = replayed->Of(segment);
       segment_dropped = cost.saved_bytes - (r.saved_bytes - r.unfused_attention_bytes);
-      segment_workspace = r.replay_peak_bytes + r.unfused_attention_bytes;
+      segment_workspace = r.backward_excess_bytes + r.unfused_attention_bytes;
     }
     dropped += segment_dropped;
     s.workspace = std::max(s.workspace, segment_workspace);

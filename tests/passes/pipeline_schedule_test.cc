@@ -249,6 +249,14 @@ TEST(PipelineScheduleTest, SimulatedTimes) {
   EXPECT_EQ(times(1), "F0[1,2) B0[2,4) F1[4,5) B1[5,7) O[7,7) ");
   EXPECT_EQ(sim->makespan, 9);
   EXPECT_EQ(sim->peak_in_flight, (std::vector<int64_t>{2, 1}));
+  // Stage 0's two micro-batches are alive at its first backward, one at its second; stage 1
+  // holds one at each.
+  EXPECT_EQ(sim->alive_at_first_backward, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(sim->alive_at_later_backwards, (std::vector<int64_t>{1, 1}));
+  // ZBH1 counts the split backward's B; its W frees the micro-batch.
+  auto split = SimulateSchedule(AllStages(ScheduleMode::kZBH1, {3, 4, 1}), {3, 4, 1}, JobCosts{});
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->alive_at_first_backward, (std::vector<int64_t>{3, 2, 1}));
 
   // p2p delays each hop between stages; the optimizer's cost ends each stage.
   JobCosts costs{.forward = 1, .backward = 2, .optimizer = 0.25, .p2p = 0.5};

@@ -75,6 +75,20 @@ TEST(StageLayoutTest, BalancedGroupsMinimiseTheLargestSum) {
   EXPECT_EQ(BalancedGroups({1, 1, 1}, 3), (std::vector<int64_t>{0, 1, 2}));
 }
 
+// A one-micro-batch backward walked last segment to first by hand: segment j's backward holds
+// the saved values of segments 0..j, its own excess, and the gradients of segments j.. (scaled
+// by ZeRO 2 and 3's 1/dp).
+double WalkBackward(const std::vector<SegmentCost>& segments, double grad_scale) {
+  double walk = 0;
+  for (size_t j = 0; j < segments.size(); ++j) {
+    double live = segments[j].backward_excess_bytes;
+    for (size_t i = 0; i <= j; ++i) live += segments[i].saved_bytes;
+    for (size_t i = j; i < segments.size(); ++i) live += segments[i].grad_bytes * grad_scale;
+    walk = std::max(walk, live);
+  }
+  return walk;
+}
+
 class EstimateTest : public ::testing::Test {
  protected:
   EstimateTest()
@@ -124,9 +138,10 @@ TEST_F(EstimateTest, EachZeroStageShardsItsShareOverDataParallelRanks) {
     // Two micro-batches: the engine sums each gradient whole before its reduce-scatter.
     EXPECT_DOUBLE_EQ(e.memory.gradients, all.grad_bytes);
     EXPECT_DOUBLE_EQ(e.memory.optimizer_states, zero >= 1 ? all.optimizer_state_bytes / dp : all.optimizer_state_bytes);
-    // One stage: one micro-batch in flight at a time; two fusion buckets.
+    // One stage: one micro-batch in flight at a time; the largest backward's excess and two
+    // fusion buckets.
     EXPECT_DOUBLE_EQ(e.memory.activations, all.saved_bytes);
-    EXPECT_DOUBLE_EQ(e.memory.workspace, 2 * 25e6);
+    EXPECT_DOUBLE_EQ(e.memory.workspace, all.backward_excess_bytes + 2 * 25e6);
     EXPECT_TRUE(e.not_executable.empty()) << e.not_executable;
     // With one micro-batch ZeRO 2 and 3 keep only the reduce-scattered gradients.
     const Estimate one = Run({.dp = 4, .zero = zero, .micro_batch = 4, .micro_batches = 1});
@@ -144,16 +159,36 @@ TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
   // Segments: the embedding, 6 layers, the head; stage 0 holds the embedding, stage 1 the head.
   const double layers0 = static_cast<double>(layout.stages[0].end - 1), layers1 = 6 - layers0;
   ASSERT_EQ(layout.stages[1].begin, layout.stages[0].end);
-  const SegmentCost stage0 = Profile(2).kinds[kEmbeddingKind] + Layer(2) * layers0;
-  const SegmentCost stage1 = Profile(2).kinds[kHeadKind] + Layer(2) * layers1;
-  // The rank with the most memory, by hand: persistent state, in-flight activations, 2 buckets.
-  auto fullest = [&](double in_flight0, double in_flight1) {
-    const double total0 = stage0.param_bytes + stage0.grad_bytes + stage0.optimizer_state_bytes + in_flight0 * stage0.saved_bytes;
-    const double total1 = stage1.param_bytes + stage1.grad_bytes + stage1.optimizer_state_bytes + in_flight1 * stage1.saved_bytes;
-    return std::max(total0, total1) + 2 * 25e6;
+  std::vector<std::vector<SegmentCost>> segments(2);
+  segments[0].push_back(Profile(2).kinds[kEmbeddingKind]);
+  for (double i = 0; i < layers0; ++i) segments[0].push_back(Layer(2));
+  for (double i = 0; i < layers1; ++i) segments[1].push_back(Layer(2));
+  segments[1].push_back(Profile(2).kinds[kHeadKind]);
+  // The rank with the most memory, by hand. Its first backward walks one micro-batch beside the
+  // others alive then; a later one starts with every gradient sum whole beside those alive then;
+  // two buckets beside either. The optimizer holds the gradients and one update's new tensors.
+  struct Alive {
+    double first, later;
   };
-  EXPECT_DOUBLE_EQ(one_f.memory.total(), fullest(2, 1));
-  EXPECT_DOUBLE_EQ(f_then_b.memory.total(), fullest(4, 4));
+  auto fullest = [&](Alive stage0, Alive stage1) {
+    double most = 0;
+    for (int s = 0; s < 2; ++s) {
+      const Alive alive = s == 0 ? stage0 : stage1;
+      SegmentCost sum;
+      for (const SegmentCost& c : segments[s]) sum += c;
+      const double backward = std::max((alive.first - 1) * sum.saved_bytes + WalkBackward(segments[s], 1),
+                                       alive.later * sum.saved_bytes + sum.grad_bytes + sum.backward_excess_bytes);
+      const double optimizer = sum.grad_bytes + sum.largest_update_bytes;
+      most = std::max(most, sum.param_bytes + sum.optimizer_state_bytes + std::max(backward + 2 * 25e6, optimizer));
+    }
+    return most;
+  };
+  // 1F1B: stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3 (2 alive at B0, 2 at most later), stage 1 one at
+  // a time. FThenB: 4 alive at each stage's B0, 3 at B1.
+  EXPECT_DOUBLE_EQ(one_f.memory.total(), fullest({2, 2}, {1, 1}));
+  EXPECT_DOUBLE_EQ(f_then_b.memory.total(), fullest({4, 3}, {4, 3}));
+  EXPECT_DOUBLE_EQ(f_then_b.memory.activations, 4 * std::max(Layer(2).saved_bytes * layers0 + Profile(2).kinds[kEmbeddingKind].saved_bytes,
+                                                              Layer(2).saved_bytes * layers1 + Profile(2).kinds[kHeadKind].saved_bytes));
   EXPECT_EQ(one_f.split_before[0], absl::StrCat("gpt.h.", layout.stages[1].begin - 1, ".*"));
   // The step is at least the busiest stage's work, and pipelining leaves a bubble.
   EXPECT_GT(one_f.time.bubble, 0);
@@ -178,10 +213,14 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   const SegmentCost kept = replayed.kinds[kEmbeddingKind] + replayed.kinds[kLayerKind] * 6 + replayed.kinds[kHeadKind];
   EXPECT_NEAR(full.memory.activations, kept.saved_bytes, 1e-6);
   EXPECT_DOUBLE_EQ(replayed.kinds[kLayerKind].saved_bytes, 2 * 4.0 * 4 * 16 * 64);
-  // Its replays hold at most the layer's saved values at once (half a layer between the cuts).
-  EXPECT_GT(replayed.kinds[kLayerKind].replay_peak_bytes, 0);
-  EXPECT_LT(replayed.kinds[kLayerKind].replay_peak_bytes, Layer(4).saved_bytes);
-  EXPECT_EQ(Layer(4).replay_peak_bytes, 0);  // nothing is replayed without recompute
+  // Its backward adds its replays to what the layer's backward holds anyway, less than the
+  // layer's saved values (half a layer between the cuts).
+  EXPECT_GT(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).backward_excess_bytes);
+  EXPECT_LT(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).saved_bytes);
+  // Without recompute a layer's activation gradients outgrow the saved values they free: by
+  // less than the layer keeps.
+  EXPECT_GT(Layer(4).backward_excess_bytes, 0);
+  EXPECT_LT(Layer(4).backward_excess_bytes, Layer(4).saved_bytes);
 }
 
 // With one micro-batch the step's peak is the backward's or the optimizer's, not the sum of the
@@ -194,18 +233,20 @@ TEST_F(EstimateTest, OneMicroBatchPeaksInTheBackwardOrTheOptimizerNotAtTheSum) {
     for (int i = 0; i < 6; ++i) segments.push_back(Layer(4));
     segments.push_back(Profile(4).kinds[kHeadKind]);
     const double grad_scale = zero >= 2 ? 0.25 : 1.0;
-    double walk = 0;
-    for (size_t j = 0; j < segments.size(); ++j) {
-      double live = 0;
-      for (size_t i = 0; i <= j; ++i) live += segments[i].saved_bytes;
-      for (size_t i = j; i < segments.size(); ++i) live += segments[i].grad_bytes * grad_scale;
-      walk = std::max(walk, live);
+    const double walk = WalkBackward(segments, grad_scale);
+    double largest_excess = 0, largest_update = 0;
+    for (const SegmentCost& segment : segments) {
+      largest_update = std::max(largest_update, segment.largest_update_bytes / (zero >= 1 ? 4 : 1));
+      largest_excess = std::max(largest_excess, segment.backward_excess_bytes);
     }
     const MemoryBreakdown& m = e.memory;
     const double persistent = m.parameters + m.optimizer_states;
-    // No recompute: the workspace is the two fusion buckets, beside the walk throughout.
-    EXPECT_DOUBLE_EQ(m.workspace, 2 * 25e6);
-    EXPECT_DOUBLE_EQ(m.total(), persistent + std::max(walk + m.workspace, std::max(m.gradients, persistent)));
+    // No recompute: the workspace is the largest backward's excess and the two fusion buckets,
+    // which are beside the walk throughout. The optimizer holds the gradients and one update's
+    // new tensors (stages 0 and 3 gather no parameters).
+    const double buckets = 2 * 25e6;
+    EXPECT_DOUBLE_EQ(m.workspace, largest_excess + buckets);
+    EXPECT_DOUBLE_EQ(m.total(), persistent + std::max(walk + buckets, m.gradients + largest_update));
     EXPECT_LT(m.total(), persistent + m.gradients + m.activations + m.workspace);
   }
 }
