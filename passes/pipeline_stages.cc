@@ -116,9 +116,32 @@ absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, i
   return stage_of;
 }
 
+namespace {
+
+// A mark's first reader may follow ops that read no argument and carry the values it reads (under
+// mixed precision, the f32 cast before a layer norm: at the norm both the cast and the bf16
+// residual cross, before the cast the residual alone). The stage then starts at the latest such
+// op where the fewest values cross: the boundary sends less, and the ops it moves read no
+// parameter, so every parameter stays on the stage the mark names.
+size_t EarlierWhereFewerCross(const ir::Program& forward, const std::vector<int64_t>& crossing, size_t previous,
+                              size_t start) {
+  const auto& ops = forward.block().ops();
+  size_t best = start;
+  for (size_t p = start; p > previous + 1; --p) {
+    const bool reads_an_argument = std::any_of(ops[p - 1]->operands().begin(), ops[p - 1]->operands().end(),
+                                               [](const Value* v) { return v != nullptr && v->is_argument(); });
+    if (reads_an_argument) break;
+    if (crossing[p - 1] < crossing[best]) best = p - 1;
+  }
+  return best;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
                                                      const std::vector<std::string>& split_before) {
   const auto& ops = forward.block().ops();
+  const std::vector<int64_t> crossing = CrossingValues(forward);
   std::vector<int64_t> stage_of(ops.size(), 0);
   size_t previous = 0;
   for (size_t k = 0; k < split_before.size(); ++k) {
@@ -134,6 +157,7 @@ absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
       return absl::InvalidArgumentError(absl::StrCat(key, " starts at op #", start, ", not after the previous stage's start (op #",
                                                      previous, "): list the stages in program order"));
     }
+    start = EarlierWhereFewerCross(forward, crossing, previous, start);
     for (size_t i = start; i < ops.size(); ++i) stage_of[i] = static_cast<int64_t>(k + 1);
     previous = start;
   }

@@ -37,7 +37,9 @@ absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, i
 
 // The virtual stage of every op when the user marks where stages start: stage i + 1 begins at
 // the first op that reads an argument whose name matches split_before[i] (passes/annotate.h's
-// glob). Errors name a pattern that matches nothing, or one that starts no later than the last.
+// glob) — or a few ops earlier, where fewer values cross, if those read no argument (the f32
+// cast before a layer norm under mixed precision). Errors name a pattern that matches nothing,
+// or one that starts no later than the last.
 absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
                                                      const std::vector<std::string>& split_before);
 

@@ -131,9 +131,12 @@ absl::Status CheckMarks(const ir::Program& forward, const ProgramSegments& out) 
   std::vector<std::string> marks;
   for (size_t i = 1; i < out.segments.size(); ++i) marks.push_back(out.segments[i].mark);
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> stage_of, passes::StagesFromMarks(forward, marks));
+  // A stage may start a few argument-free ops before its mark's reader (passes/pipeline_stages.h),
+  // never before the previous segment's.
   for (size_t i = 1; i < out.segments.size(); ++i) {
     const size_t first = static_cast<size_t>(out.segments[i].first_op);
-    if (stage_of[first] != static_cast<int64_t>(i) || stage_of[first - 1] != static_cast<int64_t>(i - 1)) {
+    const size_t previous = static_cast<size_t>(out.segments[i - 1].first_op);
+    if (stage_of[first] != static_cast<int64_t>(i) || stage_of[previous] != static_cast<int64_t>(i - 1)) {
       return absl::InternalError(absl::StrCat("segment ", i, " starts at op #", first, " but its mark '",
                                               out.segments[i].mark, "' starts a stage elsewhere"));
     }

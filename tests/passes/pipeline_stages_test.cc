@@ -6,6 +6,7 @@
 #include "ir/dist/shard_tensor.h"
 #include "ir/models/gpt.h"
 #include "ir/verifier.h"
+#include "passes/amp.h"
 #include "passes/micro_batch.h"
 #include "passes/pipeline_stages.h"
 
@@ -123,6 +124,36 @@ TEST(StagesFromMarksTest, AStageStartsAtTheFirstReaderOfItsMarkedParameters) {
   ASSERT_FALSE(backwards.ok());
   EXPECT_NE(backwards.status().message().find("list the stages in program order"), std::string::npos)
       << backwards.status();
+}
+
+// Under mixed precision a layer norm reads an f32 cast of the bf16 residual. A stage marked at
+// the norm's parameters starts at the cast instead: only the bf16 residual crosses there, where
+// at the norm the cast and the residual both would (three times the bytes). The cast reads no
+// parameter, so every parameter stays where the mark puts it.
+TEST(StagesFromMarksTest, UnderMixedPrecisionAStageStartsBeforeTheNormsCast) {
+  ir::Program gpt = Gpt(/*layers=*/4);
+  ASSERT_TRUE(ApplyAmp(gpt, ir::DataType::kBFloat16, AmpLevel::kO2).ok());
+  auto stages = StagesFromMarks(gpt, {"gpt.h.2.*"});
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  const auto& ops = gpt.block().ops();
+  size_t start = 0;
+  while ((*stages)[start] == 0) ++start;
+  EXPECT_EQ(ops[start]->type(), "cast");
+  EXPECT_EQ(ops[start + 1]->type(), "layer_norm");
+  EXPECT_EQ(ops[start + 1]->operand(1)->name(), "gpt.h.2.ln_1.weight");
+  const std::vector<int64_t> crossing = CrossingValues(gpt);
+  EXPECT_EQ(crossing[start], 1);
+  EXPECT_EQ(crossing[start + 1], 2);
+
+  strategy::Strategy s;
+  s.pp_degree = 2;
+  s.pipeline.split_before = {"gpt.h.2.*"};
+  auto annotated = AnnotatePipelineStages(s, gpt);
+  ASSERT_TRUE(annotated.ok()) << annotated.status();
+  EXPECT_EQ(annotated->boundary_reshards, 1);  // the bf16 residual alone
+  for (const auto& op : gpt.block().ops()) {
+    if (op->type() == "reshard") EXPECT_EQ(op->result(0)->type().dtype, ir::DataType::kBFloat16);
+  }
 }
 
 TEST(AnnotatePipelineStagesTest, StageMeshesBalancedFlopsAndOneBoundaryPerCut) {
