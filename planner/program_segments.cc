@@ -1,14 +1,12 @@
 #include "planner/program_segments.h"
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "ir/attribute.h"
 #include "ir/status.h"
 #include "passes/pipeline_stages.h"
+#include "passes/repeated_pieces.h"
 #include "planner/stage_layout.h"
 
 namespace pdist::planner {
@@ -16,6 +14,10 @@ namespace {
 
 using ir::Operation;
 using ir::Value;
+using passes::CutIntoPieces;
+using passes::LongestRepetition;
+using passes::Pieces;
+using passes::Repetition;
 
 // Crossing levels tried, lowest first: the residual stream alone, then with a mask or a rotary
 // table beside it, and so on.
@@ -42,89 +44,6 @@ std::vector<std::string> FirstReadMarks(const std::vector<std::unique_ptr<Operat
   return marks;
 }
 
-// What ops [begin, end) compute, as a string two identical pieces share: op types, attributes
-// (a dropout's seed aside: every layer draws its own), result types, and each operand as a
-// result inside the piece, an argument of a role and type, or an outside value of a type.
-std::string PieceSignature(const std::vector<std::unique_ptr<Operation>>& ops, size_t begin, size_t end) {
-  std::unordered_map<const Value*, std::string> local;
-  std::string sig;
-  for (size_t i = begin; i < end; ++i) {
-    const Operation& op = *ops[i];
-    absl::StrAppend(&sig, op.type(), "(");
-    for (const Value* v : op.operands()) {
-      if (v == nullptr) {
-        absl::StrAppend(&sig, "_,");
-      } else if (auto it = local.find(v); it != local.end()) {
-        absl::StrAppend(&sig, it->second, ",");
-      } else if (v->is_argument()) {
-        absl::StrAppend(&sig, "arg ", ir::ValueRoleName(v->role()), " ", v->type().ToString(), ",");
-      } else {
-        absl::StrAppend(&sig, "outer ", v->type().ToString(), ",");
-      }
-    }
-    absl::StrAppend(&sig, "){");
-    for (const auto& [name, attr] : op.attrs()) {
-      if (name != "seed") absl::StrAppend(&sig, name, "=", ir::AttributeToString(attr), ",");
-    }
-    absl::StrAppend(&sig, "}->");
-    for (size_t r = 0; r < op.num_results(); ++r) {
-      local[op.result(r)] = absl::StrCat("%", i - begin, ".", r);
-      absl::StrAppend(&sig, op.result(r)->type().ToString(), ",");
-    }
-    absl::StrAppend(&sig, ";");
-  }
-  return sig;
-}
-
-// The program cut at `cuts` (op indices, ascending, none 0): pieces, their kinds as ids (equal
-// signatures, equal ids) and op counts.
-struct Pieces {
-  std::vector<size_t> begin;  // first op of each
-  std::vector<int64_t> id;
-  std::vector<int64_t> ops_before;  // prefix sums of op counts, one longer than `begin`
-};
-
-Pieces CutInto(const std::vector<std::unique_ptr<Operation>>& ops, const std::vector<size_t>& cuts) {
-  Pieces p;
-  p.begin.push_back(0);
-  p.begin.insert(p.begin.end(), cuts.begin(), cuts.end());
-  std::map<std::string, int64_t> ids;
-  p.ops_before.push_back(0);
-  for (size_t i = 0; i < p.begin.size(); ++i) {
-    const size_t end = i + 1 < p.begin.size() ? p.begin[i + 1] : ops.size();
-    p.id.push_back(ids.emplace(PieceSignature(ops, p.begin[i], end), static_cast<int64_t>(ids.size())).first->second);
-    p.ops_before.push_back(static_cast<int64_t>(end));
-  }
-  return p;
-}
-
-// The longest stretch of k ≥ 2 consecutive copies of a block of `period` pieces, by ops covered;
-// ties go to the shorter period, then the earlier start.
-struct Repetition {
-  size_t start = 0, period = 0, copies = 0;
-  int64_t ops_covered = 0;
-};
-
-Repetition LongestRepetition(const Pieces& p) {
-  const size_t m = p.id.size();
-  Repetition best;
-  for (size_t period = 1; 2 * period <= m; ++period) {
-    // Runs of pieces equal to the one `period` later: a run of r from a gives r / period + 1 copies.
-    size_t a = 0;
-    while (a + period < m) {
-      size_t r = 0;
-      while (a + r + period < m && p.id[a + r] == p.id[a + r + period]) ++r;
-      const size_t copies = r / period + 1;
-      if (copies >= 2) {
-        const int64_t covered = p.ops_before[a + copies * period] - p.ops_before[a];
-        if (covered > best.ops_covered) best = {a, period, copies, covered};
-      }
-      a += std::max<size_t>(r, 1);
-    }
-  }
-  return best;
-}
-
 std::string Ops(int64_t n) { return absl::StrCat(n, n == 1 ? " op" : " ops"); }
 
 absl::Status CheckMarks(const ir::Program& forward, const ProgramSegments& out) {
@@ -149,6 +68,8 @@ absl::Status CheckMarks(const ir::Program& forward, const ProgramSegments& out) 
 absl::StatusOr<ProgramSegments> FindProgramSegments(const ir::Program& forward, int64_t max_segments) {
   const auto& ops = forward.block().ops();
   if (ops.empty()) return absl::InvalidArgumentError("the program has no ops to plan");
+  std::vector<const Operation*> op_list;
+  for (const auto& op : ops) op_list.push_back(op.get());
   if (max_segments < 1) return absl::InvalidArgumentError(absl::StrCat("max_segments must be >= 1, got ", max_segments));
   const std::vector<std::string> marks = FirstReadMarks(ops);
   const std::vector<int64_t> crossing = passes::CrossingValues(forward);
@@ -167,10 +88,10 @@ absl::StatusOr<ProgramSegments> FindProgramSegments(const ir::Program& forward, 
     }
     return cuts;
   };
-  Pieces best_pieces = CutInto(ops, levels.empty() ? std::vector<size_t>{} : cuts_at(levels.front()));
+  Pieces best_pieces = CutIntoPieces(op_list, levels.empty() ? std::vector<size_t>{} : cuts_at(levels.front()));
   Repetition best = LongestRepetition(best_pieces);
   for (size_t l = 1; l < levels.size(); ++l) {
-    Pieces pieces = CutInto(ops, cuts_at(levels[l]));
+    Pieces pieces = CutIntoPieces(op_list, cuts_at(levels[l]));
     Repetition r = LongestRepetition(pieces);
     if (r.ops_covered > best.ops_covered) {
       best = r;

@@ -4,8 +4,9 @@
 // Cut points are where the fewest values cross (passes/pipeline_stages.h's CrossingValues: the
 // residual stream between transformer blocks) at an op that is the first reader of some
 // argument, so that `pipeline.split_before` can name the cut ("blocks.7.norm.w"). The pieces
-// between cuts are compared by what they compute: op types, attributes (a dropout's seed
-// aside), result types and where each operand comes from. The longest run of identical blocks
+// between cuts are compared by what they compute (passes/repeated_pieces.h, which full
+// recompute uses to find the same layers): op types, attributes (a dropout's seed aside),
+// result types and where each operand comes from. The longest run of identical blocks
 // of pieces is the model's repeated layers; what precedes it is one prologue segment (the
 // embedding), what follows one epilogue segment (the head and loss):
 //
