@@ -171,27 +171,38 @@ class PruneToOutputsPass : public Pass {
   }
 };
 
-// `recompute{granularity=selective}`: forward segments replayed in the backward
-// (passes/recompute.h). Without granularity, the run's recompute.granularity.
+// `recompute{granularity=full,segments=layers}`: forward segments replayed in the backward
+// (passes/recompute.h). Without an option, the run's recompute section says.
 class RecomputePass : public Pass {
  public:
-  explicit RecomputePass(std::optional<RecomputeGranularity> granularity) : granularity_(granularity) {}
+  RecomputePass(std::optional<RecomputeGranularity> granularity, std::optional<RecomputeSegments> segments)
+      : granularity_(granularity), segments_(segments) {}
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     PassOptionReader reader("recompute", options);
-    std::string name;
-    PDIST_RETURN_IF_ERROR(reader.Read("granularity", &name));
+    std::string granularity_name, segments_name;
+    PDIST_RETURN_IF_ERROR(reader.Read("granularity", &granularity_name));
+    PDIST_RETURN_IF_ERROR(reader.Read("segments", &segments_name));
     PDIST_RETURN_IF_ERROR(reader.Finish());
     std::optional<RecomputeGranularity> granularity;
-    if (!name.empty()) {
-      absl::StatusOr<RecomputeGranularity> parsed = ParseRecomputeGranularity(name);
+    if (!granularity_name.empty()) {
+      absl::StatusOr<RecomputeGranularity> parsed = ParseRecomputeGranularity(granularity_name);
       if (!parsed.ok()) return WithContext(parsed.status(), "pass 'recompute'");
       granularity = *parsed;
     }
-    return std::make_unique<RecomputePass>(granularity);
+    std::optional<RecomputeSegments> segments;
+    if (!segments_name.empty()) {
+      absl::StatusOr<RecomputeSegments> parsed = ParseRecomputeSegments(segments_name);
+      if (!parsed.ok()) return WithContext(parsed.status(), "pass 'recompute'");
+      segments = *parsed;
+    }
+    return std::make_unique<RecomputePass>(granularity, segments);
   }
   std::string_view name() const override { return "recompute"; }
   PassOptions options() const override {
-    return granularity_ ? PassOptions{{"granularity", RecomputeGranularityName(*granularity_)}} : PassOptions{};
+    PassOptions out;
+    if (granularity_) out["granularity"] = RecomputeGranularityName(*granularity_);
+    if (segments_) out["segments"] = RecomputeSegmentsName(*segments_);
+    return out;
   }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     RecomputeGranularity granularity = RecomputeGranularity::kFull;
@@ -200,7 +211,13 @@ class RecomputePass : public Pass {
     } else {
       PDIST_ASSIGN_OR_RETURN(granularity, ParseRecomputeGranularity(context.strategy.recompute.granularity));
     }
-    PDIST_ASSIGN_OR_RETURN(RecomputeReport report, ApplyRecompute(program, granularity));
+    RecomputeSegments segments = RecomputeSegments::kLayers;
+    if (segments_) {
+      segments = *segments_;
+    } else {
+      PDIST_ASSIGN_OR_RETURN(segments, ParseRecomputeSegments(context.strategy.recompute.segments));
+    }
+    PDIST_ASSIGN_OR_RETURN(RecomputeReport report, ApplyRecompute(program, granularity, segments));
     context.Explain(name(), absl::StrCat(RecomputeGranularityName(granularity), ": ", report.ops_replayed,
                                          " forward ops replayed in the backward over ", report.segments, " segments; ",
                                          report.values_dropped, " forward values (", report.bytes_dropped,
@@ -210,6 +227,7 @@ class RecomputePass : public Pass {
 
  private:
   std::optional<RecomputeGranularity> granularity_;
+  std::optional<RecomputeSegments> segments_;
 };
 
 // `amp{dtype=bfloat16,level=o2}`: mixed precision on the forward program (passes/amp.h).

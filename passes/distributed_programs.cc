@@ -91,7 +91,10 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
                                      {"replicate-outputs", {{"world", absl::StrCat(world_size)}}}});
   const PassSpec replicate_loss{"replicate-loss", {{"world", absl::StrCat(world_size)}}};
   p.train_tail.push_back({"autodiff", {}});
-  if (strategy.recompute.enable) p.train_tail.push_back({"recompute", {{"granularity", strategy.recompute.granularity}}});
+  if (strategy.recompute.enable) {
+    p.train_tail.push_back(
+        {"recompute", {{"granularity", strategy.recompute.granularity}, {"segments", strategy.recompute.segments}}});
+  }
   p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
   if (strategy.amp.ScalesLoss()) p.train_tail.push_back({"loss-scaling", {}});
   p.train_tail.push_back({"completion", {}});

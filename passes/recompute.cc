@@ -2,7 +2,6 @@
 #include "passes/recompute.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -12,6 +11,7 @@
 #include "ir/op_def.h"
 #include "ir/pipeline_job.h"
 #include "ir/status.h"
+#include "passes/repeated_pieces.h"
 
 namespace pdist::passes {
 namespace {
@@ -19,11 +19,22 @@ namespace {
 using ir::Operation;
 using ir::Value;
 
+// A reshard to another mesh is a pipeline send (or receive).
+bool MovesToAnotherMesh(const Operation& op) {
+  return op.type() == "reshard" && op.operand(0)->dist_attr() && op.result(0)->dist_attr() &&
+         op.operand(0)->dist_attr()->mesh != op.result(0)->dist_attr()->mesh;
+}
 
-// Where each forward op's segment starts: cuts where the fewest values made by earlier forward
-// ops are still read by later ones (between layers: the residual stream), and where the chunk
-// changes. segment[i] for the i-th forward op.
-std::vector<int64_t> Segments(const std::vector<Operation*>& forward) {
+// The mesh an op runs on (its first placed result's), or nullptr before annotation.
+const ir::ProcessMesh* MeshOf(const Operation& op) {
+  for (const Value* r : op.results()) {
+    if (r != nullptr && r->dist_attr()) return &r->dist_attr()->mesh;
+  }
+  return nullptr;
+}
+
+// crossing[c]: how many values made by forward ops before c are read by forward ops from c on.
+std::vector<int64_t> Crossing(const std::vector<Operation*>& forward) {
   const size_t n = forward.size();
   std::unordered_map<const Operation*, size_t> position;
   for (size_t i = 0; i < n; ++i) position[forward[i]] = i;
@@ -42,23 +53,63 @@ std::vector<int64_t> Segments(const std::vector<Operation*>& forward) {
     }
   }
   std::vector<int64_t> crossing(n, 0);
-  int64_t running = 0, fewest = std::numeric_limits<int64_t>::max();
-  for (size_t c = 1; c < n; ++c) {
-    crossing[c] = running += delta[c];
-    fewest = std::min(fewest, crossing[c]);
-  }
-  std::vector<int64_t> segment(n, 0);
-  for (size_t c = 1; c < n; ++c) {
-    const bool cut = crossing[c] == fewest || forward[c]->chunk() != forward[c - 1]->chunk();
-    segment[c] = segment[c - 1] + (cut ? 1 : 0);
-  }
-  return segment;
+  int64_t running = 0;
+  for (size_t c = 1; c < n; ++c) crossing[c] = running += delta[c];
+  return crossing;
 }
 
-// A reshard to another mesh is a pipeline send (or receive).
-bool MovesToAnotherMesh(const Operation& op) {
-  return op.type() == "reshard" && op.operand(0)->dist_attr() && op.result(0)->dist_attr() &&
-         op.operand(0)->dist_attr()->mesh != op.result(0)->dist_attr()->mesh;
+// Drops the cuts inside each repeated layer (passes/repeated_pieces.h) and inside what precedes
+// and follows the layers, but those in `must_cut`. Layers are compared with the reshards in
+// them transparent; a piece of reshards alone (a pipeline stage boundary between two layers)
+// is compared as part of the piece before it, and stays a segment of its own.
+void KeepLayerCuts(const std::vector<Operation*>& forward, const std::vector<bool>& must_cut, std::vector<bool>& cut) {
+  const size_t n = forward.size();
+  std::vector<size_t> cuts;
+  for (size_t c = 1; c < n; ++c) {
+    if (!cut[c]) continue;
+    size_t e = c;
+    while (e < n && forward[e]->type() == "reshard" && (e == c || !cut[e])) ++e;
+    const bool reshards_alone = e > c && (e == n || cut[e]);
+    if (!reshards_alone) cuts.push_back(c);
+  }
+  const Pieces pieces = CutIntoPieces(std::vector<const Operation*>(forward.begin(), forward.end()), cuts);
+  const Repetition layers = LongestRepetition(pieces);
+  if (layers.copies < 2) return;
+  const size_t end = layers.start + layers.copies * layers.period;
+  for (size_t k = 1; k < pieces.begin.size(); ++k) {
+    const bool starts_a_layer = k >= layers.start && k < end && (k - layers.start) % layers.period == 0;
+    const size_t c = pieces.begin[k];
+    if (!starts_a_layer && k != end && !must_cut[c]) cut[c] = false;
+  }
+}
+
+// Where each forward op's segment starts (segment[i] for the i-th forward op). A segment never
+// spans two chunks, two meshes (pipeline stages) or a reshard. Within them:
+//   kFinest — cuts where the fewest values made by earlier forward ops are still read by later
+//     ones (the residual stream, twice per pre-norm transformer layer);
+//   kLayers — those cuts, then the pieces of each repeated layer merged into one segment, and
+//     what precedes and follows the layers into one segment each, as the planner's segments
+//     (planner/program_segments.h); every cut where nothing repeats;
+//   kStages — no cut but the chunks' and meshes'.
+std::vector<int64_t> Segments(const std::vector<Operation*>& forward, RecomputeSegments by) {
+  const size_t n = forward.size();
+  const std::vector<int64_t> crossing = Crossing(forward);
+  const int64_t fewest = n > 1 ? *std::min_element(crossing.begin() + 1, crossing.end()) : 0;
+  std::vector<bool> cut(n, false), must_cut(n, false);
+  for (size_t c = 1; c < n; ++c) {
+    const ir::ProcessMesh* mesh = MeshOf(*forward[c]);
+    const ir::ProcessMesh* before = MeshOf(*forward[c - 1]);
+    // A reshard is a segment of its own: before completion the one the annotation puts at a
+    // pipeline stage boundary is the only sign of the boundary (the ops around it have no
+    // placement yet), and what it delivers is then kept for the later segments that read it.
+    must_cut[c] = forward[c]->chunk() != forward[c - 1]->chunk() || (mesh && before && *mesh != *before) ||
+                  forward[c]->type() == "reshard" || forward[c - 1]->type() == "reshard";
+    cut[c] = must_cut[c] || (by != RecomputeSegments::kStages && crossing[c] == fewest);
+  }
+  if (by == RecomputeSegments::kLayers) KeepLayerCuts(forward, must_cut, cut);
+  std::vector<int64_t> segment(n, 0);
+  for (size_t c = 1; c < n; ++c) segment[c] = segment[c - 1] + (cut[c] ? 1 : 0);
+  return segment;
 }
 
 // Replaying a send in the backward would send again. ApplyRecompute keeps what a send delivers,
@@ -83,7 +134,25 @@ const char* RecomputeGranularityName(RecomputeGranularity granularity) {
   return granularity == RecomputeGranularity::kFull ? "full" : "selective";
 }
 
-absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity) {
+absl::StatusOr<RecomputeSegments> ParseRecomputeSegments(const std::string& name) {
+  if (name == "layers") return RecomputeSegments::kLayers;
+  if (name == "stages") return RecomputeSegments::kStages;
+  if (name == "finest") return RecomputeSegments::kFinest;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown recompute segments '", name, "' (expected layers, stages or finest)"));
+}
+
+const char* RecomputeSegmentsName(RecomputeSegments segments) {
+  switch (segments) {
+    case RecomputeSegments::kFinest: return "finest";
+    case RecomputeSegments::kLayers: return "layers";
+    case RecomputeSegments::kStages: return "stages";
+  }
+  return "?";
+}
+
+absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity,
+                                               RecomputeSegments segments) {
   if (program.gradients().empty()) {
     return absl::FailedPreconditionError("recompute: the program has no backward (run autodiff first)");
   }
@@ -94,7 +163,10 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
   for (const auto& op : program.block().ops()) {
     if (op->role() == ir::OpRole::kForward) forward.push_back(op.get());
   }
-  const std::vector<int64_t> segment_of_op = Segments(forward);
+  // Selective keeps what crosses its finest cuts anyway (cheap to keep next to the matmul
+  // results it keeps); full replays a layer, or a stage, whole.
+  const std::vector<int64_t> segment_of_op =
+      Segments(forward, granularity == RecomputeGranularity::kSelective ? RecomputeSegments::kFinest : segments);
   std::unordered_map<const Value*, int64_t> segment;  // of every value a forward op makes
   std::unordered_map<const Value*, Operation*> made_by;
   std::unordered_map<const Operation*, int64_t> op_segment;

@@ -2,9 +2,13 @@
 // recompute, Korthikanti et al. 2022): forward ops cloned into the backward so that the
 // activations they made need not live from the forward to the backward.
 //
-//   full — the forward is cut into segments where the fewest values cross (between transformer
-//   layers: the residual stream); each segment keeps the values that cross into the next one and
-//   replays the rest just before the first backward op that needs it:
+//   full — the forward is cut into one segment per layer: the layers are the longest run of
+//   identical pieces between the cuts where the fewest values cross (passes/repeated_pieces.h;
+//   in a pre-norm transformer those cuts fall twice per layer, on both residual streams), so a
+//   segment keeps its layer's input, as Megatron-LM's full recompute does; what precedes the
+//   layers (the embedding) and what follows them (the head) are a segment each. Where nothing
+//   repeats, every such cut starts a segment. Each segment keeps the values that cross into the
+//   next one and replays the rest just before the first backward op that needs it:
 //
 //     %5 = layer_norm(%4) ...                  %5 = layer_norm(%4) ...         (freed after the forward)
 //     %6 = matmul(%5, %w) ...                  %6 = matmul(%5, %w) ...
@@ -36,6 +40,16 @@ enum class RecomputeGranularity { kFull, kSelective };
 absl::StatusOr<RecomputeGranularity> ParseRecomputeGranularity(const std::string& name);  // full | selective
 const char* RecomputeGranularityName(RecomputeGranularity granularity);
 
+// What full recompute replays as one piece (selective always cuts at the finest):
+//   kLayers — one repeated layer (the default, above);
+//   kStages — a whole pipeline stage (chunk): the planner's profiles, whose stages are one layer
+//     each (planner/profile.h), ask for this so that a one-layer stage replays as a layer of
+//     the whole model does;
+//   kFinest — every cut where the fewest values cross (two per pre-norm transformer layer).
+enum class RecomputeSegments { kFinest, kLayers, kStages };
+absl::StatusOr<RecomputeSegments> ParseRecomputeSegments(const std::string& name);  // layers | stages | finest
+const char* RecomputeSegmentsName(RecomputeSegments segments);
+
 struct RecomputeReport {
   int64_t segments = 0;        // segments with something to replay
   int64_t ops_replayed = 0;    // forward ops copied into the backward
@@ -45,6 +59,7 @@ struct RecomputeReport {
 
 // Needs a program with a backward (run autodiff first: FailedPrecondition otherwise). A program
 // whose backward reads no forward value made by a replayable op is left as it is.
-absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity);
+absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGranularity granularity,
+                                               RecomputeSegments segments = RecomputeSegments::kLayers);
 
 }  // namespace pdist::passes

@@ -21,6 +21,9 @@ absl::StatusOr<passes::DistributedPrograms> BuildStages(const ProfileProgram& pr
   if (key.recompute != Recompute::kNone) {
     s.recompute.enable = true;
     s.recompute.granularity = RecomputeName(key.recompute);
+    // A profile stage is one segment (a layer): full recompute replays it whole, as it replays
+    // each layer of the whole model.
+    s.recompute.segments = "stages";
   }
   return passes::BuildDistributedPrograms(program.forward, s, passes::OptimizerConfig{});
 }

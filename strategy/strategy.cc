@@ -280,7 +280,10 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
             .Read();
       })
       .Object("recompute", [&s](Section& x) {
-        return x.Bool("enable", s.recompute.enable).Enum("granularity", s.recompute.granularity, {"full", "selective"}).Read();
+        return x.Bool("enable", s.recompute.enable)
+            .Enum("granularity", s.recompute.granularity, {"full", "selective"})
+            .Enum("segments", s.recompute.segments, {"layers", "stages", "finest"})
+            .Read();
       })
       .Object("amp", [&s](Section& x) {
         return x.Bool("enable", s.amp.enable)
@@ -323,7 +326,7 @@ std::string StrategyToJson(const Strategy& s) {
         {"micro_batch_size", s.pipeline.micro_batch_size},
         {"vpp_degree", s.pipeline.vpp_degree},
         {"split_before", s.pipeline.split_before}}},
-      {"recompute", {{"enable", s.recompute.enable}, {"granularity", s.recompute.granularity}}},
+      {"recompute", {{"enable", s.recompute.enable}, {"granularity", s.recompute.granularity}, {"segments", s.recompute.segments}}},
       {"amp",
        {{"enable", s.amp.enable},
         {"dtype", s.amp.dtype},

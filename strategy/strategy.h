@@ -47,6 +47,10 @@ struct PipelineConfig {
 struct RecomputeConfig {
   bool enable = false;
   std::string granularity = "full";  // full | selective
+  // What full recompute replays as one piece (passes/recompute.h): "layers" (each repeated
+  // layer, found from the graph), "stages" (each pipeline stage's chunk whole: the planner's
+  // one-layer profile stages) or "finest" (every residual-stream cut). pdist's key.
+  std::string segments = "layers";
 };
 
 // Mixed precision (passes/amp.h). Dynamic loss scaling applies to float16 only (bfloat16 has

@@ -20,7 +20,7 @@ _SECTIONS = {
     "sharding": {"enable": False, "stage": 1, "degree": 0},
     "pipeline": {"enable": False, "schedule_mode": "1F1B", "accumulate_steps": 1, "micro_batch_size": 1,
                  "vpp_degree": 1, "split_before": []},
-    "recompute": {"enable": False, "granularity": "full"},
+    "recompute": {"enable": False, "granularity": "full", "segments": "layers"},
     "amp": {"enable": False, "dtype": "float16", "level": "o1", "use_dynamic_loss_scaling": True,
             "init_loss_scaling": 32768.0, "incr_every_n_steps": 1000, "decr_every_n_nan_or_inf": 2,
             "incr_ratio": 2.0, "decr_ratio": 0.5, "custom_white_list": [], "custom_black_list": []},

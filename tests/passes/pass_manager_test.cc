@@ -97,12 +97,15 @@ TEST(PassRegistryTest, BuiltinsAndUnknownNames) {
   EXPECT_THAT(message({"replicate-loss", {{"world", "-2"}}}),
               HasSubstr("pass 'replicate-loss': option 'world' must be >= 1, got -2"));
   EXPECT_THAT(message({"partition", {}}), HasSubstr("option 'rank' is required"));
+  EXPECT_THAT(message({"recompute", {{"segments", "halves"}}}),
+              HasSubstr("pass 'recompute': unknown recompute segments 'halves' (expected layers, stages or finest)"));
   EXPECT_THAT(message({"partition", {{"rank", "one"}}}), HasSubstr("option rank=one is not an integer"));
   EXPECT_THAT(message({"fuse-allreduce", {{"bucket_bytes", "-1"}}}), HasSubstr("bucket_bytes must be >= 0"));
   EXPECT_THAT(message({"split-weight-grad", {{"n", "1"}}}), HasSubstr("has no option 'n' (it takes none)"));
   for (const char* text : {"micro-batch{n=4}", "micro-batch", "replicate-loss{world=8}", "partition{rank=3}",
                            "fuse-allreduce", "fuse-allreduce{bucket_bytes=0}", "split-weight-grad",
-                           "annotate-strategy", "annotate-strategy{mp=2,sp=true}"}) {
+                           "annotate-strategy", "annotate-strategy{mp=2,sp=true}",
+                           "recompute{granularity=full,segments=stages}", "recompute{segments=finest}"}) {
     PassManager pm;
     ASSERT_TRUE(pm.AddPipeline(text).ok()) << text;
     EXPECT_EQ(pm.Pipeline(), text);

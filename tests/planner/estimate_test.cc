@@ -208,15 +208,15 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   // Full recompute redoes each layer's forward once.
   EXPECT_NEAR(full.time.recompute, 6 * Layer(4).Seconds(ir::OpRole::kForward), 1e-15);
   // and keeps what the backward of the recompute pass's programs still reads (planner/profile.h):
-  // in a layer, the two residual streams where the pass cuts, b·s·h floats each.
+  // in a layer, its input, b·s·h floats, as Megatron-LM's full recompute keeps.
   const ModelProfile& replayed = **profiler_.Get({.mp = 1, .sp = false, .micro_batch = 4, .recompute = Recompute::kFull});
   const SegmentCost kept = replayed.kinds[kEmbeddingKind] + replayed.kinds[kLayerKind] * 6 + replayed.kinds[kHeadKind];
   EXPECT_NEAR(full.memory.activations, kept.saved_bytes, 1e-6);
-  EXPECT_DOUBLE_EQ(replayed.kinds[kLayerKind].saved_bytes, 2 * 4.0 * 4 * 16 * 64);
-  // Its backward adds its replays to what the layer's backward holds anyway, less than the
-  // layer's saved values (half a layer between the cuts).
+  EXPECT_DOUBLE_EQ(replayed.kinds[kLayerKind].saved_bytes, 4.0 * 4 * 16 * 64);
+  // Its backward adds its replays to what the layer's backward holds anyway: the whole layer's
+  // values at most.
   EXPECT_GT(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).backward_excess_bytes);
-  EXPECT_LT(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).saved_bytes);
+  EXPECT_LE(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).saved_bytes + Layer(4).backward_excess_bytes);
   // Without recompute a layer's activation gradients outgrow the saved values they free: by
   // less than the layer keeps.
   EXPECT_GT(Layer(4).backward_excess_bytes, 0);

@@ -123,6 +123,9 @@ TEST(StrategyTest, ErrorsNameTheKey) {
                 .find("process id 4294967296 is beyond the largest job pdist runs"),
             std::string::npos);
   EXPECT_NE(ErrorOf(R"({"pipeline": {"schedule_mode": "2F2B"}})").find("\"2F2B\""), std::string::npos);
+  const std::string segments = ErrorOf(R"({"recompute": {"enable": true, "segments": "halves"}})");
+  EXPECT_NE(segments.find("recompute.segments"), std::string::npos) << segments;
+  EXPECT_NE(segments.find("halves"), std::string::npos) << segments;
   EXPECT_NE(ErrorOf(R"({"sharding": {"stage": 4}})").find("'sharding.stage'"), std::string::npos);
   EXPECT_NE(ErrorOf(R"({"sp": true})").find("mp_degree"), std::string::npos);
   EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
