@@ -109,6 +109,12 @@ double BackwardExcessBytes(const ir::Program& local) {
   for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
   std::unordered_map<const ir::Value*, double> held;
   double live = 0, at_backward = -1, peak = 0;
+  auto release = [&](const ir::Value* v) {
+    if (auto it = held.find(v); it != held.end()) {
+      live -= it->second;
+      held.erase(it);
+    }
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
     if (op.role() == ir::OpRole::kOptimizer) break;
@@ -122,18 +128,10 @@ double BackwardExcessBytes(const ir::Program& local) {
     }
     if (at_backward >= 0) peak = std::max(peak, live);
     for (const ir::Value* v : op.operands()) {
-      if (v == nullptr || last_use.at(storage(v)) != i) continue;
-      if (auto it = held.find(storage(v)); it != held.end()) {
-        live -= it->second;
-        held.erase(it);
-      }
+      if (v != nullptr && last_use.at(storage(v)) == i) release(storage(v));
     }
     for (const ir::Value* r : op.results()) {
-      if (r == nullptr || last_use.count(r) != 0) continue;
-      if (auto it = held.find(r); it != held.end()) {  // never read: freed at once
-        live -= it->second;
-        held.erase(it);
-      }
+      if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
     }
   }
   return at_backward < 0 ? 0 : peak - at_backward;
