@@ -23,9 +23,9 @@
 // A replayed op is a copy with the same attributes and operands, so it computes the same bits:
 // dropout draws its mask from (seed, position, micro-batch), not from the op's identity. Copies
 // run with role backward in the chunk of their original and carry its DistAttr, so the pass can
-// run before or after completion. A segment never spans two chunks, and what a reshard to
-// another mesh (a pipeline send) delivers is kept, never replayed: the receiving stage holds it
-// as it would without recompute (a tied embedding's weight on the last stage).
+// run before or after completion. A segment never spans two chunks or a reshard, and what a
+// reshard to another mesh (a pipeline send) delivers is kept, never replayed: the receiving
+// stage holds it as it would without recompute (a tied embedding's weight on the last stage).
 #pragma once
 
 #include <cstdint>
