@@ -43,6 +43,9 @@ struct StageTotals {
   // counted beside every micro-batch in flight.
   double first_backward_peak = -1;
   double bucket_bytes = 0;  // the two gradient-fusion buckets in flight (part of the workspace)
+  // The buckets go out in the last micro-batch's backward (executor/pipeline_run.cc,
+  // EarlyGradientSync): beside the first backward only when that is the last one.
+  double buckets_at_first_backward = 0;
   double largest_update = 0;         // one optimizer op's new tensors (its slice under ZeRO)
   bool gathers_parameters = false;   // ZeRO 1 and 2: the updated parameters come back whole
   TimeBreakdown time;
@@ -71,7 +74,7 @@ void SettleTransients(StageTotals& st, const InFlight& alive) {
   double backward = m.gradients + m.activations + m.workspace;
   if (st.first_backward_peak >= 0) {
     // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
-    backward = (alive.at_first_backward - 1) * st.saved + st.first_backward_peak + st.bucket_bytes;
+    backward = (alive.at_first_backward - 1) * st.saved + st.first_backward_peak + st.buckets_at_first_backward;
     if (alive.at_later_backwards > 0) {
       backward = std::max(backward, alive.at_later_backwards * st.saved + m.gradients + m.workspace);
     }
@@ -147,6 +150,7 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= dp;
     if (c.zero >= 3) st.memory.parameters /= dp;
     st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
+    st.buckets_at_first_backward = c.micro_batches == 1 ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
     // One chunk: its first backward starts with no gradient. ZeRO 2 and 3 keep a slice of each
     // gradient only with one micro-batch (above).
