@@ -49,7 +49,12 @@ double ForwardFlops(const Operation& op) {
 }
 
 std::vector<int64_t> CrossingValues(const ir::Program& program) {
-  const auto& ops = program.block().ops();
+  std::vector<const ir::Operation*> ops;
+  for (const auto& op : program.block().ops()) ops.push_back(op.get());
+  return CrossingValues(ops);
+}
+
+std::vector<int64_t> CrossingValues(const std::vector<const ir::Operation*>& ops) {
   std::unordered_map<const Value*, size_t> last_use;
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const Value* v : ops[i]->operands()) {

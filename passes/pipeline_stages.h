@@ -30,6 +30,9 @@ double ForwardFlops(const ir::Operation& op);
 // crossing[c]: the values made before op c and read at or after it (c = 1 … n-1; crossing[0] is
 // 0). Arguments do not count: every stage can read a parameter or a data input.
 std::vector<int64_t> CrossingValues(const ir::Program& program);
+// The same over `ops` alone (recompute: a program's forward ops); a value made by an op not in
+// the list counts as an argument.
+std::vector<int64_t> CrossingValues(const std::vector<const ir::Operation*>& ops);
 
 // The virtual stage (0 … virtual_stages-1) of every op of `forward`, in program order, never
 // decreasing. Errors name the number of places the program can be cut when there are too few.

@@ -11,6 +11,7 @@
 #include "ir/op_def.h"
 #include "ir/pipeline_job.h"
 #include "ir/status.h"
+#include "passes/pipeline_stages.h"
 #include "passes/repeated_pieces.h"
 
 namespace pdist::passes {
@@ -33,36 +34,12 @@ const ir::ProcessMesh* MeshOf(const Operation& op) {
   return nullptr;
 }
 
-// crossing[c]: how many values made by forward ops before c are read by forward ops from c on.
-std::vector<int64_t> Crossing(const std::vector<Operation*>& forward) {
-  const size_t n = forward.size();
-  std::unordered_map<const Operation*, size_t> position;
-  for (size_t i = 0; i < n; ++i) position[forward[i]] = i;
-  std::vector<int64_t> delta(n + 1, 0);
-  std::unordered_map<const Value*, size_t> last_use;
-  for (size_t i = 0; i < n; ++i) {
-    for (const Value* v : forward[i]->operands()) {
-      if (v != nullptr && v->producer() != nullptr && position.count(v->producer()) != 0) last_use[v] = i;
-    }
-  }
-  for (const auto& [v, last] : last_use) {
-    const size_t made = position.at(v->producer());
-    if (last > made) {
-      ++delta[made + 1];
-      --delta[last + 1];
-    }
-  }
-  std::vector<int64_t> crossing(n, 0);
-  int64_t running = 0;
-  for (size_t c = 1; c < n; ++c) crossing[c] = running += delta[c];
-  return crossing;
-}
-
 // Drops the cuts inside each repeated layer (passes/repeated_pieces.h) and inside what precedes
 // and follows the layers, but those in `must_cut`. Layers are compared with the reshards in
 // them transparent; a piece of reshards alone (a pipeline stage boundary between two layers)
 // is compared as part of the piece before it, and stays a segment of its own.
-void KeepLayerCuts(const std::vector<Operation*>& forward, const std::vector<bool>& must_cut, std::vector<bool>& cut) {
+void KeepLayerCuts(const std::vector<const Operation*>& forward, const std::vector<bool>& must_cut,
+                   std::vector<bool>& cut) {
   const size_t n = forward.size();
   std::vector<size_t> cuts;
   for (size_t c = 1; c < n; ++c) {
@@ -72,7 +49,7 @@ void KeepLayerCuts(const std::vector<Operation*>& forward, const std::vector<boo
     const bool reshards_alone = e > c && (e == n || cut[e]);
     if (!reshards_alone) cuts.push_back(c);
   }
-  const Pieces pieces = CutIntoPieces(std::vector<const Operation*>(forward.begin(), forward.end()), cuts);
+  const Pieces pieces = CutIntoPieces(forward, cuts);
   const Repetition layers = LongestRepetition(pieces);
   if (layers.copies < 2) return;
   const size_t end = layers.start + layers.copies * layers.period;
@@ -93,7 +70,8 @@ void KeepLayerCuts(const std::vector<Operation*>& forward, const std::vector<boo
 //   kStages — no cut but the chunks' and meshes'.
 std::vector<int64_t> Segments(const std::vector<Operation*>& forward, RecomputeSegments by) {
   const size_t n = forward.size();
-  const std::vector<int64_t> crossing = Crossing(forward);
+  const std::vector<const Operation*> ops(forward.begin(), forward.end());
+  const std::vector<int64_t> crossing = CrossingValues(ops);
   const int64_t fewest = n > 1 ? *std::min_element(crossing.begin() + 1, crossing.end()) : 0;
   std::vector<bool> cut(n, false), must_cut(n, false);
   for (size_t c = 1; c < n; ++c) {
@@ -106,7 +84,7 @@ std::vector<int64_t> Segments(const std::vector<Operation*>& forward, RecomputeS
                   forward[c]->type() == "reshard" || forward[c - 1]->type() == "reshard";
     cut[c] = must_cut[c] || (by != RecomputeSegments::kStages && crossing[c] == fewest);
   }
-  if (by == RecomputeSegments::kLayers) KeepLayerCuts(forward, must_cut, cut);
+  if (by == RecomputeSegments::kLayers) KeepLayerCuts(ops, must_cut, cut);
   std::vector<int64_t> segment(n, 0);
   for (size_t c = 1; c < n; ++c) segment[c] = segment[c - 1] + (cut[c] ? 1 : 0);
   return segment;
