@@ -3,8 +3,8 @@
 //   pdist-opt model.pdir --passes=autodiff,optimizer{type=sgd} --print-after-all
 //   pdist-opt model.pb --emit=text            # model.pb → textual IR
 //   cat x.pdir | pdist-opt - --verify-only
-//   pdist-opt model.pb --strategy dp2.json --passes=annotate-strategy,autodiff,optimizer{type=adamw},\
-//       completion,replicate-loss{world=2},partition{rank=1},fuse-allreduce   # rank 1's program
+//   pdist-opt model.pb --strategy dp2.json --passes=PIPELINE     # with PIPELINE rank 1's program:
+//       annotate-strategy,autodiff,optimizer{type=adamw},completion,replicate-loss{world=2},partition{rank=1},fuse-allreduce
 //
 // Exit status: 0 success, 1 a bad input file or a failing pass (message names the file),
 // 2 bad usage (unknown flag, bad flag value or pipeline).
