@@ -47,12 +47,6 @@ absl::Status CheckExecutable(const strategy::Strategy& s) {
   PDIST_RETURN_IF_ERROR(WithContext(CheckScheduleShape(mode, {s.pp_degree, s.MicroBatches(),
                                                            s.pipeline.vpp_degree}),
                                  s.gradient_merge.enable ? "gradient_merge.k_steps" : "pipeline (pp_degree, accumulate_steps, vpp_degree)"));
-  if (s.sharding.enable && s.sharding.degree > 0 && s.sharding.degree != s.dp_degree) {
-    return absl::UnimplementedError(absl::StrCat(
-        "sharding.degree ", s.sharding.degree, " of dp_degree ", s.dp_degree,
-        ": sharding over part of the data-parallel axis is not implemented; leave sharding.degree out to shard over all ",
-        s.dp_degree, " data-parallel ranks"));
-  }
   return absl::OkStatus();
 }
 
@@ -101,7 +95,11 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
   if (strategy.sp) p.train_tail.push_back({"regather", {}});
   if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   if (strategy.sharding.enable && strategy.dp_degree > 1) {
-    p.train_tail.push_back({"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}});
+    PassSpec sharding{"sharding", {{"stage", absl::StrCat(strategy.sharding.stage)}}};
+    if (strategy.sharding.degree > 0 && strategy.sharding.degree < strategy.dp_degree) {
+      sharding.options["degree"] = absl::StrCat(strategy.sharding.degree);  // hybrid: shards × replicas
+    }
+    p.train_tail.push_back(std::move(sharding));
   }
   p.train_tail.push_back(replicate_loss);
   p.eval_tail = {{"eval-mode", {}}, {"completion", {}}, replicate_loss};

@@ -38,10 +38,20 @@ std::string BucketKey(const ir::Operation& op) {
                       op.chunk());
 }
 
+// Whether `v` is what a gradient reduce-scatter made (hybrid ZeRO all-reduces that shard over
+// the replicas next).
+bool FromGradientScatter(const ir::Value* v) {
+  const ir::Operation* op = v->producer();
+  return op != nullptr && (op->type() == "c_reduce_scatter" || op->type() == "c_reduce_scatter_coalesced") &&
+         op->operand(0)->role() == ir::ValueRole::kGradient;
+}
+
 // Moves every c_allreduce, and every c_reduce_scatter of a gradient (ZeRO 2 and 3), right after
 // the op that produces its operand (completion puts it just before its consumer, the optimizer,
-// i.e. after the whole backward pass).
-void HoistGradientReductions(ir::Program& local) {
+// i.e. after the whole backward pass). `chained`: only the all-reduces of reduce-scatters'
+// results; otherwise all but those, which stay put so that their reduce-scatters can fill a
+// bucket before them.
+void HoistGradientReductions(ir::Program& local, bool chained) {
   std::vector<std::unique_ptr<ir::Operation>> old = std::move(local.block().mutable_ops());
   local.block().mutable_ops().clear();
   std::unordered_map<const ir::Operation*, std::vector<size_t>> after;  // producer → all-reduces
@@ -50,7 +60,7 @@ void HoistGradientReductions(ir::Program& local) {
     const std::string& type = old[i]->type();
     const bool gradient_scatter = type == "c_reduce_scatter" && old[i]->operand(0)->role() == ir::ValueRole::kGradient;
     const ir::Value* x = type == "c_allreduce" || gradient_scatter ? old[i]->operand(0) : nullptr;
-    if (x == nullptr || x->producer() == nullptr) continue;
+    if (x == nullptr || x->producer() == nullptr || FromGradientScatter(x) != chained) continue;
     after[x->producer()].push_back(i);
     hoisted[i] = true;
   }
@@ -67,11 +77,10 @@ void HoistGradientReductions(ir::Program& local) {
   }
 }
 
-}  // namespace
 
-absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t bucket_bytes) {
-  HoistGradientReductions(local);
-  if (bucket_bytes <= 0) return 0;
+// Fuses the reductions of one kind, group, reduction, dtype and job into buckets of up to
+// `bucket_bytes`, each at its last member's place; returns how many.
+int64_t FillBuckets(ir::Program& local, int64_t bucket_bytes) {
   const auto& ops = local.block().ops();
   // First use of every value, by op index.
   std::unordered_map<const ir::Value*, size_t> first_use;
@@ -132,6 +141,19 @@ absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t b
     local.block().Append(std::move(bucket));
   }
   return static_cast<int64_t>(done.size());
+}
+
+}  // namespace
+
+// Two rounds: the reductions of the backward's gradients, then (hybrid ZeRO) the all-reduces of
+// the shards those reduce-scattered, placed after their buckets and bucketed in turn.
+absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t bucket_bytes) {
+  int64_t buckets = 0;
+  for (bool chained : {false, true}) {
+    HoistGradientReductions(local, chained);
+    if (bucket_bytes > 0) buckets += FillBuckets(local, bucket_bytes);
+  }
+  return buckets;
 }
 
 }  // namespace pdist::passes

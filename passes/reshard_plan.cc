@@ -10,8 +10,11 @@
 // chain of them.
 #include "passes/reshard_plan.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/dist/remesh.h"
 #include "ir/status.h"
 #include "passes/reshard/reshard_primitive.h"
 
@@ -40,6 +43,7 @@ const char* ReshardStepName(ReshardStep::Kind kind) { return ReshardPrimitiveOf(
 
 std::string ReshardStep::ToString() const {
   if (kind == Kind::kSendRecv) return absl::StrCat("send_recv(to ", after.mesh.ToString(), ")");
+  if (kind == Kind::kRemesh) return absl::StrCat("remesh(to ", after.mesh.ToString(), ")");
   std::string s = absl::StrCat(ReshardStepName(kind), "(mesh dim ", mesh_dim);
   if (kind == Kind::kAllToAll) absl::StrAppend(&s, ", axis ", from_tensor_dim, " → ", tensor_dim);
   else if (tensor_dim >= 0) absl::StrAppend(&s, ", axis ", tensor_dim);
@@ -59,7 +63,11 @@ std::string ReshardPlan::ToString() const {
   std::vector<std::string> chain = {CompactPlacements(source)};
   for (const ReshardStep& step : steps) {
     chain.push_back(CompactPlacements(step.after));
-    if (!(step.after.mesh == source.mesh)) absl::StrAppend(&chain.back(), "@[", absl::StrJoin(step.after.mesh.process_ids(), ","), "]");
+    const ir::ProcessMesh& mesh = step.after.mesh;
+    if (mesh == source.mesh) continue;
+    // Another mesh over the same processes (a remesh) by its shape, another stage's by its ids.
+    if (mesh.process_ids() == source.mesh.process_ids()) absl::StrAppend(&chain.back(), "@", absl::StrJoin(mesh.shape(), "x"));
+    else absl::StrAppend(&chain.back(), "@[", absl::StrJoin(mesh.process_ids(), ","), "]");
   }
   return absl::StrJoin(chain, " → ");
 }
@@ -90,6 +98,34 @@ absl::StatusOr<ReshardPlan> PlanAcrossMeshes(const ir::DistAttr& source, const i
   return plan;
 }
 
+// Between a mesh and one that splits a dim of it, over the same processes: the steps on the
+// mesh both ends can be said on, the free remesh before them (to the target's mesh) or after
+// them (from the source's). Nullopt when neither end carries over (a shard over half of a split
+// dim, to a mesh that has it whole).
+std::optional<absl::StatusOr<ReshardPlan>> PlanWithRemesh(const ir::DistAttr& source, const ir::DistAttr& target,
+                                                          const ir::Shape& shape) {
+  ReshardStep remesh;
+  remesh.kind = ReshardStep::Kind::kRemesh;
+  remesh.mesh_dim = -1;
+  if (std::optional<ir::DistAttr> start = ir::Remesh(source, target.mesh)) {
+    absl::StatusOr<ReshardPlan> rest = PlanReshard(*start, target, shape);
+    if (!rest.ok()) return rest;
+    remesh.after = *start;
+    ReshardPlan plan{source, target, shape, {remesh}};
+    for (ReshardStep& step : rest->steps) plan.steps.push_back(std::move(step));
+    return plan;
+  }
+  if (std::optional<ir::DistAttr> end = ir::Remesh(target, source.mesh)) {
+    absl::StatusOr<ReshardPlan> plan = PlanReshard(source, *end, shape);
+    if (!plan.ok()) return plan;
+    plan->target = target;
+    remesh.after = target;
+    plan->steps.push_back(std::move(remesh));
+    return plan;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status CheckEvenShards(const ir::DistAttr& attr, const ir::Shape& shape, const std::string& what) {
@@ -111,7 +147,10 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::Di
   PDIST_RETURN_IF_ERROR(target.Verify(shape));
   PDIST_RETURN_IF_ERROR(CheckEvenShards(source, shape, "reshard source"));
   PDIST_RETURN_IF_ERROR(CheckEvenShards(target, shape, "reshard target"));
-  if (!(source.mesh == target.mesh)) return PlanAcrossMeshes(source, target, shape);
+  if (!(source.mesh == target.mesh)) {
+    if (auto plan = PlanWithRemesh(source, target, shape)) return *std::move(plan);
+    return PlanAcrossMeshes(source, target, shape);
+  }
 
   ReshardPlan plan{source, target, shape, {}};
   const auto rank = static_cast<int64_t>(shape.size());
@@ -126,12 +165,17 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ir::DistAttr& source, const ir::Di
   };
 
   // Phase 1 leaves every source placement that differs from its target; phase 2 reaches the
-  // targets still missing from Replicate. Each takes the first primitive that applies.
-  for (int phase : {1, 2}) {
+  // targets still missing from Replicate. Each takes the first primitive that applies. Phase 1
+  // sweeps twice: first the Partials that reduce-scatter straight into their target shard, so
+  // that the reductions after them (an all-reduce along another mesh dim) move 1/n of the bytes:
+  // hybrid ZeRO's gradient is reduce-scattered over the shards, then all-reduced over the replicas.
+  for (int sweep : {0, 1, 2}) {
+    const int phase = sweep == 2 ? 2 : 1;
     for (size_t m = 0; m < now.size(); ++m) {
       const Placement p = now[m], t = want[m];
       if (p == t || (phase == 1 && p.is_replicate())) continue;
       const bool to_dim_free = t.is_shard() && !ShardedElsewhere(now, t.dim, m);
+      if (sweep == 0 && !(p.is_partial() && to_dim_free)) continue;
       const ReshardPrimitive* chosen = nullptr;
       for (const ReshardPrimitive& primitive : ReshardPrimitives()) {
         if (primitive.phase == phase && primitive.applies(p, t, to_dim_free)) {

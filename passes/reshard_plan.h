@@ -13,6 +13,10 @@
 // target; of different shapes, the source replicates, each target rank receives the whole
 // tensor from one source rank, and the target then takes its placements:
 //   S(0) on [2] ids [0,1] → S(0) on [2] ids [2,3]:   "S(0) → S(0)@[2,3]"  (send/recv)
+// Between a mesh and one over the same processes that splits one of its dims in two (hybrid
+// sharded data parallelism, ir/dist/remesh.h), the plan runs on whichever mesh both ends can be
+// said on, with a free remesh step at its start or its end:
+//   P on [4] [dp] → S(0) along dp_shard of [2,2]:   "P → PP@2x2 → PS(0)@2x2 → RS(0)@2x2"
 #pragma once
 
 #include <cstdint>
@@ -37,9 +41,10 @@ struct ReshardStep {
     kSlice,          // R → S(d): keep the local piece, no communication
     kMakePartial,    // R → P: one rank of the group keeps the value (sum), or all do (avg, max)
     kSendRecv,       // to another mesh: each target rank receives its piece from one source rank
+    kRemesh,         // to a mesh over the same processes that splits (or merges) a dim: no communication
   };
   Kind kind = Kind::kAllReduce;
-  int64_t mesh_dim = 0;           // -1 for kSendRecv
+  int64_t mesh_dim = 0;           // -1 for kSendRecv and kRemesh
   int64_t tensor_dim = -1;       // the axis gathered, sliced, scattered, or (all_to_all) split
   int64_t from_tensor_dim = -1;  // all_to_all: the axis that was sharded and becomes whole
   ir::ReduceType reduce = ir::ReduceType::kSum;

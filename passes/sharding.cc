@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "ir/dist/remesh.h"
 #include "ir/status.h"
 
 namespace pdist::passes {
@@ -27,8 +29,8 @@ int64_t ShardableDim(const Value& v, int64_t ranks) {
 
 class OptimizerSharder {
  public:
-  OptimizerSharder(ir::Program& program, int64_t stage, std::string axis)
-      : program_(program), stage_(stage), axis_(std::move(axis)) {}
+  OptimizerSharder(ir::Program& program, int64_t stage, std::string axis, int64_t degree)
+      : program_(program), stage_(stage), axis_(std::move(axis)), degree_(degree) {}
 
   absl::StatusOr<ShardingReport> Run() {
     PDIST_RETURN_IF_ERROR(CheckInput());
@@ -154,14 +156,22 @@ class OptimizerSharder {
         return absl::OkStatus();
       }
     }
-    const int64_t dim = ShardableDim(*param, whole.mesh.dim_size(axis));
+    const int64_t ranks = degree_ > 0 ? degree_ : whole.mesh.dim_size(axis);
+    if (whole.mesh.dim_size(axis) % ranks != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("sharding: degree ", ranks, " does not divide the ",
+                                                     whole.mesh.dim_size(axis), " ranks of axis '", axis_, "' (", what,
+                                                     " on ", whole.mesh.ToString(), "); use a divisor of ",
+                                                     whole.mesh.dim_size(axis)));
+    }
+    if (ranks == 1) return absl::OkStatus();
+    const int64_t dim = ShardableDim(*param, ranks);
     if (dim < 0) {
-      report_.kept_whole.push_back(
-          absl::StrCat(what, ": no unsharded dim divisible by ", axis_, " ", whole.mesh.dim_size(axis)));
+      const bool hybrid = ranks < whole.mesh.dim_size(axis);
+      report_.kept_whole.push_back(absl::StrCat(what, ": no unsharded dim divisible by ", axis_, hybrid ? "_shard " : " ", ranks));
       return absl::OkStatus();
     }
-    ir::DistAttr sliced = whole;
-    sliced.dims_mapping[static_cast<size_t>(dim)] = axis;
+    PDIST_ASSIGN_OR_RETURN(ir::DistAttr sliced, SlicedAlong(whole, axis, ranks));
+    sliced.dims_mapping[static_cast<size_t>(dim)] = ranks == whole.mesh.dim_size(axis) ? axis : axis + 1;
 
     // Operands shaped like the parameter: the parameter, its gradient, the moment states.
     for (size_t i = 0; i < update->num_operands(); ++i) {
@@ -198,6 +208,28 @@ class OptimizerSharder {
     }
     ++report_.sharded;
     return absl::OkStatus();
+  }
+
+  // The DistAttr the update runs on, before its dim is sharded: `whole` itself when the shards
+  // span the axis; otherwise `whole` on the mesh that splits the axis into replicas × `ranks`
+  // shards (hybrid sharding: "dp" of 4 ranks, degree 2 → [dp_replica 2, dp_shard 2]), over the
+  // same processes, so the reshards to and from it are planned on one mesh (ir/dist/remesh.h).
+  absl::StatusOr<ir::DistAttr> SlicedAlong(const ir::DistAttr& whole, int64_t axis, int64_t ranks) const {
+    const int64_t size = whole.mesh.dim_size(axis);
+    if (ranks == size) return whole;
+    std::vector<int64_t> shape = whole.mesh.shape();
+    std::vector<std::string> names = whole.mesh.dim_names();
+    const auto at = static_cast<size_t>(axis);
+    shape[at] = size / ranks;
+    shape.insert(shape.begin() + axis + 1, ranks);
+    names[at] = axis_ + "_replica";
+    names.insert(names.begin() + axis + 1, axis_ + "_shard");
+    PDIST_ASSIGN_OR_RETURN(ir::ProcessMesh split, ir::ProcessMesh::Create(shape, whole.mesh.process_ids(), names));
+    std::optional<ir::DistAttr> on_split = ir::Remesh(whole, split);
+    if (!on_split) {
+      return absl::InternalError(absl::StrCat("sharding: ", whole.ToString(), " cannot be said on ", split.ToString()));
+    }
+    return *on_split;
   }
 
   // Stage 3: one gather per (role, chunk) — per job — for the uses there; Emit places it.
@@ -254,6 +286,7 @@ class OptimizerSharder {
   ir::Program& program_;
   const int64_t stage_;
   const std::string axis_;
+  const int64_t degree_;  // ranks each state is sharded over; 0: the whole axis
   ShardingReport report_;
   absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
   std::vector<ir::StateUpdate> updates_;
@@ -268,16 +301,18 @@ class OptimizerSharder {
 
 }  // namespace
 
-absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis) {
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis,
+                                              int64_t degree) {
   if (stage < 1 || stage > 3) return absl::InvalidArgumentError(absl::StrCat("sharding: stage must be 1, 2 or 3, got ", stage));
-  return OptimizerSharder(program, stage, axis).Run();
+  if (degree < 0) return absl::InvalidArgumentError(absl::StrCat("sharding: degree must be >= 1 (or 0: the whole axis), got ", degree));
+  return OptimizerSharder(program, stage, axis, degree).Run();
 }
 
 absl::StatusOr<int64_t> StoreLike(ir::Program& program, const ir::Program& reference) {
   if (program.local_rank() >= 0 || reference.local_rank() >= 0) {
     return absl::FailedPreconditionError("storage: match the global programs, before partition");
   }
-  return OptimizerSharder(program, /*stage=*/3, /*axis=*/"").StoreLike(reference);
+  return OptimizerSharder(program, /*stage=*/3, /*axis=*/"", /*degree=*/0).StoreLike(reference);
 }
 
 }  // namespace pdist::passes

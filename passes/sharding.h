@@ -35,15 +35,23 @@ namespace pdist::passes {
 
 struct ShardingReport {
   int64_t sharded = 0;  // parameters whose update runs on slices
-  // "'gpt.ln_f.scale' f32[30]: no dim divisible by dp 4", one per parameter left whole.
+  // "'gpt.ln_f.scale' f32[30]: no unsharded dim divisible by 4", one per parameter left whole.
   std::vector<std::string> kept_whole;
   int64_t reshards = 0;  // reshard ops added
 };
 
-// `stage` 1..3; `axis` the mesh dim name to shard over ("dp"). Needs a completed global program
-// with an optimizer (FailedPrecondition otherwise, naming what is missing). A parameter whose
-// mesh has no `axis` dim, or a dim of size 1, is left as it is (nothing to shard).
-absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis);
+// `stage` 1..3; `axis` the mesh dim name to shard over ("dp"); `degree` the ranks of that axis a
+// state is sharded over (0: all of them). A degree below the axis size is hybrid sharding: the
+// updates run on a mesh over the same processes with the axis split into `<axis>_replica` ×
+// `<axis>_shard` (degree ranks, consecutive along the axis), each state Shard along the shards and
+// Replicate along the replicas; the gradient is reduce-scattered over the shards and its shard
+// all-reduced over the replicas, the updated slice gathered over the shards alone:
+//   %g  = reshard(%gp) {mesh: [2,2,1] [dp_replica,dp_shard,mp], dims_mapping: [1,-1]}
+// Needs a completed global program with an optimizer (FailedPrecondition otherwise, naming what
+// is missing). A parameter whose mesh has no `axis` dim, or a dim of size 1, is left as it is
+// (nothing to shard); a degree that does not divide the axis is an error naming both.
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis,
+                                              int64_t degree = 0);
 
 // A program that reads the parameters a sharded training program stores (evaluation, prediction)
 // must read them as stored: each persistent argument of `program` whose DistAttr differs from

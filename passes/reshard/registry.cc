@@ -10,7 +10,7 @@ namespace pdist::passes {
 const std::vector<ReshardPrimitive>& ReshardPrimitives() {
   static const std::vector<ReshardPrimitive>* primitives = new std::vector<ReshardPrimitive>{
       ReduceScatterPrimitive(), AllReducePrimitive(), AllToAllPrimitive(), AllGatherPrimitive(),
-      SlicePrimitive(),         MakePartialPrimitive(), SendRecvPrimitive(),
+      SlicePrimitive(),         MakePartialPrimitive(), SendRecvPrimitive(),   RemeshPrimitive(),
   };
   return *primitives;
 }

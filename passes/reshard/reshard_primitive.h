@@ -60,5 +60,6 @@ ReshardPrimitive AllToAllPrimitive();
 ReshardPrimitive SlicePrimitive();
 ReshardPrimitive MakePartialPrimitive();
 ReshardPrimitive SendRecvPrimitive();
+ReshardPrimitive RemeshPrimitive();
 
 }  // namespace pdist::passes

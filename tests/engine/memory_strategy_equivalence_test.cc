@@ -1,7 +1,8 @@
 // The strategies that trade communication or compute for memory train exactly as one rank does:
-// ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp), gradient merge and recompute (full and
-// selective, with dropout, alone and with the others), 10 AdamW steps, float32 (1e-5) and
-// float64 (1e-10), losses, every parameter and every optimizer state.
+// ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp; over all of dp or, hybrid, over pairs of
+// its ranks), gradient merge and recompute (full and selective, with dropout, alone and with the
+// others), 10 AdamW steps, float32 (1e-5) and float64 (1e-10), losses, every parameter and every
+// optimizer state.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,10 @@ std::string Zero(int64_t stage, const std::string& degrees) {
   return absl::StrCat(R"({)", degrees, R"(, "sharding": {"enable": true, "stage": )", stage, "}}");
 }
 
+std::string HybridZero(int64_t stage, const std::string& degrees) {
+  return absl::StrCat(R"({)", degrees, R"(, "sharding": {"enable": true, "degree": 2, "stage": )", stage, "}}");
+}
+
 std::vector<Case> Cases() {
   struct Strategy {
     std::string name, json;
@@ -86,6 +91,8 @@ std::vector<Case> Cases() {
     strategies.push_back({z + "dp2_mp2_sp", Zero(stage, R"("dp_degree": 2, "mp_degree": 2, "sp": true)")});
     strategies.push_back(
         {z + "pp2_dp2", Zero(stage, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})")});
+    // Hybrid: states sharded over pairs of the 4 data-parallel ranks, replicated across the pairs.
+    strategies.push_back({z + "dp4_shard2", HybridZero(stage, R"("dp_degree": 4)")});
   }
   for (const char* granularity : {"full", "selective"}) {
     const std::string rc = absl::StrCat(R"("recompute": {"enable": true, "granularity": ")", granularity, R"("})");
@@ -114,6 +121,11 @@ std::vector<Case> Cases() {
                      absl::StrCat(R"({"mp_degree": 2, )", rc, "}"), ir::DataType::kFloat64});
   }
   cases.push_back({"llama_zero3_dp2_mp2_f32", "llama", Zero(3, R"("dp_degree": 2, "mp_degree": 2)"), ir::DataType::kFloat32});
+  cases.push_back({"gpt_zero3_dp4_shard2_mp2_sp_f32", "gpt", HybridZero(3, R"("dp_degree": 4, "mp_degree": 2, "sp": true)"),
+                   ir::DataType::kFloat32});
+  cases.push_back({"gpt_zero2_dp4_shard2_pp2_f64", "gpt",
+                   HybridZero(2, R"("dp_degree": 4, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})"),
+                   ir::DataType::kFloat64});
   cases.push_back({"llama_zero2_pp2_dp2_f64", "llama",
                    Zero(2, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 2})"), ir::DataType::kFloat64});
   return cases;
@@ -226,13 +238,42 @@ TEST(GradientMergeTest, WithAPipelineTheMicroBatchesMustAgree) {
   EXPECT_NE(engine.status().message().find("gradient_merge.k_steps"), std::string::npos) << engine.status();
 }
 
-TEST(ShardingTest, PartOfTheDataParallelAxisIsRefusedByName) {
-  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, kLayers, kBatch);
-  EngineOptions o = testing::EquivalenceOptions();
-  o.strategy_json = R"({"dp_degree": 4, "sharding": {"enable": true, "stage": 3, "degree": 2}})";
-  auto engine = Engine::Create(model.Clone(), o);
-  ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().message().find("sharding.degree 2 of dp_degree 4"), std::string::npos) << engine.status();
+// Hybrid sharding keeps on each rank what its group of `degree` ranks shards: parameters and
+// optimizer states of ZeRO 3 with degree 2 of dp 4 are half of dp 4's, twice those of ZeRO 3 over
+// all 4 (less what each leaves whole), and equal on every rank.
+TEST(ShardingTest, HybridShardsHoldTheShareOfTheirGroup) {
+  const ir::Program model = BuildModel("gpt", ir::DataType::kFloat32);
+  auto persistent_bytes = [&](const std::string& strategy) {
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(model.Clone(), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    std::vector<int64_t> bytes;
+    if (!engine.ok()) return bytes;
+    for (const auto& rank : (*engine)->local_ranks()) {
+      int64_t b = 0;
+      for (const ir::Value* arg : rank->train_program().block().arguments()) {
+        if (arg->role() == ir::ValueRole::kParameter || arg->role() == ir::ValueRole::kOptimizerState) {
+          b += arg->type().num_bytes();
+        }
+      }
+      bytes.push_back(b);
+    }
+    return bytes;
+  };
+  const std::vector<int64_t> dp = persistent_bytes(R"({"dp_degree": 4})");
+  const std::vector<int64_t> hybrid = persistent_bytes(HybridZero(3, R"("dp_degree": 4)"));
+  const std::vector<int64_t> full = persistent_bytes(Zero(3, R"("dp_degree": 4)"));
+  ASSERT_EQ(hybrid.size(), 4u);
+  ASSERT_EQ(dp.size(), 4u);
+  ASSERT_EQ(full.size(), 4u);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(hybrid[r], hybrid[0]) << "rank " << r;
+    // Only the one-element beta powers stay whole: a few bytes over exactly half.
+    EXPECT_GE(2 * hybrid[r], dp[r]) << "rank " << r;
+    EXPECT_LE(2 * hybrid[r], dp[r] + dp[r] / 50) << "rank " << r;
+    EXPECT_LT(full[r], hybrid[r]) << "rank " << r;
+  }
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ Placement S(int64_t d) { return Placement::Shard(d); }
 TEST(ReshardPlanTest, EveryStepKindHasOnePrimitive) {
   using Kind = ReshardStep::Kind;
   for (Kind kind : {Kind::kAllReduce, Kind::kAllGather, Kind::kReduceScatter, Kind::kAllToAll, Kind::kSlice,
-                    Kind::kMakePartial, Kind::kSendRecv}) {
+                    Kind::kMakePartial, Kind::kSendRecv, Kind::kRemesh}) {
     EXPECT_EQ(std::count_if(ReshardPrimitives().begin(), ReshardPrimitives().end(),
                             [&](const ReshardPrimitive& p) { return p.kind == kind; }),
               1)
@@ -46,7 +46,7 @@ TEST(ReshardPlanTest, EveryStepKindHasOnePrimitive) {
     EXPECT_EQ(p.phase != 0, static_cast<bool>(p.applies) && static_cast<bool>(p.make) && static_cast<bool>(p.lower))
         << p.name;
   }
-  EXPECT_EQ(ReshardPrimitives().size(), 7u);
+  EXPECT_EQ(ReshardPrimitives().size(), 8u);
 }
 
 TEST(ReshardPlanTest, OneDimensionalMoves) {
@@ -78,6 +78,39 @@ TEST(ReshardPlanTest, TwoDimensionalMoves) {
   EXPECT_EQ(Plan(mesh, {S(1), S(0)}, {S(0), S(1)}),
             "S(1)S(0) → RS(0) → RS(1) → S(0)S(1) : all_gather(mesh dim 0, axis 1) all_to_all(mesh dim 1, axis 0 → 1) "
             "slice(mesh dim 0, axis 0)");
+}
+
+// A Partial that reduce-scatters into its target goes first: the all-reduce after it moves a
+// shard, not the whole tensor.
+TEST(ReshardPlanTest, ReduceScattersComeBeforeAllReduces) {
+  const ir::ProcessMesh mesh = ir::ProcessMesh::Range({2, 2}, {"dp", "mp"});
+  EXPECT_EQ(Plan(mesh, {P, P}, {R, S(0)}),
+            "PP → PS(0) → RS(0) : reduce_scatter(mesh dim 1, axis 0, sum) all_reduce(mesh dim 0, sum)");
+}
+
+// Hybrid ZeRO: updates on [dp_replica, dp_shard, mp], the rest of the step on [dp, mp], both over
+// ranks 0..7. Every move is planned on one of the two meshes with a free remesh at an end.
+TEST(ReshardPlanTest, BetweenAMeshAndItsSplitTheStepsRunOnOneOfThem) {
+  const ir::ProcessMesh coarse = ir::ProcessMesh::Range({4, 2}, {"dp", "mp"});
+  const ir::ProcessMesh fine = ir::ProcessMesh::Range({2, 2, 2}, {"dp_replica", "dp_shard", "mp"});
+  auto plan = [&](const ir::ProcessMesh& from_mesh, std::vector<Placement> from, const ir::ProcessMesh& to_mesh,
+                  std::vector<Placement> to) {
+    auto p = PlanReshard(Attr(from_mesh, 2, from), Attr(to_mesh, 2, to), {8, 16});
+    if (!p.ok()) return std::string(p.status().message());
+    std::string kinds;
+    for (const ReshardStep& s : p->steps) absl::StrAppend(&kinds, " ", ReshardStepName(s.kind));
+    return absl::StrCat(p->ToString(), " :", kinds);
+  };
+  // The gradient: reduce-scattered over the shards, then its shard all-reduced over the replicas.
+  EXPECT_EQ(plan(coarse, {P, S(1)}, fine, {R, S(0), S(1)}),
+            "PS(1) → PPS(1)@2x2x2 → PS(0)S(1)@2x2x2 → RS(0)S(1)@2x2x2 : remesh reduce_scatter all_reduce");
+  // The updated slice gathered over the shards alone (every replica holds it already).
+  EXPECT_EQ(plan(fine, {R, S(0), S(1)}, coarse, {R, S(1)}), "RS(0)S(1) → RRS(1) → RS(1)@4x2 : all_gather remesh");
+  // The whole parameter sliced for the update: no communication at all.
+  EXPECT_EQ(plan(coarse, {R, R}, fine, {R, S(0), R}), "RR → RRR@2x2x2 → RS(0)R@2x2x2 : remesh slice");
+  // A shard over half of dp to a shard over all of it has no common mesh: the general move.
+  EXPECT_EQ(plan(fine, {R, S(0), R}, coarse, {S(0), R}),
+            "RS(0)R → RRR → RR@4x2 → S(0)R@4x2 : all_gather send_recv slice");
 }
 
 TEST(ReshardPlanTest, UnevenShardsAreRejected) {
