@@ -105,6 +105,10 @@ std::vector<Candidate> Candidates() {
       }
     }
   }
+  // Hybrid ZeRO: the states over pairs of the 4 data-parallel ranks.
+  for (int64_t zero = 1; zero <= 3; ++zero) {
+    out.push_back({.dp = 4, .zero = zero, .zero_degree = 2, .micro_batch = 4, .micro_batches = 1});
+  }
   return out;
 }
 
@@ -161,9 +165,9 @@ int main() {
                 100 * error);
     if (c.dp == 4 && c.zero == 0 && c.recompute == Recompute::kNone) unsharded = m->model_states;
     if (c.dp == 4 && c.recompute == Recompute::kNone && c.zero == 3 && unsharded > 0) {
-      std::printf("  ZeRO-%lld on dp 4: parameters + gradients read by the update + optimizer states %.0f KiB = %.3f of "
+      std::printf("  ZeRO-3 over %lld of dp 4: parameters + gradients read by the update + optimizer states %.0f KiB = %.3f of "
                   "the unsharded %.0f KiB\n",
-                  static_cast<long long>(c.zero), Kib(m->model_states), m->model_states / unsharded, Kib(unsharded));
+                  static_cast<long long>(c.ShardRanks()), Kib(m->model_states), m->model_states / unsharded, Kib(unsharded));
     }
     std::fflush(stdout);
   }

@@ -23,12 +23,17 @@ struct Candidate {
   int64_t vpp = 1;  // model chunks per stage (VPP)
   bool sp = false;
   int64_t zero = 0;           // ZeRO stage along dp; 0: none
+  int64_t zero_degree = 0;    // ranks a ZeRO shard group spans; 0: all of dp (below dp: hybrid)
   int64_t micro_batch = 1;    // sequences per micro-batch on one data-parallel rank
   int64_t micro_batches = 1;  // per step: global batch = dp · micro_batch · micro_batches
   passes::ScheduleMode schedule = passes::ScheduleMode::k1F1B;
   Recompute recompute = Recompute::kNone;
 
   int64_t devices() const { return dp * mp * pp; }
+  // The ranks each ZeRO state is sharded over (1 without ZeRO); the replicas of a shard are
+  // dp / ShardRanks() apart.
+  int64_t ShardRanks() const { return zero == 0 ? 1 : zero_degree > 0 ? zero_degree : dp; }
+  bool HybridZero() const { return zero > 0 && ShardRanks() < dp; }
   // How many features the plan switches on: the planner prefers the simpler of two equally
   // fast plans.
   int64_t Complexity() const;

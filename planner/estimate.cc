@@ -32,6 +32,9 @@ absl::Status CheckShape(const Candidate& c, const PlannedModel& model, const str
   if (c.sp && c.mp == 1) return absl::InvalidArgumentError(absl::StrCat(c.ToString(), ": sp needs mp > 1"));
   if (c.zero > 0 && c.dp == 1) return absl::InvalidArgumentError(absl::StrCat(c.ToString(), ": ZeRO needs dp > 1"));
   if (c.zero < 0 || c.zero > 3) return absl::InvalidArgumentError(absl::StrCat(c.ToString(), ": ZeRO stage must be 0-3"));
+  if (c.zero_degree < 0 || (c.zero_degree > 0 && c.dp % c.zero_degree != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(c.ToString(), ": sharding degree ", c.zero_degree, " does not divide dp ", c.dp));
+  }
   return passes::CheckScheduleShape(c.schedule, {.stages = c.pp, .micro_batches = c.micro_batches, .chunks = c.vpp});
 }
 
@@ -85,8 +88,9 @@ void SettleTransients(StageTotals& st, const InFlight& alive) {
 
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
 // (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
-// ZeRO 2 and 3 reduce-scatter the gradients instead of all-reducing them; ZeRO 1 and 2 then
-// all-gather the updated parameters after the update, with nothing left to hide behind
+// ZeRO 2 and 3 reduce-scatter the gradients instead of all-reducing them — hybrid, over the shard
+// group, then all-reduce the shard over its replicas; ZeRO 1 and 2 then all-gather the updated
+// parameters over the shard group after the update, with nothing left to hide behind
 // (passes/sharding.h: what runs).
 std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::Cluster& cluster,
                                            std::vector<VirtualStage>& vs, const EstimateOptions& options) {
@@ -99,8 +103,14 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
       params += vs[chunk * c.pp + stage].cost.param_bytes;
       layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
     }
-    const Collective kind = c.zero >= 2 ? Collective::kReduceScatter : Collective::kAllReduce;
-    const double sync = CollectiveSeconds(cluster, kind, grads, DataParallelGroup(c, stage));
+    double sync = CollectiveSeconds(cluster, Collective::kAllReduce, grads, DataParallelGroup(c, stage));
+    if (c.zero >= 2) {
+      sync = CollectiveSeconds(cluster, Collective::kReduceScatter, grads, ShardGroup(c, stage));
+      if (c.HybridZero()) {
+        sync += CollectiveSeconds(cluster, Collective::kAllReduce, grads / static_cast<double>(c.ShardRanks()),
+                                  ShardReplicaGroup(c, stage));
+      }
+    }
     const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
     // In a pipelined step too the engine starts each bucket once the last micro-batch has added
@@ -109,7 +119,7 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
                          ? std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets))
                          : sync;
     if (c.zero == 1 || c.zero == 2) {
-      exposed[stage] += CollectiveSeconds(cluster, Collective::kAllGather, params, DataParallelGroup(c, stage));
+      exposed[stage] += CollectiveSeconds(cluster, Collective::kAllGather, params, ShardGroup(c, stage));
     }
     last.jobs.optimizer += exposed[stage];
   }
@@ -120,7 +130,8 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
 // with one micro-batch in flight.
 std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<VirtualStage>& vs,
                                    const std::vector<double>& dp_exposed, const EstimateOptions& options) {
-  const double mb = static_cast<double>(c.micro_batches), dp = static_cast<double>(c.dp);
+  // Each ZeRO state is split over the shard group: all of dp, or (hybrid) part of it.
+  const double mb = static_cast<double>(c.micro_batches), shards = static_cast<double>(c.ShardRanks());
   std::vector<StageTotals> totals(static_cast<size_t>(c.pp));
   for (int64_t stage = 0; stage < c.pp; ++stage) {
     StageTotals& st = totals[stage];
@@ -137,25 +148,25 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
       st.memory.optimizer_states += s.cost.optimizer_state_bytes;
       st.saved = std::max(st.saved, s.saved);
       st.memory.workspace = std::max(st.memory.workspace, s.workspace);
-      st.largest_update = std::max(st.largest_update, s.cost.largest_update_bytes / (c.zero >= 1 ? dp : 1.0));
+      st.largest_update = std::max(st.largest_update, s.cost.largest_update_bytes / shards);
     }
     st.gathers_parameters = c.dp > 1 && (c.zero == 1 || c.zero == 2);
     st.busy += vs[stage].jobs.optimizer;
     st.time.dp_comm += dp_exposed[stage];
     st.time.compute = st.busy - st.time.recompute - st.time.dp_comm - st.time.mp_comm;
-    if (c.zero >= 1) st.memory.optimizer_states /= dp;
+    st.memory.optimizer_states /= shards;
     // Over several micro-batches the engine sums each gradient whole and reduce-scatters the sum
     // once, at the optimizer (executor/job_plan.h): ZeRO 2 and 3 save gradient memory only
     // with one micro-batch per step.
-    if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= dp;
-    if (c.zero >= 3) st.memory.parameters /= dp;
+    if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= shards;
+    if (c.zero >= 3) st.memory.parameters /= shards;
     st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
     st.buckets_at_first_backward = c.micro_batches == 1 ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
     // One chunk: its first backward starts with no gradient. ZeRO 2 and 3 keep a slice of each
     // gradient only with one micro-batch (above).
     if (c.vpp == 1) {
-      st.first_backward_peak = BackwardPeak(vs[stage], c.zero >= 2 && c.micro_batches == 1 ? 1 / dp : 1.0);
+      st.first_backward_peak = BackwardPeak(vs[stage], c.zero >= 2 && c.micro_batches == 1 ? 1 / shards : 1.0);
     }
     SettleTransients(st, InFlight{});
   }
@@ -286,8 +297,9 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   }
   ShareCores(c, cluster, totals, e);
   e.fits = e.memory.total() <= e.capacity;
+  // Every plan is one the engine runs: a candidate it would refuse is the planner's bug.
   if (absl::Status s = passes::CheckExecutable(c.ToStrategy(e.split_before)); !s.ok()) {
-    e.not_executable = std::string(s.message());
+    return absl::InternalError(absl::StrCat(c.ToString(), ": the engine would refuse it: ", s.message()));
   }
   PDIST_ASSIGN_OR_RETURN(double flops, ModelFlopsPerStep(model, profiler));
   e.tokens_per_s = static_cast<double>(model.global_batch * model.seq_len) / e.step_time;

@@ -86,7 +86,6 @@ struct Estimate {
   MemoryBreakdown memory;           // of the rank that needs the most
   double capacity = 0;              // usable bytes per device (memory less the margin)
   bool fits = false;
-  std::string not_executable;       // empty when pdist's engine runs the strategy; else why not
   std::vector<std::string> split_before;  // the priced stage cut
   double tokens_per_s = 0;
   double tflops_per_device = 0;     // model FLOPs (no recompute) per second per device

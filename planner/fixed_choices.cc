@@ -26,6 +26,7 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (j.contains("pp_degree")) f.pp = s.pp_degree;
   if (j.contains("sp")) f.sp = s.sp;
   if (has("sharding", "enable") || has("sharding", "stage")) f.zero = s.sharding.enable ? s.sharding.stage : 0;
+  if (has("sharding", "degree") && s.sharding.enable) f.zero_degree = s.sharding.degree;
   if (has("pipeline", "schedule_mode")) {
     PDIST_ASSIGN_OR_RETURN(f.schedule, passes::ParseScheduleMode(s.pipeline.schedule_mode));
   }

@@ -12,10 +12,6 @@ namespace {
 
 constexpr double kGB = 1e9;
 
-std::string Executable(const Estimate& e) {
-  return e.not_executable.empty() ? "runs on this build of pdist" : absl::StrCat("not yet executable: ", e.not_executable);
-}
-
 nlohmann::json TimeJson(const TimeBreakdown& t) {
   return {{"compute", t.compute}, {"recompute", t.recompute}, {"tensor_parallel", t.mp_comm},
           {"data_parallel", t.dp_comm}, {"pipeline_p2p", t.pp_comm}, {"bubble", t.bubble},
@@ -29,7 +25,7 @@ nlohmann::json MemoryJson(const MemoryBreakdown& m) {
 
 nlohmann::json CandidateJson(const Estimate& e) {
   return {{"plan", e.candidate.ToString()}, {"step_time_s", e.step_time}, {"mfu", e.mfu},
-          {"peak_memory_bytes", e.memory.total()}, {"executable", e.not_executable.empty()}};
+          {"peak_memory_bytes", e.memory.total()}};
 }
 
 }  // namespace
@@ -42,7 +38,7 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
   const Estimate& e = r.best();
   const MemoryBreakdown& m = e.memory;
   const TimeBreakdown& t = e.time;
-  std::string out = absl::StrFormat("plan: %s   (%s)\n", e.candidate.ToString(), Executable(e));
+  std::string out = absl::StrFormat("plan: %s\n", e.candidate.ToString());
   absl::StrAppendFormat(&out, "predicted step %.4g s  ·  %.4g tokens/s  ·  %.4g TFLOP/s per device  ·  MFU %.1f%%\n",
                         e.step_time, e.tokens_per_s, e.tflops_per_device, 100 * e.mfu);
   absl::StrAppendFormat(&out, "memory per device %.3g GB of %.3g GB usable (%.3g GB less the margin)\n", m.total() / kGB,
@@ -67,13 +63,12 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
 
 std::string ExplainText(const SearchResult& r, int64_t top) {
   const double best = r.best().step_time;
-  std::string out = absl::StrFormat("%-3s %-42s %12s %9s %7s %10s  %s\n", "#", "plan", "step (s)", "vs pick", "MFU",
-                                    "mem (GB)", "runs here");
+  std::string out = absl::StrFormat("%-3s %-42s %12s %9s %7s %10s\n", "#", "plan", "step (s)", "vs pick", "MFU",
+                                    "mem (GB)");
   for (int64_t i = 0; i < std::min<int64_t>(top, static_cast<int64_t>(r.ranked.size())); ++i) {
     const Estimate& e = r.ranked[i];
-    absl::StrAppendFormat(&out, "%-3d %-42s %12.5g %8.1f%% %6.1f%% %10.3g  %s\n", i + 1, e.candidate.ToString(),
-                          e.step_time, 100 * (e.step_time / best - 1), 100 * e.mfu, e.memory.total() / kGB,
-                          e.not_executable.empty() ? "yes" : "no");
+    absl::StrAppendFormat(&out, "%-3d %-42s %12.5g %8.1f%% %6.1f%% %10.3g\n", i + 1, e.candidate.ToString(),
+                          e.step_time, 100 * (e.step_time / best - 1), 100 * e.mfu, e.memory.total() / kGB);
   }
   if (r.ranked.size() > 1 && r.ranked[0].step_time > r.ranked[1].step_time) {
     absl::StrAppendFormat(&out, "(the pick is within the tie tolerance of faster plans and simpler than them)\n");
@@ -121,8 +116,6 @@ nlohmann::json ReportJson(const SearchResult& r, const strategy::Cluster& cluste
       {"peak_memory_bytes", e.memory.total()},
       {"memory_capacity_bytes", cluster.device.memory},
       {"memory_usable_bytes", e.capacity},
-      {"executable", e.not_executable.empty()},
-      {"not_executable_reason", e.not_executable},
       {"time_s", TimeJson(e.time)},
       {"memory_bytes", MemoryJson(e.memory)},
       {"model_flops_per_step", r.model_flops_per_step},

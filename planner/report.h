@@ -1,6 +1,6 @@
 // What pdist-plan prints: the plan and why, as text for a person or one JSON object for a script.
 //
-//   plan: dp4 mp2 pp2 1F1B m8 b2 sp   (runs on this build of pdist)
+//   plan: dp4 mp2 pp2 1F1B m8 b2 sp
 //   predicted step 1.234 s  ·  26.6k tokens/s  ·  148 TFLOP/s per device  ·  MFU 47.4%
 //   memory per device 61.2 GB of 72.0 GB usable (80.0 GB less 10%)
 //     parameters 12.1  gradients 12.1  optimizer states 24.2  activations 11.3  workspace 1.5  (GB; at most
@@ -26,7 +26,7 @@ std::string ReportText(const SearchResult& result, const strategy::Cluster& clus
 std::string ExplainText(const SearchResult& result, int64_t top);
 
 // {"strategy": {...Strategy JSON...}, "step_time_s", "tokens_per_s", "tflops_per_device", "mfu",
-//  "peak_memory_bytes", "memory_capacity_bytes", "executable", "time_s": {...},
+//  "peak_memory_bytes", "memory_capacity_bytes", "time_s": {...},
 //  "memory_bytes": {...}, "search": {...}, "top": [...]}
 nlohmann::json ReportJson(const SearchResult& result, const strategy::Cluster& cluster, int64_t top);
 

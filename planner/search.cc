@@ -62,6 +62,19 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
+std::vector<int64_t> ZeroDegreeChoices(const Candidate& c, const strategy::Cluster& cluster, const FixedChoices& fixed) {
+  if (c.zero == 0) return {0};
+  if (fixed.zero_degree) {
+    if (c.dp % *fixed.zero_degree != 0) return {};
+    return {*fixed.zero_degree == c.dp ? 0 : *fixed.zero_degree};
+  }
+  std::vector<int64_t> out = {0};
+  // Consecutive data-parallel ranks are mp devices apart (DeviceOf): a node holds this many.
+  const int64_t per_node = cluster.devices_per_node / c.mp;
+  if (per_node > 1 && per_node < c.dp && c.dp % per_node == 0) out.push_back(per_node);
+  return out;
+}
+
 namespace {
 
 // One search: the state the candidates update as they are priced, and its steps.
@@ -155,14 +168,22 @@ class SearchRun {
     for (int64_t zero : Choices<int64_t>(fixed_.zero, base.dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
                                                                    : std::vector<int64_t>{0})) {
       bool fits_without_recompute = false;
-      for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
-        Candidate c = base;
-        c.zero = zero;
-        c.recompute = rc;
-        PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
-        if (done) {
-          fits_without_recompute = rc == Recompute::kNone;
-          break;
+      Candidate with_zero = base;
+      with_zero.zero = zero;
+      const std::vector<int64_t> degrees = ZeroDegreeChoices(with_zero, cluster_, fixed_);
+      if (degrees.empty()) {
+        skipped_.insert(absl::StrCat("dp ", base.dp, ": sharding.degree ", *fixed_.zero_degree, " does not divide it"));
+      }
+      for (int64_t degree : degrees) {
+        for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
+          Candidate c = with_zero;
+          c.zero_degree = degree;
+          c.recompute = rc;
+          PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
+          if (done) {
+            fits_without_recompute = fits_without_recompute || rc == Recompute::kNone;
+            break;
+          }
         }
       }
       if (fits_without_recompute && zero >= 1) break;
@@ -193,7 +214,6 @@ class SearchRun {
       result_.too_big.push_back(e);
       return false;
     }
-    if (options_.executable_only && !e.not_executable.empty()) return true;
     best_ = std::min(best_, e.step_time);
     if (!layout.best || e.step_time < layout.best->step_time) layout.best = e;
     result_.ranked.push_back(std::move(e));

@@ -30,6 +30,7 @@ namespace pdist::planner {
 // What the user fixed (from a strategy file); unset fields are searched.
 struct FixedChoices {
   std::optional<int64_t> dp, mp, pp, vpp, zero, micro_batch, micro_batches;
+  std::optional<int64_t> zero_degree;  // sharding.degree: ranks per ZeRO shard group
   std::optional<bool> sp;
   std::optional<passes::ScheduleMode> schedule;
   std::optional<Recompute> recompute;
@@ -44,7 +45,6 @@ struct SearchProgress {
 struct SearchOptions {
   FixedChoices fixed;
   bool tensor_parallel_across_nodes = false;  // allow mp beyond one node
-  bool executable_only = false;                // only strategies this build of pdist runs
   int64_t max_micro_batch = 64;
   double tie_tolerance = 0.01;
   EstimateOptions estimate;
@@ -61,7 +61,7 @@ struct LayoutOutcome {
 };
 
 struct SearchResult {
-  std::vector<Estimate> ranked;    // fit (and run, with executable_only), best first
+  std::vector<Estimate> ranked;    // fit, best first
   std::vector<Estimate> too_big;   // out of memory, least memory first (for --explain); memory is a
                                    // lower bound where !simulated
   std::vector<std::string> skipped;  // configurations that cannot be built, with the reason
@@ -84,5 +84,11 @@ absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::C
 
 // The divisors of n in increasing order.
 std::vector<int64_t> Divisors(int64_t n);
+
+// The ZeRO shard groups tried for a candidate with ZeRO on (Candidate::zero_degree): all of dp
+// (0), and hybrid sharding over the data-parallel ranks of one node — PyTorch's HSDP default,
+// shards within the node, replicas across nodes — when that is a proper divisor of dp; the fixed
+// degree instead when there is one (empty when it does not divide dp).
+std::vector<int64_t> ZeroDegreeChoices(const Candidate& c, const strategy::Cluster& cluster, const FixedChoices& fixed);
 
 }  // namespace pdist::planner

@@ -17,6 +17,18 @@ std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage) {
   return group;
 }
 
+std::vector<int64_t> ShardGroup(const Candidate& c, int64_t stage) {
+  std::vector<int64_t> group;
+  for (int64_t d = 0; d < c.ShardRanks(); ++d) group.push_back(DeviceOf(c, stage, d, 0));
+  return group;
+}
+
+std::vector<int64_t> ShardReplicaGroup(const Candidate& c, int64_t stage) {
+  std::vector<int64_t> group;
+  for (int64_t d = 0; d < c.dp; d += c.ShardRanks()) group.push_back(DeviceOf(c, stage, d, 0));
+  return group;
+}
+
 namespace {
 
 // What a stage sends forward (its last segment's boundary), or for the model's last stage what
@@ -84,7 +96,7 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
   s.saved = s.cost.saved_bytes - dropped;
   if (c.zero == 3 && c.dp > 1) {
     const double gather =
-        CollectiveSeconds(cluster, Collective::kAllGather, s.cost.param_bytes, DataParallelGroup(c, stage));
+        CollectiveSeconds(cluster, Collective::kAllGather, s.cost.param_bytes, ShardGroup(c, stage));
     // Prefetched one segment ahead: hidden behind the job except the first segment's share
     // and whatever exceeds the job's compute.
     s.gather = gather / static_cast<double>(std::max<int64_t>(1, s.segments)) + std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
@@ -99,7 +111,7 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     s.jobs.backward_input = 0;
   }
   s.jobs.backward = s.jobs.backward_input + s.jobs.backward_weight;
-  s.jobs.optimizer = s.cost.Seconds(OpRole::kOptimizer) / (c.zero > 0 ? static_cast<double>(c.dp) : 1.0);
+  s.jobs.optimizer = s.cost.Seconds(OpRole::kOptimizer) / static_cast<double>(c.ShardRanks());
   // A cross-stage dependency waits for a send from a neighbouring stage: the slower link.
   for (int64_t neighbour : {stage - 1, stage + 1}) {
     if (c.pp == 1) break;

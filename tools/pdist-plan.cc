@@ -35,7 +35,7 @@ struct Options {
   std::string model_spec, cluster = "dgx-a100", strategy_path, output;
   int64_t gpus = 0, global_batch = 0, seq = 0, top = 5, max_micro_batch = 64;
   double memory_margin = 0.10;
-  bool explain = false, json = false, executable_only = false, mp_across_nodes = false, quiet = false,
+  bool explain = false, json = false, mp_across_nodes = false, quiet = false,
        calibrate = false;
 };
 
@@ -99,8 +99,6 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.Int("top", &o->top, "plans listed by --explain and in --json's top");
   flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");
   flags.Bool("json", &o->json, "print one JSON object instead of the text report");
-  flags.Bool("executable-only", &o->executable_only,
-             "only plans this build of pdist can run (every plan the search makes runs today: kept for scripts)");
   flags.Bool("mp-across-nodes", &o->mp_across_nodes, "allow tensor parallelism beyond one node");
   flags.Double("memory-margin", &o->memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
   flags.Int("max-micro-batch", &o->max_micro_batch, "largest micro-batch tried");
@@ -141,7 +139,6 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFrom(const Options& o, std::
     if (!fixed.ok()) return WithContext(fixed.status(), absl::StrCat("strategy file ", o.strategy_path));
     search.fixed = *fixed;
   }
-  search.executable_only = o.executable_only;
   search.tensor_parallel_across_nodes = o.mp_across_nodes;
   search.max_micro_batch = o.max_micro_batch;
   search.estimate.memory_margin = o.memory_margin;

@@ -37,7 +37,6 @@ void ExpectPlanTrainsLikeOneRank(const FixedChoices& fixed, double memory_bytes)
   PlannedModel model = *ModelFromProgram(SmallGpt(), "small gpt");
   SearchOptions o;
   o.fixed = fixed;
-  o.executable_only = true;
   absl::StatusOr<SearchResult> r = Search(model, CpuCluster(memory_bytes), o);
   ASSERT_TRUE(r.ok()) << r.status();
   const std::string strategy_json = PlanStrategyJson(r->best());
