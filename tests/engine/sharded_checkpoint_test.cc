@@ -46,7 +46,11 @@ std::unique_ptr<Engine> Make(const ir::Program& model, const std::string& strate
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterrupted) {
+// Saves under `saving` after kSaveAt steps, checks that the files hold each tensor once (no whole
+// copy anywhere, no replica writing its shard twice), and resumes under each of `resuming`: the
+// losses and the state after kSteps are those of a run without the interruption.
+void ExpectResumesAsIfUninterrupted(const std::string& saving, int64_t files_expected,
+                                    const std::vector<std::string>& resuming) {
   const ir::Program model = Model();
   RunOutcome uninterrupted;
   {
@@ -60,29 +64,24 @@ TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterr
   const std::string dir = pdist::testing::UniqueTempPath("zero3.ckpt");
   std::vector<double> first;
   {
-    std::unique_ptr<Engine> e =
-        Make(model, R"({"dp_degree": 2, "mp_degree": 2, "sharding": {"enable": true, "stage": 3}})");
+    std::unique_ptr<Engine> e = Make(model, saving);
     ASSERT_NE(e, nullptr);
     Train(*e, model, 0, kSaveAt, first);
     ASSERT_TRUE(e->Save(dir).ok());
   }
-  // Every rank wrote its own file, and together they hold each tensor once: ZeRO-3 shards every
-  // state over dp and mp, so no file holds a whole copy.
   int64_t file_bytes = 0, files = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir)) {
     if (f.path().extension() != ".ckpt") continue;
     file_bytes += static_cast<int64_t>(f.file_size());
     ++files;
   }
-  EXPECT_EQ(files, 4);
+  EXPECT_EQ(files, files_expected);
   int64_t state_bytes = 0;
   for (const auto& [name, t] : uninterrupted.state) state_bytes += t.num_bytes();
   EXPECT_GE(file_bytes, state_bytes);
   EXPECT_LT(file_bytes, state_bytes * 11 / 10) << "a state is written more than once";
 
-  for (const std::string& strategy :
-       {std::string(R"({"mp_degree": 4})"), std::string(R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})"),
-        std::string("{}")}) {
+  for (const std::string& strategy : resuming) {
     SCOPED_TRACE(strategy);
     std::unique_ptr<Engine> e = Make(model, strategy);
     ASSERT_NE(e, nullptr);
@@ -97,6 +96,19 @@ TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterr
     resumed.state = std::move(*state);
     testing::ExpectSameTraining(resumed, uninterrupted, model, 1e-10);
   }
+}
+
+// ZeRO-3 shards every state over dp and mp: each of the 4 ranks writes its own file.
+TEST(ShardedCheckpointTest, ZeroThreeSaveResumesUnderOtherStrategiesAsIfUninterrupted) {
+  ExpectResumesAsIfUninterrupted(R"({"dp_degree": 2, "mp_degree": 2, "sharding": {"enable": true, "stage": 3}})", 4,
+                                 {R"({"mp_degree": 4})", R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})", "{}"});
+}
+
+// Hybrid ZeRO-3 over pairs of dp 4: the replicas hold the same shards, and only one of them
+// writes each (2 files); it loads under ZeRO-3 over all 4 and on one rank.
+TEST(ShardedCheckpointTest, HybridZeroThreeWritesEachShardOnce) {
+  ExpectResumesAsIfUninterrupted(R"({"dp_degree": 4, "sharding": {"enable": true, "stage": 3, "degree": 2}})", 2,
+                                 {R"({"dp_degree": 4, "sharding": {"enable": true, "stage": 3}})", "{}"});
 }
 
 // A rank reads the byte ranges of the pieces it needs, not whole files: one rank needs every
