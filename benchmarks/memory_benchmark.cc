@@ -1,5 +1,6 @@
 // Predicted against measured memory: for a small GPT on 4 in-process CPU ranks, every
-// combination of {dp, mp, pp} × ZeRO {0..3} × recompute {none, selective, full} × {f32, bf16}
+// combination of {dp, mp, pp} × ZeRO {0..3} × recompute {none, selective, full} × {f32, bf16},
+// and hybrid ZeRO 1–3 over pairs of dp 4
 // (bf16: the model through amp o2, as pdist-export --dtype bf16 writes it: bf16 parameters,
 // f32 master weights and moments), the planner's memory per rank next to what the engine holds on its
 // most loaded rank: parameters and optimizer states (the rank's persistent tensors), gradients
@@ -19,11 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/measured_gpt.h"
 #include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
-#include "ir/models/gpt.h"
 #include "planner/estimate.h"
-#include "passes/amp.h"
 #include "planner/report.h"
 
 namespace {
@@ -32,16 +32,6 @@ using pdist::planner::Candidate;
 using pdist::planner::Recompute;
 
 constexpr int64_t kBucketBytes = 256 << 10;
-
-pdist::ir::Program Model(bool bf16) {
-  pdist::ir::Program model = *pdist::ir::models::BuildGpt(
-      {.vocab = 256, .hidden = 128, .layers = 4, .heads = 4, .seq_len = 64, .batch = 16});
-  if (bf16) {
-    absl::Status s = pdist::passes::ApplyAmp(model, pdist::ir::DataType::kBFloat16, pdist::passes::AmpLevel::kO2).status();
-    if (!s.ok()) std::fprintf(stderr, "amp: %s\n", std::string(s.message()).c_str());
-  }
-  return model;
-}
 
 struct RankMemory {
   double parameters = 0, optimizer_states = 0, gradients = 0, activations = 0, peak = 0;
@@ -127,7 +117,7 @@ int main() {
   double worst = 0;
   int rows = 0, within_10 = 0;
   for (const bool bf16 : {false, true}) {
-  const pdist::ir::Program model = Model(bf16);
+  const pdist::ir::Program model = pdist::bench::MeasuredGpt(bf16);
   const char* precision = bf16 ? " bf16" : " f32";
   absl::StatusOr<pdist::planner::PlannedModel> planned = pdist::planner::ModelFromProgram(model.Clone(), "gpt 4x128");
   if (!planned.ok()) return 1;

@@ -1,7 +1,8 @@
 // Predicted against measured: the planner's step time for strategies of a small GPT on 4
-// in-process CPU ranks (this machine, calibrated by calibration/calibrate.h or read from a cluster
-// file) next to the step time the engine measures for the same strategy file. Prints a table
-// and the rank correlation (Spearman) and mean relative error; scripts/bench-plan-cpu.sh
+// in-process CPU ranks (this machine, calibrated by calibration/calibrate.h or read from a
+// cluster file) next to the step time the engine measures for the same strategy file. Three
+// tables — the parallelisms; ZeRO (hybrid too) and recompute in f32; the same in bf16 — each
+// with the rank correlation (Spearman) and the mean relative error; scripts/bench-plan-cpu.sh
 // runs it for docs/benchmarks.md.
 //
 //   build/benchmarks/plan_accuracy_benchmark [CLUSTER.json] [STEPS]
@@ -13,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/measured_gpt.h"
 #include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
-#include "ir/models/gpt.h"
 #include "ir/op_def.h"
 #include "ir/serialize.h"
 #include "calibration/calibrate.h"
@@ -26,11 +27,7 @@ namespace {
 
 using pdist::planner::Candidate;
 using pdist::passes::ScheduleMode;
-
-pdist::ir::Program Model() {
-  return *pdist::ir::models::BuildGpt(
-      {.vocab = 256, .hidden = 128, .layers = 4, .heads = 4, .seq_len = 64, .batch = 16});
-}
+using pdist::planner::Recompute;
 
 // Ranks of `v` (0 = smallest), ties averaged.
 std::vector<double> Ranks(const std::vector<double>& v) {
@@ -100,43 +97,23 @@ Measured MeasureStep(const pdist::ir::Program& model, const std::string& strateg
   return m;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::StatusOr<pdist::strategy::Cluster> cluster =
-      argc > 1 ? pdist::strategy::ParseCluster(*pdist::ir::ReadFileToString(argv[1])) : pdist::calibration::CalibrateCpu(4);
-  if (!cluster.ok()) {
-    std::fprintf(stderr, "cluster: %s\n", std::string(cluster.status().message()).c_str());
-    return 1;
-  }
-  const int steps = argc > 2 ? std::atoi(argv[2]) : 5;
-  const pdist::ir::Program model = Model();
+// One table: each strategy priced and measured, then the rank correlation and the mean error.
+bool PrintTable(const char* title, const pdist::ir::Program& model, const pdist::strategy::Cluster& cluster,
+                const std::vector<Candidate>& candidates, int steps) {
   absl::StatusOr<pdist::planner::PlannedModel> planned = pdist::planner::ModelFromProgram(model.Clone(), "gpt 4x128");
-  if (!planned.ok()) return 1;
-  pdist::planner::Profiler profiler(*planned, *cluster);
-  const std::vector<Candidate> candidates = {
-      {.dp = 4, .micro_batch = 4},
-      {.dp = 4, .micro_batch = 2, .micro_batches = 2},
-      {.mp = 4, .micro_batch = 16},
-      {.mp = 4, .sp = true, .micro_batch = 16},
-      {.dp = 2, .mp = 2, .micro_batch = 8},
-      {.dp = 2, .mp = 2, .sp = true, .micro_batch = 8},
-      {.dp = 2, .pp = 2, .micro_batch = 4, .micro_batches = 2},
-      {.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4, .schedule = ScheduleMode::kZBH1},
-      {.dp = 2, .pp = 2, .vpp = 2, .micro_batch = 4, .micro_batches = 2, .schedule = ScheduleMode::kVPP},
-      {.pp = 4, .micro_batch = 4, .micro_batches = 4},
-      {.pp = 4, .micro_batch = 2, .micro_batches = 8, .schedule = ScheduleMode::kZBH1},
-      {.mp = 2, .pp = 2, .micro_batch = 4, .micro_batches = 4},
-  };
-  std::printf("cluster: %s\n%-34s %10s %10s %7s | %24s | %24s\n", cluster->name.c_str(), "strategy", "predicted",
-              "measured", "error", "predicted comp/comm/idle", "rank 0 comp/comm/other");
+  if (!planned.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(planned.status().message()).c_str());
+    return false;
+  }
+  pdist::planner::Profiler profiler(*planned, cluster);
+  std::printf("%s\n%-34s %10s %10s %7s | %24s | %24s\n", title, "strategy", "predicted", "measured", "error",
+              "predicted comp/comm/idle", "rank 0 comp/comm/other");
   std::vector<double> predicted, measured;
   for (const Candidate& c : candidates) {
-    absl::StatusOr<pdist::planner::Estimate> e =
-        pdist::planner::EstimateCandidate(c, *planned, *cluster, profiler, {});
+    absl::StatusOr<pdist::planner::Estimate> e = pdist::planner::EstimateCandidate(c, *planned, cluster, profiler, {});
     if (!e.ok()) {
       std::fprintf(stderr, "%s: %s\n", c.ToString().c_str(), std::string(e.status().message()).c_str());
-      return 1;
+      return false;
     }
     const Measured m = MeasureStep(model, pdist::planner::PlanStrategyJson(*e), steps);
     predicted.push_back(e->step_time);
@@ -153,8 +130,51 @@ int main(int argc, char** argv) {
   }
   double error = 0;
   for (size_t i = 0; i < predicted.size(); ++i) error += std::abs(predicted[i] / measured[i] - 1);
-  std::printf("spearman %.3f, mean |relative error| %.0f%% over %zu strategies (median of %d steps each)\n",
+  std::printf("spearman %.3f, mean |relative error| %.0f%% over %zu strategies (median of %d steps each)\n\n",
               Pearson(Ranks(predicted), Ranks(measured)), 100 * error / static_cast<double>(predicted.size()),
               predicted.size(), steps);
-  return 0;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<pdist::strategy::Cluster> cluster =
+      argc > 1 ? pdist::strategy::ParseCluster(*pdist::ir::ReadFileToString(argv[1])) : pdist::calibration::CalibrateCpu(4);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "cluster: %s\n", std::string(cluster.status().message()).c_str());
+    return 1;
+  }
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 5;
+  std::printf("cluster: %s\n", cluster->name.c_str());
+  const std::vector<Candidate> parallelism = {
+      {.dp = 4, .micro_batch = 4},
+      {.dp = 4, .micro_batch = 2, .micro_batches = 2},
+      {.mp = 4, .micro_batch = 16},
+      {.mp = 4, .sp = true, .micro_batch = 16},
+      {.dp = 2, .mp = 2, .micro_batch = 8},
+      {.dp = 2, .mp = 2, .sp = true, .micro_batch = 8},
+      {.dp = 2, .pp = 2, .micro_batch = 4, .micro_batches = 2},
+      {.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4, .schedule = ScheduleMode::kZBH1},
+      {.dp = 2, .pp = 2, .vpp = 2, .micro_batch = 4, .micro_batches = 2, .schedule = ScheduleMode::kVPP},
+      {.pp = 4, .micro_batch = 4, .micro_batches = 4},
+      {.pp = 4, .micro_batch = 2, .micro_batches = 8, .schedule = ScheduleMode::kZBH1},
+      {.mp = 2, .pp = 2, .micro_batch = 4, .micro_batches = 4},
+  };
+  // What trades time for memory: ZeRO (hybrid too) and recompute, priced by the same model.
+  const std::vector<Candidate> memory_savers = {
+      {.dp = 4, .zero = 1, .micro_batch = 4},
+      {.dp = 4, .zero = 2, .micro_batch = 4},
+      {.dp = 4, .zero = 3, .micro_batch = 4},
+      {.dp = 4, .zero = 3, .zero_degree = 2, .micro_batch = 4},
+      {.dp = 4, .micro_batch = 4, .recompute = Recompute::kSelective},
+      {.dp = 4, .micro_batch = 4, .recompute = Recompute::kFull},
+      {.dp = 2, .mp = 2, .sp = true, .micro_batch = 8, .recompute = Recompute::kSelective},
+      {.dp = 2, .pp = 2, .zero = 1, .micro_batch = 4, .micro_batches = 2, .recompute = Recompute::kFull},
+  };
+  const pdist::ir::Program f32 = pdist::bench::MeasuredGpt(false), bf16 = pdist::bench::MeasuredGpt(true);
+  const bool ok = PrintTable("parallelism, f32:", f32, *cluster, parallelism, steps) &&
+                  PrintTable("ZeRO and recompute, f32:", f32, *cluster, memory_savers, steps) &&
+                  PrintTable("ZeRO and recompute, bf16 (amp o2):", bf16, *cluster, memory_savers, steps);
+  return ok ? 0 : 1;
 }
