@@ -77,7 +77,6 @@ void HoistGradientReductions(ir::Program& local, bool chained) {
   }
 }
 
-
 // Fuses the reductions of one kind, group, reduction, dtype and job into buckets of up to
 // `bucket_bytes`, each at its last member's place; returns how many.
 int64_t FillBuckets(ir::Program& local, int64_t bucket_bytes) {

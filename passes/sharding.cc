@@ -170,7 +170,7 @@ class OptimizerSharder {
       report_.kept_whole.push_back(absl::StrCat(what, ": no unsharded dim divisible by ", axis_, hybrid ? "_shard " : " ", ranks));
       return absl::OkStatus();
     }
-    PDIST_ASSIGN_OR_RETURN(ir::DistAttr sliced, SlicedAlong(whole, axis, ranks));
+    PDIST_ASSIGN_OR_RETURN(ir::DistAttr sliced, OnUpdateMesh(whole, axis, ranks));
     sliced.dims_mapping[static_cast<size_t>(dim)] = ranks == whole.mesh.dim_size(axis) ? axis : axis + 1;
 
     // Operands shaped like the parameter: the parameter, its gradient, the moment states.
@@ -214,7 +214,7 @@ class OptimizerSharder {
   // span the axis; otherwise `whole` on the mesh that splits the axis into replicas × `ranks`
   // shards (hybrid sharding: "dp" of 4 ranks, degree 2 → [dp_replica 2, dp_shard 2]), over the
   // same processes, so the reshards to and from it are planned on one mesh (ir/dist/remesh.h).
-  absl::StatusOr<ir::DistAttr> SlicedAlong(const ir::DistAttr& whole, int64_t axis, int64_t ranks) const {
+  absl::StatusOr<ir::DistAttr> OnUpdateMesh(const ir::DistAttr& whole, int64_t axis, int64_t ranks) const {
     const int64_t size = whole.mesh.dim_size(axis);
     if (ranks == size) return whole;
     std::vector<int64_t> shape = whole.mesh.shape();

@@ -46,8 +46,10 @@ std::optional<int64_t> SplitDimOf(const ProcessMesh& coarse, const ProcessMesh& 
   for (int64_t k = 0; k < coarse.ndim(); ++k) {
     bool match = coarse.dim_size(k) == fine.dim_size(k) * fine.dim_size(k + 1);
     for (int64_t d = 0; match && d < coarse.ndim(); ++d) {
-      const int64_t f = d < k ? d : d + 1;
-      if (d != k) match = coarse.dim_size(d) == fine.dim_size(f) && coarse.dim_names()[static_cast<size_t>(d)] == fine.dim_names()[static_cast<size_t>(f)];
+      if (d == k) continue;
+      const auto f = static_cast<size_t>(d < k ? d : d + 1);
+      match = coarse.shape()[static_cast<size_t>(d)] == fine.shape()[f] &&
+              coarse.dim_names()[static_cast<size_t>(d)] == fine.dim_names()[f];
     }
     if (match) return k;
   }
