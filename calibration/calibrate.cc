@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/inproc/inproc_communicator.h"
 #include "executor/executor.h"
+#include "passes/amp.h"
 #include "passes/distributed_programs.h"
 #include "engine/engine.h"
 #include "ir/models/gpt.h"
@@ -115,10 +116,17 @@ absl::StatusOr<double> AllReduceSeconds(int64_t ranks, int64_t elements, int run
   });
 }
 
-// The reference step the op scales come from: a small GPT, one rank, AdamW.
+// The reference step the op scales come from: a small GPT, one rank, AdamW; in a low-precision
+// dtype, the same model through amp o2 (as pdist-export --dtype writes it).
 constexpr int64_t kReferenceBatch = 8;
 ir::Program ReferenceModel(int64_t batch = kReferenceBatch) {
   return *ir::models::BuildGpt({.vocab = 256, .hidden = 128, .layers = 2, .heads = 4, .seq_len = 64, .batch = batch});
+}
+
+absl::StatusOr<ir::Program> LowPrecisionReferenceModel(ir::DataType dtype) {
+  ir::Program model = ReferenceModel();
+  PDIST_RETURN_IF_ERROR(passes::ApplyAmp(model, dtype, passes::AmpLevel::kO2).status());
+  return model;
 }
 
 constexpr int kWarmUpSteps = 3;  // the first steps run up to 3× slower while the allocator grows
@@ -145,8 +153,8 @@ struct ReferenceSteps {
   std::map<std::string, double> kernel_seconds;
 };
 
-absl::StatusOr<ReferenceSteps> RunReferenceSteps(int64_t at_once, int threads, bool profile) {
-  const ir::Program model = ReferenceModel();
+absl::StatusOr<ReferenceSteps> RunReferenceSteps(int64_t at_once, int threads, bool profile,
+                                                 const ir::Program& model = ReferenceModel()) {
   const exec::Feeds feeds = FixedTokenBatch(model);
   std::vector<std::map<std::string, double>> per_rank(static_cast<size_t>(at_once));
   ReferenceSteps out;
@@ -186,6 +194,21 @@ absl::StatusOr<std::map<std::string, double>> OpScales(const strategy::Cluster& 
   std::map<std::string, double> predicted;
   PDIST_RETURN_IF_ERROR(PriceLocalProgram(programs.train, cluster, &predicted).status());
   return OpScalesFrom(measured, predicted);
+}
+
+// The low-precision dtype's own factors ("add@bf16"), from the reference step through amp o2
+// against its roofline: `cluster` carries the f32 factors already, which these refine where the
+// dtype's kernels (f32 math on converted copies) scale apart from them.
+absl::StatusOr<std::map<std::string, double>> LowPrecisionOpScales(const strategy::Cluster& cluster, ir::DataType dtype,
+                                                                   int64_t at_once, int threads) {
+  PDIST_ASSIGN_OR_RETURN(const ir::Program model, LowPrecisionReferenceModel(dtype));
+  PDIST_ASSIGN_OR_RETURN(ReferenceSteps steps, RunReferenceSteps(at_once, threads, /*profile=*/true, model));
+  PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
+                         passes::BuildDistributedPrograms(model, strategy::Strategy{}, {}));
+  std::map<std::string, double> predicted;
+  PDIST_RETURN_IF_ERROR(PriceLocalProgram(programs.train, cluster, &predicted).status());
+  return LowPrecisionOpScalesFrom(steps.kernel_seconds, predicted, ir::DataTypeName(dtype),
+                                  cluster.device.efficiency.op_scale);
 }
 
 }  // namespace
@@ -247,6 +270,11 @@ absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::functio
 
   say("op scales (a reference training step)");
   PDIST_ASSIGN_OR_RETURN(e.op_scale, OpScales(c, at_once, threads));
+  for (ir::DataType dtype : {ir::DataType::kBFloat16, ir::DataType::kFloat16}) {
+    say(absl::StrCat("op scales in ", ir::DataTypeName(dtype), " (the reference step through amp o2)"));
+    PDIST_ASSIGN_OR_RETURN(auto low, LowPrecisionOpScales(c, dtype, at_once, threads));
+    e.op_scale.insert(low.begin(), low.end());
+  }
 
   if (ranks > at_once) {
     // More ranks than run at once: the reference step data parallel on all of them in one

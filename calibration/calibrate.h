@@ -14,7 +14,9 @@
 //   overhead  200 adds of 4 elements: efficiency.op_overhead_us
 //   links     inproc all-reduce of 16 MiB (bus bandwidth) and of one element (latency)
 //   op_scale  a reference training step (GPT 2 × 128, s 64, b 8) run with kernel timing: per op
-//             type, measured over the roofline's time where they differ by more than 10%
+//             type, measured over the roofline's time where they differ by more than 10%; then
+//             the same step through amp o2 in bf16 and in f16: "type@bf16" / "type@f16" where
+//             the low-precision kernels (f32 math on converted copies) scale apart from f32
 // Memory is the machine's physical memory divided among the ranks.
 #pragma once
 

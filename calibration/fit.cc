@@ -38,4 +38,21 @@ std::map<std::string, double> OpScalesFrom(const std::map<std::string, double>& 
   return scales;
 }
 
+std::map<std::string, double> LowPrecisionOpScalesFrom(const std::map<std::string, double>& measured,
+                                                       const std::map<std::string, double>& predicted,
+                                                       const std::string& dtype,
+                                                       const std::map<std::string, double>& plain) {
+  std::map<std::string, double> scales;
+  for (const auto& [type, seconds] : measured) {
+    const std::string key = type + "@" + dtype;
+    auto low = predicted.find(key);
+    if (low == predicted.end() || predicted.count(type) > 0 || low->second <= 0 || seconds <= 0) continue;
+    const double scale = std::clamp(seconds / low->second, 0.05, 20.0);
+    auto p = plain.find(type);
+    const double before = p == plain.end() ? 1.0 : p->second;
+    if (std::abs(scale / before - 1) > 0.1) scales[key] = scale;
+  }
+  return scales;
+}
+
 }  // namespace pdist::calibration

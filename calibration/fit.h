@@ -43,4 +43,15 @@ Link FitAllReduceLink(int64_t ranks, double large_bytes, double large_seconds, d
 std::map<std::string, double> OpScalesFrom(const std::map<std::string, double>& measured,
                                            const std::map<std::string, double>& predicted);
 
+// From a reference step run in a low-precision dtype: measured kernel seconds per op type, and
+// predicted seconds per scale key ("add" for an op computing in f32, "add@bf16" in bf16;
+// planner::OpScaleKey). A type whose every op computes in `dtype` gets a "type@dtype" scale
+// (clamped as above) where it differs by more than 10% from the factor `plain` already gives
+// the type (1 when none); a type with ops in both dtypes cannot be split and gets none.
+//   measured {add: 4e-3}, predicted {add@bf16: 1e-3}, plain {add: 2}  →  {add@bf16: 4}
+std::map<std::string, double> LowPrecisionOpScalesFrom(const std::map<std::string, double>& measured,
+                                                       const std::map<std::string, double>& predicted,
+                                                       const std::string& dtype,
+                                                       const std::map<std::string, double>& plain);
+
 }  // namespace pdist::calibration

@@ -83,4 +83,16 @@ ir::DataType ComputeDtype(const ir::Operation& op) {
   return ir::DataType::kFloat32;
 }
 
+std::string OpScaleKey(const std::string& type, ir::DataType dtype) {
+  const bool low = dtype == ir::DataType::kBFloat16 || dtype == ir::DataType::kFloat16;
+  return low ? absl::StrCat(type, "@", ir::DataTypeName(dtype)) : type;
+}
+
+double OpScaleOf(const std::map<std::string, double>& op_scale, const std::string& type, ir::DataType dtype) {
+  for (const std::string& key : {OpScaleKey(type, dtype), type}) {
+    if (auto it = op_scale.find(key); it != op_scale.end()) return it->second;
+  }
+  return 1;
+}
+
 }  // namespace pdist::planner

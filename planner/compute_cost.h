@@ -10,6 +10,9 @@
 // local types. The efficiencies are the cluster's (strategy::Efficiency; docs/cost_model.md).
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "ir/op_def.h"
 #include "ir/program.h"
@@ -45,5 +48,12 @@ double UnfusedAttentionSavedBytes(const ir::Operation& op);
 // The dtype an op computes in: that of its first floating-point operand or result (f32 when it
 // has none, e.g. an embedding lookup of integer ids reading no float).
 ir::DataType ComputeDtype(const ir::Operation& op);
+
+// The key of the device's op_scale (strategy::Efficiency) for an op type computing in `dtype`:
+// "matmul" for f32 and f64, "matmul@bf16" / "matmul@f16" for the low-precision types, whose CPU
+// kernels run f32 math on converted copies (executor/cpu/float_math.h) and so scale apart.
+std::string OpScaleKey(const std::string& type, ir::DataType dtype);
+// The factor op_scale gives that op: its dtype's key, else its type's, else 1.
+double OpScaleOf(const std::map<std::string, double>& op_scale, const std::string& type, ir::DataType dtype);
 
 }  // namespace pdist::planner

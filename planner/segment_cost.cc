@@ -173,10 +173,11 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     }
     PDIST_ASSIGN_OR_RETURN(ir::OpCost registered, CostOf(*op));
     const ir::OpCost op_cost = AsTheDeviceRunsIt(*op, registered, cluster.device.efficiency);
-    absl::StatusOr<double> t = ComputeSeconds(cluster.device, ComputeDtype(*op), op_cost);
+    const ir::DataType dtype = ComputeDtype(*op);
+    absl::StatusOr<double> t = ComputeSeconds(cluster.device, dtype, op_cost);
     if (!t.ok()) return WithContext(t.status(), absl::StrCat("pricing ", op->Describe()));
-    if (unscaled_by_type != nullptr) (*unscaled_by_type)[op->type()] += *t;
-    if (auto scale = op_scale.find(ScaledAs(op->type())); scale != op_scale.end()) *t *= scale->second;
+    if (unscaled_by_type != nullptr) (*unscaled_by_type)[OpScaleKey(op->type(), dtype)] += *t;
+    *t *= OpScaleOf(op_scale, ScaledAs(op->type()), dtype);
     cost.seconds[role] += *t;
     if (op->role() == ir::OpRole::kOptimizer) {
       double made = 0;

@@ -55,8 +55,9 @@ struct SegmentCost {
 // Prices every op of a rank's local (partitioned) program on `cluster`'s device. Collectives of
 // n ranks are priced as a group of n devices inside one node (tensor parallelism's place);
 // c_send / c_recv are not priced here, the forward sends' bytes become boundary_bytes.
-// A compute op's time is multiplied by the device's op_scale for its type; `unscaled_by_type`,
-// when given, receives the compute seconds per op type before that (what calibration compares).
+// A compute op's time is multiplied by the device's op_scale for its type (and dtype:
+// OpScaleOf); `unscaled_by_type`, when given, receives the compute seconds per OpScaleKey before
+// that (what calibration compares).
 absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const strategy::Cluster& cluster,
                                               std::map<std::string, double>* unscaled_by_type = nullptr);
 

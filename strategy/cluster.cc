@@ -123,8 +123,19 @@ auto EfficiencyOf(Efficiency& e) {
                             return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, "' must map op types to factors"));
                           }
                           for (const auto& [op, factor] : scales.items()) {
-                            if (ir::OpRegistry::Global().Find(op) == nullptr) {
-                              return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, ".", op, "': no op '", op, "'"));
+                            // "type" or "type@dtype" (a low-precision dtype's own factor).
+                            const size_t at_sign = op.find('@');
+                            const std::string type = op.substr(0, at_sign);
+                            if (ir::OpRegistry::Global().Find(type) == nullptr) {
+                              return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, ".", op, "': no op '", type, "'"));
+                            }
+                            if (at_sign != std::string::npos) {
+                              const std::string dtype = op.substr(at_sign + 1);
+                              if (dtype != "bf16" && dtype != "f16") {
+                                return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, ".", op, "': '", dtype,
+                                                                               "' is not bf16 or f16 (f32 and f64 take the plain '",
+                                                                               type, "')"));
+                              }
                             }
                             PDIST_RETURN_IF_ERROR(Positive(e.op_scale[op], 1)(factor, absl::StrCat(at, ".", op)));
                           }

@@ -5,7 +5,7 @@
 //    "device": {"name": "A100-SXM4-80GB", "memory_gb": 80, "memory_bandwidth_gbps": 2039,
 //               "peak_tflops": {"bf16": 312, "f16": 312, "f32": 19.5, "f64": 9.7},
 //               "efficiency": {"gemm": 0.5, "gemm_half_gflop": 0.5, "memory": 0.8, "op_overhead_us": 5,
-//                              "op_scale": {"add_grad": 2.5}}},
+//                              "op_scale": {"add_grad": 2.5, "add@bf16": 4.1}}},
 //    "intra_node": {"bandwidth_gbps": 300, "latency_us": 3.4},
 //    "inter_node": {"bandwidth_gbps": 25, "latency_us": 9.6}}
 //
@@ -48,6 +48,8 @@ struct Efficiency {
   Attention attention = Attention::kFused;
   // Per op type, measured time over the roofline's on a reference step (calibration only):
   // kernels the roofline misjudges (a bias gradient's reduction, tanh) are priced as measured.
+  // "type@bf16" / "type@f16" hold the factor of the type computing in that dtype, when it
+  // differs (the CPU's low-precision kernels convert to f32 and back; planner::OpScaleOf).
   std::map<std::string, double> op_scale;
   friend bool operator==(const Efficiency&, const Efficiency&) = default;
 };

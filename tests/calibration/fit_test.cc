@@ -54,5 +54,19 @@ TEST(FitTest, OpScalesKeepMissesOverTenPercentAndClampBrokenOnes) {
   EXPECT_EQ(scales, want);
 }
 
+TEST(FitTest, LowPrecisionScalesAreTheTypesThatRanWhollyInTheDtype) {
+  const std::map<std::string, double> predicted = {
+      {"add@bf16", 1.0}, {"matmul@bf16", 1.0}, {"softmax", 1.0}, {"gelu@bf16", 1.0}, {"gelu", 1.0}, {"tanh@bf16", 1.0}};
+  const std::map<std::string, double> measured = {
+      {"add", 4.0},      // 4× the roofline in bf16: its own scale
+      {"matmul", 2.1},   // what the f32 scale (2) says already, within 10%: none
+      {"softmax", 3.0},  // ran in f32 in this step: the f32 scale is the plain one's business
+      {"gelu", 5.0},     // some in bf16, some in f32: cannot be split
+      {"tanh", 30.0}};   // a broken measurement: clamped
+  const std::map<std::string, double> plain = {{"matmul", 2.0}};
+  const std::map<std::string, double> want = {{"add@bf16", 4.0}, {"tanh@bf16", 20.0}};
+  EXPECT_EQ(LowPrecisionOpScalesFrom(measured, predicted, "bf16", plain), want);
+}
+
 }  // namespace
 }  // namespace pdist::calibration

@@ -34,6 +34,18 @@ TEST(ComputeCostTest, RooflineWithASizeDependentMatmulRate) {
   EXPECT_FALSE(ComputeSeconds(a100, ir::DataType::kInt64, {.flops = 1, .bytes = 1}).ok());
 }
 
+// A low-precision op takes its dtype's calibrated factor where there is one, else its type's.
+TEST(ComputeCostTest, OpScalesByTypeAndLowPrecisionDtype) {
+  const std::map<std::string, double> scales = {{"add", 2}, {"add@bf16", 5}, {"gelu", 3}};
+  EXPECT_EQ(OpScaleKey("add", ir::DataType::kBFloat16), "add@bf16");
+  EXPECT_EQ(OpScaleKey("add", ir::DataType::kFloat64), "add");
+  EXPECT_EQ(OpScaleOf(scales, "add", ir::DataType::kBFloat16), 5);
+  EXPECT_EQ(OpScaleOf(scales, "add", ir::DataType::kFloat16), 2);
+  EXPECT_EQ(OpScaleOf(scales, "add", ir::DataType::kFloat32), 2);
+  EXPECT_EQ(OpScaleOf(scales, "gelu", ir::DataType::kBFloat16), 3);
+  EXPECT_EQ(OpScaleOf(scales, "tanh", ir::DataType::kBFloat16), 1);
+}
+
 TEST(ComputeCostTest, AnUnfusedAttentionCoreMovesItsScoresThroughMemory) {
   ir::Program p;
   ir::Builder b(&p);

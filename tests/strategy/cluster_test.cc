@@ -43,6 +43,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
     preset->device.efficiency.attention = Efficiency::Attention::kUnfused;
+    preset->device.efficiency.op_scale = {{"add", 1.5}, {"add@bf16", 4.25}};
     auto back = ParseCluster(ClusterToJson(*preset));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->name, preset->name);
@@ -56,6 +57,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
     EXPECT_EQ(back->device.efficiency.attention, Efficiency::Attention::kUnfused);
+    EXPECT_EQ(back->device.efficiency.op_scale, preset->device.efficiency.op_scale);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
   }
 }
@@ -102,6 +104,13 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
        "'intra_node.bandwidth_gbps' must be a positive number in [1e-12, 1e12], got 5e-324"},
       {"{\"nodes\": 2, \"nodes\": 3, \"devices_per_node\": 4, " + good_device + ", " + links + "}",
        "duplicate key 'nodes'"},
+      // An op scale names an op, or an op and a low-precision dtype.
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"op_scale": {"nope@bf16": 2}}}, )" + links + "}",
+       "'device.efficiency.op_scale.nope@bf16': no op 'nope'"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"op_scale": {"add@f32": 2}}}, )" + links + "}",
+       "'device.efficiency.op_scale.add@f32': 'f32' is not bf16 or f16 (f32 and f64 take the plain 'add')"},
   };
   for (const auto& [text, message] : cases) {
     auto c = ParseCluster(text);
