@@ -1,5 +1,5 @@
-// ScheduleGradientAllReduces: all-reduces hoisted to their producers, then buckets planned over
-// op indices and the op list rebuilt.
+// ScheduleGradientAllReduces: in each of two rounds, the round's reductions hoisted to their
+// producers, then buckets planned over op indices and the op list rebuilt.
 #include "passes/fuse_allreduce.h"
 
 #include <functional>
@@ -19,11 +19,30 @@ struct Bucket {
   size_t first_use = std::numeric_limits<size_t>::max();  // earliest use of any member's result
 };
 
+// A reduce-scatter of a gradient (ZeRO 2 and 3), alone or as a bucket.
+bool ScattersAGradient(const ir::Operation& op) {
+  return (op.type() == "c_reduce_scatter" || op.type() == "c_reduce_scatter_coalesced") &&
+         op.operand(0)->role() == ir::ValueRole::kGradient;
+}
+
+// The reductions this pass moves: every c_allreduce and every lone gradient reduce-scatter.
+bool Scheduled(const ir::Operation& op) {
+  return op.type() == "c_allreduce" || (op.type() == "c_reduce_scatter" && ScattersAGradient(op));
+}
+
+// Whether a scheduled reduction reduces what a gradient reduce-scatter made: hybrid ZeRO's
+// all-reduce of a shard over its replicas, scheduled in the second round, after the
+// reduce-scatters have been bucketed.
+bool Chained(const ir::Operation& op) {
+  const ir::Operation* producer = op.operand(0)->producer();
+  return producer != nullptr && ScattersAGradient(*producer);
+}
+
 // The bucket op a member joins: c_allreduce_coalesced for all-reduces, c_reduce_scatter_coalesced
 // for the dim-0 reduce-scatters of gradients (ZeRO 2 and 3); empty for ops no bucket takes.
 std::string BucketOpOf(const ir::Operation& op) {
   if (op.type() == "c_allreduce") return "c_allreduce_coalesced";
-  if (op.type() == "c_reduce_scatter" && op.operand(0)->role() == ir::ValueRole::kGradient) {
+  if (op.type() == "c_reduce_scatter" && ScattersAGradient(op)) {
     auto axis = op.attrs().find("axis");
     if (axis != op.attrs().end() && ir::AttributeToString(axis->second) == "0") return "c_reduce_scatter_coalesced";
   }
@@ -38,30 +57,20 @@ std::string BucketKey(const ir::Operation& op) {
                       op.chunk());
 }
 
-// Whether `v` is what a gradient reduce-scatter made (hybrid ZeRO all-reduces that shard over
-// the replicas next).
-bool FromGradientScatter(const ir::Value* v) {
-  const ir::Operation* op = v->producer();
-  return op != nullptr && (op->type() == "c_reduce_scatter" || op->type() == "c_reduce_scatter_coalesced") &&
-         op->operand(0)->role() == ir::ValueRole::kGradient;
-}
-
-// Moves every c_allreduce, and every c_reduce_scatter of a gradient (ZeRO 2 and 3), right after
-// the op that produces its operand (completion puts it just before its consumer, the optimizer,
-// i.e. after the whole backward pass). `chained`: only the all-reduces of reduce-scatters'
-// results; otherwise all but those, which stay put so that their reduce-scatters can fill a
-// bucket before them.
+// Moves every scheduled reduction of the round (Chained(op) == `chained`) right after the op
+// that produces its operand (completion puts it just before its consumer, the optimizer, i.e.
+// after the whole backward pass). The second round's stay put in the first, so that their
+// reduce-scatters can fill a bucket before them.
 void HoistGradientReductions(ir::Program& local, bool chained) {
   std::vector<std::unique_ptr<ir::Operation>> old = std::move(local.block().mutable_ops());
   local.block().mutable_ops().clear();
   std::unordered_map<const ir::Operation*, std::vector<size_t>> after;  // producer → all-reduces
   std::vector<bool> hoisted(old.size(), false);
   for (size_t i = 0; i < old.size(); ++i) {
-    const std::string& type = old[i]->type();
-    const bool gradient_scatter = type == "c_reduce_scatter" && old[i]->operand(0)->role() == ir::ValueRole::kGradient;
-    const ir::Value* x = type == "c_allreduce" || gradient_scatter ? old[i]->operand(0) : nullptr;
-    if (x == nullptr || x->producer() == nullptr || FromGradientScatter(x) != chained) continue;
-    after[x->producer()].push_back(i);
+    if (!Scheduled(*old[i]) || Chained(*old[i]) != chained) continue;
+    const ir::Operation* producer = old[i]->operand(0)->producer();
+    if (producer == nullptr) continue;
+    after[producer].push_back(i);
     hoisted[i] = true;
   }
   // Appends op i, then (depth first) the all-reduces of its results.
@@ -77,9 +86,9 @@ void HoistGradientReductions(ir::Program& local, bool chained) {
   }
 }
 
-// Fuses the reductions of one kind, group, reduction, dtype and job into buckets of up to
+// Fuses the round's reductions of one kind, group, reduction, dtype and job into buckets of up to
 // `bucket_bytes`, each at its last member's place; returns how many.
-int64_t FillBuckets(ir::Program& local, int64_t bucket_bytes) {
+int64_t FillBuckets(ir::Program& local, int64_t bucket_bytes, bool chained) {
   const auto& ops = local.block().ops();
   // First use of every value, by op index.
   std::unordered_map<const ir::Value*, size_t> first_use;
@@ -100,7 +109,7 @@ int64_t FillBuckets(ir::Program& local, int64_t bucket_bytes) {
   };
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
-    if (BucketOpOf(op).empty()) continue;
+    if (BucketOpOf(op).empty() || Chained(op) != chained) continue;
     const std::string key = BucketKey(op);
     // The bucket would run at op i: members whose results are needed before then cannot wait.
     if (open.count(key) && open[key].first_use <= i) close(key);
@@ -150,7 +159,7 @@ absl::StatusOr<int64_t> ScheduleGradientAllReduces(ir::Program& local, int64_t b
   int64_t buckets = 0;
   for (bool chained : {false, true}) {
     HoistGradientReductions(local, chained);
-    if (bucket_bytes > 0) buckets += FillBuckets(local, bucket_bytes);
+    if (bucket_bytes > 0) buckets += FillBuckets(local, bucket_bytes, chained);
   }
   return buckets;
 }

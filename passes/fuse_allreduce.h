@@ -4,7 +4,11 @@
 // before the optimizer, after the whole backward pass: nothing could overlap it). Then they are
 // fused into c_allreduce_coalesced ops of up to `bucket_bytes` each (PyTorch DDP's and Megatron-LM's gradient buckets), so that a
 // data-parallel backward pays one collective latency per bucket instead of one per parameter;
-// the dim-0 gradient reduce-scatters likewise into c_reduce_scatter_coalesced ops.
+// the dim-0 gradient reduce-scatters likewise into c_reduce_scatter_coalesced ops. An all-reduce
+// of what a gradient reduce-scatter made (hybrid ZeRO's all-reduce of a shard over its replicas,
+// or mp's after dp's reduce-scatter) waits for a second round: hoisted after the reduce-scatter's
+// bucket and bucketed with its kind, so that it neither splits the reduce-scatter buckets nor
+// is fused before it can move.
 //
 //   %g1 = c_allreduce(%a) {ranks = [0, 2]}        %g1, %g2 = c_allreduce_coalesced(%a, %b)
 //   ...                                      →       {ranks = [0, 2]}   (at %g2's place)

@@ -65,7 +65,7 @@ std::string ReshardPlan::ToString() const {
     chain.push_back(CompactPlacements(step.after));
     const ir::ProcessMesh& mesh = step.after.mesh;
     if (mesh == source.mesh) continue;
-    // Another mesh over the same processes (a remesh) by its shape, another stage's by its ids.
+    // Another mesh over the same processes by its shape, another stage's by its ids.
     if (mesh.process_ids() == source.mesh.process_ids()) absl::StrAppend(&chain.back(), "@", absl::StrJoin(mesh.shape(), "x"));
     else absl::StrAppend(&chain.back(), "@[", absl::StrJoin(mesh.process_ids(), ","), "]");
   }

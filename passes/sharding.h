@@ -35,7 +35,8 @@ namespace pdist::passes {
 
 struct ShardingReport {
   int64_t sharded = 0;  // parameters whose update runs on slices
-  // "'gpt.ln_f.scale' f32[30]: no unsharded dim divisible by 4", one per parameter left whole.
+  // "'gpt.ln_f.scale' f32[30]: no unsharded dim divisible by dp 4" (hybrid: "by dp_shard 4"),
+  // one per parameter left whole.
   std::vector<std::string> kept_whole;
   int64_t reshards = 0;  // reshard ops added
 };

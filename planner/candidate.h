@@ -30,8 +30,8 @@ struct Candidate {
   Recompute recompute = Recompute::kNone;
 
   int64_t devices() const { return dp * mp * pp; }
-  // The ranks each ZeRO state is sharded over (1 without ZeRO); the replicas of a shard are
-  // dp / ShardRanks() apart.
+  // The ranks each ZeRO state is sharded over (1 without ZeRO): consecutive data-parallel ranks;
+  // each shard has dp / ShardRanks() replicas, ShardRanks() data-parallel ranks apart.
   int64_t ShardRanks() const { return zero == 0 ? 1 : zero_degree > 0 ? zero_degree : dp; }
   bool HybridZero() const { return zero > 0 && ShardRanks() < dp; }
   // How many features the plan switches on: the planner prefers the simpler of two equally

@@ -69,7 +69,9 @@ std::vector<int64_t> ZeroDegreeChoices(const Candidate& c, const strategy::Clust
     return {*fixed.zero_degree == c.dp ? 0 : *fixed.zero_degree};
   }
   std::vector<int64_t> out = {0};
-  // Consecutive data-parallel ranks are mp devices apart (DeviceOf): a node holds this many.
+  // Consecutive data-parallel ranks are mp devices apart (DeviceOf): a node holds this many,
+  // when mp divides it (otherwise a group would straddle nodes).
+  if (cluster.devices_per_node % c.mp != 0) return out;
   const int64_t per_node = cluster.devices_per_node / c.mp;
   if (per_node > 1 && per_node < c.dp && c.dp % per_node == 0) out.push_back(per_node);
   return out;

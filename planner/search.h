@@ -86,7 +86,7 @@ absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::C
 std::vector<int64_t> Divisors(int64_t n);
 
 // The ZeRO shard groups tried for a candidate with ZeRO on (Candidate::zero_degree): all of dp
-// (0), and hybrid sharding over the data-parallel ranks of one node — PyTorch's HSDP default,
+// (0), and hybrid sharding over the data-parallel ranks of one node — what PyTorch FSDP's HYBRID_SHARD does,
 // shards within the node, replicas across nodes — when that is a proper divisor of dp; the fixed
 // degree instead when there is one (empty when it does not divide dp).
 std::vector<int64_t> ZeroDegreeChoices(const Candidate& c, const strategy::Cluster& cluster, const FixedChoices& fixed);

@@ -21,8 +21,9 @@ namespace pdist::planner {
 int64_t DeviceOf(const Candidate& c, int64_t stage, int64_t d, int64_t t);
 // The first tensor-parallel rank of every data-parallel replica of `stage`.
 std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage);
-// Of those, the first ZeRO shard group (c.ShardRanks() consecutive replicas: all of them unless
-// hybrid), and the replicas of its first shard (one per group; a single rank unless hybrid).
+// Under ZeRO, of those: the first shard group (c.ShardRanks() consecutive data-parallel ranks, all
+// of them unless hybrid), and the replicas of its first shard (one per group; a single rank
+// unless hybrid).
 std::vector<int64_t> ShardGroup(const Candidate& c, int64_t stage);
 std::vector<int64_t> ShardReplicaGroup(const Candidate& c, int64_t stage);
 
