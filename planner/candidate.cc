@@ -15,8 +15,9 @@ const char* RecomputeName(Recompute r) {
 }
 
 int64_t Candidate::Complexity() const {
-  return (pp > 1 ? 1 : 0) + (vpp > 1 ? 1 : 0) + (sp ? 1 : 0) + zero + (HybridZero() ? 1 : 0) + static_cast<int64_t>(recompute) +
-         (passes::ScheduleDefOf(schedule).splits_backward ? 1 : 0) + (micro_batches > 1 ? 1 : 0);
+  return (pp > 1 ? 1 : 0) + (vpp > 1 ? 1 : 0) + (sp ? 1 : 0) + zero + (HybridZero() ? 1 : 0) +
+         static_cast<int64_t>(recompute) + (passes::ScheduleDefOf(schedule).splits_backward ? 1 : 0) +
+         (micro_batches > 1 ? 1 : 0);
 }
 
 std::string Candidate::ToString() const {

@@ -11,22 +11,23 @@ using ir::OpRole;
 
 int64_t DeviceOf(const Candidate& c, int64_t stage, int64_t d, int64_t t) { return (stage * c.dp + d) * c.mp + t; }
 
-std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage) {
+namespace {
+
+// The first tensor-parallel rank of data-parallel replicas 0, stride, 2·stride, ... below `end`.
+std::vector<int64_t> Replicas(const Candidate& c, int64_t stage, int64_t end, int64_t stride) {
   std::vector<int64_t> group;
-  for (int64_t d = 0; d < c.dp; ++d) group.push_back(DeviceOf(c, stage, d, 0));
+  for (int64_t d = 0; d < end; d += stride) group.push_back(DeviceOf(c, stage, d, 0));
   return group;
 }
 
-std::vector<int64_t> ShardGroup(const Candidate& c, int64_t stage) {
-  std::vector<int64_t> group;
-  for (int64_t d = 0; d < c.ShardRanks(); ++d) group.push_back(DeviceOf(c, stage, d, 0));
-  return group;
-}
+}  // namespace
+
+std::vector<int64_t> DataParallelGroup(const Candidate& c, int64_t stage) { return Replicas(c, stage, c.dp, 1); }
+
+std::vector<int64_t> ShardGroup(const Candidate& c, int64_t stage) { return Replicas(c, stage, c.ShardRanks(), 1); }
 
 std::vector<int64_t> ShardReplicaGroup(const Candidate& c, int64_t stage) {
-  std::vector<int64_t> group;
-  for (int64_t d = 0; d < c.dp; d += c.ShardRanks()) group.push_back(DeviceOf(c, stage, d, 0));
-  return group;
+  return Replicas(c, stage, c.dp, c.ShardRanks());
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "ir/dist/process_mesh.h"
 #include "ir/input_file.h"
 #include "ir/json_reader.h"
+#include "ir/types.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
 
@@ -131,7 +132,11 @@ auto EfficiencyOf(Efficiency& e) {
                             }
                             if (at_sign != std::string::npos) {
                               const std::string dtype = op.substr(at_sign + 1);
-                              if (dtype != "bf16" && dtype != "f16") {
+                              // Its short name, as the planner looks it up (planner::OpScaleKey).
+                              const absl::StatusOr<ir::DataType> parsed = ir::ParseDataType(dtype);
+                              const bool low = parsed.ok() && dtype == ir::DataTypeName(*parsed) &&
+                                               (*parsed == ir::DataType::kBFloat16 || *parsed == ir::DataType::kFloat16);
+                              if (!low) {
                                 return absl::InvalidArgumentError(absl::StrCat("cluster key '", at, ".", op, "': '", dtype,
                                                                                "' is not bf16 or f16 (f32 and f64 take the plain '",
                                                                                type, "')"));
