@@ -163,13 +163,14 @@ class SearchRun {
   }
 
   // ZeRO stages and recompute policies of one candidate, least memory saving first: recompute
-  // only adds time, so it stops at the first policy that fits; ZeRO-2 is ZeRO-1's time with
-  // less memory and ZeRO-3 slower, so once a stage ≥ 1 fits without recompute the higher ones
-  // cannot win.
+  // only adds time, so it stops at the first policy that fits (or that a bound shows slower).
+  // Every ZeRO stage is tried: none is slower than another by rule. ZeRO-1 and 2 gather the
+  // updated parameters after the step, exposed; ZeRO-3 gathers each segment's ahead of its job,
+  // hidden behind compute, and can be the fastest (13B on 64 H100s, micro-batch 2: ZeRO-3 fits
+  // at 0.672 s where ZeRO-1's gather alone makes it slower; docs/benchmarks.md).
   absl::Status SearchMemorySavings(const Candidate& base, LayoutOutcome& layout) {
     for (int64_t zero : Choices<int64_t>(fixed_.zero, base.dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
                                                                    : std::vector<int64_t>{0})) {
-      bool fits_without_recompute = false;
       Candidate with_zero = base;
       with_zero.zero = zero;
       const std::vector<int64_t> degrees = ZeroDegreeChoices(with_zero, cluster_, fixed_);
@@ -182,13 +183,9 @@ class SearchRun {
           c.zero_degree = degree;
           c.recompute = rc;
           PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
-          if (done) {
-            fits_without_recompute = fits_without_recompute || rc == Recompute::kNone;
-            break;
-          }
+          if (done) break;
         }
       }
-      if (fits_without_recompute && zero >= 1) break;
     }
     return absl::OkStatus();
   }
