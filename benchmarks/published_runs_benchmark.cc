@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,14 @@
 #include "strategy/cluster.h"
 
 namespace {
+
+constexpr char kUsage[] =
+    "usage: published_runs_benchmark [--check [--max-mean=F] [--max-row=F]] ROWS.tsv...\n"
+    "  Prices every row of benchmarks/data/published_runs*.tsv with every knob fixed as published,\n"
+    "  then fits each GPU type's efficiencies leave-one-out and prints the out-of-sample errors, and\n"
+    "  the planner's own pick for each row's model, GPUs and global batch.\n"
+    "  --check       only the first table, with each preset's own efficiencies; exit 1 when the mean\n"
+    "                |error| passes --max-mean (default 0.05) or a row passes --max-row (0.10)\n";
 
 using pdist::planner::Candidate;
 using pdist::planner::Recompute;
@@ -53,10 +63,13 @@ double HardwareFlopsWithRecompute(const Row& r) {
 absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   const std::vector<std::string> f = absl::StrSplit(line, '\t');
   const std::string where = absl::StrCat("line ", line_number);
-  if (f.size() != 20) return absl::InvalidArgumentError(absl::StrCat(where, ": ", f.size(), " columns, expected 20"));
+  if (f.size() != 21) return absl::InvalidArgumentError(absl::StrCat(where, ": ", f.size(), " columns, expected 21"));
   Row r;
   r.id = f[0];
   r.cluster = f[1];
+  if (absl::Status known = pdist::strategy::ClusterPreset(r.cluster, 8).status(); !known.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", known.message()));
+  }
   int64_t* ints[] = {&r.gpus, &r.layers, &r.hidden, &r.heads, &r.vocab, &r.seq, &r.global_batch,
                      &r.candidate.dp, &r.candidate.mp, &r.candidate.pp, &r.candidate.vpp, &r.candidate.micro_batch};
   for (size_t k = 0; k < std::size(ints); ++k) {
@@ -85,16 +98,21 @@ absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   }
   r.unfused_attention = f[16] == "unfused";
   r.sync_after_backward = f[17] == "after";
-  double value = 0;
-  if (!absl::SimpleAtod(f[19], &value) || value <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": measured value '", f[19], "'"));
+  if (!absl::SimpleAtoi(f[18], &c.zero) || c.zero < 0 || c.zero > 3 || (c.zero > 0 && c.dp == 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " (", r.id, "): zero '", f[18], "' (0-3, above 0 with dp > 1)"));
   }
-  if (f[18] == "seconds") {
+  double value = 0;
+  if (!absl::SimpleAtod(f[20], &value) || value <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": measured value '", f[20], "'"));
+  }
+  if (f[19] == "seconds") {
     r.published_seconds = value;
-  } else if (f[18] == "hw_tflops") {
+  } else if (f[19] == "hw_tflops") {
     r.published_seconds = HardwareFlopsWithRecompute(r) / (value * 1e12 * static_cast<double>(r.gpus));
+  } else if (f[19] == "tokens_per_s") {
+    r.published_seconds = static_cast<double>(r.global_batch * r.seq) / value;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": measure '", f[18], "' (seconds or hw_tflops)"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": measure '", f[19], "' (seconds, hw_tflops or tokens_per_s)"));
   }
   return r;
 }
@@ -119,24 +137,24 @@ std::string Spec(const Row& r) {
                       ",seq=", r.seq, ",tied=1,dtype=bf16");
 }
 
-// The row's system: its cluster with `efficiency` and the row's attention kernel, and how it
-// synchronises gradients.
+// The row's system: its cluster preset (with the preset's efficiencies, or `efficiency` where
+// given) running the row's attention kernel, and how it synchronises gradients.
 struct System {
   pdist::strategy::Cluster cluster;
   pdist::planner::EstimateOptions options;
 };
 
-absl::StatusOr<System> SystemOf(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+absl::StatusOr<System> SystemOf(const Row& r, const pdist::strategy::Efficiency* efficiency) {
   System s;
   PDIST_ASSIGN_OR_RETURN(s.cluster, pdist::strategy::ClusterPreset(r.cluster, r.gpus));
-  s.cluster.device.efficiency = efficiency;
+  if (efficiency != nullptr) s.cluster.device.efficiency = *efficiency;
   s.cluster.device.efficiency.attention = r.unfused_attention ? pdist::strategy::Efficiency::Attention::kUnfused
                                                               : pdist::strategy::Efficiency::Attention::kFused;
   s.options.overlap_gradient_sync = !r.sync_after_backward;
   return s;
 }
 
-absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency& efficiency) {
+absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency* efficiency) {
   PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, efficiency));
   PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
   pdist::planner::Profiler profiler(model, system.cluster);
@@ -144,9 +162,32 @@ absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strate
                                            std::numeric_limits<double>::infinity());
 }
 
+// A row priced on many efficiencies: its model and programs built once, re-priced per point.
+class RowPricer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RowPricer>> Make(const Row& r) {
+    PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
+    PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, nullptr));
+    return std::unique_ptr<RowPricer>(new RowPricer(r, std::move(model), std::move(system)));
+  }
+  absl::StatusOr<pdist::planner::Estimate> Price(const pdist::strategy::Efficiency& efficiency) {
+    PDIST_ASSIGN_OR_RETURN(System system, SystemOf(row_, &efficiency));
+    pdist::planner::Profiler profiler = base_.OnCluster(system.cluster);
+    return pdist::planner::EstimateCandidate(row_.candidate, model_, system.cluster, profiler, system.options,
+                                             std::numeric_limits<double>::infinity());
+  }
+
+ private:
+  RowPricer(const Row& r, pdist::planner::PlannedModel model, System system)
+      : row_(r), model_(std::move(model)), base_(model_, std::move(system.cluster)) {}
+  const Row& row_;
+  const pdist::planner::PlannedModel model_;
+  pdist::planner::Profiler base_;
+};
+
 // The planner's own pick for the row's model, GPU count and global batch on the row's system.
-absl::StatusOr<pdist::planner::Estimate> Pick(const Row& r, const pdist::strategy::Efficiency& efficiency) {
-  PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, efficiency));
+absl::StatusOr<pdist::planner::Estimate> Pick(const Row& r) {
+  PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, nullptr));
   PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
   pdist::planner::SearchOptions options;
   options.estimate = system.options;
@@ -167,27 +208,91 @@ std::string LargestDifference(const pdist::planner::Estimate& a, const pdist::pl
 
 double Error(double predicted, const Row& r) { return predicted / r.published_seconds - 1; }
 
+// The cluster presets the rows run on, in order of first appearance.
+std::vector<std::string> Presets(const std::vector<Row>& rows) {
+  std::vector<std::string> names;
+  for (const Row& r : rows) {
+    if (std::find(names.begin(), names.end(), r.cluster) == names.end()) names.push_back(r.cluster);
+  }
+  return names;
+}
+
+// The efficiencies tried in the fit: gemm × memory, and the fused attention kernel's fraction of
+// peak only where a row runs attention fused (the others never price it).
+std::vector<pdist::strategy::Efficiency> Grid(const std::vector<const Row*>& group) {
+  const bool fused = std::any_of(group.begin(), group.end(), [](const Row* r) { return !r->unfused_attention; });
+  std::vector<double> attention = {pdist::strategy::Efficiency{}.fused_attention};
+  if (fused) attention = {0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5};
+  std::vector<pdist::strategy::Efficiency> grid;
+  for (double g = 0.40; g <= 0.901; g += 0.025) {
+    for (double m : {0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
+      for (double a : attention) {
+        pdist::strategy::Efficiency e;
+        e.gemm = g;
+        e.memory = m;
+        e.fused_attention = a;
+        grid.push_back(e);
+      }
+    }
+  }
+  return grid;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool check = argc == 3 && std::string(argv[1]) == "--check";
-  if (!(argc == 2 || check) || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: published_runs_benchmark [--check] ROWS.tsv   (benchmarks/data/published_runs.tsv)\n");
-    return argc == 2 ? 0 : 2;
+  bool check = false;
+  double max_mean = 0.05, max_row = 0.10;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool bound = arg.rfind("--max-mean=", 0) == 0 || arg.rfind("--max-row=", 0) == 0;
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    } else if (arg == "--check") {
+      check = true;
+    } else if (bound) {
+      double& limit = arg.rfind("--max-mean=", 0) == 0 ? max_mean : max_row;
+      if (!absl::SimpleAtod(arg.substr(arg.find('=') + 1), &limit) || !(limit > 0)) {
+        std::fprintf(stderr, "published_runs_benchmark: %s is not a positive fraction\n%s", arg.c_str(), kUsage);
+        return 2;
+      }
+    } else if (arg.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "published_runs_benchmark: unknown flag %s\n%s", arg.c_str(), kUsage);
+      return 2;
+    } else {
+      files.push_back(arg);
+    }
   }
-  absl::StatusOr<std::vector<Row>> rows = ReadRows(argv[argc - 1]);
+  if (files.empty()) {
+    std::fprintf(stderr, "%s", kUsage);
+    return 2;
+  }
+  absl::StatusOr<std::vector<Row>> rows = std::vector<Row>{};
+  for (const std::string& file : files) {
+    absl::StatusOr<std::vector<Row>> more = ReadRows(file);
+    if (!more.ok()) {
+      rows = more.status();
+      break;
+    }
+    rows->insert(rows->end(), more->begin(), more->end());
+  }
   if (!rows.ok()) {
     std::fprintf(stderr, "published_runs_benchmark: %s\n", std::string(rows.status().message()).c_str());
     return 1;
   }
-  const pdist::strategy::Efficiency defaults;
-  std::printf("With the default efficiencies (gemm %.2f, gemm_half_flops %.2g, memory %.2f, op_overhead %.0f us):\n",
-              defaults.gemm, defaults.gemm_half_flops, defaults.memory, defaults.op_overhead * 1e6);
+  std::printf("With each preset's own efficiencies:\n");
+  for (const std::string& name : Presets(*rows)) {
+    const pdist::strategy::Efficiency e = pdist::strategy::ClusterPreset(name, 8)->device.efficiency;
+    std::printf("  %-9s gemm %.3f, fused attention %.3f, memory %.2f, gemm_half_flops %.2g, op_overhead %.0f us\n",
+                name.c_str(), e.gemm, e.fused_attention, e.memory, e.gemm_half_flops, e.op_overhead * 1e6);
+  }
   std::printf("%-22s %-30s %10s %10s %7s   %s\n", "row", "plan", "published", "predicted", "error",
               "compute / recompute / tp / dp / pp / bubble (s), memory GB");
   double sum = 0, worst = 0;
   for (const Row& r : *rows) {
-    absl::StatusOr<pdist::planner::Estimate> e = Price(r, defaults);
+    absl::StatusOr<pdist::planner::Estimate> e = Price(r, nullptr);
     if (!e.ok()) {
       std::printf("%-22s %s\n", r.id.c_str(), std::string(e.status().message()).c_str());
       return 1;
@@ -203,62 +308,63 @@ int main(int argc, char** argv) {
   const double mean = sum / static_cast<double>(rows->size());
   std::printf("mean |error| %.1f%%, max %.1f%% over %zu rows\n\n", 100 * mean, 100 * worst, rows->size());
   if (check) {
-    if (mean <= 0.05 && worst <= 0.10) return 0;
+    if (mean <= max_mean && worst <= max_row) return 0;
     std::fprintf(stderr, "published_runs_benchmark: the cost model is off the published runs by %.1f%% on average "
-                 "(limit 5%%) and %.1f%% at most (limit 10%%)\n", 100 * mean, 100 * worst);
+                 "(limit %.1f%%) and %.1f%% at most (limit %.1f%%)\n", 100 * mean, 100 * max_mean, 100 * worst,
+                 100 * max_row);
     return 1;
   }
 
-  // Leave one out: the grid of (gemm, memory) efficiencies priced once per row, then each row
-  // predicted with the pair that minimises the mean |error| of the others.
-  std::vector<double> gemm_grid, memory_grid = {0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
-  for (double g = 0.40; g <= 0.901; g += 0.025) gemm_grid.push_back(g);
-  std::vector<std::vector<double>> error(rows->size());  // [row][grid point]
-  for (size_t i = 0; i < rows->size(); ++i) {
-    for (double g : gemm_grid) {
-      for (double m : memory_grid) {
-        pdist::strategy::Efficiency e = defaults;
-        e.gemm = g;
-        e.memory = m;
-        absl::StatusOr<pdist::planner::Estimate> est = Price((*rows)[i], e);
-        error[i].push_back(est.ok() ? Error(est->step_time, (*rows)[i]) : std::numeric_limits<double>::infinity());
-      }
-    }
-    std::fprintf(stderr, "\rfitting: %zu of %zu rows priced on %zu grid points", i + 1, rows->size(),
-                 gemm_grid.size() * memory_grid.size());
-  }
-  std::fprintf(stderr, "\n");
-  auto best_without = [&](size_t left_out) {
-    size_t best = 0;
-    double best_mean = std::numeric_limits<double>::infinity();
-    for (size_t p = 0; p < error[0].size(); ++p) {
-      double total = 0;
-      for (size_t i = 0; i < rows->size(); ++i) {
-        if (i != left_out) total += std::abs(error[i][p]);
-      }
-      if (total < best_mean) {
-        best_mean = total;
-        best = p;
-      }
-    }
-    return best;
-  };
-  auto point = [&](size_t p) {
-    return std::pair{gemm_grid[p / memory_grid.size()], memory_grid[p % memory_grid.size()]};
-  };
-  const size_t all = best_without(rows->size());
-  std::printf("Fitted on every row: gemm %.3f, memory %.2f\n", point(all).first, point(all).second);
-  std::printf("Leave one out (each row predicted with the constants fitted on the others):\n");
-  std::printf("%-22s %8s %8s %10s %10s %7s\n", "row", "gemm", "memory", "published", "predicted", "error");
+  // Leave one out, per GPU type: each row predicted with the efficiencies that minimise the mean
+  // |error| of the other rows on the same preset. The grid is priced once per row.
+  std::printf("Leave one out (each row predicted with the constants fitted on the other rows of its preset):\n");
+  std::printf("%-22s %8s %8s %8s %10s %10s %7s\n", "row", "gemm", "attn", "memory", "published", "predicted", "error");
   sum = 0;
   worst = 0;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    const size_t p = best_without(i);
-    const double err = error[i][p];
-    sum += std::abs(err);
-    worst = std::max(worst, std::abs(err));
-    std::printf("%-22s %8.3f %8.2f %10.3f %10.3f %+6.1f%%\n", (*rows)[i].id.c_str(), point(p).first, point(p).second,
-                (*rows)[i].published_seconds, (*rows)[i].published_seconds * (1 + err), 100 * err);
+  for (const std::string& name : Presets(*rows)) {
+    std::vector<const Row*> group;
+    for (const Row& r : *rows) {
+      if (r.cluster == name) group.push_back(&r);
+    }
+    const std::vector<pdist::strategy::Efficiency> grid = Grid(group);
+    std::vector<std::vector<double>> error(group.size());  // [row][grid point]
+    for (size_t i = 0; i < group.size(); ++i) {
+      absl::StatusOr<std::unique_ptr<RowPricer>> pricer = RowPricer::Make(*group[i]);
+      for (const pdist::strategy::Efficiency& e : grid) {
+        absl::StatusOr<pdist::planner::Estimate> est =
+            pricer.ok() ? (*pricer)->Price(e) : absl::StatusOr<pdist::planner::Estimate>(pricer.status());
+        error[i].push_back(est.ok() ? Error(est->step_time, *group[i]) : std::numeric_limits<double>::infinity());
+      }
+      std::fprintf(stderr, "\rfitting %s: %zu of %zu rows priced on %zu grid points", name.c_str(), i + 1,
+                   group.size(), grid.size());
+    }
+    std::fprintf(stderr, "\n");
+    auto best_without = [&](size_t left_out) {
+      size_t best = 0;
+      double best_mean = std::numeric_limits<double>::infinity();
+      for (size_t p = 0; p < grid.size(); ++p) {
+        double total = 0;
+        for (size_t i = 0; i < group.size(); ++i) {
+          if (i != left_out) total += std::abs(error[i][p]);
+        }
+        if (total < best_mean) {
+          best_mean = total;
+          best = p;
+        }
+      }
+      return best;
+    };
+    const pdist::strategy::Efficiency& all = grid[best_without(group.size())];
+    std::printf("%s, fitted on all %zu of its rows: gemm %.3f, fused attention %.3f, memory %.2f\n", name.c_str(),
+                group.size(), all.gemm, all.fused_attention, all.memory);
+    for (size_t i = 0; i < group.size(); ++i) {
+      const pdist::strategy::Efficiency& e = grid[best_without(i)];
+      const double err = error[i][best_without(i)];
+      sum += std::abs(err);
+      worst = std::max(worst, std::abs(err));
+      std::printf("%-22s %8.3f %8.3f %8.2f %10.3f %10.3f %+6.1f%%\n", group[i]->id.c_str(), e.gemm, e.fused_attention,
+                  e.memory, group[i]->published_seconds, group[i]->published_seconds * (1 + err), 100 * err);
+    }
   }
   std::printf("out of sample: mean |error| %.1f%%, max %.1f%% over %zu rows\n\n",
               100 * sum / static_cast<double>(rows->size()), 100 * worst, rows->size());
@@ -269,8 +375,8 @@ int main(int argc, char** argv) {
   std::printf("%-22s %-44s %10s %10s %7s   %s\n", "row", "pick", "published", "pick", "change",
               "largest difference in a term (pick - published)");
   for (const Row& r : *rows) {
-    absl::StatusOr<pdist::planner::Estimate> published = Price(r, defaults);
-    absl::StatusOr<pdist::planner::Estimate> pick = Pick(r, defaults);
+    absl::StatusOr<pdist::planner::Estimate> published = Price(r, nullptr);
+    absl::StatusOr<pdist::planner::Estimate> pick = Pick(r);
     if (!published.ok() || !pick.ok()) {
       std::printf("%-22s %s\n", r.id.c_str(),
                   std::string((published.ok() ? pick.status() : published.status()).message()).c_str());

@@ -21,15 +21,17 @@ constexpr double kMatmulIntensity = 4;
 
 bool IsMatmulLike(const ir::OpCost& cost) { return cost.flops > 0 && cost.flops >= kMatmulIntensity * cost.bytes; }
 
-absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost) {
+absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
+                                      bool fused_attention) {
   auto peak = device.peak_flops.find(ir::DataTypeName(dtype));
   if (peak == device.peak_flops.end()) {
     return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype)));
   }
   const strategy::Efficiency& e = device.efficiency;
-  double efficiency = e.gemm;
+  const double at_scale = fused_attention ? e.fused_attention : e.gemm;
+  double efficiency = at_scale;
   if (IsMatmulLike(cost)) {
-    efficiency = e.gemm * cost.flops / (cost.flops + e.gemm_half_flops);
+    efficiency = at_scale * cost.flops / (cost.flops + e.gemm_half_flops);
   }
   const double compute = cost.flops > 0 ? cost.flops / (peak->second * efficiency) : 0;
   const double memory = cost.bytes / (device.memory_bandwidth * e.memory);
@@ -57,6 +59,11 @@ std::pair<double, double> ScoresAndWidth(const ir::Operation& op) {
 }
 
 }  // namespace
+
+bool IsFusedAttentionCore(const ir::Operation& op, const strategy::Efficiency& efficiency) {
+  const bool core = op.type() == "flash_attn" || op.type() == "flash_attention" || op.type() == "flash_attn_grad";
+  return core && efficiency.attention == strategy::Efficiency::Attention::kFused;
+}
 
 ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency) {
   if (efficiency.attention != strategy::Efficiency::Attention::kUnfused) return cost;

@@ -24,9 +24,13 @@ namespace pdist::planner {
 // matmul, a fused attention. Selective recompute keeps these ops' results and redoes the rest.
 bool IsMatmulLike(const ir::OpCost& cost);
 
-// Seconds of an op with `cost`, computing in `dtype`. NotFound when the device lists no peak
-// for the dtype.
-absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost);
+// Seconds of an op with `cost`, computing in `dtype`; a fused attention core (`fused_attention`)
+// reaches Efficiency::fused_attention of peak where a GEMM reaches `gemm`. NotFound when the
+// device lists no peak for the dtype.
+absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
+                                      bool fused_attention = false);
+// Whether `op` is an attention core (flash_attn or its gradient) that the device runs fused.
+bool IsFusedAttentionCore(const ir::Operation& op, const strategy::Efficiency& efficiency);
 
 // The registered cost of `op` on its (local) operand and result types. NotFound for an op the
 // registry does not know.

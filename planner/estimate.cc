@@ -267,7 +267,10 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
   // Bounds before the simulation: the busiest rank's work, the memory with one micro-batch.
   double busiest = 0;
   for (const StageTotals& st : totals) {
-    busiest = std::max(busiest, st.busy);
+    if (st.busy > busiest) {
+      busiest = st.busy;
+      e.time = st.time;  // the busiest rank's terms; the simulation below adds the bubble and p2p
+    }
     if (st.memory.total() > e.memory.total()) e.memory = st.memory;
   }
   if (busiest > beat || e.memory.total() > e.capacity) {

@@ -28,6 +28,12 @@ absl::StatusOr<passes::DistributedPrograms> BuildStages(const ProfileProgram& pr
   return passes::BuildDistributedPrograms(program.forward, s, passes::OptimizerConfig{});
 }
 
+std::string Where(const ProfileKey& key) {
+  return absl::StrCat("profiling mp=", key.mp, key.sp ? " sp" : "", " micro-batch ", key.micro_batch,
+                      key.recompute != Recompute::kNone ? " recompute " : "",
+                      key.recompute != Recompute::kNone ? RecomputeName(key.recompute) : "");
+}
+
 }  // namespace
 
 absl::StatusOr<const ModelProfile*> Profiler::Get(const ProfileKey& key) {
@@ -37,10 +43,14 @@ absl::StatusOr<const ModelProfile*> Profiler::Get(const ProfileKey& key) {
   return &*it->second;
 }
 
-absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
-  const std::string where = absl::StrCat("profiling mp=", key.mp, key.sp ? " sp" : "", " micro-batch ", key.micro_batch,
-                                         key.recompute != Recompute::kNone ? " recompute " : "",
-                                         key.recompute != Recompute::kNone ? RecomputeName(key.recompute) : "");
+Profiler Profiler::OnCluster(strategy::Cluster cluster) const {
+  Profiler other(model_, std::move(cluster));
+  other.programs_ = programs_;
+  return other;
+}
+
+absl::StatusOr<Profiler::KindPrograms> Profiler::Build(const ProfileKey& key) const {
+  const std::string where = Where(key);
   absl::StatusOr<ProfileProgram> program = model_.profile_program(key.micro_batch);
   if (!program.ok()) return WithContext(program.status(), where);
   // ZBH1 tells the weight gradients apart; a model whose backward cannot be split runs 1F1B,
@@ -49,22 +59,34 @@ absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) const {
   if (!built.ok()) built = BuildStages(*program, key, "1F1B");
   if (!built.ok()) return WithContext(built.status(), where);
   passes::ReshardPlanCache plans;
-  ModelProfile profile;
-  profile.kinds.resize(static_cast<size_t>(model_.kinds));
-  std::vector<bool> measured(profile.kinds.size(), false);
+  KindPrograms programs;
+  std::vector<bool> built_kind(static_cast<size_t>(model_.kinds), false);
   for (size_t s = 0; s < program->stage_kind.size(); ++s) {
     const int64_t kind = program->stage_kind[s];
     if (kind < 0) continue;
     const int64_t rank = static_cast<int64_t>(s) * key.mp;
     absl::StatusOr<ir::Program> local = passes::LocalProgram(built->train, passes::RankPipeline(rank, {}), plans);
     if (!local.ok()) return WithContext(local.status(), where);
-    absl::StatusOr<SegmentCost> cost = PriceLocalProgram(*local, cluster_);
-    if (!cost.ok()) return WithContext(cost.status(), where);
-    profile.kinds[static_cast<size_t>(kind)] = *cost;
-    measured[static_cast<size_t>(kind)] = true;
+    programs.emplace_back(kind, std::move(*local));
+    built_kind[static_cast<size_t>(kind)] = true;
   }
-  for (size_t kind = 0; kind < measured.size(); ++kind) {
-    if (!measured[kind]) return absl::InternalError(absl::StrCat(where, ": no profile stage measures segment kind ", kind));
+  for (size_t kind = 0; kind < built_kind.size(); ++kind) {
+    if (!built_kind[kind]) return absl::InternalError(absl::StrCat(where, ": no profile stage measures segment kind ", kind));
+  }
+  return programs;
+}
+
+absl::StatusOr<ModelProfile> Profiler::Measure(const ProfileKey& key) {
+  auto it = programs_->find(key);
+  if (it == programs_->end()) it = programs_->emplace(key, Build(key)).first;
+  const absl::StatusOr<KindPrograms>& programs = it->second;
+  if (!programs.ok()) return programs.status();
+  ModelProfile profile;
+  profile.kinds.resize(static_cast<size_t>(model_.kinds));
+  for (const auto& [kind, local] : *programs) {
+    absl::StatusOr<SegmentCost> cost = PriceLocalProgram(local, cluster_);
+    if (!cost.ok()) return WithContext(cost.status(), Where(key));
+    profile.kinds[static_cast<size_t>(kind)] = *cost;
   }
   return profile;
 }

@@ -20,7 +20,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,11 +59,25 @@ class Profiler {
   absl::StatusOr<const ModelProfile*> Get(const ProfileKey& key);
   int64_t programs_profiled() const { return static_cast<int64_t>(cache_.size()); }
 
+  // A profiler of the same model on `cluster` that shares the programs this one has built: only
+  // their ops are priced again. Building the programs (the passes, the partition) is most of a
+  // profile's time; a fit over a device's efficiencies changes only the prices
+  // (benchmarks/published_runs_benchmark.cc).
+  Profiler OnCluster(strategy::Cluster cluster) const;
+  // Keys whose programs were built, by this profiler or any sharing them.
+  int64_t programs_built() const { return static_cast<int64_t>(programs_->size()); }
+
  private:
-  absl::StatusOr<ModelProfile> Measure(const ProfileKey& key) const;
+  // Each profiled segment kind's local program, as built for a key.
+  using KindPrograms = std::vector<std::pair<int64_t, ir::Program>>;
+  using ProgramCache = std::map<ProfileKey, absl::StatusOr<KindPrograms>>;
+
+  absl::StatusOr<KindPrograms> Build(const ProfileKey& key) const;
+  absl::StatusOr<ModelProfile> Measure(const ProfileKey& key);
 
   const PlannedModel& model_;
   const strategy::Cluster cluster_;
+  std::shared_ptr<ProgramCache> programs_ = std::make_shared<ProgramCache>();
   std::map<ProfileKey, absl::StatusOr<ModelProfile>> cache_;
 };
 

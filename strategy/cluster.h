@@ -32,9 +32,10 @@ struct Link {
 
 // How close to its peak rates a device runs an op (planner/compute_cost.h): a matmul of f FLOPs
 // reaches gemm · f / (f + gemm_half_flops) of peak; streaming ops reach `memory` of the memory
-// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). `gemm` and `memory` are
-// fitted to 19 published A100 runs (scripts/bench-plan-accuracy.sh: out of sample, mean |error|
-// 3.1%, max 8.2%; docs/benchmarks.md); `gemm_half_flops` and `op_overhead` are assumptions.
+// bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). The defaults of `gemm` and
+// `memory` are fitted to 19 published A100 runs (scripts/bench-plan-accuracy.sh: out of sample,
+// mean |error| 3.1%, max 8.2%; docs/benchmarks.md); the Hopper presets carry their own, fitted to
+// 52 H100 runs (5.9%, 21.2%); `gemm_half_flops` and `op_overhead` are assumptions.
 struct Efficiency {
   double gemm = 0.75;
   double gemm_half_flops = 5e8;
@@ -46,6 +47,12 @@ struct Efficiency {
   // ran unfused; pricing them needs it (docs/cost_model.md, "Attention").
   enum class Attention : int8_t { kFused, kUnfused };
   Attention attention = Attention::kFused;
+  // The fraction of peak a fused attention kernel reaches at scale, in place of `gemm` (the same
+  // size factor applies). Attention kernels run further below peak than GEMMs, and how far is the
+  // kernel's, not the device's alone: FlashAttention-2 reaches about 0.7 of an A100 in its
+  // forward but about 0.35 of an H100 (Shah et al. 2024, arXiv 2407.08608), FlashAttention-3
+  // about 0.75 there. The default prices it as a GEMM.
+  double fused_attention = 0.75;
   // Per op type, measured time over the roofline's on a reference step (calibration only):
   // kernels the roofline misjudges (a bias gradient's reduction, tanh) are priced as measured.
   // "type@bf16" / "type@f16" hold the factor of the type computing in that dtype, when it

@@ -68,6 +68,32 @@ TEST(ComputeCostTest, AnUnfusedAttentionCoreMovesItsScoresThroughMemory) {
   EXPECT_DOUBLE_EQ(UnfusedAttentionSavedBytes(attention), scores * 5);
 }
 
+// A fused attention core runs at its kernel's fraction of peak, not the GEMMs'; the same size
+// factor applies. Unfused, it is the GEMMs and streaming ops it is made of.
+TEST(ComputeCostTest, AFusedAttentionCoreRunsAtItsKernelsRate) {
+  ir::Program p;
+  ir::Builder b(&p);
+  const ir::TensorType qkv{{2, 128, 4, 16}, ir::DataType::kBFloat16};
+  ir::Value* q = b.Data("q", qkv);
+  ir::Value* k = b.Data("k", qkv);
+  ir::Value* v = b.Data("v", qkv);
+  ASSERT_TRUE(b.Create("flash_attn", {q, k, v}, {{"causal", true}}).ok());
+  ASSERT_TRUE(b.Create("matmul", {q, k}, {{"trans_y", true}}).ok());
+  const ir::Operation& attention = *p.block().ops()[0];
+  const ir::Operation& matmul = *p.block().ops()[1];
+  strategy::Device h100 = strategy::ClusterPreset("dgx-h100", 1)->device;
+  h100.efficiency = {.gemm = 0.6, .gemm_half_flops = 5e8, .memory = 0.8, .op_overhead = 0, .fused_attention = 0.2};
+  EXPECT_TRUE(IsFusedAttentionCore(attention, h100.efficiency));
+  EXPECT_FALSE(IsFusedAttentionCore(matmul, h100.efficiency));
+  const ir::OpCost big{.flops = 1e12, .bytes = 1e9};
+  const double peak = 989e12, factor = 1e12 / (1e12 + 5e8);
+  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big, /*fused_attention=*/true), 1e12 / (peak * 0.2 * factor),
+              1e-12);
+  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big), 1e12 / (peak * 0.6 * factor), 1e-12);
+  h100.efficiency.attention = strategy::Efficiency::Attention::kUnfused;
+  EXPECT_FALSE(IsFusedAttentionCore(attention, h100.efficiency));
+}
+
 TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {
   const PlannedModel model = *ModelFromSpec("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 64);
   const strategy::Cluster cluster = Cluster(16);  // two nodes: the all-reduce crosses the network
@@ -79,6 +105,30 @@ TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {
   const Estimate b = *EstimateCandidate(c, model, cluster, profiler, after);
   EXPECT_LT(a.time.dp_comm, b.time.dp_comm);
   EXPECT_NEAR(b.step_time - a.step_time, b.time.dp_comm - a.time.dp_comm, 1e-12);
+}
+
+// A profiler moved to another cluster prices the programs it already built: the same estimate as
+// a fresh profiler there, without building them again.
+TEST(ProfilerTest, OnAnotherClusterRepricesTheProgramsItBuilt) {
+  const PlannedModel model = *ModelFromSpec("gpt:layers=3,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16", 16);
+  const strategy::Cluster h100 = *strategy::ClusterPreset("dgx-h100", 8);
+  strategy::Cluster slower = h100;
+  slower.device.efficiency.gemm = 0.3;
+  slower.device.efficiency.fused_attention = 0.1;
+  const Candidate c{.dp = 2, .mp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4, .recompute = Recompute::kFull};
+  Profiler base(model, h100);
+  const Estimate on_h100 = *EstimateCandidate(c, model, h100, base, {});
+  const int64_t built = base.programs_built();
+  EXPECT_GE(built, 2);  // the plain profile and the recomputed one, at least
+  Profiler moved = base.OnCluster(slower);
+  Profiler fresh(model, slower);
+  const Estimate a = *EstimateCandidate(c, model, slower, moved, {});
+  const Estimate b = *EstimateCandidate(c, model, slower, fresh, {});
+  EXPECT_EQ(base.programs_built(), built);  // shared, not rebuilt
+  EXPECT_EQ(moved.programs_built(), built);
+  EXPECT_DOUBLE_EQ(a.step_time, b.step_time);
+  EXPECT_DOUBLE_EQ(a.memory.total(), b.memory.total());
+  EXPECT_GT(a.step_time, on_h100.step_time);
 }
 
 TEST(StageLayoutTest, BalancedGroupsMinimiseTheLargestSum) {

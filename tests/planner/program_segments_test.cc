@@ -59,7 +59,9 @@ TEST(ProgramSegmentsTest, NamesDoNotMatter) {
   for (size_t i = 0; i < named.segments.size(); ++i) {
     EXPECT_EQ(anonymous->segments[i].first_op, named.segments[i].first_op) << i;
     EXPECT_EQ(anonymous->segments[i].kind, named.segments[i].kind) << i;
-    if (i > 0) EXPECT_TRUE(absl::StartsWith(anonymous->segments[i].mark, "w")) << anonymous->segments[i].mark;
+    if (i > 0) {
+      EXPECT_TRUE(absl::StartsWith(anonymous->segments[i].mark, "w")) << anonymous->segments[i].mark;
+    }
   }
 }
 

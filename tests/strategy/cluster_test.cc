@@ -23,6 +23,11 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_DOUBLE_EQ(h200->device.memory, 141e9);
   EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
   EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 365e9);  // NVLink4 with the ring (no NVLS)
+  // Hopper's own efficiencies, fitted to the published H100 runs; the A100 keeps the defaults.
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.65);
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention, 0.175);
+  EXPECT_EQ(ClusterPreset("dgx-h100", 8)->device.efficiency, h200->device.efficiency);
+  EXPECT_EQ(a100->device.efficiency, Efficiency{});
 
   auto uneven = ClusterPreset("dgx-h100", 12);
   ASSERT_FALSE(uneven.ok());
@@ -42,6 +47,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     preset->shared_cores = 3;
     preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
+    preset->device.efficiency.fused_attention = 0.3;
     preset->device.efficiency.attention = Efficiency::Attention::kUnfused;
     preset->device.efficiency.op_scale = {{"add", 1.5}, {"add@bf16", 4.25}};
     auto back = ParseCluster(ClusterToJson(*preset));
@@ -56,6 +62,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     EXPECT_EQ(back->shared_cores, 3);
     EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
+    EXPECT_DOUBLE_EQ(back->device.efficiency.fused_attention, 0.3);
     EXPECT_EQ(back->device.efficiency.attention, Efficiency::Attention::kUnfused);
     EXPECT_EQ(back->device.efficiency.op_scale, preset->device.efficiency.op_scale);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
