@@ -1,13 +1,14 @@
-// The cost model against published end-to-end runs (issue #17): every row of
-// benchmarks/data/published_runs.tsv is priced with every knob fixed as published (the planner's
-// EstimateCandidate, as `pdist-plan --strategy` with all keys set), and its predicted step time
-// printed beside the published one. Then the device's efficiency constants are fitted
-// leave-one-out: each row is predicted with the constants that fit the other rows best, so the
-// error reported for it is out of sample.
+// The cost model against published end-to-end runs (issue #17): every row of the
+// benchmarks/data/published_runs*.tsv files is priced with every knob fixed as published (the
+// planner's EstimateCandidate, as `pdist-plan --strategy` with all keys set), and its predicted
+// step time printed beside the published one. Then the efficiency constants are fitted
+// leave-one-out per file (one software stack on one GPU type): each row is predicted with the
+// constants that fit the other rows of its file best, so the error reported for it is out of
+// sample. Last, the planner's own pick for each row.
 //
-//   published_runs_benchmark benchmarks/data/published_runs.tsv
+//   published_runs_benchmark benchmarks/data/published_runs*.tsv   (scripts/bench-plan-accuracy.sh)
 //   published_runs_benchmark --check benchmarks/data/published_runs.tsv   (ctest plan.published_runs:
-//       the default constants only; fails when the mean |error| passes 5% or any row 10%)
+//       the presets' own constants only; fails when the mean |error| passes 5% or any row 10%)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +47,7 @@ using pdist::planner::Recompute;
 
 struct Row {
   std::string id, cluster;
+  std::string system;  // the file it came from: one software stack on one GPU type
   int64_t gpus = 0, layers = 0, hidden = 0, heads = 0, vocab = 0, seq = 0, global_batch = 0;
   Candidate candidate;
   bool unfused_attention = false;
@@ -126,6 +128,7 @@ absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
     line = absl::StripSuffix(line, "\r");
     if (line.empty() || line[0] == '#') continue;
     PDIST_ASSIGN_OR_RETURN(Row r, ParseRow(std::string(line), line_number));
+    r.system = path.substr(path.find_last_of('/') + 1);
     rows.push_back(std::move(r));
   }
   if (rows.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no rows"));
@@ -208,11 +211,11 @@ std::string LargestDifference(const pdist::planner::Estimate& a, const pdist::pl
 
 double Error(double predicted, const Row& r) { return predicted / r.published_seconds - 1; }
 
-// The cluster presets the rows run on, in order of first appearance.
-std::vector<std::string> Presets(const std::vector<Row>& rows) {
+// The distinct values of a row field, in order of first appearance.
+std::vector<std::string> Distinct(const std::vector<Row>& rows, std::string Row::*field) {
   std::vector<std::string> names;
   for (const Row& r : rows) {
-    if (std::find(names.begin(), names.end(), r.cluster) == names.end()) names.push_back(r.cluster);
+    if (std::find(names.begin(), names.end(), r.*field) == names.end()) names.push_back(r.*field);
   }
   return names;
 }
@@ -283,7 +286,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("With each preset's own efficiencies:\n");
-  for (const std::string& name : Presets(*rows)) {
+  for (const std::string& name : Distinct(*rows, &Row::cluster)) {
     const pdist::strategy::Efficiency e = pdist::strategy::ClusterPreset(name, 8)->device.efficiency;
     std::printf("  %-9s gemm %.3f, fused attention %.3f, memory %.2f, gemm_half_flops %.2g, op_overhead %.0f us\n",
                 name.c_str(), e.gemm, e.fused_attention, e.memory, e.gemm_half_flops, e.op_overhead * 1e6);
@@ -315,16 +318,17 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Leave one out, per GPU type: each row predicted with the efficiencies that minimise the mean
-  // |error| of the other rows on the same preset. The grid is priced once per row.
-  std::printf("Leave one out (each row predicted with the constants fitted on the other rows of its preset):\n");
+  // Leave one out, per system (a rows file: one software stack on one GPU type, as a device's
+  // efficiencies are its kernels' as much as its own): each row predicted with the efficiencies
+  // that minimise the mean |error| of the other rows of its file. The grid is priced once per row.
+  std::printf("Leave one out (each row predicted with the constants fitted on the other rows of its file):\n");
   std::printf("%-22s %8s %8s %8s %10s %10s %7s\n", "row", "gemm", "attn", "memory", "published", "predicted", "error");
   sum = 0;
   worst = 0;
-  for (const std::string& name : Presets(*rows)) {
+  for (const std::string& name : Distinct(*rows, &Row::system)) {
     std::vector<const Row*> group;
     for (const Row& r : *rows) {
-      if (r.cluster == name) group.push_back(&r);
+      if (r.system == name) group.push_back(&r);
     }
     const std::vector<pdist::strategy::Efficiency> grid = Grid(group);
     std::vector<std::vector<double>> error(group.size());  // [row][grid point]
