@@ -175,7 +175,7 @@ void pdist_program_destroy(pdist_program* program);
  * "memory_bytes", "top", ...) plus "model" (the segments the planner found), "report" (the text
  * pdist-plan prints) and "explanation" (--explain's text). `options` is NULL or a JSON object:
  *
- *   {"cluster": "dgx-a100",      a preset (dgx-a100, dgx-h100, hgx-h200) or a cluster JSON file
+ *   {"cluster": "dgx-a100",      a preset (dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200) or a cluster JSON file
  *    "gpus": 16,                 devices (presets need it; a file has its own)
  *    "strategy": {...},          Strategy keys kept fixed (all set: the strategy priced as it is)
  *    "memory_margin": 0.1, "max_micro_batch": 64, "mp_across_nodes": false, "top": 5}

@@ -234,7 +234,7 @@ std::string ClusterToJson(const Cluster& c) {
   return j.dump(2);
 }
 
-std::vector<std::string> ClusterPresetNames() { return {"dgx-a100", "dgx-h100", "hgx-h200"}; }
+std::vector<std::string> ClusterPresetNames() { return {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "hgx-h200"}; }
 
 // Rates are dense (no 2:4 sparsity). Links are the bus bandwidths nccl-tests measures for large
 // messages, not the wire rates (docs/cluster.md cites each): NVLink's ring collectives inside a
@@ -260,10 +260,13 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
   hopper.fused_attention = 0.175;
   hopper.memory = 0.6;
   Cluster c;
+  const std::map<std::string, double> a100_peaks = {
+      {"bf16", 312 * kTera}, {"f16", 312 * kTera}, {"f32", 19.5 * kTera}, {"f64", 9.7 * kTera}};
   if (name == "dgx-a100") {
-    c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, {{"bf16", 312 * kTera}, {"f16", 312 * kTera},
-                                                                      {"f32", 19.5 * kTera}, {"f64", 9.7 * kTera}}},
-            nvlink_a100, hdr, nodes);
+    c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, a100_peaks}, nvlink_a100, hdr, nodes);
+  } else if (name == "dgx-a100-40gb") {
+    // The first DGX A100 (320 GB): the 40 GB A100 has HBM2 at 1,555 GB/s, not HBM2e at 2,039.
+    c = Dgx("dgx-a100-40gb", {"A100-SXM4-40GB", 40 * kGiga, 1555 * kGiga, a100_peaks}, nvlink_a100, hdr, nodes);
   } else if (name == "dgx-h100") {
     c = Dgx("dgx-h100", {"H100-SXM5-80GB", 80 * kGiga, 3350 * kGiga, {{"bf16", 989 * kTera}, {"f16", 989 * kTera},
                                                                      {"f32", 67 * kTera}, {"f64", 34 * kTera}},

@@ -96,7 +96,7 @@ struct Cluster {
 absl::StatusOr<Cluster> ParseCluster(const std::string& json_text);
 std::string ClusterToJson(const Cluster& cluster);
 
-// "dgx-a100", "dgx-h100", "hgx-h200": `devices` devices filled node by node (8 per node; a last
+// "dgx-a100", "dgx-a100-40gb", "dgx-h100", "hgx-h200": `devices` devices filled node by node (8 per node; a last
 // node with fewer devices is not allowed: InvalidArgument naming the count).
 absl::StatusOr<Cluster> ClusterPreset(std::string_view name, int64_t devices);
 std::vector<std::string> ClusterPresetNames();

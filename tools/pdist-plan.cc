@@ -88,7 +88,7 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.String("model", &o->model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
                                         "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
   flags.Int("gpus", &o->gpus, "devices: N of the --cluster preset, filled 8 per node");
-  flags.String("cluster", &o->cluster, "a cluster JSON file or a preset: dgx-a100, dgx-h100, hgx-h200, cpu-local "
+  flags.String("cluster", &o->cluster, "a cluster JSON file or a preset: dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200, cpu-local "
                                        "(this machine as --gpus CPU ranks, measured now)");
   flags.Bool("calibrate", &o->calibrate, "measure this machine as --gpus CPU ranks (default 4) and print the cluster "
                                          "JSON (or write it to -o), then exit");

@@ -39,7 +39,7 @@ def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.
          mp_across_nodes=False, top=5):
     """Searches data, tensor, pipeline and sequence parallelism, ZeRO, micro-batching, schedules and
     recompute for `program` (a pdist.Program with a loss; its batch is the global batch) on
-    `cluster` (a preset — dgx-a100, dgx-h100, hgx-h200 — with `gpus` devices, or a cluster JSON
+    `cluster` (a preset — dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200 — with `gpus` devices, or a cluster JSON
     file). `strategy` (a pdist.Strategy or dict) fixes the keys it sets; the rest is searched.
     Raises pdist.FailedPreconditionError when nothing fits, naming the leanest plan."""
     options = {"cluster": str(cluster), "memory_margin": float(memory_margin), "max_micro_batch": int(max_micro_batch),

@@ -34,7 +34,14 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_NE(uneven.status().message().find("12 devices do not fill 8-device nodes"), std::string::npos);
   auto unknown = ClusterPreset("tpu-v5", 8);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("dgx-a100, dgx-h100, hgx-h200"), std::string::npos) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200"), std::string::npos)
+      << unknown.status();
+  auto a100_40 = ClusterPreset("dgx-a100-40gb", 16);
+  ASSERT_TRUE(a100_40.ok()) << a100_40.status();
+  EXPECT_DOUBLE_EQ(a100_40->device.memory, 40e9);
+  EXPECT_DOUBLE_EQ(a100_40->device.memory_bandwidth, 1555e9);  // HBM2, where the 80 GB has HBM2e
+  EXPECT_EQ(a100_40->device.peak_flops, a100->device.peak_flops);
+  EXPECT_EQ(a100_40->inter_node, a100->inter_node);
   auto int_peak = a100->PeakFlops(ir::DataType::kInt32);
   ASSERT_FALSE(int_peak.ok());
   EXPECT_NE(int_peak.status().message().find("lists bf16, f16, f32, f64"), std::string::npos) << int_peak.status();
