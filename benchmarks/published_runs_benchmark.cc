@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: published_runs_benchmark [--check [--max-mean=F] [--max-row=F]] ROWS.tsv...\n"
     "  Prices every row of benchmarks/data/published_runs*.tsv with every knob fixed as published,\n"
-    "  then fits each GPU type's efficiencies leave-one-out and prints the out-of-sample errors, and\n"
-    "  the planner's own pick for each row's model, GPUs and global batch.\n"
+    "  then fits each file's efficiencies (one stack on one GPU type) leave-one-out and prints the\n"
+    "  out-of-sample errors, and the planner's own pick for each row's model, GPUs and global batch.\n"
     "  --check       only the first table, with each preset's own efficiencies; exit 1 when the mean\n"
     "                |error| passes --max-mean (default 0.05) or a row passes --max-row (0.10)\n";
 
@@ -52,6 +53,7 @@ struct Row {
   Candidate candidate;
   bool unfused_attention = false;
   bool sync_after_backward = false;
+  std::optional<pdist::ir::DataType> fsdp_reduce;  // PyTorch FSDP's schedule, reducing in this dtype
   double published_seconds = 0;
 };
 
@@ -94,12 +96,16 @@ absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   c.recompute = rc->second;
   if (f[15] != "0" && f[15] != "1") return absl::InvalidArgumentError(absl::StrCat(where, ": sp '", f[15], "' (0|1)"));
   c.sp = f[15] == "1";
-  if ((f[16] != "fused" && f[16] != "unfused") || (f[17] != "overlap" && f[17] != "after")) {
+  const std::map<std::string, std::optional<pdist::ir::DataType>> fsdp = {
+      {"overlap", std::nullopt}, {"after", std::nullopt}, {"fsdp", pdist::ir::DataType::kFloat32},
+      {"fsdp-bf16", pdist::ir::DataType::kBFloat16}};
+  if ((f[16] != "fused" && f[16] != "unfused") || fsdp.count(f[17]) == 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": attention '", f[16], "' (fused|unfused), dp_sync '", f[17],
-                                                   "' (overlap|after)"));
+                                                   "' (overlap|after|fsdp|fsdp-bf16)"));
   }
   r.unfused_attention = f[16] == "unfused";
   r.sync_after_backward = f[17] == "after";
+  r.fsdp_reduce = fsdp.at(f[17]);
   if (!absl::SimpleAtoi(f[18], &c.zero) || c.zero < 0 || c.zero > 3 || (c.zero > 0 && c.dp == 1)) {
     return absl::InvalidArgumentError(absl::StrCat(where, " (", r.id, "): zero '", f[18], "' (0-3, above 0 with dp > 1)"));
   }
@@ -154,6 +160,10 @@ absl::StatusOr<System> SystemOf(const Row& r, const pdist::strategy::Efficiency*
   s.cluster.device.efficiency.attention = r.unfused_attention ? pdist::strategy::Efficiency::Attention::kUnfused
                                                               : pdist::strategy::Efficiency::Attention::kFused;
   s.options.overlap_gradient_sync = !r.sync_after_backward;
+  if (r.fsdp_reduce) {
+    s.options.fsdp_schedule = true;
+    s.options.fsdp_reduce_dtype = *r.fsdp_reduce;
+  }
   return s;
 }
 
@@ -227,7 +237,7 @@ std::vector<pdist::strategy::Efficiency> Grid(const std::vector<const Row*>& gro
   std::vector<double> attention = {pdist::strategy::Efficiency{}.fused_attention};
   if (fused) attention = {0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5};
   std::vector<pdist::strategy::Efficiency> grid;
-  for (double g = 0.40; g <= 0.901; g += 0.025) {
+  for (double g = 0.40; g <= 0.951; g += 0.025) {
     for (double m : {0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
       for (double a : attention) {
         pdist::strategy::Efficiency e;

@@ -97,11 +97,20 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
   std::vector<double> exposed(static_cast<size_t>(c.pp), 0.0);
   if (c.dp == 1) return exposed;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
-    double grads = 0, params = 0, layers = 0;
+    double grads = 0, params = 0, layers = 0, elements = 0;
     for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {
       grads += vs[chunk * c.pp + stage].cost.grad_bytes;
       params += vs[chunk * c.pp + stage].cost.param_bytes;
+      elements += vs[chunk * c.pp + stage].cost.param_elements;
       layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
+    }
+    if (options.fsdp_schedule && c.zero == 3) {
+      // FSDP: each micro-batch reduce-scatters its own gradients in the reduce dtype, exposed.
+      const double bytes = elements * static_cast<double>(ir::DataTypeSize(options.fsdp_reduce_dtype));
+      exposed[stage] = static_cast<double>(c.micro_batches) *
+                       CollectiveSeconds(cluster, Collective::kReduceScatter, bytes, ShardGroup(c, stage));
+      vs[stage].jobs.optimizer += exposed[stage];
+      continue;
     }
     double sync = CollectiveSeconds(cluster, Collective::kAllReduce, grads, DataParallelGroup(c, stage));
     if (c.zero >= 2) {
@@ -259,7 +268,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
 
   std::vector<VirtualStage> vs;
   for (int64_t k = 0; k < c.pp * c.vpp; ++k) {
-    vs.push_back(PriceVirtualStage(c, model, *profile, replayed, layout.stages[k], k, cluster));
+    vs.push_back(PriceVirtualStage(c, model, *profile, replayed, layout.stages[k], k, cluster, options.fsdp_schedule));
   }
   const std::vector<double> dp_exposed = ExposeDataParallelSync(c, cluster, vs, options);
   std::vector<StageTotals> totals = SumStages(c, vs, dp_exposed, options);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/types.h"
 #include "planner/candidate.h"
 #include "planner/planned_model.h"
 #include "planner/profile.h"
@@ -49,6 +50,14 @@ struct EstimateOptions {
   // (benchmarks/published_runs_benchmark.cc) may need an all-reduce after it (Megatron-LM's
   // "local" DDP).
   bool overlap_gradient_sync = true;
+  // Price ZeRO-3 as PyTorch FSDP (FULL_SHARD) ran the published runs that use it, instead of as
+  // pdist's engine runs it: every micro-batch gathers each segment's parameters for its forward
+  // and again for its backward and reduce-scatters its own gradients, in `fsdp_reduce_dtype`,
+  // and none of it hides behind compute. pdist's engine gathers one segment ahead on its
+  // communication stream and reduce-scatters once per step. docs/cost_model.md ("FSDP") gives
+  // the evidence for "none": the published FSDP runs fit at 2.6% with it, 5.9% without.
+  bool fsdp_schedule = false;
+  ir::DataType fsdp_reduce_dtype = ir::DataType::kFloat32;
 };
 
 struct TimeBreakdown {

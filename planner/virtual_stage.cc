@@ -61,7 +61,7 @@ double BackwardPeak(const VirtualStage& s, double grad_scale) {
 
 VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
                                const ModelProfile* replayed, const StageLayout::Segments& seg, int64_t k,
-                               const strategy::Cluster& cluster) {
+                               const strategy::Cluster& cluster, bool fsdp_schedule) {
   VirtualStage s;
   const int64_t stage = k % c.pp;
   const double boundary = StageBoundary(model, profile, seg);
@@ -99,8 +99,10 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     const double gather =
         CollectiveSeconds(cluster, Collective::kAllGather, s.cost.param_bytes, ShardGroup(c, stage));
     // Prefetched one segment ahead: hidden behind the job except the first segment's share
-    // and whatever exceeds the job's compute.
-    s.gather = gather / static_cast<double>(std::max<int64_t>(1, s.segments)) + std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
+    // and whatever exceeds the job's compute. FSDP's, all of it.
+    s.gather = fsdp_schedule ? gather
+                             : gather / static_cast<double>(std::max<int64_t>(1, s.segments)) +
+                                   std::max(0.0, gather - s.cost.Seconds(OpRole::kForward));
   }
   s.jobs.forward = s.cost.Seconds(OpRole::kForward) + s.gather;
   s.jobs.backward_input = s.cost.Seconds(OpRole::kBackward) + s.recompute + s.gather;

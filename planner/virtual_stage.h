@@ -53,12 +53,14 @@ struct VirtualStage {
 double BackwardPeak(const VirtualStage& s, double grad_scale);
 
 // Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
-// recompute adds to its backward, ZeRO-3's gathers, the activations a micro-batch keeps.
+// recompute adds to its backward, ZeRO-3's gathers (prefetched behind compute as pdist's engine
+// runs them, or with `fsdp_schedule` exposed whole, as PyTorch FSDP's published runs show them:
+// EstimateOptions::fsdp_schedule), the activations a micro-batch keeps.
 // `replayed`: the profile of the programs the recompute pass made (a key with c.recompute), where
 // each segment's kept activations and replayed transient come from; null without recompute
 // (EstimateCandidate gets it from the profiler).
 VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
                                const ModelProfile* replayed, const StageLayout::Segments& seg, int64_t k,
-                               const strategy::Cluster& cluster);
+                               const strategy::Cluster& cluster, bool fsdp_schedule = false);
 
 }  // namespace pdist::planner

@@ -253,12 +253,12 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
   const Link nvlink_a100{230 * kGiga, 3.4 * kMicro}, nvlink_h100{365 * kGiga, 3.4 * kMicro};
   const Link hdr{23.5 * kGiga, 9.6 * kMicro}, ndr{47 * kGiga, 9.6 * kMicro};
   // Hopper's efficiencies, fitted to 52 published H100 runs (MosaicML's FSDP benchmarks; out of
-  // sample 5.9% mean, docs/benchmarks.md): GEMMs reach a smaller share of the H100's peak than
-  // of the A100's, and the FlashAttention kernels of those runs reach 0.175 of it.
+  // sample 2.6% mean, docs/benchmarks.md): the FlashAttention kernels of those runs reach 0.175
+  // of the H100's peak, where its GEMMs reach 0.8.
   Efficiency hopper;
-  hopper.gemm = 0.65;
+  hopper.gemm = 0.8;
   hopper.fused_attention = 0.175;
-  hopper.memory = 0.6;
+  hopper.memory = 0.5;
   Cluster c;
   const std::map<std::string, double> a100_peaks = {
       {"bf16", 312 * kTera}, {"f16", 312 * kTera}, {"f32", 19.5 * kTera}, {"f64", 9.7 * kTera}};

@@ -35,7 +35,7 @@ struct Link {
 // bandwidth; every op pays `op_overhead` (a kernel launch, a dispatch). The defaults of `gemm` and
 // `memory` are fitted to 19 published A100 runs (scripts/bench-plan-accuracy.sh: out of sample,
 // mean |error| 3.1%, max 8.2%; docs/benchmarks.md); the Hopper presets carry their own, fitted to
-// 52 H100 runs (5.9%, 21.2%); `gemm_half_flops` and `op_overhead` are assumptions.
+// 52 H100 runs (2.6%, 19.2%); `gemm_half_flops` and `op_overhead` are assumptions.
 struct Efficiency {
   double gemm = 0.75;
   double gemm_half_flops = 5e8;

@@ -244,6 +244,32 @@ TEST_F(EstimateTest, HybridZeroShardsOverItsGroupAndReducesOverTheReplicas) {
   EXPECT_NE(bad.status().message().find("sharding degree 3 does not divide dp 4"), std::string::npos) << bad.status();
 }
 
+// PyTorch FSDP's schedule, for pricing its published runs: every micro-batch gathers all the
+// parameters for its forward and again for its backward and reduce-scatters its gradients in the
+// reduce dtype, none of it hidden. pdist's own ZeRO-3 (the default) hides most of it.
+TEST_F(EstimateTest, FsdpScheduleExposesEveryMicroBatchsCollectives) {
+  const SegmentCost all = Whole(2);
+  const Candidate c{.dp = 4, .zero = 3, .micro_batch = 2, .micro_batches = 2};
+  EstimateOptions fsdp;
+  fsdp.fsdp_schedule = true;
+  fsdp.fsdp_reduce_dtype = ir::DataType::kFloat32;
+  absl::StatusOr<Estimate> exposed = EstimateCandidate(c, model_, cluster_, profiler_, fsdp);
+  ASSERT_TRUE(exposed.ok()) << exposed.status();
+  const std::vector<int64_t> all_ranks = {0, 1, 2, 3};
+  const double gather = CollectiveSeconds(cluster_, Collective::kAllGather, all.param_bytes, all_ranks);
+  const double reduce = CollectiveSeconds(cluster_, Collective::kReduceScatter, all.param_elements * 4, all_ranks);
+  EXPECT_NEAR(exposed->time.dp_comm, 2 * (2 * gather + reduce), 1e-12);
+  // Reduced in bf16, half the bytes.
+  fsdp.fsdp_reduce_dtype = ir::DataType::kBFloat16;
+  const double reduce_bf16 = CollectiveSeconds(cluster_, Collective::kReduceScatter, all.param_elements * 2, all_ranks);
+  EXPECT_NEAR(EstimateCandidate(c, model_, cluster_, profiler_, fsdp)->time.dp_comm, 2 * (2 * gather + reduce_bf16),
+              1e-12);
+  // pdist's engine: gathers ahead on the communication stream, one reduce-scatter per step.
+  const Estimate engine = Run(c);
+  EXPECT_LT(engine.time.dp_comm, exposed->time.dp_comm);
+  EXPECT_LT(engine.step_time, exposed->step_time);
+}
+
 TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
   // pp 2, 4 micro-batches: FThenB keeps all 4 on stage 0, 1F1B min(p, m) = 2.
   const Estimate one_f = Run({.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4});

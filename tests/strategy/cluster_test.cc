@@ -24,7 +24,7 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
   EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 365e9);  // NVLink4 with the ring (no NVLS)
   // Hopper's own efficiencies, fitted to the published H100 runs; the A100 keeps the defaults.
-  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.65);
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.8);
   EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention, 0.175);
   EXPECT_EQ(ClusterPreset("dgx-h100", 8)->device.efficiency, h200->device.efficiency);
   EXPECT_EQ(a100->device.efficiency, Efficiency{});
