@@ -54,7 +54,7 @@ struct EstimateOptions {
   // pdist's engine runs it: every micro-batch gathers each segment's parameters for its forward
   // and again for its backward and reduce-scatters its own gradients, in `fsdp_reduce_dtype`,
   // and none of it hides behind compute. pdist's engine gathers one segment ahead on its
-  // communication stream and reduce-scatters once per step. docs/cost_model.md ("FSDP") gives
+  // communication stream and reduce-scatters once per step. docs/cost_model.md ("H100") gives
   // the evidence for "none": the published FSDP runs fit at 2.6% with it, 5.9% without.
   bool fsdp_schedule = false;
   ir::DataType fsdp_reduce_dtype = ir::DataType::kFloat32;
