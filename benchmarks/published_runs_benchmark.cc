@@ -167,14 +167,6 @@ absl::StatusOr<System> SystemOf(const Row& r, const pdist::strategy::Efficiency*
   return s;
 }
 
-absl::StatusOr<pdist::planner::Estimate> Price(const Row& r, const pdist::strategy::Efficiency* efficiency) {
-  PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, efficiency));
-  PDIST_ASSIGN_OR_RETURN(pdist::planner::PlannedModel model, pdist::planner::ModelFromSpec(Spec(r), r.global_batch));
-  pdist::planner::Profiler profiler(model, system.cluster);
-  return pdist::planner::EstimateCandidate(r.candidate, model, system.cluster, profiler, system.options,
-                                           std::numeric_limits<double>::infinity());
-}
-
 // A row priced on many efficiencies: its model and programs built once, re-priced per point.
 class RowPricer {
  public:
@@ -183,8 +175,9 @@ class RowPricer {
     PDIST_ASSIGN_OR_RETURN(System system, SystemOf(r, nullptr));
     return std::unique_ptr<RowPricer>(new RowPricer(r, std::move(model), std::move(system)));
   }
-  absl::StatusOr<pdist::planner::Estimate> Price(const pdist::strategy::Efficiency& efficiency) {
-    PDIST_ASSIGN_OR_RETURN(System system, SystemOf(row_, &efficiency));
+  // `efficiency`: null for the preset's own.
+  absl::StatusOr<pdist::planner::Estimate> Price(const pdist::strategy::Efficiency* efficiency) {
+    PDIST_ASSIGN_OR_RETURN(System system, SystemOf(row_, efficiency));
     pdist::planner::Profiler profiler = base_.OnCluster(system.cluster);
     return pdist::planner::EstimateCandidate(row_.candidate, model_, system.cluster, profiler, system.options,
                                              std::numeric_limits<double>::infinity());
@@ -197,6 +190,12 @@ class RowPricer {
   const pdist::planner::PlannedModel model_;
   pdist::planner::Profiler base_;
 };
+
+// A row priced once, on its preset's efficiencies.
+absl::StatusOr<pdist::planner::Estimate> Price(const Row& r) {
+  PDIST_ASSIGN_OR_RETURN(std::unique_ptr<RowPricer> pricer, RowPricer::Make(r));
+  return pricer->Price(nullptr);
+}
 
 // The planner's own pick for the row's model, GPU count and global batch on the row's system.
 absl::StatusOr<pdist::planner::Estimate> Pick(const Row& r) {
@@ -305,7 +304,7 @@ int main(int argc, char** argv) {
               "compute / recompute / tp / dp / pp / bubble (s), memory GB");
   double sum = 0, worst = 0;
   for (const Row& r : *rows) {
-    absl::StatusOr<pdist::planner::Estimate> e = Price(r, nullptr);
+    absl::StatusOr<pdist::planner::Estimate> e = Price(r);
     if (!e.ok()) {
       std::printf("%-22s %s\n", r.id.c_str(), std::string(e.status().message()).c_str());
       return 1;
@@ -346,7 +345,7 @@ int main(int argc, char** argv) {
       absl::StatusOr<std::unique_ptr<RowPricer>> pricer = RowPricer::Make(*group[i]);
       for (const pdist::strategy::Efficiency& e : grid) {
         absl::StatusOr<pdist::planner::Estimate> est =
-            pricer.ok() ? (*pricer)->Price(e) : absl::StatusOr<pdist::planner::Estimate>(pricer.status());
+            pricer.ok() ? (*pricer)->Price(&e) : absl::StatusOr<pdist::planner::Estimate>(pricer.status());
         error[i].push_back(est.ok() ? Error(est->step_time, *group[i]) : std::numeric_limits<double>::infinity());
       }
       std::fprintf(stderr, "\rfitting %s: %zu of %zu rows priced on %zu grid points", name.c_str(), i + 1,
@@ -389,7 +388,7 @@ int main(int argc, char** argv) {
   std::printf("%-22s %-44s %10s %10s %7s   %s\n", "row", "pick", "published", "pick", "change",
               "largest difference in a term (pick - published)");
   for (const Row& r : *rows) {
-    absl::StatusOr<pdist::planner::Estimate> published = Price(r, nullptr);
+    absl::StatusOr<pdist::planner::Estimate> published = Price(r);
     absl::StatusOr<pdist::planner::Estimate> pick = Pick(r);
     if (!published.ok() || !pick.ok()) {
       std::printf("%-22s %s\n", r.id.c_str(),

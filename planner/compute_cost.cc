@@ -58,17 +58,18 @@ std::pair<double, double> ScoresAndWidth(const ir::Operation& op) {
           static_cast<double>(ir::DataTypeSize(q.dtype))};
 }
 
+bool IsAttentionForward(const ir::Operation& op) { return op.type() == "flash_attn" || op.type() == "flash_attention"; }
+bool IsAttentionCore(const ir::Operation& op) { return IsAttentionForward(op) || op.type() == "flash_attn_grad"; }
+
 }  // namespace
 
 bool IsFusedAttentionCore(const ir::Operation& op, const strategy::Efficiency& efficiency) {
-  const bool core = op.type() == "flash_attn" || op.type() == "flash_attention" || op.type() == "flash_attn_grad";
-  return core && efficiency.attention == strategy::Efficiency::Attention::kFused;
+  return IsAttentionCore(op) && efficiency.attention == strategy::Efficiency::Attention::kFused;
 }
 
 ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency) {
-  if (efficiency.attention != strategy::Efficiency::Attention::kUnfused) return cost;
-  const bool forward = op.type() == "flash_attn" || op.type() == "flash_attention";
-  if (!forward && op.type() != "flash_attn_grad") return cost;
+  if (efficiency.attention != strategy::Efficiency::Attention::kUnfused || !IsAttentionCore(op)) return cost;
+  const bool forward = IsAttentionForward(op);
   const auto [scores, width] = ScoresAndWidth(op);
   cost.flops = cost.ModelFlops();  // no causal skipping, no recompute of q·kᵀ in the backward
   cost.bytes += (forward ? 6 : 9) * scores * width + scores;

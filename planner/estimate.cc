@@ -86,50 +86,69 @@ void SettleTransients(StageTotals& st, const InFlight& alive) {
   m.transient_peak = std::max(backward, optimizer);
 }
 
+// One pipeline stage's parameters and gradients over its chunks, what its synchronisation moves.
+struct StageBytes {
+  double grads = 0, params = 0, elements = 0, layers = 0;
+};
+
+// What pdist's engine leaves exposed of a stage's data-parallel synchronisation: the gradient
+// all-reduce (ZeRO 2 and 3: the reduce-scatter, and hybrid's all-reduce over the replicas),
+// bucketed by layer behind the last backward, then ZeRO 1 and 2's gather of the updated
+// parameters.
+double EngineSyncSeconds(const Candidate& c, const strategy::Cluster& cluster, int64_t stage, const StageBytes& b,
+                         double last_backward, const EstimateOptions& options) {
+  double sync = CollectiveSeconds(cluster, Collective::kAllReduce, b.grads, DataParallelGroup(c, stage));
+  if (c.zero >= 2) {
+    sync = CollectiveSeconds(cluster, Collective::kReduceScatter, b.grads, ShardGroup(c, stage));
+    if (c.HybridZero()) {
+      sync += CollectiveSeconds(cluster, Collective::kAllReduce, b.grads / static_cast<double>(c.ShardRanks()),
+                                ShardReplicaGroup(c, stage));
+    }
+  }
+  const double buckets = std::max(1.0, b.layers);
+  // In a pipelined step too the engine starts each bucket once the last micro-batch has added
+  // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
+  double exposed = options.overlap_gradient_sync ? std::max(sync / buckets, sync - last_backward * (1 - 1 / buckets))
+                                                 : sync;
+  if (c.zero == 1 || c.zero == 2) {
+    exposed += CollectiveSeconds(cluster, Collective::kAllGather, b.params, ShardGroup(c, stage));
+  }
+  return exposed;
+}
+
+// FSDP's (EstimateOptions::fsdp_schedule): each micro-batch reduce-scatters its own gradients in
+// the reduce dtype, none of it hidden.
+double FsdpReduceSeconds(const Candidate& c, const strategy::Cluster& cluster, int64_t stage, const StageBytes& b,
+                         const EstimateOptions& options) {
+  const double bytes = b.elements * static_cast<double>(ir::DataTypeSize(options.fsdp_reduce_dtype));
+  return static_cast<double>(c.micro_batches) *
+         CollectiveSeconds(cluster, Collective::kReduceScatter, bytes, ShardGroup(c, stage));
+}
+
 // The data-parallel gradient synchronisation of each stage not hidden behind its last backward
 // (bucketed by layer: all but the last bucket overlap it); added to the stage's optimizer job.
 // ZeRO 2 and 3 reduce-scatter the gradients instead of all-reducing them — hybrid, over the shard
 // group, then all-reduce the shard over its replicas; ZeRO 1 and 2 then all-gather the updated
 // parameters over the shard group after the update, with nothing left to hide behind
 // (passes/sharding.h: what runs).
+// Published FSDP runs are priced with FSDP's schedule instead (FsdpReduceSeconds).
 std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::Cluster& cluster,
                                            std::vector<VirtualStage>& vs, const EstimateOptions& options) {
   std::vector<double> exposed(static_cast<size_t>(c.pp), 0.0);
   if (c.dp == 1) return exposed;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
-    double grads = 0, params = 0, layers = 0, elements = 0;
+    StageBytes b;
     for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {
-      grads += vs[chunk * c.pp + stage].cost.grad_bytes;
-      params += vs[chunk * c.pp + stage].cost.param_bytes;
-      elements += vs[chunk * c.pp + stage].cost.param_elements;
-      layers += static_cast<double>(vs[chunk * c.pp + stage].layers);
+      const VirtualStage& v = vs[chunk * c.pp + stage];
+      b.grads += v.cost.grad_bytes;
+      b.params += v.cost.param_bytes;
+      b.elements += v.cost.param_elements;
+      b.layers += static_cast<double>(v.layers);
     }
-    if (options.fsdp_schedule && c.zero == 3) {
-      // FSDP: each micro-batch reduce-scatters its own gradients in the reduce dtype, exposed.
-      const double bytes = elements * static_cast<double>(ir::DataTypeSize(options.fsdp_reduce_dtype));
-      exposed[stage] = static_cast<double>(c.micro_batches) *
-                       CollectiveSeconds(cluster, Collective::kReduceScatter, bytes, ShardGroup(c, stage));
-      vs[stage].jobs.optimizer += exposed[stage];
-      continue;
-    }
-    double sync = CollectiveSeconds(cluster, Collective::kAllReduce, grads, DataParallelGroup(c, stage));
-    if (c.zero >= 2) {
-      sync = CollectiveSeconds(cluster, Collective::kReduceScatter, grads, ShardGroup(c, stage));
-      if (c.HybridZero()) {
-        sync += CollectiveSeconds(cluster, Collective::kAllReduce, grads / static_cast<double>(c.ShardRanks()),
-                                  ShardReplicaGroup(c, stage));
-      }
-    }
-    const double buckets = std::max(1.0, layers);
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
-    // In a pipelined step too the engine starts each bucket once the last micro-batch has added
-    // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
-    exposed[stage] = options.overlap_gradient_sync
-                         ? std::max(sync / buckets, sync - last.jobs.backward * (1 - 1 / buckets))
-                         : sync;
-    if (c.zero == 1 || c.zero == 2) {
-      exposed[stage] += CollectiveSeconds(cluster, Collective::kAllGather, params, ShardGroup(c, stage));
-    }
+    exposed[stage] = options.fsdp_schedule && c.zero == 3
+                         ? FsdpReduceSeconds(c, cluster, stage, b, options)
+                         : EngineSyncSeconds(c, cluster, stage, b, last.jobs.backward, options);
     last.jobs.optimizer += exposed[stage];
   }
   return exposed;
