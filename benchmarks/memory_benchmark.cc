@@ -99,6 +99,14 @@ std::vector<Candidate> Candidates() {
   for (int64_t zero = 1; zero <= 3; ++zero) {
     out.push_back({.dp = 4, .zero = zero, .zero_degree = 2, .micro_batch = 4, .micro_batches = 1});
   }
+  // ZeRO 2 and 3 over two micro-batches: whole gradients summed, or each micro-batch's
+  // reduce-scattered and the shards summed (sharding.accumulate_shards).
+  for (int64_t zero = 2; zero <= 3; ++zero) {
+    for (bool shards : {false, true}) {
+      out.push_back({.dp = 4, .zero = zero, .accumulate_shards = shards, .micro_batch = 2, .micro_batches = 2});
+    }
+    out.push_back({.dp = 2, .pp = 2, .zero = zero, .accumulate_shards = true, .micro_batch = 4, .micro_batches = 2});
+  }
   return out;
 }
 
@@ -112,7 +120,7 @@ int main() {
     std::fprintf(stderr, "cluster: %s\n", std::string(cluster.status().message()).c_str());
     return 1;
   }
-  std::printf("KiB per rank (the most loaded): predicted / measured\n%-30s %15s %15s %15s %15s %17s %7s\n", "strategy",
+  std::printf("KiB per rank (the most loaded): predicted / measured\n%-42s %15s %15s %15s %15s %17s %7s\n", "strategy",
               "parameters", "gradients", "optimizer", "activations", "total", "error");
   double worst = 0;
   int rows = 0, within_10 = 0;
@@ -149,7 +157,7 @@ int main() {
     worst = std::max(worst, std::abs(error));
     ++rows;
     within_10 += std::abs(error) <= 0.10;
-    std::printf("%-30s %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %8.0f/%8.0f %+6.0f%%\n", (c.ToString() + precision).c_str(),
+    std::printf("%-42s %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %7.0f/%7.0f %8.0f/%8.0f %+6.0f%%\n", (c.ToString() + precision).c_str(),
                 Kib(p.parameters), Kib(m->parameters), Kib(gradients), Kib(m->gradients), Kib(p.optimizer_states),
                 Kib(m->optimizer_states), Kib(activations), Kib(m->activations), Kib(predicted), Kib(m->total()),
                 100 * error);

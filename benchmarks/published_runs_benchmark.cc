@@ -109,6 +109,8 @@ absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   if (!absl::SimpleAtoi(f[18], &c.zero) || c.zero < 0 || c.zero > 3 || (c.zero > 0 && c.dp == 1)) {
     return absl::InvalidArgumentError(absl::StrCat(where, " (", r.id, "): zero '", f[18], "' (0-3, above 0 with dp > 1)"));
   }
+  // FSDP reduce-scatters every micro-batch's gradients and sums the shards.
+  c.accumulate_shards = r.fsdp_reduce.has_value() && c.zero >= 2;
   double value = 0;
   if (!absl::SimpleAtod(f[20], &value) || value <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": measured value '", f[20], "'"));

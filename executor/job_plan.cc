@@ -21,10 +21,11 @@ std::tuple<int, int64_t, int> SectionOrder(const ir::Operation& op, int64_t chun
   return {2, 0, 0};
 }
 
-// Last uses in section order; values in `kept` are never freed. Micro-batch tables and the
+// Last uses in section order; values in `kept` are never freed, those in `freed_once_summed` not
+// from a micro-batch's table (the step frees them there as it sums them). Micro-batch tables and the
 // optimizer's table are separate, so each op's list frees from the table it runs on.
 std::vector<std::vector<int64_t>> ReleasePlan(const ir::Program& program, int64_t chunks, bool split,
-                                              const std::set<int64_t>& kept) {
+                                              const std::set<int64_t>& kept, const std::set<int64_t>& freed_once_summed) {
   const auto& ops = program.block().ops();
   std::vector<size_t> order(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) order[i] = i;
@@ -42,7 +43,8 @@ std::vector<std::vector<int64_t>> ReleasePlan(const ir::Program& program, int64_
   }
   std::vector<std::vector<int64_t>> release(ops.size());
   for (const auto& [key, i] : last) {
-    if (!kept.count(key.first)) release[i].push_back(key.first);
+    if (kept.count(key.first) || (key.second == 0 && freed_once_summed.count(key.first))) continue;
+    release[i].push_back(key.first);
   }
   for (auto& ids : release) std::sort(ids.begin(), ids.end());
   return release;
@@ -104,8 +106,19 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
       break;
     }
   }
-  plan.release_whole = ReleasePlan(program, plan.chunks, /*split=*/false, kept);
-  plan.release_split = ReleasePlan(program, plan.chunks, /*split=*/true, kept);
+  // Read in their micro-batch by no op but the one that makes them.
+  std::set<int64_t> read_per_micro_batch;
+  for (const auto& op : ops) {
+    if (op->role() == ir::OpRole::kOptimizer) continue;
+    for (const ir::Value* v : op->operands()) {
+      if (v != nullptr) read_per_micro_batch.insert(v->id());
+    }
+  }
+  for (int64_t id : plan.accumulated) {
+    if (!kept.count(id) && !read_per_micro_batch.count(id)) plan.freed_once_summed.insert(id);
+  }
+  plan.release_whole = ReleasePlan(program, plan.chunks, /*split=*/false, kept, plan.freed_once_summed);
+  plan.release_split = ReleasePlan(program, plan.chunks, /*split=*/true, kept, plan.freed_once_summed);
   return plan;
 }
 

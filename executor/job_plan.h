@@ -34,6 +34,11 @@ struct JobPlan {
   std::vector<std::vector<int64_t>> release_split;
   // Values summed over micro-batches, by id.
   std::set<int64_t> accumulated;
+  // Those among them that nothing in their micro-batch reads: the release plans leave them out
+  // and the step frees each from its micro-batch's table once it has joined the sum — at once
+  // for what the compute stream makes, when the job ends for what the communication stream
+  // still owes (a reduce-scatter of sharding.accumulate_shards), instead of waiting for it there.
+  std::set<int64_t> freed_once_summed;
   // Why the program cannot run as pipeline jobs (a value to sum that is not floating-point),
   // reported by a pipelined run; a whole-program run does not care.
   absl::Status unsummable;

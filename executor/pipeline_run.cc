@@ -171,15 +171,31 @@ class PipelinedStep {
   }
 
   // After op i of a micro-batch's job: what the optimizer reads of its results joins the sums.
+  // A result still coming from the communication stream (a gradient's reduce-scatter under
+  // sharding.accumulate_shards) joins them when the job ends, so that the backward goes on while
+  // the stream reduces it.
   absl::Status Accumulate(size_t i, ValueTable& values) {
     for (const ir::Value* r : program_.block().ops()[i]->results()) {
       if (!ex_.job_plan_.accumulated.count(r->id())) continue;
-      PDIST_RETURN_IF_ERROR(ex_.Await(r->id(), values, state_));
-      PDIST_RETURN_IF_ERROR(
-          ex_.Accumulate(r->id(), sums_[static_cast<size_t>(r->id())], values.values[static_cast<size_t>(r->id())], state_));
-      if (auto left = early_.shares_left.find(r->id()); left != early_.shares_left.end() && --left->second == 0) {
-        PDIST_RETURN_IF_ERROR(StartReadySyncs());
+      if (values.pending[static_cast<size_t>(r->id())] != nullptr) {
+        from_stream_.push_back(r->id());
+        continue;
       }
+      PDIST_RETURN_IF_ERROR(AddToSum(r->id(), values));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddToSum(int64_t id, ValueTable& values) {
+    PDIST_RETURN_IF_ERROR(ex_.Await(id, values, state_));
+    Tensor& share = values.values[static_cast<size_t>(id)];
+    PDIST_RETURN_IF_ERROR(ex_.Accumulate(id, sums_[static_cast<size_t>(id)], share, state_));
+    if (ex_.job_plan_.freed_once_summed.count(id)) {
+      state_.live.Release(share);
+      share = Tensor();
+    }
+    if (auto left = early_.shares_left.find(id); left != early_.shares_left.end() && --left->second == 0) {
+      PDIST_RETURN_IF_ERROR(StartReadySyncs());
     }
     return absl::OkStatus();
   }
@@ -201,6 +217,8 @@ class PipelinedStep {
         return optimizer ? absl::OkStatus() : Accumulate(i, *values);
       };
       PDIST_RETURN_IF_ERROR(ex_.RunOps(ops, *release_, *values, state_, accumulate));
+      for (int64_t id : from_stream_) PDIST_RETURN_IF_ERROR(AddToSum(id, *values));
+      from_stream_.clear();
     }
     if (!optimizer && --jobs_left_[static_cast<size_t>(job.micro_batch)] == 0) {
       PDIST_RETURN_IF_ERROR(CloseMicroBatch(job.micro_batch));
@@ -255,6 +273,7 @@ class PipelinedStep {
   EarlyGradientSync early_;
   std::vector<bool> sum_handed_over_;  // to an early gradient sync already
   std::vector<bool> started_early_;    // by op index
+  std::vector<int64_t> from_stream_;   // this job's results to sum once the stream has made them
 };
 
 absl::StatusOr<RunResult> Executor::RunJobs(const std::vector<ir::PipelineJob>& jobs,

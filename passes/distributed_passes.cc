@@ -310,25 +310,29 @@ class LossScalingPass : public Pass {
   PassOptions options_;
 };
 
-// `sharding{stage=2,axis=dp,degree=2}`: ZeRO on a completed global program (passes/sharding.h).
-// Without stage, the run's sharding.stage; axis defaults to the strategy meshes' "dp"; without
-// degree, the run's sharding.degree (0 there, or not given: the whole axis).
+// `sharding{stage=2,axis=dp,degree=2,accumulate_shards=true}`: ZeRO on a completed global
+// program (passes/sharding.h). Without stage, the run's sharding.stage; axis defaults to the
+// strategy meshes' "dp"; without degree, the run's sharding.degree (0 there, or not given: the
+// whole axis); without accumulate_shards, the run's sharding.accumulate_shards.
 class ShardingPass : public Pass {
  public:
-  ShardingPass(std::optional<int64_t> stage, std::string axis, std::optional<int64_t> degree)
-      : stage_(stage), axis_(std::move(axis)), degree_(degree) {}
+  ShardingPass(std::optional<int64_t> stage, std::string axis, std::optional<int64_t> degree,
+               std::optional<bool> accumulate_shards)
+      : stage_(stage), axis_(std::move(axis)), degree_(degree), accumulate_shards_(accumulate_shards) {}
   static absl::StatusOr<std::unique_ptr<Pass>> Create(const PassOptions& options) {
     PassOptionReader reader("sharding", options);
     std::optional<int64_t> stage, degree;
+    std::optional<bool> accumulate_shards;
     std::string axis = "dp";
     PDIST_RETURN_IF_ERROR(reader.Read("stage", &stage, /*min=*/1));
     PDIST_RETURN_IF_ERROR(reader.Read("axis", &axis));
     PDIST_RETURN_IF_ERROR(reader.Read("degree", &degree, /*min=*/1));
+    PDIST_RETURN_IF_ERROR(reader.Read("accumulate_shards", &accumulate_shards));
     PDIST_RETURN_IF_ERROR(reader.Finish());
     if (stage && *stage > 3) {
       return absl::InvalidArgumentError(absl::StrCat("pass 'sharding': option 'stage' must be 1, 2 or 3, got ", *stage));
     }
-    return std::make_unique<ShardingPass>(stage, std::move(axis), degree);
+    return std::make_unique<ShardingPass>(stage, std::move(axis), degree, accumulate_shards);
   }
   std::string_view name() const override { return "sharding"; }
   PassOptions options() const override {
@@ -336,16 +340,24 @@ class ShardingPass : public Pass {
     if (stage_) options["stage"] = absl::StrCat(*stage_);
     if (axis_ != "dp") options["axis"] = axis_;
     if (degree_) options["degree"] = absl::StrCat(*degree_);
+    if (accumulate_shards_) options["accumulate_shards"] = *accumulate_shards_ ? "true" : "false";
     return options;
   }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
-    const int64_t stage = stage_.value_or(context.strategy.sharding.stage);
-    const int64_t degree = degree_.value_or(context.strategy.sharding.degree);
-    PDIST_ASSIGN_OR_RETURN(ShardingReport report, ShardOptimizer(program, stage, axis_, degree));
-    context.Explain(name(), absl::StrCat("ZeRO stage ", stage, " along '", axis_, "'",
-                                         degree > 0 ? absl::StrCat(" over groups of ", degree) : "", ": ", report.sharded,
-                                         " parameters updated on slices, ", report.kept_whole.size(), " kept whole, ",
-                                         report.reshards, " reshards added"));
+    const ShardingOptions options{.stage = stage_.value_or(context.strategy.sharding.stage),
+                                  .axis = axis_,
+                                  .degree = degree_.value_or(context.strategy.sharding.degree),
+                                  .accumulate_shards =
+                                      accumulate_shards_.value_or(context.strategy.sharding.accumulate_shards)};
+    PDIST_ASSIGN_OR_RETURN(ShardingReport report, ShardOptimizer(program, options));
+    context.Explain(name(), absl::StrCat("ZeRO stage ", options.stage, " along '", axis_, "'",
+                                         options.degree > 0 ? absl::StrCat(" over groups of ", options.degree) : "",
+                                         ": ", report.sharded, " parameters updated on slices, ",
+                                         report.kept_whole.size(), " kept whole, ", report.reshards, " reshards added",
+                                         report.reduced_per_micro_batch > 0
+                                             ? absl::StrCat(", ", report.reduced_per_micro_batch,
+                                                            " gradients reduce-scattered per micro-batch")
+                                             : ""));
     for (const std::string& line : report.kept_whole) context.Explain(name(), line);
     return report.reshards > 0;
   }
@@ -354,6 +366,7 @@ class ShardingPass : public Pass {
   std::optional<int64_t> stage_;
   std::string axis_;
   std::optional<int64_t> degree_;
+  std::optional<bool> accumulate_shards_;
 };
 
 // `partition{rank=1}`: the completed global program becomes rank 1's local program

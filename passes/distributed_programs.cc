@@ -99,6 +99,7 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
     if (strategy.sharding.degree > 0 && strategy.sharding.degree < strategy.dp_degree) {
       sharding.options["degree"] = absl::StrCat(strategy.sharding.degree);  // hybrid: shards × replicas
     }
+    if (strategy.sharding.accumulate_shards) sharding.options["accumulate_shards"] = "true";
     p.train_tail.push_back(std::move(sharding));
   }
   p.train_tail.push_back(replicate_loss);

@@ -75,7 +75,7 @@ struct DistributedPrograms {
 // micro-batches (pipeline.accumulate_steps, gradient_merge.k_steps) the programs are those of one
 // micro-batch (micro-batch), cut into stages (annotate-strategy); ZBH1 adds split-weight-grad
 // after completion, recompute.enable adds recompute{granularity} after autodiff,
-// sharding.enable adds sharding{stage} after completion.
+// sharding.enable adds sharding{stage} (degree, accumulate_shards where set) after completion.
 absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Strategy& strategy,
                                                             const OptimizerConfig& optimizer, int64_t world_size);
 

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/dist/remesh.h"
+#include "ir/pipeline_job.h"
 #include "ir/status.h"
 
 namespace pdist::passes {
@@ -29,8 +30,9 @@ int64_t ShardableDim(const Value& v, int64_t ranks) {
 
 class OptimizerSharder {
  public:
-  OptimizerSharder(ir::Program& program, int64_t stage, std::string axis, int64_t degree)
-      : program_(program), stage_(stage), axis_(std::move(axis)), degree_(degree) {}
+  OptimizerSharder(ir::Program& program, const ShardingOptions& options)
+      : program_(program), stage_(options.stage), axis_(options.axis), degree_(options.degree),
+        accumulate_shards_(options.accumulate_shards) {}
 
   absl::StatusOr<ShardingReport> Run() {
     PDIST_RETURN_IF_ERROR(CheckInput());
@@ -188,6 +190,7 @@ class OptimizerSharder {
       } else if (stage_ >= 2 && x->producer() != nullptr && x->producer()->type() == "reshard" && OnlyUsedBy(x, update) &&
                  x->producer()->operand(0)->dist_attr()->is_partial()) {
         x->set_dist_attr(sliced);  // the gradient's all-reduce becomes a reduce-scatter
+        if (accumulate_shards_) ReduceWhereMade(*x->producer());
       } else {
         // Stage 1 keeps the all-reduce (every rank holds the whole gradient) and slices it.
         update->set_operand(i, Reshard(x, sliced, update, *update, ir::ValueRole::kGradient));
@@ -208,6 +211,15 @@ class OptimizerSharder {
     }
     ++report_.sharded;
     return absl::OkStatus();
+  }
+
+  // ShardingOptions::accumulate_shards: the gradient's reshard joins the job that makes the
+  // gradient (a backward or backward_weight op of some chunk), so it runs per micro-batch.
+  void ReduceWhereMade(Operation& reshard) {
+    const Operation* made_by = reshard.operand(0)->producer();
+    if (made_by == nullptr || !ir::IsBackwardRole(made_by->role())) return;
+    reshard.CopyRoleAndChunk(*made_by);
+    ++report_.reduced_per_micro_batch;
   }
 
   // The DistAttr the update runs on, before its dim is sharded: `whole` itself when the shards
@@ -287,6 +299,7 @@ class OptimizerSharder {
   const int64_t stage_;
   const std::string axis_;
   const int64_t degree_;  // ranks each state is sharded over; 0: the whole axis
+  const bool accumulate_shards_;
   ShardingReport report_;
   absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
   std::vector<ir::StateUpdate> updates_;
@@ -301,18 +314,26 @@ class OptimizerSharder {
 
 }  // namespace
 
-absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis,
-                                              int64_t degree) {
-  if (stage < 1 || stage > 3) return absl::InvalidArgumentError(absl::StrCat("sharding: stage must be 1, 2 or 3, got ", stage));
-  if (degree < 0) return absl::InvalidArgumentError(absl::StrCat("sharding: degree must be >= 1 (or 0: the whole axis), got ", degree));
-  return OptimizerSharder(program, stage, axis, degree).Run();
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, const ShardingOptions& options) {
+  if (options.stage < 1 || options.stage > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("sharding: stage must be 1, 2 or 3, got ", options.stage));
+  }
+  if (options.degree < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sharding: degree must be >= 1 (or 0: the whole axis), got ", options.degree));
+  }
+  if (options.accumulate_shards && options.stage < 2) {
+    return absl::InvalidArgumentError(
+        "sharding: accumulate_shards needs stage 2 or 3 (stage 1 all-reduces whole gradients)");
+  }
+  return OptimizerSharder(program, options).Run();
 }
 
 absl::StatusOr<int64_t> StoreLike(ir::Program& program, const ir::Program& reference) {
   if (program.local_rank() >= 0 || reference.local_rank() >= 0) {
     return absl::FailedPreconditionError("storage: match the global programs, before partition");
   }
-  return OptimizerSharder(program, /*stage=*/3, /*axis=*/"", /*degree=*/0).StoreLike(reference);
+  return OptimizerSharder(program, {.stage = 3, .axis = ""}).StoreLike(reference);
 }
 
 }  // namespace pdist::passes

@@ -39,20 +39,33 @@ struct ShardingReport {
   // one per parameter left whole.
   std::vector<std::string> kept_whole;
   int64_t reshards = 0;  // reshard ops added
+  // Gradient reduce-scatters moved into the backward (ShardingOptions::accumulate_shards).
+  int64_t reduced_per_micro_batch = 0;
 };
 
-// `stage` 1..3; `axis` the mesh dim name to shard over ("dp"); `degree` the ranks of that axis a
-// state is sharded over (0: all of them). A degree below the axis size is hybrid sharding: the
-// updates run on a mesh over the same processes with the axis split into `<axis>_replica` ×
-// `<axis>_shard` (degree ranks, consecutive along the axis), each state Shard along the shards and
-// Replicate along the replicas; the gradient is reduce-scattered over the shards and its shard
-// all-reduced over the replicas, the updated slice gathered over the shards alone:
+struct ShardingOptions {
+  int64_t stage = 1;     // 1..3
+  std::string axis = "dp";  // the mesh dim name to shard over
+  // The ranks of that axis a state is sharded over (0: all of them); below the axis size: hybrid.
+  int64_t degree = 0;
+  // Stages 2 and 3: each gradient's reduce-scatter runs in the job that makes the gradient — per
+  // micro-batch — with that op's role and chunk, so the executor sums shards over the
+  // micro-batches instead of whole gradients (executor/job_plan.h sums what the optimizer reads);
+  // false: it runs as the optimizer does, once, on the summed whole gradient.
+  //   %gs = reshard(%gp) {dims_mapping: [0,1]} @backward         (was @optimizer)
+  bool accumulate_shards = false;
+};
+
+// A degree below the axis size (ShardingOptions) is hybrid sharding: the updates run on a mesh
+// over the same processes with the axis split into `<axis>_replica` × `<axis>_shard` (degree
+// ranks, consecutive along the axis), each state Shard along the shards and Replicate along the
+// replicas; the gradient is reduce-scattered over the shards and its shard all-reduced over the
+// replicas, the updated slice gathered over the shards alone:
 //   %g  = reshard(%gp) {mesh: [2,2,1] [dp_replica,dp_shard,mp], dims_mapping: [1,-1]}
 // Needs a completed global program with an optimizer (FailedPrecondition otherwise, naming what
 // is missing). A parameter whose mesh has no `axis` dim, or a dim of size 1, is left as it is
 // (nothing to shard); a degree that does not divide the axis is an error naming both.
-absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, int64_t stage, const std::string& axis,
-                                              int64_t degree = 0);
+absl::StatusOr<ShardingReport> ShardOptimizer(ir::Program& program, const ShardingOptions& options);
 
 // A program that reads the parameters a sharded training program stores (evaluation, prediction)
 // must read them as stored: each persistent argument of `program` whose DistAttr differs from

@@ -15,7 +15,7 @@ const char* RecomputeName(Recompute r) {
 }
 
 int64_t Candidate::Complexity() const {
-  return (pp > 1 ? 1 : 0) + (vpp > 1 ? 1 : 0) + (sp ? 1 : 0) + zero + (HybridZero() ? 1 : 0) +
+  return (pp > 1 ? 1 : 0) + (vpp > 1 ? 1 : 0) + (sp ? 1 : 0) + zero + (HybridZero() ? 1 : 0) + (accumulate_shards ? 1 : 0) +
          static_cast<int64_t>(recompute) + (passes::ScheduleDefOf(schedule).splits_backward ? 1 : 0) +
          (micro_batches > 1 ? 1 : 0);
 }
@@ -26,6 +26,7 @@ std::string Candidate::ToString() const {
   absl::StrAppend(&s, " m", micro_batches, " b", micro_batch);
   if (sp) absl::StrAppend(&s, " sp");
   if (zero > 0) absl::StrAppend(&s, " zero", zero, HybridZero() ? absl::StrCat("/", ShardRanks()) : "");
+  if (zero >= 2 && accumulate_shards) absl::StrAppend(&s, " acc-shards");
   if (recompute != Recompute::kNone) absl::StrAppend(&s, " rc-", RecomputeName(recompute));
   return s;
 }
@@ -36,7 +37,9 @@ strategy::Strategy Candidate::ToStrategy(std::vector<std::string> split_before) 
   s.mp_degree = mp;
   s.pp_degree = pp;
   s.sp = sp;
-  if (zero > 0) s.sharding = {.enable = true, .stage = zero, .degree = ShardRanks()};
+  if (zero > 0) {
+    s.sharding = {.enable = true, .stage = zero, .degree = ShardRanks(), .accumulate_shards = zero >= 2 && accumulate_shards};
+  }
   s.pipeline.enable = pp > 1 || micro_batches > 1;
   s.pipeline.schedule_mode = passes::ScheduleModeName(schedule);
   s.pipeline.accumulate_steps = micro_batches;

@@ -24,6 +24,9 @@ struct Candidate {
   bool sp = false;
   int64_t zero = 0;           // ZeRO stage along dp; 0: none
   int64_t zero_degree = 0;    // ranks a ZeRO shard group spans; 0: all of dp (below dp: hybrid)
+  // ZeRO 2 and 3: each micro-batch's gradients reduce-scattered, the shards summed
+  // (sharding.accumulate_shards); "acc-shards" in ToString.
+  bool accumulate_shards = false;
   int64_t micro_batch = 1;    // sequences per micro-batch on one data-parallel rank
   int64_t micro_batches = 1;  // per step: global batch = dp · micro_batch · micro_batches
   passes::ScheduleMode schedule = passes::ScheduleMode::k1F1B;
@@ -34,6 +37,9 @@ struct Candidate {
   // each shard has dp / ShardRanks() replicas, ShardRanks() data-parallel ranks apart.
   int64_t ShardRanks() const { return zero == 0 ? 1 : zero_degree > 0 ? zero_degree : dp; }
   bool HybridZero() const { return zero > 0 && ShardRanks() < dp; }
+  // Whether a step reduce-scatters gradients in every backward rather than once: accumulated
+  // shards with more than one micro-batch to accumulate.
+  bool ReducesEachMicroBatch() const { return zero >= 2 && accumulate_shards && micro_batches > 1; }
   // How many features the plan switches on: the planner prefers the simpler of two equally
   // fast plans.
   int64_t Complexity() const;

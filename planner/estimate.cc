@@ -47,7 +47,8 @@ struct StageTotals {
   double first_backward_peak = -1;
   double bucket_bytes = 0;  // the two gradient-fusion buckets in flight (part of the workspace)
   // The buckets go out in the last micro-batch's backward (executor/pipeline_run.cc,
-  // EarlyGradientSync): beside the first backward only when that is the last one.
+  // EarlyGradientSync): beside the first backward only when that is the last one, or when every
+  // backward reduce-scatters its own (sharding.accumulate_shards).
   double buckets_at_first_backward = 0;
   double largest_update = 0;         // one optimizer op's new tensors (its slice under ZeRO)
   bool gathers_parameters = false;   // ZeRO 1 and 2: the updated parameters come back whole
@@ -91,29 +92,59 @@ struct StageBytes {
   double grads = 0, params = 0, elements = 0, layers = 0;
 };
 
-// What pdist's engine leaves exposed of a stage's data-parallel synchronisation: the gradient
-// all-reduce (ZeRO 2 and 3: the reduce-scatter, and hybrid's all-reduce over the replicas),
-// bucketed by layer behind the last backward, then ZeRO 1 and 2's gather of the updated
-// parameters.
+// The gradient synchronisation of `grad_bytes` on a stage: an all-reduce over dp; ZeRO 2 and 3
+// reduce-scatter instead (hybrid: over the shard group, then all-reduce the shard over its
+// replicas).
+double GradientSyncSeconds(const Candidate& c, const strategy::Cluster& cluster, int64_t stage, double grad_bytes) {
+  if (c.zero < 2) return CollectiveSeconds(cluster, Collective::kAllReduce, grad_bytes, DataParallelGroup(c, stage));
+  double sync = CollectiveSeconds(cluster, Collective::kReduceScatter, grad_bytes, ShardGroup(c, stage));
+  if (c.HybridZero()) {
+    sync += CollectiveSeconds(cluster, Collective::kAllReduce, grad_bytes / static_cast<double>(c.ShardRanks()),
+                              ShardReplicaGroup(c, stage));
+  }
+  return sync;
+}
+
+// What a backward of `backward` seconds leaves exposed of `sync` seconds of its gradients'
+// synchronisation, bucketed by layer (`layers` buckets): all but the last bucket overlap it.
+double ExposedBehindBackward(double sync, double backward, double layers, const EstimateOptions& options) {
+  if (!options.overlap_gradient_sync) return sync;
+  const double buckets = std::max(1.0, layers);
+  return std::max(sync / buckets, sync - backward * (1 - 1 / buckets));
+}
+
+// ZeRO 1 and 2's all-gather of the updated parameters after the step, with nothing to hide behind.
+double ParameterGatherSeconds(const Candidate& c, const strategy::Cluster& cluster, int64_t stage, const StageBytes& b) {
+  return c.zero == 1 || c.zero == 2 ? CollectiveSeconds(cluster, Collective::kAllGather, b.params, ShardGroup(c, stage))
+                                    : 0.0;
+}
+
+// What pdist's engine leaves exposed of a stage's data-parallel synchronisation, once per step:
+// the gradient sync behind the last backward — in a pipelined step too the engine starts each
+// bucket once the last micro-batch has added its share (executor/pipeline_run.cc), so it
+// overlaps that micro-batch's backward — then ZeRO 1 and 2's gather.
 double EngineSyncSeconds(const Candidate& c, const strategy::Cluster& cluster, int64_t stage, const StageBytes& b,
                          double last_backward, const EstimateOptions& options) {
-  double sync = CollectiveSeconds(cluster, Collective::kAllReduce, b.grads, DataParallelGroup(c, stage));
-  if (c.zero >= 2) {
-    sync = CollectiveSeconds(cluster, Collective::kReduceScatter, b.grads, ShardGroup(c, stage));
-    if (c.HybridZero()) {
-      sync += CollectiveSeconds(cluster, Collective::kAllReduce, b.grads / static_cast<double>(c.ShardRanks()),
-                                ShardReplicaGroup(c, stage));
-    }
+  return ExposedBehindBackward(GradientSyncSeconds(c, cluster, stage, b.grads), last_backward, b.layers, options) +
+         ParameterGatherSeconds(c, cluster, stage, b);
+}
+
+// sharding.accumulate_shards (Candidate::ReducesEachMicroBatch): every backward job reduce-scatters
+// its chunk's gradients behind itself, so what each leaves exposed joins that job (the schedule
+// simulation places it); returns that over the step's micro-batches.
+double ExposeInEachBackward(const Candidate& c, const strategy::Cluster& cluster, int64_t stage,
+                            std::vector<VirtualStage>& vs, const EstimateOptions& options) {
+  double per_micro_batch = 0;
+  for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {
+    JobCosts& jobs = vs[chunk * c.pp + stage].jobs;
+    const VirtualStage& v = vs[chunk * c.pp + stage];
+    const double exposed = ExposedBehindBackward(GradientSyncSeconds(c, cluster, stage, v.cost.grad_bytes),
+                                                 jobs.backward, static_cast<double>(v.layers), options);
+    jobs.backward += exposed;
+    jobs.backward_weight += exposed;  // split schedules: the weight gradients are made in W
+    per_micro_batch += exposed;
   }
-  const double buckets = std::max(1.0, b.layers);
-  // In a pipelined step too the engine starts each bucket once the last micro-batch has added
-  // its share (executor/pipeline_run.cc), so it overlaps that micro-batch's backward.
-  double exposed = options.overlap_gradient_sync ? std::max(sync / buckets, sync - last_backward * (1 - 1 / buckets))
-                                                 : sync;
-  if (c.zero == 1 || c.zero == 2) {
-    exposed += CollectiveSeconds(cluster, Collective::kAllGather, b.params, ShardGroup(c, stage));
-  }
-  return exposed;
+  return static_cast<double>(c.micro_batches) * per_micro_batch;
 }
 
 // FSDP's (EstimateOptions::fsdp_schedule): each micro-batch reduce-scatters its own gradients in
@@ -146,10 +177,17 @@ std::vector<double> ExposeDataParallelSync(const Candidate& c, const strategy::C
       b.layers += static_cast<double>(v.layers);
     }
     VirtualStage& last = vs[stage];  // a stage's last backward is its chunk 0's
-    exposed[stage] = options.fsdp_schedule && c.zero == 3
-                         ? FsdpReduceSeconds(c, cluster, stage, b, options)
-                         : EngineSyncSeconds(c, cluster, stage, b, last.jobs.backward, options);
-    last.jobs.optimizer += exposed[stage];
+    if (options.fsdp_schedule && c.zero == 3) {
+      exposed[stage] = FsdpReduceSeconds(c, cluster, stage, b, options);
+      last.jobs.optimizer += exposed[stage];
+    } else if (c.ReducesEachMicroBatch()) {
+      const double gather = ParameterGatherSeconds(c, cluster, stage, b);
+      exposed[stage] = ExposeInEachBackward(c, cluster, stage, vs, options) + gather;
+      last.jobs.optimizer += gather;
+    } else {
+      exposed[stage] = EngineSyncSeconds(c, cluster, stage, b, last.jobs.backward, options);
+      last.jobs.optimizer += exposed[stage];
+    }
   }
   return exposed;
 }
@@ -184,18 +222,18 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     st.time.compute = st.busy - st.time.recompute - st.time.dp_comm - st.time.mp_comm;
     st.memory.optimizer_states /= shards;
     // Over several micro-batches the engine sums each gradient whole and reduce-scatters the sum
-    // once, at the optimizer (executor/job_plan.h): ZeRO 2 and 3 save gradient memory only
-    // with one micro-batch per step.
-    if (c.zero >= 2 && c.micro_batches == 1) st.memory.gradients /= shards;
+    // once, at the optimizer (executor/job_plan.h), unless it reduce-scatters each micro-batch's
+    // and sums the shards (sharding.accumulate_shards): ZeRO 2 and 3 hold a slice of each
+    // gradient with one micro-batch per step or with accumulated shards.
+    const bool sliced_gradients = c.zero >= 2 && (c.micro_batches == 1 || c.accumulate_shards);
+    if (sliced_gradients) st.memory.gradients /= shards;
     if (c.zero >= 3) st.memory.parameters /= shards;
     st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
-    st.buckets_at_first_backward = c.micro_batches == 1 ? st.bucket_bytes : 0;
+    st.buckets_at_first_backward = c.micro_batches == 1 || c.ReducesEachMicroBatch() ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
-    // One chunk: its first backward starts with no gradient. ZeRO 2 and 3 keep a slice of each
-    // gradient only with one micro-batch (above).
-    if (c.vpp == 1) {
-      st.first_backward_peak = BackwardPeak(vs[stage], c.zero >= 2 && c.micro_batches == 1 ? 1 / shards : 1.0);
-    }
+    // One chunk: its first backward starts with no gradient; ZeRO 2 and 3 may keep a slice of
+    // each (above).
+    if (c.vpp == 1) st.first_backward_peak = BackwardPeak(vs[stage], sliced_gradients ? 1 / shards : 1.0);
     SettleTransients(st, InFlight{});
   }
   return totals;

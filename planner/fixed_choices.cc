@@ -27,6 +27,7 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (j.contains("sp")) f.sp = s.sp;
   if (has("sharding", "enable") || has("sharding", "stage")) f.zero = s.sharding.enable ? s.sharding.stage : 0;
   if (has("sharding", "degree") && s.sharding.enable) f.zero_degree = s.sharding.degree;
+  if (has("sharding", "accumulate_shards")) f.accumulate_shards = s.sharding.accumulate_shards;
   if (has("pipeline", "schedule_mode")) {
     PDIST_ASSIGN_OR_RETURN(f.schedule, passes::ParseScheduleMode(s.pipeline.schedule_mode));
   }

@@ -178,16 +178,28 @@ class SearchRun {
         skipped_.insert(absl::StrCat("dp ", base.dp, ": sharding.degree ", *fixed_.zero_degree, " does not divide it"));
       }
       for (int64_t degree : degrees) {
-        for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
-          Candidate c = with_zero;
-          c.zero_degree = degree;
-          c.recompute = rc;
-          PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
-          if (done) break;
+        for (bool shards : AccumulateShardsChoices(with_zero)) {
+          for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
+            Candidate c = with_zero;
+            c.zero_degree = degree;
+            c.accumulate_shards = shards;
+            c.recompute = rc;
+            PDIST_ASSIGN_OR_RETURN(bool done, Consider(c, layout));
+            if (done) break;
+          }
         }
       }
     }
     return absl::OkStatus();
+  }
+
+  // Whole gradients first (one reduce-scatter per step), then accumulated shards (one per
+  // micro-batch, a slice of the gradient memory): only ZeRO 2 and 3 with several micro-batches
+  // can tell them apart. A strategy file's choice holds wherever it can apply.
+  std::vector<bool> AccumulateShardsChoices(const Candidate& c) const {
+    if (c.zero < 2) return {false};
+    if (fixed_.accumulate_shards) return {*fixed_.accumulate_shards};
+    return c.micro_batches > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
 
   // Prices one candidate and files it. True when more recompute cannot help it: it fits, or a

@@ -32,6 +32,7 @@ struct FixedChoices {
   std::optional<int64_t> dp, mp, pp, vpp, zero, micro_batch, micro_batches;
   std::optional<int64_t> zero_degree;  // sharding.degree: ranks per ZeRO shard group
   std::optional<bool> sp;
+  std::optional<bool> accumulate_shards;  // sharding.accumulate_shards
   std::optional<passes::ScheduleMode> schedule;
   std::optional<Recompute> recompute;
 };

@@ -234,6 +234,10 @@ absl::Status Validate(const Strategy& s) {
   if (s.sharding.stage < 1 || s.sharding.stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.stage' must be 1, 2 or 3, got ", s.sharding.stage));
   }
+  if (s.sharding.enable && s.sharding.accumulate_shards && s.sharding.stage < 2) {
+    return absl::InvalidArgumentError(
+        "strategy key 'sharding.accumulate_shards' needs stage 2 or 3: stage 1 all-reduces whole gradients");
+  }
   if (s.gradient_merge.enable && (s.pp_degree > 1 || s.pipeline.accumulate_steps > 1) &&
       s.gradient_merge.k_steps != s.pipeline.accumulate_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -264,7 +268,9 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
       .Int("pp_degree", s.pp_degree, 1)
       .Bool("sp", s.sp)
       .Object("sharding", [&s](Section& x) {
-        return x.Bool("enable", s.sharding.enable).Int("stage", s.sharding.stage, 1).Int("degree", s.sharding.degree, 1).Read();
+        return x.Bool("enable", s.sharding.enable).Int("stage", s.sharding.stage, 1).Int("degree", s.sharding.degree, 1)
+            .Bool("accumulate_shards", s.sharding.accumulate_shards)
+            .Read();
       })
       .Object("pipeline", [&s](Section& x) {
         return x.Bool("enable", s.pipeline.enable)
@@ -318,7 +324,8 @@ std::string StrategyToJson(const Strategy& s) {
       {"mp_degree", s.mp_degree},
       {"pp_degree", s.pp_degree},
       {"sp", s.sp},
-      {"sharding", {{"enable", s.sharding.enable}, {"stage", s.sharding.stage}, {"degree", s.sharding.degree}}},
+      {"sharding", {{"enable", s.sharding.enable}, {"stage", s.sharding.stage}, {"degree", s.sharding.degree},
+        {"accumulate_shards", s.sharding.accumulate_shards}}},
       {"pipeline",
        {{"enable", s.pipeline.enable},
         {"schedule_mode", s.pipeline.schedule_mode},

@@ -25,6 +25,12 @@ struct ShardingConfig {
   // Ranks one state is sharded over, along the data-parallel axis; 0 (the key left out): all of
   // dp_degree. pdist runs degree == dp_degree (a sub-axis of dp is refused by the engine).
   int64_t degree = 0;
+  // Stages 2 and 3 under gradient accumulation (several micro-batches per step): reduce-scatter
+  // each micro-batch's gradients as its backward makes them and sum the shards (DeepSpeed's
+  // ZeRO-2, PyTorch FSDP without no_sync), so a rank holds 1/degree of the gradients, at
+  // micro-batches × the reduce-scatter traffic; false (the default): sum whole gradients and
+  // reduce-scatter the sum once per step. pdist's key.
+  bool accumulate_shards = false;
 };
 
 struct PipelineConfig {

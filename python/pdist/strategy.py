@@ -17,7 +17,7 @@ import json
 # Keys and defaults, as strategy/strategy.h (docs/strategy.md).
 _TOP = {"dp_degree": 1, "mp_degree": 1, "pp_degree": 1, "sp": False}
 _SECTIONS = {
-    "sharding": {"enable": False, "stage": 1, "degree": 0},
+    "sharding": {"enable": False, "stage": 1, "degree": 0, "accumulate_shards": False},
     "pipeline": {"enable": False, "schedule_mode": "1F1B", "accumulate_steps": 1, "micro_batch_size": 1,
                  "vpp_degree": 1, "split_before": []},
     "recompute": {"enable": False, "granularity": "full", "segments": "layers"},

@@ -1,8 +1,11 @@
 // The strategies that trade communication or compute for memory train exactly as one rank does:
 // ZeRO stages 1, 2, 3 (with dp, dp × mp + sp, pp × dp; over all of dp or, hybrid, over pairs of
-// its ranks), gradient merge and recompute (full and selective, with dropout, alone and with the
-// others), 10 AdamW steps, float32 (1e-5) and float64 (1e-10), losses, every parameter and every
+// its ranks; stages 2 and 3 also summing each micro-batch's reduce-scattered shards,
+// sharding.accumulate_shards), gradient merge and recompute (full and selective, with dropout,
+// alone and with the others), 10 AdamW steps, float32 (1e-5) and float64 (1e-10), losses, every parameter and every
 // optimizer state.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +78,13 @@ std::string HybridZero(int64_t stage, const std::string& degrees) {
   return absl::StrCat(R"({)", degrees, R"(, "sharding": {"enable": true, "degree": 2, "stage": )", stage, "}}");
 }
 
+// sharding.accumulate_shards: every micro-batch's gradients reduce-scattered in its backward, the
+// shards summed over the micro-batches.
+std::string ZeroShards(int64_t stage, const std::string& degrees, int64_t shard_degree = 0) {
+  return absl::StrCat(R"({)", degrees, R"(, "sharding": {"enable": true, "accumulate_shards": true, "stage": )", stage,
+                      shard_degree > 0 ? absl::StrCat(R"(, "degree": )", shard_degree) : "", "}}");
+}
+
 std::vector<Case> Cases() {
   struct Strategy {
     std::string name, json;
@@ -106,6 +116,18 @@ std::vector<Case> Cases() {
   }
   strategies.push_back({"zero3_dp2_merge2",
                         R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}, "gradient_merge": {"enable": true, "k_steps": 2}})"});
+  for (int64_t stage : {2, 3}) {
+    const std::string z = absl::StrCat("zero", stage, "_shards_");
+    strategies.push_back({z + "dp2_merge2", ZeroShards(stage, R"("dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 2})")});
+    strategies.push_back({z + "dp2_mp2_sp_merge2",
+                          ZeroShards(stage, R"("dp_degree": 2, "mp_degree": 2, "sp": true, "gradient_merge": {"enable": true, "k_steps": 2})")});
+    strategies.push_back(
+        {z + "pp2_dp2", ZeroShards(stage, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"accumulate_steps": 4})")});
+    strategies.push_back({z + "pp2_zbh1_dp2",
+                          ZeroShards(stage, R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"schedule_mode": "ZBH1", "accumulate_steps": 4})")});
+    strategies.push_back(
+        {z + "dp4_shard2_merge2", ZeroShards(stage, R"("dp_degree": 4, "gradient_merge": {"enable": true, "k_steps": 2})", 2)});
+  }
   std::vector<Case> cases;
   for (const auto& [name, json] : strategies) {
     cases.push_back({"gpt_" + name + "_f64", "gpt", json, ir::DataType::kFloat64});
@@ -274,6 +296,34 @@ TEST(ShardingTest, HybridShardsHoldTheShareOfTheirGroup) {
     EXPECT_LE(2 * hybrid[r], dp[r] + dp[r] / 50) << "rank " << r;
     EXPECT_LT(full[r], hybrid[r]) << "rank " << r;
   }
+}
+
+// sharding.accumulate_shards: each micro-batch's gradients are reduce-scattered as its backward
+// makes them and only the shards are summed, so a step of 2 micro-batches on dp 4 holds a
+// quarter of the summed gradients instead of all of them; without it, ZeRO 2 sums whole gradients
+// (the second micro-batch's beside the first's sums: twice the model's gradients at the peak).
+TEST(ShardingTest, AccumulatingShardsHoldsASliceOfEachGradientSum) {
+  const ir::Program model = BuildModel("gpt", ir::DataType::kFloat32);
+  auto gradient_peak = [&](bool shards) {
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = absl::StrCat(R"({"dp_degree": 4, "gradient_merge": {"enable": true, "k_steps": 2},
+                                       "sharding": {"enable": true, "stage": 2, "accumulate_shards": )",
+                                   shards ? "true" : "false", "}}");
+    o.gradient_bucket_bytes = 4096;
+    auto engine = Engine::Create(model.Clone(), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok()) return int64_t{0};
+    auto step = (*engine)->TrainStep(testing::RandomTokenBatch(model, 0, testing::kSmallVocab));
+    EXPECT_TRUE(step.ok()) << step.status();
+    return step.ok() ? *std::max_element(step->rank_peak_gradient_bytes.begin(), step->rank_peak_gradient_bytes.end())
+                     : int64_t{0};
+  };
+  int64_t gradient_bytes = 0;
+  for (const ir::Value* p : model.Parameters()) gradient_bytes += p->type().num_bytes();
+  const int64_t whole = gradient_peak(false), shards = gradient_peak(true);
+  EXPECT_GE(whole, gradient_bytes);
+  EXPECT_GT(shards, 0);
+  EXPECT_LT(shards, whole * 3 / 4) << "whole " << whole << ", shards " << shards << ", model's gradients " << gradient_bytes;
 }
 
 }  // namespace

@@ -244,6 +244,47 @@ TEST_F(EstimateTest, HybridZeroShardsOverItsGroupAndReducesOverTheReplicas) {
   EXPECT_NE(bad.status().message().find("sharding degree 3 does not divide dp 4"), std::string::npos) << bad.status();
 }
 
+// sharding.accumulate_shards: ZeRO 2 and 3 keep a slice of each gradient sum over two
+// micro-batches too, and every micro-batch's backward reduce-scatters its own gradients, hiding
+// all but the last bucket behind itself — twice the exposed reduce-scatter of summing whole
+// gradients, which the step pays once. ZeRO 2's gather of the updated parameters stays once.
+TEST_F(EstimateTest, AccumulatedShardsSliceTheGradientSumsAndReduceEveryMicroBatch) {
+  const SegmentCost all = Whole(2);
+  const std::vector<int64_t> all_ranks = {0, 1, 2, 3};
+  const double reduce = CollectiveSeconds(cluster_, Collective::kReduceScatter, all.grad_bytes, all_ranks);
+  const double backward = all.Seconds(ir::OpRole::kBackward) + all.Seconds(ir::OpRole::kBackwardWeight);
+  const double buckets = 6;  // layers
+  const double per_backward = std::max(reduce / buckets, reduce - backward * (1 - 1 / buckets));
+  for (int64_t zero = 2; zero <= 3; ++zero) {
+    SCOPED_TRACE(zero);
+    const Candidate whole{.dp = 4, .zero = zero, .micro_batch = 2, .micro_batches = 2};
+    Candidate shards = whole;
+    shards.accumulate_shards = true;
+    EXPECT_EQ(shards.ToString(), absl::StrCat("dp4 mp1 pp1 m2 b2 zero", zero, " acc-shards"));
+    EXPECT_TRUE(shards.ToStrategy({}).sharding.accumulate_shards);
+    EXPECT_TRUE(shards.ReducesEachMicroBatch());
+    EXPECT_FALSE(whole.ReducesEachMicroBatch());
+    const Estimate w = Run(whole), s = Run(shards);
+    EXPECT_DOUBLE_EQ(w.memory.gradients, all.grad_bytes);
+    EXPECT_DOUBLE_EQ(s.memory.gradients, all.grad_bytes / 4);
+    EXPECT_LT(s.memory.total(), w.memory.total());
+    const double gather = zero == 2 ? CollectiveSeconds(cluster_, Collective::kAllGather, all.param_bytes, all_ranks) : 0;
+    if (zero == 2) {
+      EXPECT_NEAR(w.time.dp_comm, per_backward + gather, 1e-12);
+      EXPECT_NEAR(s.time.dp_comm, 2 * per_backward + gather, 1e-12);
+    } else {  // stage 3's backward also waits for its per-job gathers, the same in both
+      EXPECT_GT(s.time.dp_comm, w.time.dp_comm);
+    }
+    // With one micro-batch there is nothing to accumulate: the same plan.
+    Candidate one = shards;
+    one.micro_batch = 4;
+    one.micro_batches = 1;
+    Candidate one_whole = one;
+    one_whole.accumulate_shards = false;
+    EXPECT_DOUBLE_EQ(Run(one).step_time, Run(one_whole).step_time);
+  }
+}
+
 // PyTorch FSDP's schedule, for pricing its published runs: every micro-batch gathers all the
 // parameters for its forward and again for its backward and reduce-scatters its gradients in the
 // reduce dtype, none of it hidden. pdist's own ZeRO-3 (the default) hides most of it.

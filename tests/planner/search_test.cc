@@ -49,11 +49,15 @@ std::optional<Estimate> BruteForce(const PlannedModel& model, const strategy::Cl
                   Candidate c{.dp = dp, .mp = mp, .pp = pp, .vpp = vpp, .sp = sp == 1, .zero = zero,
                               .micro_batch = b, .micro_batches = m, .schedule = mode, .recompute = rc};
                   for (int64_t degree : ZeroDegreeChoices(c, cluster, {})) {
-                    c.zero_degree = degree;
-                    absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, {});
-                    if (!e.ok()) continue;  // a degree the shapes cannot take
-                    ++*count;
-                    if (e->fits && (!best || e->step_time < best->step_time)) best = *e;
+                    for (bool shards : {false, true}) {
+                      if (shards && zero < 2) continue;
+                      c.zero_degree = degree;
+                      c.accumulate_shards = shards;
+                      absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, {});
+                      if (!e.ok()) continue;  // a degree the shapes cannot take
+                      ++*count;
+                      if (e->fits && (!best || e->step_time < best->step_time)) best = *e;
+                    }
                   }
                 }
               }
@@ -96,6 +100,38 @@ TEST(SearchTest, MatchesBruteForceWhenMemoryIsTight) {
   const Candidate& c = r->best().candidate;
   EXPECT_TRUE(c.zero > 0 || c.pp > 1 || c.mp > 1) << c.ToString();
   EXPECT_FALSE(r->too_big.empty());
+}
+
+// Data parallelism over 4 ranks with 4 micro-batches of one sequence, ZeRO 2 and no recompute
+// fixed, on devices that hold a quarter of the gradient sums but not all of them: only
+// accumulated shards fit. Fixed to false, nothing does; fixed to true, every plan has them.
+TEST(SearchTest, AccumulatedShardsFitWhereWholeGradientSumsDoNot) {
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16);
+  SearchOptions o;
+  o.fixed.dp = 4;
+  o.fixed.micro_batch = 1;
+  o.fixed.zero = 2;
+  o.fixed.recompute = Recompute::kNone;
+  const strategy::Cluster roomy = SmallCluster(4, 80);
+  absl::StatusOr<SearchResult> r = Search(model, roomy, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  double whole = 0, shards = 0;
+  for (const Estimate& e : r->ranked) (e.candidate.accumulate_shards ? shards : whole) = e.memory.total();
+  ASSERT_GT(whole, 0);
+  ASSERT_GT(shards, 0);
+  ASSERT_LT(shards, whole);
+  const double capacity = (shards + whole) / 2;  // bytes between the two
+  const strategy::Cluster tight = SmallCluster(4, capacity / 1e9 / (1 - o.estimate.memory_margin));
+  r = Search(model, tight, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->best().candidate.accumulate_shards) << r->best().candidate.ToString();
+  EXPECT_NE(r->best().candidate.ToString().find("acc-shards"), std::string::npos);
+  o.fixed.accumulate_shards = false;
+  EXPECT_FALSE(Search(model, tight, o).ok());
+  o.fixed.accumulate_shards = true;
+  r = Search(model, roomy, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const Estimate& e : r->ranked) EXPECT_TRUE(e.candidate.accumulate_shards) << e.candidate.ToString();
 }
 
 TEST(SearchTest, FixedChoicesAreKept) {

@@ -23,7 +23,7 @@ TEST(StrategyTest, EmptyObjectIsSingleRankDefault) {
 TEST(StrategyTest, ReadsEverySection) {
   absl::StatusOr<Strategy> s = ParseStrategy(R"({
     "dp_degree": 2, "mp_degree": 4, "pp_degree": 2, "sp": true,
-    "sharding": {"enable": true, "stage": 3, "degree": 2},
+    "sharding": {"enable": true, "stage": 3, "degree": 2, "accumulate_shards": true},
     "pipeline": {"enable": true, "schedule_mode": "VPP", "accumulate_steps": 8, "micro_batch_size": 2, "vpp_degree": 2},
     "recompute": {"enable": true},
     "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"},
@@ -32,6 +32,7 @@ TEST(StrategyTest, ReadsEverySection) {
   EXPECT_EQ(s->WorldSize(), 16);
   EXPECT_TRUE(s->sp);
   EXPECT_EQ(s->sharding.stage, 3);
+  EXPECT_TRUE(s->sharding.accumulate_shards);
   EXPECT_EQ(s->pipeline.schedule_mode, "VPP");
   EXPECT_EQ(s->pipeline.accumulate_steps, 8);
   EXPECT_EQ(s->amp.dtype, "bfloat16");
@@ -127,6 +128,9 @@ TEST(StrategyTest, ErrorsNameTheKey) {
   EXPECT_NE(segments.find("recompute.segments"), std::string::npos) << segments;
   EXPECT_NE(segments.find("halves"), std::string::npos) << segments;
   EXPECT_NE(ErrorOf(R"({"sharding": {"stage": 4}})").find("'sharding.stage'"), std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 2, "sharding": {"enable": true, "accumulate_shards": true}})")
+                .find("'sharding.accumulate_shards' needs stage 2 or 3"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(R"({"sp": true})").find("mp_degree"), std::string::npos);
   EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("{").find("not valid JSON"), std::string::npos);
