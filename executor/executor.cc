@@ -287,11 +287,16 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
     } else {
       std::vector<const Tensor*> inputs;
       inputs.reserve(op.num_operands());
-      for (const ir::Value* v : op.operands()) {
-        if (v != nullptr) {
-          if (absl::Status s = Await(v->id(), table, state); !s.ok()) return Fail(s, state);
+      for (size_t k = 0; k < op.num_operands(); ++k) {
+        // An operand whose type alone the kernel reads (ir::OpDef::type_only_operands) may be
+        // freed already: the kernel gets no tensor for it.
+        if (!ir::ReadsOperand(op, k)) {
+          inputs.push_back(nullptr);
+          continue;
         }
-        inputs.push_back(v == nullptr ? nullptr : &table.values[static_cast<size_t>(v->id())]);
+        const ir::Value* v = op.operand(k);
+        if (absl::Status s = Await(v->id(), table, state); !s.ok()) return Fail(s, state);
+        inputs.push_back(&table.values[static_cast<size_t>(v->id())]);
       }
       std::vector<Tensor> outputs(op.num_results());
       const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;

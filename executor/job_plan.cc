@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "ir/op_def.h"
 
 namespace pdist::exec {
 namespace {
@@ -37,8 +38,9 @@ std::vector<std::vector<int64_t>> ReleasePlan(const ir::Program& program, int64_
   for (size_t i : order) {
     const int table = ops[i]->role() == ir::OpRole::kOptimizer ? 1 : 0;
     for (const ir::Value* r : ops[i]->results()) last[{r->id(), table}] = i;
-    for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr && !v->is_argument()) last[{v->id(), table}] = i;
+    for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
+      const ir::Value* v = ops[i]->operand(k);
+      if (ir::ReadsOperand(*ops[i], k) && !v->is_argument()) last[{v->id(), table}] = i;
     }
   }
   std::vector<std::vector<int64_t>> release(ops.size());
@@ -110,8 +112,8 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
   std::set<int64_t> read_per_micro_batch;
   for (const auto& op : ops) {
     if (op->role() == ir::OpRole::kOptimizer) continue;
-    for (const ir::Value* v : op->operands()) {
-      if (v != nullptr) read_per_micro_batch.insert(v->id());
+    for (size_t k = 0; k < op->num_operands(); ++k) {
+      if (ir::ReadsOperand(*op, k)) read_per_micro_batch.insert(op->operand(k)->id());
     }
   }
   for (int64_t id : plan.accumulated) {

@@ -22,12 +22,13 @@ MemoryPlan PlanMemory(const ir::Program& program, const std::vector<int64_t>& ke
 
   // Last op index that reads each value (arguments included), and the op that makes each result;
   // a result nobody reads dies right after its producer. Arguments are never freed: they are the
-  // workspace's (their last reader decides when an update may replace them, below).
+  // workspace's (their last reader decides when an update may replace them, below). A use of
+  // the type alone (ir::OpDef::type_only_operands: add_grad's x and y) reads nothing.
   std::unordered_map<int64_t, size_t> last_use, made_at;
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const ir::Value* r : ops[i]->results()) last_use[r->id()] = made_at[r->id()] = i;
-    for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr) last_use[v->id()] = i;
+    for (size_t k = 0; k < ops[i]->num_operands(); ++k) {
+      if (ir::ReadsOperand(*ops[i], k)) last_use[ops[i]->operand(k)->id()] = i;
     }
   }
   for (const auto& [id, index] : last_use) {

@@ -1,6 +1,8 @@
 // OpRegistry: registration with completeness checks, lookup, attribute normalisation.
 #include "ir/op_def.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/ops/op_families.h"
@@ -62,6 +64,13 @@ std::vector<std::string> OpRegistry::Names() const {
   std::vector<std::string> names;
   for (const auto& [name, def] : defs_) names.push_back(name);
   return names;
+}
+
+bool ReadsOperand(const Operation& op, size_t i) {
+  if (i >= op.num_operands() || op.operand(i) == nullptr) return false;
+  const OpDef* def = OpRegistry::Global().Find(op.type());
+  return def == nullptr ||
+         std::find(def->type_only_operands.begin(), def->type_only_operands.end(), i) == def->type_only_operands.end();
 }
 
 const OpRegistry& OpRegistry::Global() {

@@ -101,9 +101,19 @@ struct OpDef {
   // bytes are made or moved, and the operand lives as long as the result (the executor's
   // ViewKernel; the planner's memory walks count the storage once).
   bool view = false;
+  // Operands whose values its kernels never read, only their types, which the op's operands carry
+  // (add_grad's x and y: a sum's gradient is the output gradient summed back to each operand's
+  // shape). Liveness ignores such a use: the executor frees the value after its last other reader
+  // and hands the kernel no tensor for it, the planner does not count it as saved for the
+  // backward, and recompute neither keeps nor replays it. Paddle's no_need_buffer inputs.
+  std::vector<size_t> type_only_operands;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };
+
+// Whether op's kernels read operand i's values: false where its OpDef lists i among
+// type_only_operands (and for a null operand), true otherwise (an unregistered op included).
+bool ReadsOperand(const Operation& op, size_t i);
 
 class OpRegistry {
  public:

@@ -187,8 +187,11 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
   std::unordered_set<const Value*> dropped;
   for (const auto& op : program.block().ops()) {
     if (!ir::IsBackwardRole(op->role())) continue;
-    for (const Value* v : op->operands()) {
-      if (v == nullptr || !segment.count(v) || kept.count(v) || !dropped.insert(v).second) continue;
+    for (size_t k = 0; k < op->num_operands(); ++k) {
+      // A use of the type alone (ir::OpDef::type_only_operands) needs no replay: the forward
+      // value's type is the copy's.
+      const Value* v = op->operand(k);
+      if (!ir::ReadsOperand(*op, k) || !segment.count(v) || kept.count(v) || !dropped.insert(v).second) continue;
       report.bytes_dropped += v->type().num_bytes();
       Replay& replay = replays[segment.at(v)];
       if (replay.first_reader == nullptr) replay.first_reader = op.get();
@@ -245,7 +248,8 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
     }
     if (ir::IsBackwardRole(op->role())) {
       for (size_t i = 0; i < op->num_operands(); ++i) {
-        auto c = op->operand(i) == nullptr ? copy_of.end() : copy_of.find(op->operand(i));
+        // A use of the type alone keeps the forward value: its copy may come later.
+        auto c = !ir::ReadsOperand(*op, i) ? copy_of.end() : copy_of.find(op->operand(i));
         if (c != copy_of.end()) op->set_operand(i, c->second);
       }
     }

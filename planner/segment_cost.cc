@@ -100,8 +100,8 @@ double BackwardExcessBytes(const ir::Program& local) {
   };
   std::unordered_map<const ir::Value*, size_t> last_use;  // per storage
   for (size_t i = 0; i < ops.size(); ++i) {
-    for (const ir::Value* v : ops[i]->operands()) {
-      if (v != nullptr) last_use[storage(v)] = i;
+    for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
+      if (ir::ReadsOperand(*ops[i], k)) last_use[storage(ops[i]->operand(k))] = i;
     }
     if (is_view(*ops[i]) && ops[i]->operand(0) != nullptr) storage_of[ops[i]->result(0)] = storage(ops[i]->operand(0));
   }
@@ -127,8 +127,9 @@ double BackwardExcessBytes(const ir::Program& local) {
       }
     }
     if (at_backward >= 0) peak = std::max(peak, live);
-    for (const ir::Value* v : op.operands()) {
-      if (v != nullptr && last_use.at(storage(v)) == i) release(storage(v));
+    for (size_t k = 0; k < op.num_operands(); ++k) {
+      const ir::Value* v = op.operand(k);
+      if (ir::ReadsOperand(op, k) && last_use.at(storage(v)) == i) release(storage(v));
     }
     for (const ir::Value* r : op.results()) {
       if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
@@ -153,9 +154,20 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
   }
   for (const ir::StateUpdate& g : local.gradients()) cost.grad_bytes += static_cast<double>(g.new_value->type().num_bytes());
 
+  // Saved storage: a view's result (ir::OpDef::view: the attention's output reshaped for its
+  // projection) is its operand's bytes, counted once however many backward ops read either.
   std::set<const ir::Value*> saved;
+  std::unordered_map<const ir::Value*, const ir::Value*> storage_of;
+  auto storage = [&storage_of](const ir::Value* v) {
+    auto it = storage_of.find(v);
+    return it == storage_of.end() ? v : it->second;
+  };
   for (const auto& op : local.block().ops()) {
     const size_t role = Index(op->role());
+    if (const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
+        def != nullptr && def->view && op->num_operands() > 0 && op->operand(0) != nullptr) {
+      storage_of[op->result(0)] = storage(op->operand(0));
+    }
     if (op->type() == "c_send" || op->type() == "c_recv") {
       if (op->type() == "c_send" && op->role() == ir::OpRole::kForward) {
         cost.boundary_bytes += static_cast<double>(op->operand(0)->type().num_bytes());
@@ -202,8 +214,10 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       cost.unfused_attention_bytes += kept;
     }
     if (ir::IsBackwardRole(op->role())) {
-      for (const ir::Value* v : op->operands()) {
-        if (v == nullptr || saved.count(v) != 0) continue;
+      for (size_t k = 0; k < op->num_operands(); ++k) {
+        if (!ir::ReadsOperand(*op, k)) continue;
+        const ir::Value* v = storage(op->operand(k));
+        if (saved.count(v) != 0) continue;
         const bool fed = v->producer() == nullptr && v->role() == ir::ValueRole::kDataInput;
         const bool forward = v->producer() != nullptr && v->producer()->role() == ir::OpRole::kForward;
         if (!fed && !forward) continue;

@@ -35,12 +35,14 @@ absl::Status BinaryKernel(KernelContext& ctx) {
                     name);
 }
 
-// x_grad and y_grad: each sums d(op)(x, y, g) over the dims it was broadcast along.
+// x_grad and y_grad: each sums d(op)(x, y, g) over the dims it was broadcast along. add_grad and
+// subtract_grad get no x and y (ir::OpDef::type_only_operands; their derivatives do not read
+// them): g, of the broadcast shape, stands in, and the outputs' types give the shapes.
 template <BinaryOp kOp>
 absl::Status BinaryGradKernel(KernelContext& ctx) {
-  const Tensor& x = *ctx.input(0);
-  const Tensor& y = *ctx.input(1);
   const Tensor& g = *ctx.input(2);
+  const Tensor& x = ctx.input(0) != nullptr ? *ctx.input(0) : g;
+  const Tensor& y = ctx.input(1) != nullptr ? *ctx.input(1) : g;
   const char* name = ctx.op().type().c_str();
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, g.dtype()));
   const Shape& out_shape = g.shape();

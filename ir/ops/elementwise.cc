@@ -8,7 +8,8 @@
 // always right-aligned, as in numpy and Paddle's `axis = -1` default.
 //
 // Every gradient op takes (x, y, out_grad) and returns (x_grad, y_grad), each summed back to its
-// operand's shape. divide_grad differs from Paddle's (x, y, out, out_grad): it recomputes x / y
+// operand's shape. add_grad and subtract_grad read only the types of x and y
+// (OpDef::type_only_operands): the executor frees them after their forward readers. divide_grad differs from Paddle's (x, y, out, out_grad): it recomputes x / y
 // instead of keeping `out` alive until the backward pass.
 //
 // maximum's gradient at ties (x == y) goes entirely to y: x_grad = out_grad where x > y, y_grad =
@@ -56,14 +57,17 @@ struct ArithmeticOp {
   // Per out_grad element, both operand gradients together, counting one add each for the sums
   // over broadcast dims (an upper bound when nothing was broadcast).
   double grad_flops;
+  // The gradient reads x and y (false: only their shapes, OpDef::type_only_operands — a sum's
+  // gradient does not depend on what was summed, so the forward need not keep it).
+  bool grad_reads_operands;
 };
 
 constexpr ArithmeticOp kArithmeticOps[] = {
-    {"add", spmd::BinaryLinearity::kAdditive, 1, 2},
-    {"subtract", spmd::BinaryLinearity::kAdditive, 1, 3},
-    {"multiply", spmd::BinaryLinearity::kMultiplicative, 1, 4},
-    {"divide", spmd::BinaryLinearity::kNumerator, 1, 7},
-    {"maximum", spmd::BinaryLinearity::kMaximum, 1, 4},
+    {"add", spmd::BinaryLinearity::kAdditive, 1, 2, false},
+    {"subtract", spmd::BinaryLinearity::kAdditive, 1, 3, false},
+    {"multiply", spmd::BinaryLinearity::kMultiplicative, 1, 4, true},
+    {"divide", spmd::BinaryLinearity::kNumerator, 1, 7, true},
+    {"maximum", spmd::BinaryLinearity::kMaximum, 1, 4, true},
 };
 
 constexpr const char* kComparisonOps[] = {"greater_than", "less_than", "equal"};
@@ -98,6 +102,7 @@ absl::Status RegisterArithmetic(OpRegistry& registry, const ArithmeticOp& spec) 
   grad.outputs = {{"x_grad"}, {"y_grad"}};
   grad.infer_meta = InferBinaryGrad;
   grad.grad_kind = GradKind::kGradientOp;
+  if (!spec.grad_reads_operands) grad.type_only_operands = {0, 1};
   grad.cost = [flops = spec.grad_flops](const InputTypes& in, const std::vector<TensorType>& out,
                                         const AttributeMap&) {
     return OpCost{static_cast<double>(in[2]->num_elements()) * flops, ops::TotalBytes(in, out)};

@@ -8,6 +8,7 @@
 
 #include "executor/memory_planner.h"
 #include "ir/builder.h"
+#include "ir/op_def.h"
 
 namespace pdist::exec {
 namespace {
@@ -38,6 +39,43 @@ TEST(MemoryPlannerTest, FreesEachValueAfterItsLastUse) {
   auto run = executor->Run({{"x", Tensor::Zeros({{256}, DataType::kFloat32})}}, ws);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->peak_bytes, 2048);
+}
+
+// add_grad reads only the types of x and y (ir::OpDef::type_only_operands): a value it is the
+// last to name is freed after its last reader of the data, and the kernel runs without it,
+// summing the output gradient over the broadcast dim all the same.
+TEST(MemoryPlannerTest, AUseOfTheTypeAloneKeepsNothingAlive) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{4, 256}, DataType::kFloat32});
+  ir::Value* bias = b.Data("bias", {{256}, DataType::kFloat32});
+  ir::Value* g = b.Data("g", {{4, 256}, DataType::kFloat32});
+  ir::Value* a = *b.Op1("relu", {x});                                   // op 0
+  ir::Value* y = *b.Op1("relu", {a});                                   // op 1: a's last data reader
+  const std::vector<ir::Value*> grads = *b.Create("add_grad", {a, bias, g});  // op 2: a's type only
+  ir::Value* loss = *b.Op1("sum", {y});                                  // op 3
+  p.set_loss(loss);
+  const ir::Operation& add_grad = *grads[1]->producer();
+  EXPECT_FALSE(ir::ReadsOperand(add_grad, 0));
+  EXPECT_FALSE(ir::ReadsOperand(add_grad, 1));
+  EXPECT_TRUE(ir::ReadsOperand(add_grad, 2));
+  const MemoryPlan plan = PlanMemory(p, {grads[1]->id()});
+  EXPECT_EQ(plan.release_after[1], (std::vector<int64_t>{a->id()}));
+
+  ExecutorOptions options;
+  options.fetch_ids = {grads[1]->id()};
+  auto executor = Executor::Create(p, options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Tensor g_value = Tensor::Zeros({{4, 256}, DataType::kFloat32});
+  for (int64_t i = 0; i < g_value.num_elements(); ++i) g_value.data<float>()[i] = static_cast<float>(i / 256 + 1);
+  Workspace ws;
+  auto run = executor->Run({{"x", Tensor::Zeros({{4, 256}, DataType::kFloat32})},
+                            {"bias", Tensor::Zeros({{256}, DataType::kFloat32})},
+                            {"g", g_value}},
+                           ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const Tensor& bias_grad = run->fetched.at(grads[1]->id());
+  for (int64_t j = 0; j < 256; ++j) ASSERT_EQ(bias_grad.data<float>()[j], 1 + 2 + 3 + 4) << j;
 }
 
 // Two 1 KiB parameters updated by sgd in the optimizer's ops: each new value replaces its state

@@ -414,6 +414,24 @@ TEST_F(EstimateTest, OneMicroBatchPeaksInTheBackwardOrTheOptimizerNotAtTheSum) {
   }
 }
 
+// What a bf16 GPT layer keeps for its backward with the fused attention op, in bytes per token
+// and hidden unit, as Korthikanti et al. (arXiv 2205.05198, section 4.1) count it — their 34,
+// less the two dropout masks of a model without dropout: each norm's input 2 + 2, the qkv GEMM's
+// input 2, q, k, v 6, the attention's output 2, the MLP's input 2, the GELU's input 8 and output
+// 8 = 32, over the sequence and batch; beside it the norms' statistics and the attention's
+// log-sum-exp. The biases' and the residuals' adds keep nothing (their gradients read only the
+// operands' types, ir::OpDef::type_only_operands: before, 20 more), and the attention's output
+// reshaped for the projection is the same storage, counted once (before, 2 more).
+TEST(ProfileTest, ALayerKeepsKorthikantisBytesPerToken) {
+  const PlannedModel model = *ModelFromSpec("gpt:layers=3,hidden=256,heads=4,vocab=512,seq=128,dtype=bf16", 8);
+  Profiler profiler(model, Cluster(4));
+  const SegmentCost& layer = (*profiler.Get({.mp = 1, .sp = false, .micro_batch = 2}))->kinds[kLayerKind];
+  const double tokens = 2 * 128, hidden = 256, heads = 4;
+  const double norm_statistics = 2 * 2 * 2 * tokens;  // two norms' mean and variance
+  const double log_sum_exp = 2 * heads * tokens, rng_state = 16;
+  EXPECT_DOUBLE_EQ(layer.saved_bytes, 32 * tokens * hidden + norm_statistics + log_sum_exp + rng_state);
+}
+
 TEST(BackwardPeakTest, MatchesABackwardRunStepByStep) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> bytes(0, 1000);
