@@ -9,6 +9,8 @@
 //   published_runs_benchmark benchmarks/data/published_runs*.tsv   (scripts/bench-plan-accuracy.sh)
 //   published_runs_benchmark --check benchmarks/data/published_runs.tsv   (ctest plan.published_runs:
 //       the presets' own constants only; fails when the mean |error| passes 5% or any row 10%)
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -342,6 +344,7 @@ int main(int argc, char** argv) {
       if (r.system == name) group.push_back(&r);
     }
     const std::vector<pdist::strategy::Efficiency> grid = Grid(group);
+    const bool progress_on_terminal = isatty(fileno(stderr)) != 0;
     std::vector<std::vector<double>> error(group.size());  // [row][grid point]
     for (size_t i = 0; i < group.size(); ++i) {
       absl::StatusOr<std::unique_ptr<RowPricer>> pricer = RowPricer::Make(*group[i]);
@@ -350,10 +353,19 @@ int main(int argc, char** argv) {
             pricer.ok() ? (*pricer)->Price(&e) : absl::StatusOr<pdist::planner::Estimate>(pricer.status());
         error[i].push_back(est.ok() ? Error(est->step_time, *group[i]) : std::numeric_limits<double>::infinity());
       }
-      std::fprintf(stderr, "\rfitting %s: %zu of %zu rows priced on %zu grid points", name.c_str(), i + 1,
-                   group.size(), grid.size());
+      // Redrawn in place on a terminal; in a file (stdout and stderr both redirected to it) one
+      // line at the end, after what stdout has so far, so the two never cut each other's lines.
+      if (progress_on_terminal) {
+        std::fprintf(stderr, "\rfitting %s: %zu of %zu rows priced on %zu grid points", name.c_str(), i + 1,
+                     group.size(), grid.size());
+      }
     }
-    std::fprintf(stderr, "\n");
+    std::fflush(stdout);
+    if (progress_on_terminal) {
+      std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "fitting %s: %zu rows priced on %zu grid points\n", name.c_str(), group.size(), grid.size());
+    }
     auto best_without = [&](size_t left_out) {
       size_t best = 0;
       double best_mean = std::numeric_limits<double>::infinity();

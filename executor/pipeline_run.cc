@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/executor.h"
 #include "executor/timeline.h"
+#include "ir/op_def.h"
 #include "ir/pipeline_job.h"
 #include "ir/status.h"
 
@@ -20,14 +21,15 @@ bool SplitsBackward(const std::vector<ir::PipelineJob>& jobs) {
   return false;
 }
 
-// The gradient all-reduces of the optimizer job that may start before it: each as soon as the
-// last micro-batch has added its share to every gradient it reduces, so that it overlaps the
-// rest of that micro-batch's backward (as Megatron-LM overlaps the last micro-batch's), not the
-// optimizer job's start. Only all-reduces of gradients qualify: every rank of their group holds
-// the same stage and runs the same jobs, so all of them move the same collectives ahead of the
-// same stream ops, and each reaches them once its own backward has; a collective that a rank of
-// another stage waits on (the loss's send) stays in O, where starting it early could deadlock.
-// They go on the stream in program order.
+// The gradient all-reduces (and ZeRO 2 and 3's reduce-scatters) of the optimizer job that may
+// start before it: each as soon as the last micro-batch has added its share to every gradient it
+// reduces, so that it overlaps the rest of that micro-batch's backward (as Megatron-LM overlaps
+// the last micro-batch's), not the optimizer job's start. Only reductions of gradient sums
+// qualify (hybrid ZeRO's all-reduce of a reduce-scattered shard waits for the optimizer job):
+// every rank of their group holds the same stage and runs the same jobs, so all of them move the
+// same collectives ahead of the same stream ops, and each reaches them once its own backward has;
+// a collective that a rank of another stage waits on (the loss's send) stays in O, where starting
+// it early could deadlock. They go on the stream in program order.
 struct EarlyGradientSync {
   std::vector<size_t> ops;                   // optimizer-job ops, in program order
   std::vector<std::vector<int64_t>> inputs;  // the sums each reads
@@ -62,8 +64,10 @@ EarlyGradientSync PlanEarlyGradientSync(const ir::Program& program, const JobPla
   for (size_t i : plan.OpsOf({.kind = ir::JobKind::kOptimizer})) {
     if (!on_comm_stream[i]) continue;
     const ir::Operation& op = *ops[i];
-    const bool gradient_sync = (op.type() == "c_allreduce" || op.type() == "c_allreduce_coalesced") &&
-                               op.num_operands() > 0 &&
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+    const bool reduces = def != nullptr && (def->collective == ir::CollectiveKind::kAllReduce ||
+                                            def->collective == ir::CollectiveKind::kReduceScatter);
+    const bool gradient_sync = reduces && op.num_operands() > 0 &&
                                std::all_of(op.operands().begin(), op.operands().end(), is_gradient);
     if (!gradient_sync) continue;
     early.ops.push_back(i);
@@ -172,12 +176,13 @@ class PipelinedStep {
 
   // After op i of a micro-batch's job: what the optimizer reads of its results joins the sums.
   // A result still coming from the communication stream (a gradient's reduce-scatter under
-  // sharding.accumulate_shards) joins them when the job ends, so that the backward goes on while
-  // the stream reduces it.
+  // sharding.accumulate_shards) that nothing else in its micro-batch reads joins them when the
+  // job ends, so that the backward goes on while the stream reduces it (one that is read there
+  // may be freed by its last reader before the job ends: it is summed now).
   absl::Status Accumulate(size_t i, ValueTable& values) {
     for (const ir::Value* r : program_.block().ops()[i]->results()) {
       if (!ex_.job_plan_.accumulated.count(r->id())) continue;
-      if (values.pending[static_cast<size_t>(r->id())] != nullptr) {
+      if (values.pending[static_cast<size_t>(r->id())] != nullptr && ex_.job_plan_.freed_once_summed.count(r->id())) {
         from_stream_.push_back(r->id());
         continue;
       }

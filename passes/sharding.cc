@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/dist/remesh.h"
+#include "ir/op_def.h"
 #include "ir/pipeline_job.h"
 #include "ir/status.h"
 
@@ -244,18 +245,39 @@ class OptimizerSharder {
     return *on_split;
   }
 
-  // Stage 3: one gather per (role, chunk) — per job — for the uses there; Emit places it.
+  // Stage 3: one gather per (role, chunk) — per job — for the uses there; Emit places it. A use
+  // of the type alone (ir::OpDef::type_only_operands: the add_grad of a bias) takes a gather of
+  // its chunk made for another job, which it does not read, rather than one of its own that
+  // nothing would read either (the executor would wait for it to free it).
   void GatherBeforeUses(Value* param, const Operation* update, const ir::DistAttr& whole) {
     std::map<std::pair<ir::OpRole, int64_t>, Value*> gathered;
+    std::vector<const Use*> type_only;
     for (const Use& use : uses_[param]) {
       if (use.op == update) continue;
-      Value*& g = gathered[{use.op->role(), use.op->chunk()}];
-      if (g == nullptr) {
-        gathers_.push_back({NewReshard(param, whole, *use.op, ir::ValueRole::kActivation), use.op});
-        g = gathers_.back().op->result(0);
+      if (!ir::ReadsOperand(*use.op, use.index)) {
+        type_only.push_back(&use);
+        continue;
       }
-      use.op->set_operand(use.index, g);
+      use.op->set_operand(use.index, GatherFor(param, whole, *use.op, gathered));
     }
+    for (const Use* use : type_only) {
+      Value* any = nullptr;
+      for (const auto& [job, g] : gathered) {
+        if (job.second == use->op->chunk()) any = g;
+      }
+      use->op->set_operand(use->index, any != nullptr ? any : GatherFor(param, whole, *use->op, gathered));
+    }
+  }
+
+  // The gather of `param` for the job `op` runs in, made on first use.
+  Value* GatherFor(Value* param, const ir::DistAttr& whole, const Operation& op,
+                   std::map<std::pair<ir::OpRole, int64_t>, Value*>& gathered) {
+    Value*& g = gathered[{op.role(), op.chunk()}];
+    if (g == nullptr) {
+      gathers_.push_back({NewReshard(param, whole, op, ir::ValueRole::kActivation), &op});
+      g = gathers_.back().op->result(0);
+    }
+    return g;
   }
 
   // Each job's gathers are issued one ahead: the gather of the parameter used next goes before

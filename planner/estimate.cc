@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "passes/distributed_programs.h"
+#include "passes/schedules/schedule_def.h"
 #include "ir/status.h"
 #include "planner/comm_cost.h"
 #include "planner/stage_layout.h"
@@ -134,12 +135,15 @@ double EngineSyncSeconds(const Candidate& c, const strategy::Cluster& cluster, i
 // simulation places it); returns that over the step's micro-batches.
 double ExposeInEachBackward(const Candidate& c, const strategy::Cluster& cluster, int64_t stage,
                             std::vector<VirtualStage>& vs, const EstimateOptions& options) {
+  // Split schedules make the weight gradients in W: their reduce-scatters hide behind it alone.
+  const bool split = passes::ScheduleDefOf(c.schedule).splits_backward;
   double per_micro_batch = 0;
   for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {
     JobCosts& jobs = vs[chunk * c.pp + stage].jobs;
     const VirtualStage& v = vs[chunk * c.pp + stage];
-    const double exposed = ExposedBehindBackward(GradientSyncSeconds(c, cluster, stage, v.cost.grad_bytes),
-                                                 jobs.backward, static_cast<double>(v.layers), options);
+    const double exposed =
+        ExposedBehindBackward(GradientSyncSeconds(c, cluster, stage, v.cost.grad_bytes),
+                              split ? jobs.backward_weight : jobs.backward, static_cast<double>(v.layers), options);
     jobs.backward += exposed;
     jobs.backward_weight += exposed;  // split schedules: the weight gradients are made in W
     per_micro_batch += exposed;

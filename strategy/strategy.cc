@@ -238,6 +238,12 @@ absl::Status Validate(const Strategy& s) {
     return absl::InvalidArgumentError(
         "strategy key 'sharding.accumulate_shards' needs stage 2 or 3: stage 1 all-reduces whole gradients");
   }
+  if (s.sharding.enable && s.sharding.accumulate_shards && s.amp.ScalesLoss()) {
+    return absl::InvalidArgumentError(
+        "strategy key 'sharding.accumulate_shards' does not work with float16 dynamic loss scaling "
+        "('amp.use_dynamic_loss_scaling'): the gradients are unscaled once per step, as the optimizer runs, so "
+        "their reduce-scatter cannot move into the backward; use bfloat16, or leave accumulate_shards out");
+  }
   if (s.gradient_merge.enable && (s.pp_degree > 1 || s.pipeline.accumulate_steps > 1) &&
       s.gradient_merge.k_steps != s.pipeline.accumulate_steps) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -131,6 +131,10 @@ TEST(StrategyTest, ErrorsNameTheKey) {
   EXPECT_NE(ErrorOf(R"({"dp_degree": 2, "sharding": {"enable": true, "accumulate_shards": true}})")
                 .find("'sharding.accumulate_shards' needs stage 2 or 3"),
             std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 2, "accumulate_shards": true},
+                        "amp": {"enable": true, "dtype": "float16"}})")
+                .find("does not work with float16 dynamic loss scaling"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(R"({"sp": true})").find("mp_degree"), std::string::npos);
   EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("{").find("not valid JSON"), std::string::npos);
