@@ -152,7 +152,9 @@ TEST(StagesFromMarksTest, UnderMixedPrecisionAStageStartsBeforeTheNormsCast) {
   ASSERT_TRUE(annotated.ok()) << annotated.status();
   EXPECT_EQ(annotated->boundary_reshards, 1);  // the bf16 residual alone
   for (const auto& op : gpt.block().ops()) {
-    if (op->type() == "reshard") EXPECT_EQ(op->result(0)->type().dtype, ir::DataType::kBFloat16);
+    if (op->type() == "reshard") {
+      EXPECT_EQ(op->result(0)->type().dtype, ir::DataType::kBFloat16);
+    }
   }
 }
 
