@@ -97,14 +97,17 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
   }
   MemoryPlan plan = PlanMemory(program, options.fetch_ids);
   std::vector<bool> on_comm_stream;
+  std::vector<std::vector<bool>> reads_operand;
   for (const auto& op : program.block().ops()) {
     const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
     on_comm_stream.push_back(options.overlap_communication && options.comm_groups != nullptr && def != nullptr &&
                              def->communicates);
+    std::vector<bool>& reads = reads_operand.emplace_back(op->num_operands());
+    for (size_t k = 0; k < op->num_operands(); ++k) reads[k] = ir::ReadsOperand(*op, k);
   }
   JobPlan job_plan = PlanJobs(program, options.fetch_ids);
   Executor executor(program, std::move(options), backend, std::move(plan), std::move(job_plan), std::move(fns),
-                    std::move(on_comm_stream));
+                    std::move(on_comm_stream), std::move(reads_operand));
   executor.PlanAccumulation();
   return executor;
 }
@@ -290,7 +293,7 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
       for (size_t k = 0; k < op.num_operands(); ++k) {
         // An operand whose type alone the kernel reads (ir::OpDef::type_only_operands) may be
         // freed already: the kernel gets no tensor for it.
-        if (!ir::ReadsOperand(op, k)) {
+        if (!reads_operand_[i][k]) {
           inputs.push_back(nullptr);
           continue;
         }

@@ -96,9 +96,11 @@ class Executor {
   friend class PipelinedStep;
   using OpHook = std::function<absl::Status(size_t op_index)>;
   Executor(const ir::Program& program, ExecutorOptions options, Backend* backend, MemoryPlan plan, JobPlan job_plan,
-           std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream)
+           std::vector<const KernelFn*> kernels, std::vector<bool> on_comm_stream,
+           std::vector<std::vector<bool>> reads_operand)
       : program_(&program), options_(std::move(options)), backend_(backend), plan_(std::move(plan)),
-        job_plan_(std::move(job_plan)), kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)) {}
+        job_plan_(std::move(job_plan)), kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)),
+        reads_operand_(std::move(reads_operand)) {}
   // Builds accumulate_ (at Create).
   void PlanAccumulation();
   // The run's compute stream, opened on the executor's device.
@@ -138,6 +140,8 @@ class Executor {
   JobPlan job_plan_;
   std::vector<const KernelFn*> kernels_;  // per op, in program order
   std::vector<bool> on_comm_stream_;      // per op
+  // Per op and operand: whether the kernel reads its data (ir::ReadsOperand), looked up once.
+  std::vector<std::vector<bool>> reads_operand_;
   // `%sum = add %a, %b` for each value summed over micro-batches (by value id), and the
   // device's add kernel: the one computation the executor core itself asks for.
   std::shared_ptr<const ir::Program> accumulate_;

@@ -81,6 +81,28 @@ SegmentCost& SegmentCost::operator*=(double k) {
 
 namespace {
 
+bool IsView(const ir::Operation& op) {
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+  return def != nullptr && def->view;
+}
+
+// The storage behind each value of a program walked in order: a view's result (ir::OpDef::view)
+// is its operand's storage, every other value its own.
+class ViewStorage {
+ public:
+  // Call for each op in program order, before asking about its results.
+  void Note(const ir::Operation& op) {
+    if (IsView(op) && op.num_operands() > 0 && op.operand(0) != nullptr) storage_of_[op.result(0)] = Of(op.operand(0));
+  }
+  const ir::Value* Of(const ir::Value* v) const {
+    auto it = storage_of_.find(v);
+    return it == storage_of_.end() ? v : it->second;
+  }
+
+ private:
+  std::unordered_map<const ir::Value*, const ir::Value*> storage_of_;
+};
+
 // The most bytes the backward holds at once beyond the forward values it starts with, walked op
 // by op as the executor frees (after each value's last reader): activation gradients and
 // recompute's replays appear while the saved values they read go. A view's result is its
@@ -88,22 +110,13 @@ namespace {
 // grad_bytes, priced by the caller as they accumulate.
 double BackwardExcessBytes(const ir::Program& local) {
   const auto& ops = local.block().ops();
-  const ir::OpRegistry& registry = ir::OpRegistry::Global();
-  auto is_view = [&](const ir::Operation& op) {
-    const ir::OpDef* def = registry.Find(op.type());
-    return def != nullptr && def->view;
-  };
-  std::unordered_map<const ir::Value*, const ir::Value*> storage_of;  // a view's result → its storage
-  auto storage = [&](const ir::Value* v) {
-    auto it = storage_of.find(v);
-    return it == storage_of.end() ? v : it->second;
-  };
+  ViewStorage storage;
   std::unordered_map<const ir::Value*, size_t> last_use;  // per storage
   for (size_t i = 0; i < ops.size(); ++i) {
     for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
-      if (ir::ReadsOperand(*ops[i], k)) last_use[storage(ops[i]->operand(k))] = i;
+      if (ir::ReadsOperand(*ops[i], k)) last_use[storage.Of(ops[i]->operand(k))] = i;
     }
-    if (is_view(*ops[i]) && ops[i]->operand(0) != nullptr) storage_of[ops[i]->result(0)] = storage(ops[i]->operand(0));
+    storage.Note(*ops[i]);
   }
   std::unordered_set<const ir::Value*> parameter_gradients;
   for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
@@ -119,7 +132,7 @@ double BackwardExcessBytes(const ir::Program& local) {
     const ir::Operation& op = *ops[i];
     if (op.role() == ir::OpRole::kOptimizer) break;
     if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = live;
-    if (!is_view(op)) {
+    if (!IsView(op)) {
       for (const ir::Value* r : op.results()) {
         if (r == nullptr || parameter_gradients.count(r) != 0) continue;
         held[r] = static_cast<double>(r->type().num_bytes());
@@ -129,7 +142,7 @@ double BackwardExcessBytes(const ir::Program& local) {
     if (at_backward >= 0) peak = std::max(peak, live);
     for (size_t k = 0; k < op.num_operands(); ++k) {
       const ir::Value* v = op.operand(k);
-      if (ir::ReadsOperand(op, k) && last_use.at(storage(v)) == i) release(storage(v));
+      if (ir::ReadsOperand(op, k) && last_use.at(storage.Of(v)) == i) release(storage.Of(v));
     }
     for (const ir::Value* r : op.results()) {
       if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
@@ -157,17 +170,10 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
   // Saved storage: a view's result (ir::OpDef::view: the attention's output reshaped for its
   // projection) is its operand's bytes, counted once however many backward ops read either.
   std::set<const ir::Value*> saved;
-  std::unordered_map<const ir::Value*, const ir::Value*> storage_of;
-  auto storage = [&storage_of](const ir::Value* v) {
-    auto it = storage_of.find(v);
-    return it == storage_of.end() ? v : it->second;
-  };
+  ViewStorage storage;
   for (const auto& op : local.block().ops()) {
     const size_t role = Index(op->role());
-    if (const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
-        def != nullptr && def->view && op->num_operands() > 0 && op->operand(0) != nullptr) {
-      storage_of[op->result(0)] = storage(op->operand(0));
-    }
+    storage.Note(*op);
     if (op->type() == "c_send" || op->type() == "c_recv") {
       if (op->type() == "c_send" && op->role() == ir::OpRole::kForward) {
         cost.boundary_bytes += static_cast<double>(op->operand(0)->type().num_bytes());
@@ -216,7 +222,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     if (ir::IsBackwardRole(op->role())) {
       for (size_t k = 0; k < op->num_operands(); ++k) {
         if (!ir::ReadsOperand(*op, k)) continue;
-        const ir::Value* v = storage(op->operand(k));
+        const ir::Value* v = storage.Of(op->operand(k));
         if (saved.count(v) != 0) continue;
         const bool fed = v->producer() == nullptr && v->role() == ir::ValueRole::kDataInput;
         const bool forward = v->producer() != nullptr && v->producer()->role() == ir::OpRole::kForward;
