@@ -9,8 +9,10 @@ namespace pdist::ir {
 
 bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred) {
   const bool statistic = (op_type == "layer_norm" && (index == 1 || index == 2)) || (op_type == "rms_norm" && index == 1);
-  return statistic && written.rank() == 1 && written.dtype == inferred.dtype && written != inferred &&
-         written.num_elements() == inferred.num_elements();
+  if (!statistic || written == inferred || written.num_elements() != inferred.num_elements()) return false;
+  const bool flattened = written.rank() == 1 && written.shape != inferred.shape;
+  const bool low_precision = IsLowPrecisionFloat(written.dtype) && inferred.dtype == ComputeDtype(written.dtype);
+  return (flattened || written.shape == inferred.shape) && (written.dtype == inferred.dtype || low_precision);
 }
 
 absl::Status UpgradeLegacyResultTypes(Program& program) {
@@ -24,7 +26,7 @@ absl::Status UpgradeLegacyResultTypes(Program& program) {
       Value* r = op->result(i);
       const TensorType& want = (*inferred)[i];
       if (!IsLegacyResultType(op->type(), i, r->type(), want)) continue;
-      if (r->dist_attr()) {
+      if (r->dist_attr() && r->type().shape != want.shape) {
         DistAttr attr = *r->dist_attr();
         const int64_t mesh_dim = attr.dims_mapping.empty() ? -1 : attr.dims_mapping[0];
         attr.dims_mapping.assign(want.shape.size(), -1);

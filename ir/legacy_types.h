@@ -5,6 +5,10 @@
 //   layer_norm / rms_norm statistics, written flattened before issue 14:
 //     %n, %m, %v = layer_norm(%x, ...) {begin_norm_axis = 2} : f32[2,4,8], f32[8], f32[8]
 //   read as f32[2,4] (x.shape[:begin_norm_axis]); the same values in the same order.
+//
+//   bf16 / f16 norms' statistics, written in x's dtype before session 20:
+//     %n, %m, %v = layer_norm(%x, ...) {begin_norm_axis = 2} : bf16[2,4,8], bf16[2,4], bf16[2,4]
+//   read as f32[2,4], the type the norm computes in (ir/ops/norm.cc).
 #pragma once
 
 #include <cstddef>

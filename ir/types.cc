@@ -29,6 +29,10 @@ const char* DataTypeName(DataType dtype) { return Info(dtype).name; }
 int64_t DataTypeSize(DataType dtype) { return Info(dtype).size; }
 bool IsFloatingPoint(DataType dtype) { return Info(dtype).floating; }
 
+bool IsLowPrecisionFloat(DataType dtype) { return dtype == DataType::kBFloat16 || dtype == DataType::kFloat16; }
+
+DataType ComputeDtype(DataType dtype) { return IsLowPrecisionFloat(dtype) ? DataType::kFloat32 : dtype; }
+
 absl::StatusOr<DataType> ParseDataType(std::string_view name) {
   for (const DataTypeInfo& info : kDataTypes) {
     if (name == info.name) return info.dtype;

@@ -28,6 +28,10 @@ const char* DataTypeName(DataType dtype);
 absl::StatusOr<DataType> ParseDataType(std::string_view name);
 int64_t DataTypeSize(DataType dtype);
 bool IsFloatingPoint(DataType dtype);
+// bf16 and f16: stored in 2 bytes, computed in f32 by every kernel (PyTorch's "opmath" type).
+bool IsLowPrecisionFloat(DataType dtype);
+// The type a kernel computes `dtype` in: f32 for bf16 and f16, `dtype` itself otherwise.
+DataType ComputeDtype(DataType dtype);
 
 using Shape = std::vector<int64_t>;
 

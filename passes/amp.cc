@@ -18,7 +18,7 @@ using ir::DataType;
 using ir::Operation;
 using ir::Value;
 
-bool IsLow(DataType dtype) { return dtype == DataType::kBFloat16 || dtype == DataType::kFloat16; }
+bool IsLow(DataType dtype) { return ir::IsLowPrecisionFloat(dtype); }
 bool IsFloat(const Value* v) { return v != nullptr && ir::IsFloatingPoint(v->type().dtype); }
 
 class AmpRewriter {
@@ -43,8 +43,9 @@ class AmpRewriter {
         b.SetOpRoleAndChunkFrom(*op);
         for (size_t k = 0; k < op->num_operands(); ++k) {
           Value* x = op->operand(k);
-          if (!IsFloat(x) || x->type().dtype == *want) continue;
-          PDIST_ASSIGN_OR_RETURN(Value * cast, CastOf(b, x, *want, op->chunk()));
+          const DataType dtype = KeepsOperandInFloat32(*op, k) ? DataType::kFloat32 : *want;
+          if (!IsFloat(x) || x->type().dtype == dtype) continue;
+          PDIST_ASSIGN_OR_RETURN(Value * cast, CastOf(b, x, dtype, op->chunk()));
           op->set_operand(k, cast);
         }
         i = FindOp(op, i);
@@ -70,12 +71,15 @@ class AmpRewriter {
     return absl::OkStatus();
   }
 
-  // o2: every trainable float parameter that some op outside the f32 list reads.
+  // o2: every trainable float parameter that some op outside the f32 list reads, other than
+  // as a norm's parameter.
   void LowerParameters() {
     absl::flat_hash_set<const Value*> read_low;
     for (const auto& op : program_.block().ops()) {
       if (InFloat32List(op->type())) continue;
-      for (const Value* x : op->operands()) read_low.insert(x);
+      for (size_t k = 0; k < op->num_operands(); ++k) {
+        if (!KeepsOperandInFloat32(*op, k)) read_low.insert(op->operand(k));
+      }
     }
     for (Value* arg : program_.block().arguments()) {
       if (arg->role() != ir::ValueRole::kParameter || !arg->trainable() || !IsFloat(arg) || !read_low.contains(arg)) {
@@ -138,8 +142,14 @@ class AmpRewriter {
 
   // The built-in lists with the strategy's custom ones over them.
   bool InFloat32List(const std::string& type) const {
-    return black_.contains(type) || (RunsInFloat32(type) && !white_.contains(type));
+    return black_.contains(type) || (RunsInFloat32(type) && !white_.contains(type) && !NormalizesLow(type));
   }
+  // o2's norms: a low-precision activation, f32 parameters.
+  bool NormalizesLow(const std::string& type) const {
+    return level_ == AmpLevel::kO2 && NormalizesLowPrecisionActivations(type) && !white_.contains(type) &&
+           !black_.contains(type);
+  }
+  bool KeepsOperandInFloat32(const Operation& op, size_t k) const { return k > 0 && NormalizesLow(op.type()); }
   bool InLowPrecisionList(const std::string& type) const {
     return white_.contains(type) || (RunsInLowPrecision(type) && !black_.contains(type));
   }
@@ -174,6 +184,10 @@ bool RunsInFloat32(const std::string& op_type) {
       "layer_norm", "rms_norm", "softmax", "log_softmax", "cross_entropy_with_softmax", "mean", "sum", "max", "min",
       "exp"};
   return ops->contains(op_type);
+}
+
+bool NormalizesLowPrecisionActivations(const std::string& op_type) {
+  return op_type == "layer_norm" || op_type == "rms_norm";
 }
 
 bool RunsInLowPrecision(const std::string& op_type) {

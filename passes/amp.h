@@ -12,11 +12,15 @@
 //     %11 = cast(%10) {dtype = f32}                        before an f32-list op, or an op that
 //     %12 = add(%11, %res) : f32                           also reads an f32 value
 //   o2 — the parameters themselves become low precision (except those read only by f32-list
-//   ops: a LayerNorm's scale and bias), and every op outside the f32 list runs low precision;
-//   the optimizer pass then updates each low-precision parameter through an f32 master weight
-//   (passes/optimizer.h), which is what makes o2 train like f32.
+//   ops and norms: a LayerNorm's scale and bias), and every op outside the f32 list runs low
+//   precision; the optimizer pass then updates each low-precision parameter through an f32
+//   master weight (passes/optimizer.h), which is what makes o2 train like f32. The norms read
+//   and write their activation in low precision with f32 parameters, computing in f32
+//   inside (as Megatron-LM's and Apex's fused LayerNorm do); no cast, and the backward keeps
+//   a 2-byte input instead of an f32 copy:
+//     %5, %6, %7 = layer_norm(%4, %ln_w, %ln_b) : bf16[8,32,64], f32[8,32], f32[8,32]
 //
-// The f32 list: norms, softmax, log_softmax, cross entropy, reductions and exp — ops whose
+// The f32 list: norms (o1), softmax, log_softmax, cross entropy, reductions and exp — ops whose
 // result or whose long sums lose too much in 8 mantissa bits. The low-precision list: matmul and
 // flash attention (their kernels accumulate in f32). Every other op follows its operands: low
 // precision when all its float operands are, f32 (o1) or low precision (o2) when they are mixed.
@@ -41,6 +45,10 @@ absl::StatusOr<ir::DataType> ParseAmpDtype(const std::string& name);
 // Op types of the two lists, for tests and docs.
 bool RunsInFloat32(const std::string& op_type);
 bool RunsInLowPrecision(const std::string& op_type);
+// The f32-list ops that o2 runs on low-precision activations with f32 parameters (every operand
+// after the first): layer_norm and rms_norm. Their math is f32 either way (ir/ops/norm.cc), so
+// the result is the o1 form's rounded once; a custom list naming one overrides this.
+bool NormalizesLowPrecisionActivations(const std::string& op_type);
 
 struct AmpReport {
   int64_t casts = 0;                // cast ops inserted

@@ -77,9 +77,13 @@ cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int
 // rsqrt(variance + eps) · scale + bias, mean and (biased) variance per row; scale and bias may
 // be null. The gradient: dx per row, dscale and dbias (null: not wanted) summed over the rows in
 // order, one column per thread.
-cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, const void* bias, void* y, void* mean,
-                            void* variance, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
-cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale, const void* mean,
+// x, y and their gradients are of `type`; scale, bias and their gradients of `param_type` (the
+// same, or kF32 for a bf16/f16 x); mean and variance of the type the math runs in (f32 for
+// bf16/f16, `type` otherwise).
+cudaError_t LaunchLayerNorm(ElemType type, ElemType param_type, const void* x, const void* scale, const void* bias,
+                            void* y, void* mean, void* variance, int64_t rows, int64_t cols, double eps,
+                            cudaStream_t stream);
+cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* mean,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
                                 void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
 
@@ -223,10 +227,10 @@ cudaError_t LaunchUpdateLossScaling(const LossScalingOperands& operands, int64_t
 
 // rms_norm over [rows, cols]: invvar = rsqrt(mean(x²) + eps) per row, y = x·invvar·scale. The
 // gradient: dx = invvar·(gs - x·invvar·mean(gs·x)·invvar) with gs = out_grad·scale, per row;
-// dscale summed over the rows in order, one column per thread.
-cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void* y, void* invvar, int64_t rows,
-                          int64_t cols, double eps, cudaStream_t stream);
-cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, const void* invvar,
+// dscale summed over the rows in order, one column per thread. Types as LaunchLayerNorm's.
+cudaError_t LaunchRmsNorm(ElemType type, ElemType param_type, const void* x, const void* scale, void* y, void* invvar,
+                          int64_t rows, int64_t cols, double eps, cudaStream_t stream);
+cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
                               cudaStream_t stream);
 

@@ -13,16 +13,26 @@ namespace {
 
 const void* RawOrNull(const Tensor* t) { return t != nullptr && t->defined() ? t->raw() : nullptr; }
 
+// The storage type of layer_norm's scale and bias (one type: ir/ops/norm.cc): x's, or f32 beside
+// a bf16/f16 x; x's when it has neither.
+absl::StatusOr<ElemType> ParamTypeOf(const KernelContext& ctx, const char* op, ElemType x_type) {
+  for (size_t i : {1, 2}) {
+    if (RawOrNull(ctx.input(i)) != nullptr) return ElemTypeOf(op, ctx.input(i)->dtype());
+  }
+  return x_type;
+}
+
 // (x, scale?, bias?) → out, mean, variance.
 absl::Status LayerNormKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("layer_norm", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType param_type, ParamTypeOf(ctx, "layer_norm", type));
   PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& mean = ctx.AllocateOutput(1);
   Tensor& variance = ctx.AllocateOutput(2);
-  return CudaStatus(LaunchLayerNorm(type, x.raw(), RawOrNull(ctx.input(1)), RawOrNull(ctx.input(2)), out.raw(),
+  return CudaStatus(LaunchLayerNorm(type, param_type, x.raw(), RawOrNull(ctx.input(1)), RawOrNull(ctx.input(2)), out.raw(),
                                     mean.raw(), variance.raw(), rc.rows, rc.cols, eps, StreamOf(ctx)),
                     "layer_norm");
 }
@@ -32,12 +42,13 @@ absl::Status LayerNormKernel(KernelContext& ctx) {
 absl::Status LayerNormGradKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("layer_norm_grad", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType param_type, ParamTypeOf(ctx, "layer_norm_grad", type));
   PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
   Tensor& bias_grad = ctx.AllocateOutput(2);
-  return CudaStatus(LaunchLayerNormGrad(type, x.raw(), RawOrNull(ctx.input(1)), ctx.input(3)->raw(),
+  return CudaStatus(LaunchLayerNormGrad(type, param_type, x.raw(), RawOrNull(ctx.input(1)), ctx.input(3)->raw(),
                                         ctx.input(4)->raw(), ctx.input(5)->raw(), x_grad.raw(),
                                         ctx.input(1) != nullptr ? scale_grad.raw() : nullptr,
                                         ctx.input(2) != nullptr ? bias_grad.raw() : nullptr, rc.rows, rc.cols, eps,
@@ -49,11 +60,12 @@ absl::Status LayerNormGradKernel(KernelContext& ctx) {
 absl::Status RmsNormKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("rms_norm", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType param_type, ElemTypeOf("rms_norm", ctx.input(1)->dtype()));
   PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& invvar = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchRmsNorm(type, x.raw(), ctx.input(1)->raw(), out.raw(), invvar.raw(), rc.rows, rc.cols, eps,
+  return CudaStatus(LaunchRmsNorm(type, param_type, x.raw(), ctx.input(1)->raw(), out.raw(), invvar.raw(), rc.rows, rc.cols, eps,
                                   StreamOf(ctx)),
                     "rms_norm");
 }
@@ -62,10 +74,11 @@ absl::Status RmsNormKernel(KernelContext& ctx) {
 absl::Status RmsNormGradKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("rms_norm_grad", x.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType param_type, ElemTypeOf("rms_norm_grad", ctx.input(1)->dtype()));
   PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchRmsNormGrad(type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), ctx.input(3)->raw(),
+  return CudaStatus(LaunchRmsNormGrad(type, param_type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), ctx.input(3)->raw(),
                                       x_grad.raw(), scale_grad.raw(), rc.rows, rc.cols, StreamOf(ctx)),
                     "rms_norm_grad");
 }

@@ -1,6 +1,10 @@
 // Device side of layer_norm, rms_norm and their gradients: one block per row (strided over the grid), the
 // row's sums by BlockSum; the parameter gradients one column per thread, rows in order (as the
-// CPU sums them).
+// CPU sums them). x, out and their gradients are of storage type S; scale, bias and their
+// gradients of P (S, or f32 for a bf16/f16 S: amp o2's norms); the statistics of C, the type
+// the math runs in (f32 for bf16/f16, ir::ComputeDtype).
+#include <type_traits>
+
 #include "executor/cuda/device_common.cuh"
 #include "executor/cuda/launch.h"
 #include "executor/math/scalar_array.h"
@@ -13,10 +17,9 @@ __device__ C Rstd(C variance, double eps) {
   return C(1) / math::scalar::Sqrt(variance + static_cast<C>(eps));
 }
 
-template <typename S>
-__global__ void LayerNormKernel(const S* x, const S* scale, const S* bias, S* y, S* mean, S* variance, int64_t rows,
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void LayerNormKernel(const S* x, const P* scale, const P* bias, S* y, C* mean, C* variance, int64_t rows,
                                 int64_t cols, double eps) {
-  using C = typename Compute<S>::type;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S* xr = x + r * cols;
     C sum = C(0);
@@ -44,10 +47,9 @@ __global__ void LayerNormKernel(const S* x, const S* scale, const S* bias, S* y,
 }
 
 // With xhat = (x - mean)·rstd and gs = out_grad·scale: dx = rstd·(gs - mean(gs) - xhat·mean(gs·xhat)).
-template <typename S>
-__global__ void LayerNormGradKernel(const S* x, const S* scale, const S* mean, const S* variance, const S* g, S* dx,
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void LayerNormGradKernel(const S* x, const P* scale, const C* mean, const C* variance, const S* g, S* dx,
                                     int64_t rows, int64_t cols, double eps) {
-  using C = typename Compute<S>::type;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t o = r * cols;
     const C mu = Load(mean, r), rstd = Rstd(Load(variance, r), eps);
@@ -67,10 +69,9 @@ __global__ void LayerNormGradKernel(const S* x, const S* scale, const S* mean, c
   }
 }
 
-template <typename S>
-__global__ void LayerNormParamGradKernel(const S* x, const S* mean, const S* variance, const S* g, S* scale_grad,
-                                         S* bias_grad, int64_t rows, int64_t cols, double eps) {
-  using C = typename Compute<S>::type;
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void LayerNormParamGradKernel(const S* x, const C* mean, const C* variance, const S* g, P* scale_grad,
+                                         P* bias_grad, int64_t rows, int64_t cols, double eps) {
   ColumnSums<C>(
       rows, cols,
       [&](int64_t r, int64_t c) {
@@ -83,9 +84,8 @@ __global__ void LayerNormParamGradKernel(const S* x, const S* mean, const S* var
       });
 }
 
-template <typename S>
-__global__ void RmsNormKernel(const S* x, const S* scale, S* y, S* invvar, int64_t rows, int64_t cols, double eps) {
-  using C = typename Compute<S>::type;
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void RmsNormKernel(const S* x, const P* scale, S* y, C* invvar, int64_t rows, int64_t cols, double eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S* xr = x + r * cols;
     C squares = C(0);
@@ -96,10 +96,9 @@ __global__ void RmsNormKernel(const S* x, const S* scale, S* y, S* invvar, int64
   }
 }
 
-template <typename S>
-__global__ void RmsNormGradKernel(const S* x, const S* scale, const S* invvar, const S* g, S* dx, int64_t rows,
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void RmsNormGradKernel(const S* x, const P* scale, const C* invvar, const S* g, S* dx, int64_t rows,
                                   int64_t cols) {
-  using C = typename Compute<S>::type;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t o = r * cols;
     const C inv = Load(invvar, r);
@@ -113,10 +112,9 @@ __global__ void RmsNormGradKernel(const S* x, const S* scale, const S* invvar, c
   }
 }
 
-template <typename S>
-__global__ void RmsNormScaleGradKernel(const S* x, const S* invvar, const S* g, S* scale_grad, int64_t rows,
+template <typename S, typename P, typename C = typename Compute<S>::type>
+__global__ void RmsNormScaleGradKernel(const S* x, const C* invvar, const S* g, P* scale_grad, int64_t rows,
                                        int64_t cols) {
-  using C = typename Compute<S>::type;
   ColumnSums<C>(
       rows, cols,
       [&](int64_t r, int64_t c) {
@@ -125,58 +123,79 @@ __global__ void RmsNormScaleGradKernel(const S* x, const S* invvar, const S* g, 
       [&](int64_t c, C ds, C) { Store(scale_grad, c, ds); });
 }
 
-}  // namespace
-
-cudaError_t LaunchRmsNorm(ElemType type, const void* x, const void* scale, void* y, void* invvar, int64_t rows,
-                          int64_t cols, double eps, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
+// Calls fn(S{}, P{}): x's storage type S and the parameters' P, which is S or, for a bf16/f16
+// x, float. Any other pair is refused (cudaErrorInvalidValue).
+template <typename Fn>
+cudaError_t ByNormTypes(ElemType type, ElemType param_type, Fn&& fn) {
+  if (param_type == type) return ByType(type, [&](auto s) { fn(s, s); });
+  if (param_type != ElemType::kF32 || (type != ElemType::kBF16 && type != ElemType::kF16)) return cudaErrorInvalidValue;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    RmsNormKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const S*>(scale),
-                                                                static_cast<S*>(y), static_cast<S*>(invvar), rows, cols,
-                                                                eps);
+    if constexpr (!std::is_same_v<typename Compute<S>::type, S>) fn(s, float{});
   });
 }
 
-cudaError_t LaunchRmsNormGrad(ElemType type, const void* x, const void* scale, const void* invvar,
+}  // namespace
+
+cudaError_t LaunchRmsNorm(ElemType type, ElemType param_type, const void* x, const void* scale, void* y, void* invvar,
+                          int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return ByNormTypes(type, param_type, [&](auto s, auto p) {
+    using S = decltype(s);
+    using P = decltype(p);
+    using C = typename Compute<S>::type;
+    RmsNormKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<const P*>(scale),
+                                                                   static_cast<S*>(y), static_cast<C*>(invvar), rows,
+                                                                   cols, eps);
+  });
+}
+
+cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
                               cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  return ByType(type, [&](auto s) {
+  return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
-    RmsNormGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
-        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(invvar),
+    using P = decltype(p);
+    using C = typename Compute<S>::type;
+    RmsNormGradKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(invvar),
         static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
-    RmsNormScaleGradKernel<S><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
-        static_cast<const S*>(x), static_cast<const S*>(invvar), static_cast<const S*>(out_grad),
-        static_cast<S*>(scale_grad), rows, cols);
+    RmsNormScaleGradKernel<S, P><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const C*>(invvar), static_cast<const S*>(out_grad),
+        static_cast<P*>(scale_grad), rows, cols);
   });
 }
 
-cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale, const void* bias, void* y, void* mean,
-                            void* variance, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
+cudaError_t LaunchLayerNorm(ElemType type, ElemType param_type, const void* x, const void* scale, const void* bias,
+                            void* y, void* mean, void* variance, int64_t rows, int64_t cols, double eps,
+                            cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  return ByType(type, [&](auto s) {
+  return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
-    LayerNormKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
-        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias), static_cast<S*>(y),
-        static_cast<S*>(mean), static_cast<S*>(variance), rows, cols, eps);
+    using P = decltype(p);
+    using C = typename Compute<S>::type;
+    LayerNormKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const P*>(bias), static_cast<S*>(y),
+        static_cast<C*>(mean), static_cast<C*>(variance), rows, cols, eps);
   });
 }
 
-cudaError_t LaunchLayerNormGrad(ElemType type, const void* x, const void* scale, const void* mean,
+cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* mean,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
                                 void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  return ByType(type, [&](auto s) {
+  return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
-    LayerNormGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
-        static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(mean),
-        static_cast<const S*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
+    using P = decltype(p);
+    using C = typename Compute<S>::type;
+    LayerNormGradKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(mean),
+        static_cast<const C*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
     if (scale_grad != nullptr || bias_grad != nullptr) {
-      LayerNormParamGradKernel<S><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
-          static_cast<const S*>(x), static_cast<const S*>(mean), static_cast<const S*>(variance),
-          static_cast<const S*>(out_grad), static_cast<S*>(scale_grad), static_cast<S*>(bias_grad), rows, cols, eps);
+      LayerNormParamGradKernel<S, P><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
+          static_cast<const S*>(x), static_cast<const C*>(mean), static_cast<const C*>(variance),
+          static_cast<const S*>(out_grad), static_cast<P*>(scale_grad), static_cast<P*>(bias_grad), rows, cols, eps);
     }
   });
 }

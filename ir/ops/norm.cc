@@ -2,8 +2,13 @@
 //
 //   %1 = softmax(%0) {axis = -1} : f32[8,32,64]
 //   %2, %3, %4 = layer_norm(%0, %w, %b) {begin_norm_axis = 2, epsilon = 1.0e-05}
-//        : f32[8,32,64], f32[256], f32[256]      (mean and variance are flattened: [8*32])
-//   %5, %6 = rms_norm(%0, %w) {begin_norm_axis = -1, epsilon = 1.0e-06} : f32[8,32,64], f32[256]
+//        : f32[8,32,64], f32[8,32], f32[8,32]    (mean and variance: x.shape[:begin_norm_axis])
+//   %5, %6 = rms_norm(%0, %w) {begin_norm_axis = -1, epsilon = 1.0e-06} : f32[8,32,64], f32[8,32]
+//
+// A bf16/f16 norm computes in f32 (ir::ComputeDtype), so its statistics are f32 and its scale
+// and bias may be f32 — the amp pass's o2 keeps them so, as Apex's mixed fused LayerNorm and
+// PyTorch's native_layer_norm (f32 mean and rstd for half inputs) do:
+//   %2, %3, %4 = layer_norm(%0, %w, %b) : bf16[8,32,64], f32[8,32], f32[8,32]   (%w, %b : f32[64])
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
@@ -44,15 +49,26 @@ absl::StatusOr<NormSplit> SplitAtNormAxis(const TensorType& x, const AttributeMa
   return split;
 }
 
-// An optional per-column parameter (scale, bias) must match x's dtype and hold `cols` values.
+// An optional per-column parameter (scale, bias) holds `cols` values of x's dtype or, for a
+// bf16/f16 x, of f32 (the type the norm computes in).
 absl::Status CheckColumnParam(const InputTypes& in, size_t index, const char* what, const TensorType& x, int64_t cols) {
   if (index >= in.size() || in[index] == nullptr) return absl::OkStatus();
   const TensorType& t = *in[index];
-  if (t.dtype != x.dtype || t.num_elements() != cols) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be ", std::string(DataTypeName(x.dtype)), " with ",
-                                                   cols, " elements (the normalised size), got ", t.ToString()));
+  const bool dtype_ok = t.dtype == x.dtype || t.dtype == ComputeDtype(x.dtype);
+  if (!dtype_ok || t.num_elements() != cols) {
+    const std::string dtypes = x.dtype == ComputeDtype(x.dtype)
+                                   ? std::string(DataTypeName(x.dtype))
+                                   : absl::StrCat(DataTypeName(x.dtype), " or ", DataTypeName(ComputeDtype(x.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be ", dtypes, " with ", cols,
+                                                   " elements (the normalised size) for x ", x.ToString(), ", got ",
+                                                   t.ToString()));
   }
   return absl::OkStatus();
+}
+
+// The gradient of an optional parameter: its own type, or an empty placeholder when absent.
+TensorType GradOfParam(const TensorType* param, DataType x_dtype) {
+  return param != nullptr ? *param : EmptyOf(x_dtype);
 }
 
 // --- softmax / log_softmax -----------------------------------------------------------------
@@ -123,7 +139,11 @@ absl::StatusOr<std::vector<TensorType>> LayerNormMeta(const InputTypes& in, cons
   PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 2, "bias", x, split.cols));
-  const TensorType stats{split.leading, x.dtype};
+  if (in.size() > 2 && in[1] != nullptr && in[2] != nullptr && in[1]->dtype != in[2]->dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("scale and bias must have one dtype, got ", in[1]->ToString(),
+                                                   " and ", in[2]->ToString()));
+  }
+  const TensorType stats{split.leading, ComputeDtype(x.dtype)};
   return std::vector<TensorType>{x, stats, stats};
 }
 
@@ -139,7 +159,7 @@ absl::StatusOr<std::vector<TensorType>> LayerNormGradMeta(const InputTypes& in, 
   }
   PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, 0, 5));
   const DataType dtype = in[0]->dtype;
-  return std::vector<TensorType>{*in[0], in[1] ? *in[1] : EmptyOf(dtype), in[2] ? *in[2] : EmptyOf(dtype)};
+  return std::vector<TensorType>{*in[0], GradOfParam(in[1], dtype), GradOfParam(in[2], dtype)};
 }
 
 absl::StatusOr<std::vector<Value*>> LayerNormGrad(Builder& b, const Operation& op,
@@ -166,7 +186,7 @@ absl::StatusOr<std::vector<TensorType>> RmsNormMeta(const InputTypes& in, const 
   const TensorType& x = *in[0];
   PDIST_ASSIGN_OR_RETURN(NormSplit split, SplitAtNormAxis(x, attrs));
   PDIST_RETURN_IF_ERROR(CheckColumnParam(in, 1, "scale", x, split.cols));
-  return std::vector<TensorType>{x, TensorType{split.leading, x.dtype}};
+  return std::vector<TensorType>{x, TensorType{split.leading, ComputeDtype(x.dtype)}};
 }
 
 // (x, scale, invvar, out_grad) → x_grad, scale_grad.

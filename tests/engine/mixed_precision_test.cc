@@ -118,11 +118,65 @@ TEST(MixedPrecisionTest, OTwoParametersAreTheirMasterWeightsRounded) {
     ++checked;
   }
   EXPECT_GT(checked, 10);
-  // The LayerNorm scales are read only by an f32 op and stay f32, without a master.
+  // The LayerNorm scales are read only as a norm's parameters and stay f32, without a master.
   auto ln = run.state.find("gpt.h.0.ln_1.weight");
   ASSERT_NE(ln, run.state.end());
   EXPECT_EQ(ln->second.dtype(), ir::DataType::kFloat32);
   EXPECT_EQ(run.state.count("gpt.h.0.ln_1.weight.master"), 0u);
+}
+
+// o2's norms read the bf16 residual and compute in f32 (ir/ops/norm.cc). That is the f32 norm on
+// an exact upcast with its result rounded once — what o2 with layer_norm on the custom f32 list
+// runs through two casts — so the runs agree bit for bit, while the backward keeps the norm's
+// 2-byte input instead of its 4-byte copy and the casts are gone.
+TEST(MixedPrecisionTest, OTwoNormsOnBf16ActivationsAreTheFloat32NormsRoundedOnce) {
+  struct Run {
+    std::vector<double> losses;
+    exec::Workspace state;
+    int64_t activation_peak = 0;
+    int64_t casts = 0;
+  };
+  auto run = [](const std::string& amp_keys) {
+    EngineOptions o = testing::EquivalenceOptions();
+    o.lr.base = 3e-3;
+    o.strategy_json = Amp("bfloat16", "o2", "", amp_keys);
+    ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32);
+    const exec::Feeds batch = testing::RandomTokenBatch(model, 0, testing::kSmallVocab);
+    Run out;
+    auto engine = Engine::Create(std::move(model), o);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok()) return out;
+    for (const auto& op : (*engine)->train_program().block().ops()) out.casts += op->type() == "cast";
+    for (int64_t s = 0; s < 8; ++s) {
+      absl::StatusOr<StepResult> r = (*engine)->TrainStep(batch);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) return out;
+      out.losses.push_back(r->loss);
+      out.activation_peak = std::max(out.activation_peak, r->rank_peak_activation_bytes.at(0));
+    }
+    absl::StatusOr<exec::Workspace> state = (*engine)->WholeState();
+    EXPECT_TRUE(state.ok()) << state.status();
+    if (state.ok()) out.state = std::move(*state);
+    return out;
+  };
+  const Run low = run("");
+  const Run f32 = run(R"(, "custom_black_list": ["layer_norm"])");
+  ASSERT_EQ(low.losses.size(), 8u);
+  EXPECT_EQ(low.losses, f32.losses);
+  int64_t compared = 0;
+  for (const auto& [name, want] : f32.state) {
+    auto got = low.state.find(name);
+    ASSERT_NE(got, low.state.end()) << name;
+    ASSERT_EQ(got->second.type(), want.type()) << name;
+    EXPECT_EQ(exec::TensorToDoubles(got->second), exec::TensorToDoubles(want)) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 20);
+  EXPECT_LT(low.casts, f32.casts);
+  EXPECT_LT(low.activation_peak, f32.activation_peak);
+  std::printf("activation peak: norms on bf16 %lld bytes, f32 norms %lld; casts %lld vs %lld\n",
+              static_cast<long long>(low.activation_peak), static_cast<long long>(f32.activation_peak),
+              static_cast<long long>(low.casts), static_cast<long long>(f32.casts));
 }
 
 class MixedPrecisionZeroTest : public ::testing::TestWithParam<int64_t> {};

@@ -15,6 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "executor/backend.h"
+#include "executor/comm/comm_groups.h"
+#include "executor/comm/inproc/inproc_communicator.h"
+#include "executor/comm/kv_store.h"
 #include "executor/executor.h"
 #include "executor/random.h"
 #include "ir/builder.h"
@@ -23,6 +26,10 @@
 #include "ir/status.h"
 #include "passes/distributed_programs.h"
 #include "passes/optimizer.h"
+
+#ifdef PDIST_HAVE_CUDA
+#include "executor/cuda/nccl_communicator.h"
+#endif
 
 namespace pdist::exec {
 namespace {
@@ -116,12 +123,15 @@ Tensor Random(const ir::TensorType& type, uint64_t seed, double low, double high
 }
 
 // Runs `program` on `device` with `feeds` and returns every op's results, on the host, by id.
-absl::StatusOr<std::map<int64_t, Tensor>> RunOn(const ir::Program& program, const Feeds& feeds, Device device) {
+// `groups`: the communicators of an op that communicates inside its kernel.
+absl::StatusOr<std::map<int64_t, Tensor>> RunOn(const ir::Program& program, const Feeds& feeds, Device device,
+                                                std::shared_ptr<comm::CommGroups> groups = nullptr) {
   std::vector<int64_t> fetch;
   for (const auto& op : program.block().ops()) {
     for (const ir::Value* r : op->results()) fetch.push_back(r->id());
   }
-  PDIST_ASSIGN_OR_RETURN(Executor executor, Executor::Create(program, {.device = device, .fetch_ids = fetch}));
+  PDIST_ASSIGN_OR_RETURN(Executor executor,
+                         Executor::Create(program, {.device = device, .fetch_ids = fetch, .comm_groups = groups}));
   Feeds placed;
   for (const auto& [name, t] : feeds) {
     PDIST_ASSIGN_OR_RETURN(placed[name], ToDevice(t, device));
@@ -140,17 +150,37 @@ double Tolerance(DataType dtype) { return dtype == DataType::kBFloat16 ? 1.0 / 2
 // Each element within Tolerance(dtype), the whole within NormTolerance, or each element exactly.
 enum class Compare { kEachElement, kNorm, kExact };
 
-// bf16: `roundings` of 2^-8 (one for the result, one more where an operand is rounded too).
+// bf16: `roundings` of 2^-8 (one for the result, one more where an operand is rounded too);
+// f16 the same count of 2^-11.
 double NormTolerance(DataType dtype, int bf16_roundings = 1) {
-  return dtype == DataType::kBFloat16 ? bf16_roundings / 256.0 : dtype == DataType::kFloat64 ? 1e-12 : 1e-5;
+  switch (dtype) {
+    case DataType::kBFloat16: return bf16_roundings / 256.0;
+    case DataType::kFloat16: return bf16_roundings / 2048.0;
+    case DataType::kFloat64: return 1e-12;
+    default: return 1e-5;
+  }
 }
 
+// The (x, parameter) dtype pairs of the norms: one dtype, and amp o2's low-precision activation
+// with f32 parameters.
+const std::vector<std::pair<DataType, DataType>> kNormDtypes = {{DataType::kFloat32, DataType::kFloat32},
+                                                                 {DataType::kFloat64, DataType::kFloat64},
+                                                                 {DataType::kBFloat16, DataType::kBFloat16},
+                                                                 {DataType::kBFloat16, DataType::kFloat32},
+                                                                 {DataType::kFloat16, DataType::kFloat32}};
+
 // Runs `program` on the CPU and on GPU 0 and compares every result.
+// `groups`: an op that communicates runs on a group of one rank, in-process on the CPU and over
+// NCCL on the GPU.
+struct OneRankGroups {
+  std::shared_ptr<comm::CommGroups> cpu, cuda;
+};
+
 void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::string& what,
-                     Compare compare = Compare::kEachElement, int bf16_roundings = 1) {
-  absl::StatusOr<std::map<int64_t, Tensor>> cpu = RunOn(program, feeds, Device::Cpu());
+                     Compare compare = Compare::kEachElement, int bf16_roundings = 1, const OneRankGroups& groups = {}) {
+  absl::StatusOr<std::map<int64_t, Tensor>> cpu = RunOn(program, feeds, Device::Cpu(), groups.cpu);
   ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
-  absl::StatusOr<std::map<int64_t, Tensor>> cuda = RunOn(program, feeds, Device::Cuda(0));
+  absl::StatusOr<std::map<int64_t, Tensor>> cuda = RunOn(program, feeds, Device::Cuda(0), groups.cuda);
   ASSERT_TRUE(cuda.ok()) << what << ": " << cuda.status();
   for (const auto& [id, expected] : *cpu) {
     const Tensor& got = cuda->at(id);
@@ -446,14 +476,14 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
   };
   // Rows shorter than a block, and longer; a mean far from 0 (the two-pass variance).
   for (const Case& c : std::vector<Case>{{{3, 5, 70}, 2}, {{4, 300}, 1}, {{2, 3, 4, 9}, 2}, {{96, 40}, 1}}) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const auto& [dtype, param_dtype] : kNormDtypes) {
       ir::Program p;
       ir::Builder b(&p);
       ir::Value* x = b.Data("x", {c.x, dtype});
       int64_t cols = 1;
       for (size_t d = static_cast<size_t>(c.begin_norm_axis); d < c.x.size(); ++d) cols *= c.x[d];
-      ir::Value* scale = b.Data("scale", {{cols}, dtype});
-      ir::Value* bias = b.Data("bias", {{cols}, dtype});
+      ir::Value* scale = b.Data("scale", {{cols}, param_dtype});
+      ir::Value* bias = b.Data("bias", {{cols}, param_dtype});
       const ir::AttributeMap attrs = {{"begin_norm_axis", c.begin_norm_axis}, {"epsilon", 1e-5}};
       absl::StatusOr<std::vector<ir::Value*>> norm = b.Create("layer_norm", {x, scale, bias}, attrs);
       ASSERT_TRUE(norm.ok()) << norm.status();
@@ -462,7 +492,8 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
       ExpectSameOnGpu(p,
                       {{"x", Random(x->type(), 18, 3, 5)}, {"scale", Random(scale->type(), 19, 0.5, 1.5)},
                        {"bias", Random(bias->type(), 20, -1, 1)}, {"g", Random(g->type(), 21, -1, 1)}},
-                      absl::StrCat("layer_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x)),
+                      absl::StrCat("layer_norm ", ir::DataTypeName(dtype), " (parameters ",
+                                   ir::DataTypeName(param_dtype), ") ", ir::ShapeToString(c.x)),
                       Compare::kNorm);
     }
   }
@@ -470,11 +501,11 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
 
 TEST_F(CudaKernelTest, RmsNormAndItsGradientMatchTheCpu) {
   for (const ir::Shape& shape : std::vector<ir::Shape>{{3, 5, 70}, {4, 300}, {96, 40}}) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const auto& [dtype, param_dtype] : kNormDtypes) {
       ir::Program p;
       ir::Builder b(&p);
       ir::Value* x = b.Data("x", {shape, dtype});
-      ir::Value* scale = b.Data("scale", {{shape.back()}, dtype});
+      ir::Value* scale = b.Data("scale", {{shape.back()}, param_dtype});
       const ir::AttributeMap attrs = {{"begin_norm_axis", static_cast<int64_t>(shape.size()) - 1}, {"epsilon", 1e-6}};
       absl::StatusOr<std::vector<ir::Value*>> norm = b.Create("rms_norm", {x, scale}, attrs);
       ASSERT_TRUE(norm.ok()) << norm.status();
@@ -483,7 +514,9 @@ TEST_F(CudaKernelTest, RmsNormAndItsGradientMatchTheCpu) {
       ExpectSameOnGpu(p,
                       {{"x", Random(x->type(), 41, -2, 2)}, {"scale", Random(scale->type(), 42, 0.5, 1.5)},
                        {"g", Random(g->type(), 43, -1, 1)}},
-                      absl::StrCat("rms_norm ", ir::DataTypeName(dtype), " ", ir::ShapeToString(shape)), Compare::kNorm);
+                      absl::StrCat("rms_norm ", ir::DataTypeName(dtype), " (parameters ", ir::DataTypeName(param_dtype),
+                                   ") ", ir::ShapeToString(shape)),
+                      Compare::kNorm);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "executor/executor.h"
 #include "executor/kernel.h"
@@ -31,18 +32,20 @@ std::vector<Tensor> RunOp(const ir::Operation& op, const std::vector<const Tenso
   return out;
 }
 
-// Runs `type` on `shapes` in `low` and in f32 on the same (upcast) values: each low result
-// must be the f32 result rounded to `low`, bit for bit.
+// Runs `type` on `shapes` in `low` (but inputs `f32_inputs` in f32) and in f32 on the same
+// (upcast) values: each low result must be the f32 result rounded to its declared type, bit for
+// bit.
 void ExpectRoundedF32(const std::string& type, const std::vector<ir::Shape>& shapes, const ir::AttributeMap& attrs,
-                      DataType low) {
+                      DataType low, const std::set<size_t>& f32_inputs = {}) {
   ir::Program lp, fp;
   ir::Builder lb(&lp), fb(&fp);
   std::vector<ir::Value*> low_args, f32_args;
   std::vector<Tensor> low_in, f32_in;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    low_args.push_back(lb.Data("x" + std::to_string(i), {shapes[i], low}));
+    const DataType dtype = f32_inputs.contains(i) ? DataType::kFloat32 : low;
+    low_args.push_back(lb.Data("x" + std::to_string(i), {shapes[i], dtype}));
     f32_args.push_back(fb.Data("x" + std::to_string(i), {shapes[i], DataType::kFloat32}));
-    low_in.push_back(Random({shapes[i], low}, 11 + i));
+    low_in.push_back(Random({shapes[i], dtype}, 11 + i));
     f32_in.push_back(CastTensor(low_in.back(), DataType::kFloat32));
   }
   absl::StatusOr<std::vector<ir::Value*>> low_op = lb.Create(type, low_args, attrs);
@@ -60,6 +63,7 @@ void ExpectRoundedF32(const std::string& type, const std::vector<ir::Shape>& sha
     const TensorType& declared = (*low_op)[r]->type();
     ASSERT_EQ(got[r].type(), declared) << type << " result " << r;
     const Tensor rounded = CastTensor(want[r], declared.dtype);
+    for (double v : TensorToDoubles(want[r])) ASSERT_TRUE(std::isfinite(v)) << type << " result " << r;
     EXPECT_EQ(TensorToDoubles(got[r]), TensorToDoubles(rounded)) << type << " result " << r;
   }
 }
@@ -74,6 +78,17 @@ TEST(LowPrecisionKernelTest, NormsSoftmaxAndActivationsAreRoundedF32Math) {
   ExpectRoundedF32("gelu", {{4, 8}}, {}, DataType::kFloat16);
   ExpectRoundedF32("add", {{4, 8}, {8}}, {}, DataType::kBFloat16);
   ExpectRoundedF32("layer_norm", {{4, 8}, {8}, {8}}, {{"begin_norm_axis", int64_t{1}}}, DataType::kBFloat16);
+}
+
+// amp o2's norms: a bf16/f16 activation with f32 parameters; statistics and parameter gradients
+// stay f32, the activation's results are rounded once.
+TEST(LowPrecisionKernelTest, NormsOnLowPrecisionActivationsWithFloat32Parameters) {
+  const ir::AttributeMap ln = {{"begin_norm_axis", int64_t{1}}};
+  ExpectRoundedF32("layer_norm", {{4, 8}, {8}, {8}}, ln, DataType::kBFloat16, {1, 2});
+  ExpectRoundedF32("rms_norm", {{4, 8}, {8}}, {}, DataType::kFloat16, {1});
+  // The gradients, on statistics of the f32 forward (x, scale, bias, mean, variance, out_grad).
+  ExpectRoundedF32("layer_norm_grad", {{4, 8}, {8}, {8}, {4}, {4}, {4, 8}}, ln, DataType::kBFloat16, {1, 2, 3, 4});
+  ExpectRoundedF32("rms_norm_grad", {{4, 8}, {8}, {4}, {4, 8}}, {}, DataType::kBFloat16, {1, 2});
 }
 
 TEST(LowPrecisionKernelTest, AResultOfABfloat16OpIsStoredInTwoBytes) {

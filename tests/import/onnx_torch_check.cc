@@ -71,7 +71,9 @@ TEST_P(OnnxTorchTest, LossAndEveryGradientMatchPyTorch) {
   }
   // Every trainable parameter pdist made is one of PyTorch's (constants and masks are frozen).
   for (const ir::Value* p : program.Parameters()) {
-    if (p->trainable()) EXPECT_TRUE(gradient_ids.contains(p->name())) << p->name() << " is trainable but not PyTorch's";
+    if (p->trainable()) {
+      EXPECT_TRUE(gradient_ids.contains(p->name())) << p->name() << " is trainable but not PyTorch's";
+    }
   }
   absl::StatusOr<exec::Executor> executor = exec::Executor::Create(program, options);
   ASSERT_TRUE(executor.ok()) << executor.status();

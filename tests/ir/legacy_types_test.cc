@@ -69,5 +69,22 @@ TEST(LegacyTypesTest, OnlyTheSameElementsInOneAxisAreAnOlderSpelling) {
               ::testing::HasSubstr("is written as f32[3,2] but the op infers f32[2,3]"));
 }
 
+// Until session 20 a bf16/f16 norm's statistics were in x's dtype; they are f32 now (the type the
+// norm computes in), and programs written before still load.
+TEST(LegacyTypesTest, LowPrecisionStatisticsReadAsFloat32) {
+  const TensorType inferred{{2, 3}, DataType::kFloat32};
+  EXPECT_TRUE(IsLegacyResultType("layer_norm", 2, {{2, 3}, DataType::kBFloat16}, inferred));
+  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{2, 3}, DataType::kFloat16}, inferred));
+  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{6}, DataType::kBFloat16}, inferred));  // both old spellings
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 1, {{3, 2}, DataType::kBFloat16}, inferred));
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 0, {{2, 3}, DataType::kBFloat16}, inferred));
+  absl::StatusOr<Program> old = ParseProgram(R"(program {
+  %x = data "x" : bf16[2,3,4]
+  %n, %m, %v = layer_norm(%x, none, none) {begin_norm_axis = 2} : bf16[2,3,4], bf16[2,3], bf16[2,3]
+})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_THAT(PrintProgram(*old), ::testing::HasSubstr(": bf16[2,3,4], f32[2,3], f32[2,3]"));
+}
+
 }  // namespace
 }  // namespace pdist::ir

@@ -84,6 +84,35 @@ TEST(LayerNormTest, ShapeErrors) {
   ExpectBuildError("layer_norm", {&x, &f64_scale}, {{"begin_norm_axis", int64_t{2}}}, "scale must be f32");
 }
 
+// A bf16/f16 norm computes in f32: f32 statistics, and f32 or x-typed parameters (amp o2's form).
+TEST(LayerNormTest, ALowPrecisionNormComputesInFloat32) {
+  ir::Program program;
+  ir::Builder b(&program);
+  ir::Value* x = b.Data("x", {{2, 3, 4}, DataType::kBFloat16});
+  ir::Value* w = b.Data("w", {{4}, DataType::kFloat32});
+  ir::Value* wb = b.Data("wb", {{4}, DataType::kBFloat16});
+  const ir::AttributeMap attrs = {{"begin_norm_axis", int64_t{2}}};
+  for (ir::Value* param : {w, wb}) {
+    auto results = b.Create("layer_norm", {x, param, param}, attrs);
+    ASSERT_TRUE(results.ok()) << results.status();
+    EXPECT_EQ((*results)[0]->type(), x->type());
+    EXPECT_EQ((*results)[1]->type(), (ir::TensorType{{2, 3}, DataType::kFloat32}));
+    auto grads = b.Create("layer_norm_grad", {x, param, param, (*results)[1], (*results)[2], (*results)[0]}, attrs);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    EXPECT_EQ((*grads)[0]->type(), x->type());
+    EXPECT_EQ((*grads)[1]->type(), param->type());
+    auto rms = b.Create("rms_norm", {x, param}, attrs);
+    ASSERT_TRUE(rms.ok()) << rms.status();
+    EXPECT_EQ((*rms)[1]->type().dtype, DataType::kFloat32);
+  }
+  const ir::TensorType bx{{2, 4}, DataType::kBFloat16}, f32w{{4}, DataType::kFloat32}, f16w{{4}, DataType::kFloat16},
+      f32x{{2, 4}, DataType::kFloat32}, bw{{4}, DataType::kBFloat16}, f64x{{2, 4}, DataType::kFloat64};
+  ExpectBuildError("layer_norm", {&bx, &f16w}, {}, "scale must be bf16 or f32 with 4 elements");
+  ExpectBuildError("layer_norm", {&f32x, &bw}, {}, "scale must be f32 with 4 elements");
+  ExpectBuildError("rms_norm", {&f64x, &f32w}, {}, "scale must be f64 with 4 elements");
+  ExpectBuildError("layer_norm", {&bx, &f32w, &bw}, {}, "scale and bias must have one dtype");
+}
+
 TEST(LayerNormTest, Gradients) {
   ExpectGradientsOk("layer_norm", {{Random64({3, 5}, 1)}, {Random64({5}, 2)}, {Random64({5}, 3)}}, {}, {0});
   ExpectGradientsOk("layer_norm", {{Random64({2, 2, 3}, 4)}, {Random64({6}, 5)}, {Random64({6}, 6)}},

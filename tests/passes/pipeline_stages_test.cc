@@ -126,13 +126,14 @@ TEST(StagesFromMarksTest, AStageStartsAtTheFirstReaderOfItsMarkedParameters) {
       << backwards.status();
 }
 
-// Under mixed precision a layer norm reads an f32 cast of the bf16 residual. A stage marked at
-// the norm's parameters starts at the cast instead: only the bf16 residual crosses there, where
-// at the norm the cast and the residual both would (three times the bytes). The cast reads no
-// parameter, so every parameter stays where the mark puts it.
+// With its norms in f32 (o2 with layer_norm on the custom f32 list, or o1 on a bf16 residual) a
+// layer norm reads an f32 cast of the bf16 residual. A stage marked at the norm's parameters
+// starts at the cast instead: only the bf16 residual crosses there, where at the norm the cast
+// and the residual both would (three times the bytes). The cast reads no parameter, so every
+// parameter stays where the mark puts it.
 TEST(StagesFromMarksTest, UnderMixedPrecisionAStageStartsBeforeTheNormsCast) {
   ir::Program gpt = Gpt(/*layers=*/4);
-  ASSERT_TRUE(ApplyAmp(gpt, ir::DataType::kBFloat16, AmpLevel::kO2).ok());
+  ASSERT_TRUE(ApplyAmp(gpt, ir::DataType::kBFloat16, AmpLevel::kO2, {.float32 = {"layer_norm"}}).ok());
   auto stages = StagesFromMarks(gpt, {"gpt.h.2.*"});
   ASSERT_TRUE(stages.ok()) << stages.status();
   const auto& ops = gpt.block().ops();
@@ -156,6 +157,22 @@ TEST(StagesFromMarksTest, UnderMixedPrecisionAStageStartsBeforeTheNormsCast) {
       EXPECT_EQ(op->result(0)->type().dtype, ir::DataType::kBFloat16);
     }
   }
+}
+
+// o2's own norms read the bf16 residual itself: the stage starts at the norm, and the residual
+// alone crosses.
+TEST(StagesFromMarksTest, UnderOTwoAStageStartsAtTheNormOnTheBf16Residual) {
+  ir::Program gpt = Gpt(/*layers=*/4);
+  ASSERT_TRUE(ApplyAmp(gpt, ir::DataType::kBFloat16, AmpLevel::kO2).ok());
+  auto stages = StagesFromMarks(gpt, {"gpt.h.2.*"});
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  const auto& ops = gpt.block().ops();
+  size_t start = 0;
+  while ((*stages)[start] == 0) ++start;
+  ASSERT_EQ(ops[start]->type(), "layer_norm");
+  EXPECT_EQ(ops[start]->operand(0)->type().dtype, ir::DataType::kBFloat16);
+  EXPECT_EQ(ops[start]->operand(1)->name(), "gpt.h.2.ln_1.weight");
+  EXPECT_EQ(CrossingValues(gpt)[start], 1);
 }
 
 TEST(AnnotatePipelineStagesTest, StageMeshesBalancedFlopsAndOneBoundaryPerCut) {

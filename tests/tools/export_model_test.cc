@@ -64,7 +64,11 @@ TEST(ExportModelTest, Bfloat16IsMixedPrecisionOTwo) {
   int64_t bf16_matmuls = 0;
   for (const auto& op : gpt->block().ops()) {
     if (op->type() == "matmul") bf16_matmuls += op->result(0)->type().dtype == ir::DataType::kBFloat16;
-    if (op->type() == "layer_norm") EXPECT_EQ(op->operand(0)->type().dtype, ir::DataType::kFloat32);
+    if (op->type() == "layer_norm") {  // a bf16 activation, f32 parameters and statistics
+      EXPECT_EQ(op->operand(0)->type().dtype, ir::DataType::kBFloat16);
+      EXPECT_EQ(op->operand(1)->type().dtype, ir::DataType::kFloat32);
+      EXPECT_EQ(op->result(1)->type().dtype, ir::DataType::kFloat32);
+    }
   }
   EXPECT_GT(bf16_matmuls, 4);
 }
