@@ -115,6 +115,20 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
                                 void* weight_grad, int64_t vocab, int64_t hidden, int64_t padding_idx,
                                 cudaStream_t stream);
 
+// c_softmax_with_cross_entropy on a vocab piece [lanes, n] of the classes [start, start + n),
+// in three passes around the group's two all-reduces (the caller's, on the same stream):
+// RowMax: max[lane] = max_j logits; ExpSums on the group's max: sums[lane] = Σ_j exp(logits −
+// max), sums[lanes + lane] = logits[label − start] where held here, else 0; Normalize on the
+// group's sums: softmax = exp(logits − max) / sums[lane], loss = log sums[lane] + max −
+// sums[lanes + lane] (0 for ignore_index). max and sums in the compute type (f32 for bf16/f16).
+cudaError_t LaunchVocabParallelRowMax(ElemType type, const void* logits, void* max, int64_t lanes, int64_t n,
+                                      cudaStream_t stream);
+cudaError_t LaunchVocabParallelExpSums(ElemType type, const void* logits, const void* label, bool label_64,
+                                       const void* max, void* sums, int64_t lanes, int64_t n, int64_t start,
+                                       cudaStream_t stream);
+cudaError_t LaunchVocabParallelNormalize(ElemType type, const void* logits, const void* label, bool label_64,
+                                         const void* max, const void* sums, void* softmax, void* loss, int64_t lanes,
+                                         int64_t n, int64_t ignore_index, cudaStream_t stream);
 // c_softmax_with_cross_entropy_grad on a vocab piece: logits_grad[lane, j] = g · (p[lane, j] −
 // [j == label[lane] − start]), g = loss_grad[lane] (0 for ignore_index). Labels i32 or i64.
 cudaError_t LaunchVocabParallelCrossEntropyGrad(ElemType type, const void* label, bool label_64, const void* softmax,

@@ -177,40 +177,4 @@ cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void*
   });
 }
 
-namespace {
-
-template <typename S, typename I>
-__global__ void VocabParallelCrossEntropyGradKernel(const I* label, const S* p, const S* loss_grad, S* dx,
-                                                    int64_t lanes, int64_t n, int64_t start, int64_t ignore_index) {
-  using C = typename Compute<S>::type;
-  PDIST_GRID_STRIDE_LOOP(i, lanes * n) {
-    const int64_t lane = i / n, j = i % n;
-    const auto cls = static_cast<int64_t>(label[lane]);
-    const C g = cls == ignore_index ? C(0) : Load(loss_grad, lane);
-    C d = g * Load(p, i);
-    if (cls != ignore_index && j == cls - start) d -= g;
-    Store(dx, i, d);
-  }
-}
-
-}  // namespace
-
-cudaError_t LaunchVocabParallelCrossEntropyGrad(ElemType type, const void* label, bool label_64, const void* softmax,
-                                                const void* loss_grad, void* logits_grad, int64_t lanes, int64_t n,
-                                                int64_t start, int64_t ignore_index, cudaStream_t stream) {
-  if (lanes * n == 0) return cudaSuccess;
-  return ByType(type, [&](auto s) {
-    using S = decltype(s);
-    if (label_64) {
-      VocabParallelCrossEntropyGradKernel<S, int64_t><<<Blocks(lanes * n), kThreads, 0, stream>>>(
-          static_cast<const int64_t*>(label), static_cast<const S*>(softmax), static_cast<const S*>(loss_grad),
-          static_cast<S*>(logits_grad), lanes, n, start, ignore_index);
-    } else {
-      VocabParallelCrossEntropyGradKernel<S, int32_t><<<Blocks(lanes * n), kThreads, 0, stream>>>(
-          static_cast<const int32_t*>(label), static_cast<const S*>(softmax), static_cast<const S*>(loss_grad),
-          static_cast<S*>(logits_grad), lanes, n, start, ignore_index);
-    }
-  });
-}
-
 }  // namespace pdist::exec::cuda

@@ -1,11 +1,14 @@
-// Host side of the CUDA vocab-parallel local forms (ir/ops/local_forms.cc) that need no
-// communication inside the kernel: c_embedding and its gradient (embedding's launchers on the
-// rank's rows: ids mapped to local rows on the host, other ranks' ids reading zeros), and
-// c_softmax_with_cross_entropy_grad. c_softmax_with_cross_entropy itself all-reduces inside the
-// kernel and has no CUDA kernel yet.
+// Host side of the CUDA vocab-parallel local forms (ir/ops/local_forms.cc): c_embedding and its
+// gradient (embedding's launchers on the rank's rows: ids mapped to local rows on the host,
+// other ranks' ids reading zeros), and c_softmax_with_cross_entropy with its gradient (device
+// side: vocab_parallel_launch.cu). The forward all-reduces twice inside the kernel, through the
+// group's communicator on the kernel's own stream: NCCL orders them between the passes with no
+// host wait.
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "executor/backend.h"
+#include "executor/comm/comm_groups.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
@@ -72,19 +75,61 @@ absl::Status CEmbeddingGradKernel(KernelContext& ctx) {
                     "c_embedding_grad");
 }
 
+// The only form the vocab-parallel cross entropy takes: hard labels, softmax, the last axis.
+absl::Status CheckHardLabelLastAxis(const KernelContext& ctx, const Tensor& classes) {
+  PDIST_ASSIGN_OR_RETURN(bool soft_label, ir::GetBool(ctx.attrs(), "soft_label"));
+  PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
+  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
+  const auto rank = static_cast<int64_t>(classes.shape().size());
+  if (soft_label || !use_softmax || (axis != -1 && axis != rank - 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.op().type(), " needs a hard label, use_softmax and the last axis"));
+  }
+  return absl::OkStatus();
+}
+
+// (logits piece [..., n], label [..., 1]) → softmax piece, loss: the row max, an all-reduce (max)
+// over the group, Σ exp(x − max) and the label's logit where held here, one all-reduce (sum) of
+// both, then the softmax and the loss — the CPU kernel's steps, its f32 math for bf16/f16.
+absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
+  const Tensor& logits = *ctx.input(0);
+  const Tensor& label = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_softmax_with_cross_entropy", logits.dtype()));
+  PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, logits));
+  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
+  PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
+  if (ctx.comm_groups() == nullptr) {
+    return absl::FailedPreconditionError("c_softmax_with_cross_entropy needs communicators (run it through the engine)");
+  }
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
+  const int64_t n = logits.shape().back();
+  const int64_t lanes = n > 0 ? logits.num_elements() / n : 0;
+  const bool label_64 = label.dtype() == ir::DataType::kInt64;
+  Tensor& softmax = ctx.AllocateOutput(0);
+  Tensor& loss = ctx.AllocateOutput(1);
+  const ir::DataType compute = ir::ComputeDtype(logits.dtype());
+  Tensor max = Tensor::Empty({{lanes}, compute}, ctx.allocator(), ctx.stream());
+  Tensor sums = Tensor::Empty({{2 * lanes}, compute}, ctx.allocator(), ctx.stream());
+  const cudaStream_t stream = StreamOf(ctx);
+  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelRowMax(type, logits.raw(), max.raw(), lanes, n, stream),
+                                   "c_softmax_with_cross_entropy"));
+  PDIST_RETURN_IF_ERROR(group->AllReduce(max, max, comm::ReduceOp::kMax, ctx.stream()));
+  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelExpSums(type, logits.raw(), label.raw(), label_64, max.raw(),
+                                                              sums.raw(), lanes, n, start, stream),
+                                   "c_softmax_with_cross_entropy"));
+  PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum, ctx.stream()));
+  return CudaStatus(LaunchVocabParallelNormalize(type, logits.raw(), label.raw(), label_64, max.raw(), sums.raw(),
+                                                 softmax.raw(), loss.raw(), lanes, n, ignore_index, stream),
+                    "c_softmax_with_cross_entropy");
+}
+
 // (label, softmax piece, loss_grad) → logits_grad piece.
 absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
   const Tensor& label = *ctx.input(0);
   const Tensor& softmax = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_softmax_with_cross_entropy_grad", softmax.dtype()));
-  PDIST_ASSIGN_OR_RETURN(bool soft_label, ir::GetBool(ctx.attrs(), "soft_label"));
-  PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
-  PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
-  const auto rank = static_cast<int64_t>(softmax.shape().size());
-  if (soft_label || !use_softmax || (axis != -1 && axis != rank - 1)) {
-    return absl::InvalidArgumentError(
-        "c_softmax_with_cross_entropy_grad needs a hard label, use_softmax and the last axis");
-  }
+  PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, softmax));
   PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   const int64_t n = softmax.shape().back();
@@ -101,6 +146,7 @@ absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
 void RegisterVocabParallelKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "c_embedding", CEmbeddingKernel);
   registry.Register(DeviceType::kCUDA, "c_embedding_grad", CEmbeddingGradKernel);
+  registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy", CSoftmaxCrossEntropyKernel);
   registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
 }
 

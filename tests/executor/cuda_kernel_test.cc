@@ -44,7 +44,7 @@ std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
-                               "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy_grad", "reshape", "unsqueeze", "squeeze",
+                               "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
@@ -408,6 +408,48 @@ TEST_F(CudaKernelTest, VocabParallelPiecesMatchTheCpu) {
                      {"softmax", Random(softmax->type(), 66, 0, 1)},
                      {"loss_grad", Random({{2, 3, 1}, dtype}, 67, -1, 1)}},
                     absl::StrCat("vocab-parallel pieces ", ir::DataTypeName(dtype)));
+  }
+}
+
+// A world of one rank and its groups of `mesh` [1]: in-process on the CPU, NCCL on GPU 0.
+absl::StatusOr<OneRankGroups> GroupsOfOne() {
+  const ir::ProcessMesh mesh = ir::ProcessMesh::Range({1});
+  OneRankGroups groups;
+  PDIST_ASSIGN_OR_RETURN(std::shared_ptr<comm::Communicator> host,
+                         comm::CreateInprocCommunicator(std::make_shared<comm::InprocWorld>(1), 0));
+  PDIST_ASSIGN_OR_RETURN(groups.cpu, comm::CommGroups::Create(host, {mesh}));
+#ifdef PDIST_HAVE_CUDA
+  PDIST_ASSIGN_OR_RETURN(std::shared_ptr<cuda::NcclCommunicator> nccl,
+                         cuda::NcclCommunicator::Create(std::make_shared<comm::InMemoryStore>(), 0, 1, Device::Cuda(0),
+                                                        {.timeout = absl::Seconds(60)}));
+  PDIST_ASSIGN_OR_RETURN(groups.cuda, comm::CommGroups::Create(nccl, {mesh}));
+  return groups;
+#else
+  return absl::UnavailableError("this build has no CUDA backend (-DPDIST_WITH_CUDA=ON)");
+#endif
+}
+
+// c_softmax_with_cross_entropy on a group of one (a machine lends one GPU, and NCCL puts no two
+// ranks of a communicator on one device): its three passes and the two all-reduces between them
+// on the kernel's stream, against the CPU kernel on an in-process group. The piece holds classes
+// [5, 42): labels outside it read a logit of 0, as on a rank that does not hold the class, and
+// one lane is ignore_index. The comparison of several ranks needs several GPUs (docs/gpu.md).
+TEST_F(CudaKernelTest, VocabParallelCrossEntropyMatchesTheCpuOnAGroupOfOne) {
+  absl::StatusOr<OneRankGroups> groups = GroupsOfOne();
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* logits = b.Data("logits", {{2, 3, 37}, dtype});
+    ir::Value* label = b.Data("label", {{2, 3, 1}, DataType::kInt64});
+    ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy", {logits, label},
+                         {{"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}, {"ranks", std::vector<int64_t>{0}}})
+                    .ok());
+    ExpectSameOnGpu(p,
+                    {{"logits", Random(logits->type(), 68, -4, 4)},
+                     {"label", TensorFromDoubles(label->type(), {5, 41, 2, -100, 17, 60})}},
+                    absl::StrCat("c_softmax_with_cross_entropy ", ir::DataTypeName(dtype)), Compare::kNorm,
+                    /*bf16_roundings=*/1, *groups);
   }
 }
 

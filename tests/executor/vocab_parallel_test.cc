@@ -1,0 +1,129 @@
+// The CPU's vocab-parallel cross entropy (c_softmax_with_cross_entropy, ir/ops/local_forms.cc)
+// run alone, outside the engine's mp runs that prove it end to end: on a group of one holding
+// every class it is cross_entropy_with_softmax; a label outside the piece reads a logit of 0; and
+// on two ranks, each holding half of the classes, the pieces are the whole softmax and every rank
+// gets the whole loss. The CUDA kernel is compared with this one on a GPU (cuda_kernel_test.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "executor/comm/comm_groups.h"
+#include "executor/comm/inproc/inproc_communicator.h"
+#include "executor/executor.h"
+#include "executor/random.h"
+#include "ir/builder.h"
+
+namespace pdist::exec {
+namespace {
+
+using ir::DataType;
+
+constexpr int64_t kLanes = 6, kClasses = 10, kIgnore = -100;
+const std::vector<double> kLabels = {0, 9, 4, kIgnore, 5, 7};
+
+Tensor Logits(int64_t first_class, int64_t classes) {
+  std::vector<double> v;
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    for (int64_t c = first_class; c < first_class + classes; ++c) {
+      v.push_back(8 * UniformAt(5, static_cast<uint64_t>(lane * kClasses + c)) - 4);
+    }
+  }
+  return TensorFromDoubles({{kLanes, classes}, DataType::kFloat64}, v);
+}
+
+// Runs `type` on (logits, label) and returns its two results (softmax, loss).
+std::vector<Tensor> RunCrossEntropy(const std::string& type, const Tensor& logits, const ir::AttributeMap& attrs,
+                        std::shared_ptr<comm::CommGroups> groups = nullptr) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("logits", logits.type());
+  ir::Value* label = b.Data("label", {{kLanes, 1}, DataType::kInt64});
+  absl::StatusOr<std::vector<ir::Value*>> out = b.Create(type, {x, label}, attrs);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  absl::StatusOr<Executor> executor =
+      Executor::Create(p, {.fetch_ids = {(*out)[0]->id(), (*out)[1]->id()}, .comm_groups = std::move(groups)});
+  EXPECT_TRUE(executor.ok()) << executor.status();
+  if (!executor.ok()) return {};
+  Workspace ws;
+  absl::StatusOr<RunResult> run =
+      executor->Run({{"logits", logits}, {"label", TensorFromDoubles({{kLanes, 1}, DataType::kInt64}, kLabels)}}, ws);
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return {};
+  return {run->fetched.at((*out)[0]->id()), run->fetched.at((*out)[1]->id())};
+}
+
+ir::AttributeMap PieceAttrs(int64_t start, std::vector<int64_t> ranks) {
+  return {{"start_index", start}, {"ignore_index", kIgnore}, {"ranks", std::move(ranks)}};
+}
+
+std::shared_ptr<comm::CommGroups> Groups(std::shared_ptr<comm::InprocWorld> world, int rank) {
+  auto comm = comm::CreateInprocCommunicator(std::move(world), rank);
+  EXPECT_TRUE(comm.ok()) << comm.status();
+  auto groups = comm::CommGroups::Create(*comm, {ir::ProcessMesh::Range({2})});
+  EXPECT_TRUE(groups.ok()) << groups.status();
+  return groups.ok() ? *groups : nullptr;
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i]))) << what << " " << i;
+}
+
+TEST(VocabParallelKernelTest, OnAGroupOfOneHoldingEveryClassItIsTheCrossEntropy) {
+  auto comm = comm::CreateInprocCommunicator(std::make_shared<comm::InprocWorld>(1), 0);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  auto groups = comm::CommGroups::Create(*comm, {ir::ProcessMesh::Range({1})});
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  const Tensor logits = Logits(0, kClasses);
+  const std::vector<Tensor> piece = RunCrossEntropy("c_softmax_with_cross_entropy", logits, PieceAttrs(0, {0}), *groups);
+  const std::vector<Tensor> whole = RunCrossEntropy("cross_entropy_with_softmax", logits, {{"ignore_index", kIgnore}});
+  ASSERT_EQ(piece.size(), 2u);
+  ASSERT_EQ(whole.size(), 2u);
+  ExpectNear(TensorToDoubles(piece[0]), TensorToDoubles(whole[0]), "softmax");
+  ExpectNear(TensorToDoubles(piece[1]), TensorToDoubles(whole[1]), "loss");
+  EXPECT_EQ(TensorToDoubles(piece[1])[3], 0) << "the ignored lane";
+
+  // Held classes [5, 15): labels 0, 4 (lanes 0, 2) are another rank's, so their logit reads 0:
+  // the loss is log Σ exp + 0 − 0 over this piece alone.
+  const Tensor shifted = Logits(0, kClasses);
+  const std::vector<Tensor> outside = RunCrossEntropy("c_softmax_with_cross_entropy", shifted, PieceAttrs(5, {0}), *groups);
+  ASSERT_EQ(outside.size(), 2u);
+  const std::vector<double> x = TensorToDoubles(shifted);
+  for (int64_t lane : {0, 2}) {
+    double sum = 0;
+    for (int64_t c = 0; c < kClasses; ++c) sum += std::exp(x[lane * kClasses + c]);
+    EXPECT_NEAR(TensorToDoubles(outside[1])[lane], std::log(sum), 1e-12) << "lane " << lane;
+  }
+}
+
+TEST(VocabParallelKernelTest, TwoRanksHoldingHalfTheClassesEachGiveTheWholeLoss) {
+  const Tensor logits = Logits(0, kClasses);
+  const std::vector<Tensor> whole = RunCrossEntropy("cross_entropy_with_softmax", logits, {{"ignore_index", kIgnore}});
+  ASSERT_EQ(whole.size(), 2u);
+  auto world = std::make_shared<comm::InprocWorld>(2);
+  std::vector<std::vector<Tensor>> pieces(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      pieces[r] = RunCrossEntropy("c_softmax_with_cross_entropy", Logits(r * kClasses / 2, kClasses / 2),
+                      PieceAttrs(r * kClasses / 2, {0, 1}), Groups(world, r));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  const std::vector<double> softmax = TensorToDoubles(whole[0]);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(pieces[r].size(), 2u) << "rank " << r;
+    std::vector<double> want;
+    for (int64_t lane = 0; lane < kLanes; ++lane) {
+      for (int64_t c = r * kClasses / 2; c < (r + 1) * kClasses / 2; ++c) want.push_back(softmax[lane * kClasses + c]);
+    }
+    ExpectNear(TensorToDoubles(pieces[r][0]), want, absl::StrCat("rank ", r, " softmax piece"));
+    ExpectNear(TensorToDoubles(pieces[r][1]), TensorToDoubles(whole[1]), absl::StrCat("rank ", r, " loss"));
+  }
+}
+
+}  // namespace
+}  // namespace pdist::exec
