@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "passes/distributed_programs.h"
 #include "passes/schedules/schedule_def.h"
 #include "ir/status.h"
@@ -12,6 +13,14 @@
 #include "planner/virtual_stage.h"
 
 namespace pdist::planner {
+
+std::string MemoryBreakdown::ToString() const {
+  constexpr double kGB = 1e9;
+  return absl::StrFormat(
+      "parameters %.3g  gradients %.3g  optimizer states %.3g  activations %.3g  workspace %.3g  "
+      "(GB; at most %.3g of gradients, activations and workspace at once)",
+      parameters / kGB, gradients / kGB, optimizer_states / kGB, activations / kGB, workspace / kGB, transient() / kGB);
+}
 namespace {
 
 using ir::OpRole;

@@ -82,6 +82,9 @@ struct MemoryBreakdown {
   double transient_peak = -1;
   double transient() const { return transient_peak >= 0 ? transient_peak : gradients + activations + workspace; }
   double total() const { return parameters + optimizer_states + transient(); }
+  // "parameters 0.667  gradients 0.667  optimizer states 4  activations 67.4  workspace 2.53
+  // (GB; at most 70.6 of gradients, activations and workspace at once)"
+  std::string ToString() const;
 };
 
 struct Estimate {

@@ -43,11 +43,7 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
                         e.step_time, e.tokens_per_s, e.tflops_per_device, 100 * e.mfu);
   absl::StrAppendFormat(&out, "memory per device %.3g GB of %.3g GB usable (%.3g GB less the margin)\n", m.total() / kGB,
                         e.capacity / kGB, cluster.device.memory / kGB);
-  absl::StrAppendFormat(&out,
-                        "  parameters %.3g  gradients %.3g  optimizer states %.3g  activations %.3g  workspace %.3g  "
-                        "(GB; at most %.3g of gradients, activations and workspace at once)\n",
-                        m.parameters / kGB, m.gradients / kGB, m.optimizer_states / kGB, m.activations / kGB,
-                        m.workspace / kGB, m.transient() / kGB);
+  absl::StrAppend(&out, "  ", m.ToString(), "\n");
   absl::StrAppendFormat(&out,
                         "step time  compute %.4g  recompute %.4g  tensor-parallel %.4g  data-parallel %.4g  "
                         "pipeline p2p %.4g  bubble %.4g%s (s)\n",

@@ -241,10 +241,15 @@ class SearchRun {
         return absl::FailedPreconditionError(absl::StrCat("no candidate could be built: ",
                                                           result_.skipped.empty() ? "" : result_.skipped.front()));
       }
+      // What the leanest holds, term by term, says which knob would help (none of them is
+      // free where --strategy fixed it).
       return absl::FailedPreconditionError(absl::StrFormat(
-          "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB",
+          "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB: "
+          "%s; more devices, ZeRO stage 3, recompute, a smaller micro-batch (--max-micro-batch) or a smaller "
+          "--memory-margin lower it",
           cluster_.device.memory / 1e9, leanest_->capacity / 1e9, options_.estimate.memory_margin * 100,
-          leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9));
+          leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9,
+          leanest_->memory.ToString()));
     }
     std::stable_sort(result_.ranked.begin(), result_.ranked.end(),
                      [](const Estimate& a, const Estimate& b) { return a.step_time < b.step_time; });

@@ -178,6 +178,10 @@ TEST(SearchTest, NothingFitsNamesTheLeanestPlan) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(r.status().message().find("no plan fits in 0.0 GB per device"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find("the leanest, dp"), std::string::npos) << r.status();
+  // Term by term, and what lowers it.
+  EXPECT_NE(r.status().message().find("GB: parameters "), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find(" activations "), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("ZeRO stage 3, recompute"), std::string::npos) << r.status();
 }
 
 TEST(SearchTest, ProgressReportsEveryFactorisation) {
