@@ -80,7 +80,7 @@ absl::Status AllReduceCoalescedKernel(KernelContext& ctx) {
   int64_t total = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) total += ctx.input(i)->num_elements();
   const ir::DataType dtype = ctx.input(0)->dtype();
-  Tensor flat = Tensor::Empty({{total}, dtype}, ctx.allocator(), ctx.stream());
+  Tensor flat = ctx.Scratch({{total}, dtype});
   int64_t offset = 0;  // bytes
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const Tensor& in = *ctx.input(i);
@@ -107,8 +107,8 @@ absl::Status ReduceScatterCoalescedKernel(KernelContext& ctx) {
   int64_t per_rank = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) per_rank += ctx.input(i)->num_elements() / n;
   const ir::DataType dtype = ctx.input(0)->dtype();
-  Tensor flat = Tensor::Empty({{n * per_rank}, dtype}, ctx.allocator(), ctx.stream());
-  Tensor mine = Tensor::Empty({{per_rank}, dtype}, ctx.allocator(), ctx.stream());
+  Tensor flat = ctx.Scratch({{n * per_rank}, dtype});
+  Tensor mine = ctx.Scratch({{per_rank}, dtype});
   int64_t dst = 0;  // bytes
   for (int64_t r = 0; r < n; ++r) {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {

@@ -154,10 +154,11 @@ absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunS
 }
 
 absl::Status Executor::CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
-                                  std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs,
-                                  Stream* stream) const {
+                                  std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream,
+                                  std::vector<Tensor>* keep_alive) const {
   KernelContext ctx(op, std::move(inputs), &outputs);
   ctx.set_placement(backend_->allocator(options_.device), stream);
+  ctx.set_keep_alive(keep_alive);
   ctx.set_comm_groups(options_.comm_groups.get());
   ctx.set_micro_batch(micro_batch);
   try {
@@ -169,10 +170,10 @@ absl::Status Executor::CallKernel(const KernelFn& kernel, const ir::Operation& o
 
 absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                                  std::vector<Tensor>& outputs, Stream* stream,
-                                 std::map<std::string, double>* op_seconds) const {
+                                 std::map<std::string, double>* op_seconds, std::vector<Tensor>* keep_alive) const {
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  absl::Status status = CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream);
+  absl::Status status = CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream, keep_alive);
   // A GPU kernel returns once launched: the profile waits for it, so the time is the kernel's.
   if (timed && status.ok() && stream != nullptr) status = stream->AwaitDeviceWork();
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -261,16 +262,19 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   TimelineSpan span{.name = op.type(), .category = "comm", .track = Track::kComm,
                     .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1};
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
+  // The work function is kept until its device work has run (Stream::Submit), and with it the
+  // kernel's temporaries (`scratch`) as well as its inputs (`captured`).
   auto event = state.stream->Submit([this, &op, values, i, micro_batch, captured = std::move(captured), from_stream,
                                      dropped_by_stream, timeline = state.timeline, span = std::move(span),
-                                     stream = state.stream.get(), op_seconds = &state.stream_op_seconds]() mutable {
+                                     stream = state.stream.get(), op_seconds = &state.stream_op_seconds,
+                                     scratch = std::vector<Tensor>()]() mutable {
     ScopedSpan timed(timeline, std::move(span));
     for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
     for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
     std::vector<Tensor> outputs(op.num_results());
-    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, stream, op_seconds));
+    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, stream, op_seconds, &scratch));
     for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
     return absl::OkStatus();
   });

@@ -125,13 +125,15 @@ class Executor {
   absl::StatusOr<RunResult> Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
                    Workspace& workspace) const;
   // Runs op `index`'s kernel on `stream` and checks its results' types; times it into op_seconds
-  // if given.
+  // if given. `keep_alive` receives the kernel's temporaries (KernelContext::Scratch).
   absl::Status RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
-                         std::vector<Tensor>& outputs, Stream* stream, std::map<std::string, double>* op_seconds) const;
+                         std::vector<Tensor>& outputs, Stream* stream, std::map<std::string, double>* op_seconds,
+                         std::vector<Tensor>* keep_alive = nullptr) const;
   // Runs `kernel` for `op` with the executor's device, on `stream`; an allocation that fails
   // becomes ResourceExhausted naming the op.
   absl::Status CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
-                          std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream) const;
+                          std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream,
+                          std::vector<Tensor>* keep_alive = nullptr) const;
 
   const ir::Program* program_;
   ExecutorOptions options_;

@@ -46,6 +46,17 @@ class KernelContext {
   void OverrideOutputTypes(std::vector<TensorType> types) { output_types_ = std::move(types); }
   // Allocates result `i` with its static type, on the context's device, and returns it.
   Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i), *allocator_, stream_); }
+  // A temporary on the context's device and stream, alive until the device work this kernel
+  // enqueues has run: on a stream other than the one blocks are freed in order on (a CUDA
+  // kernel on the communication stream, whose frees go to the compute stream), a local tensor
+  // would be freed under that work. The executor keeps such temporaries with the submitted work
+  // (set_keep_alive); elsewhere they live as long as the context.
+  Tensor Scratch(const TensorType& type) {
+    std::vector<Tensor>& list = keep_alive_ != nullptr ? *keep_alive_ : scratch_;
+    list.push_back(Tensor::Empty(type, *allocator_, stream_));
+    return list.back();
+  }
+  void set_keep_alive(std::vector<Tensor>* keep_alive) { keep_alive_ = keep_alive; }
   // Sets result `i` to an existing tensor (an alias of an input, for view ops).
   void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
   Tensor& output(size_t i) { return (*outputs_)[i]; }
@@ -77,6 +88,8 @@ class KernelContext {
   Stream* stream_ = nullptr;
   comm::CommGroups* comm_groups_ = nullptr;
   int64_t micro_batch_ = 0;
+  std::vector<Tensor>* keep_alive_ = nullptr;
+  std::vector<Tensor> scratch_;
 };
 
 using KernelFn = std::function<absl::Status(KernelContext&)>;

@@ -19,12 +19,19 @@
 
 namespace pdist::ir {
 
-// Whether `written`, the type of result `index` of an op of type `op_type`, is an older
-// spelling of `inferred`.
-bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred);
+// Whether `written`, the type of result `index` of an op of type `op_type` whose operand x has
+// `x_dtype`, is an older spelling of `inferred`.
+bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred,
+                        DataType x_dtype);
 
-// Gives every such result its inferred type. A DistAttr on a flattened statistic moves its
-// mapping to the first leading axis longer than 1 (the only one the old rule could shard).
+// Gives `r` (an older spelling) its inferred type `want`. A DistAttr on a flattened statistic
+// moves its mapping to the first leading axis longer than 1 (the only one the old rule could
+// shard).
+void UpgradeLegacyResult(Value& r, const TensorType& want);
+
+// UpgradeLegacyResult for every result of `program` that is an older spelling (a model.pb read
+// as a whole; the text parser upgrades each op as it reads it, so that later ops see the types
+// of today).
 absl::Status UpgradeLegacyResultTypes(Program& program);
 
 }  // namespace pdist::ir

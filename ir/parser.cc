@@ -288,9 +288,11 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
     return op_error(absl::InvalidArgumentError(
         absl::StrCat("the text names ", result_types.size(), " results, the op has ", inferred->size())));
   }
+  const DataType x_dtype = !operands.empty() && operands[0] != nullptr ? operands[0]->type().dtype : DataType::kFloat32;
+  std::vector<bool> legacy(inferred->size(), false);
   for (size_t i = 0; i < inferred->size(); ++i) {
-    if ((*inferred)[i] != result_types[i].type &&
-        !IsLegacyResultType(op_token.text, i, result_types[i].type, (*inferred)[i])) {
+    legacy[i] = IsLegacyResultType(op_token.text, i, result_types[i].type, (*inferred)[i], x_dtype);
+    if ((*inferred)[i] != result_types[i].type && !legacy[i]) {
       return op_error(absl::InvalidArgumentError(absl::StrCat("result %", result_names[i].text, " is written as ",
                                                               result_types[i].type.ToString(), " but the op infers ",
                                                               (*inferred)[i].ToString())));
@@ -299,9 +301,12 @@ absl::Status Parser::ParseOperation(const Token& op_token, const std::vector<Tok
   auto op = std::make_unique<Operation>(op_token.text, std::move(operands), *std::move(normalized));
   if (tok_.Is("@")) PDIST_RETURN_IF_ERROR(ParseRoleAndChunk(*op));
   std::vector<Value*> results;
-  for (ResultType& r : result_types) {
+  for (size_t i = 0; i < result_types.size(); ++i) {
+    ResultType& r = result_types[i];
     Value* v = program_.NewValue(std::move(r.type), r.role);
     r.suffix.ApplyTo(v);
+    // At once, so that the ops after it (a norm's gradient) read today's type.
+    if (legacy[i]) UpgradeLegacyResult(*v, (*inferred)[i]);
     op->add_result(v);
     results.push_back(v);
   }

@@ -8,7 +8,7 @@ namespace pdist::exec::cpu {
 
 namespace {
 
-bool IsLowPrecision(DataType dtype) { return dtype == DataType::kBFloat16 || dtype == DataType::kFloat16; }
+bool IsLowPrecision(DataType dtype) { return ir::IsLowPrecisionFloat(dtype); }
 
 bool TouchesLowPrecision(const KernelContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {

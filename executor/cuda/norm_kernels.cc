@@ -32,8 +32,8 @@ absl::Status LayerNormKernel(KernelContext& ctx) {
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& mean = ctx.AllocateOutput(1);
   Tensor& variance = ctx.AllocateOutput(2);
-  return CudaStatus(LaunchLayerNorm(type, param_type, x.raw(), RawOrNull(ctx.input(1)), RawOrNull(ctx.input(2)), out.raw(),
-                                    mean.raw(), variance.raw(), rc.rows, rc.cols, eps, StreamOf(ctx)),
+  return CudaStatus(LaunchLayerNorm(type, param_type, x.raw(), RawOrNull(ctx.input(1)), RawOrNull(ctx.input(2)),
+                                    out.raw(), mean.raw(), variance.raw(), rc.rows, rc.cols, eps, StreamOf(ctx)),
                     "layer_norm");
 }
 
@@ -65,8 +65,8 @@ absl::Status RmsNormKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(double eps, ir::GetDouble(ctx.attrs(), "epsilon"));
   Tensor& out = ctx.AllocateOutput(0);
   Tensor& invvar = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchRmsNorm(type, param_type, x.raw(), ctx.input(1)->raw(), out.raw(), invvar.raw(), rc.rows, rc.cols, eps,
-                                  StreamOf(ctx)),
+  return CudaStatus(LaunchRmsNorm(type, param_type, x.raw(), ctx.input(1)->raw(), out.raw(), invvar.raw(), rc.rows,
+                                  rc.cols, eps, StreamOf(ctx)),
                     "rms_norm");
 }
 
@@ -78,8 +78,9 @@ absl::Status RmsNormGradKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(RowsCols rc, NormRowsCols(ctx, x.shape()));
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchRmsNormGrad(type, param_type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), ctx.input(3)->raw(),
-                                      x_grad.raw(), scale_grad.raw(), rc.rows, rc.cols, StreamOf(ctx)),
+  return CudaStatus(LaunchRmsNormGrad(type, param_type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(),
+                                      ctx.input(3)->raw(), x_grad.raw(), scale_grad.raw(), rc.rows, rc.cols,
+                                      StreamOf(ctx)),
                     "rms_norm_grad");
 }
 

@@ -99,8 +99,10 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
-  if (ctx.comm_groups() == nullptr) {
-    return absl::FailedPreconditionError("c_softmax_with_cross_entropy needs communicators (run it through the engine)");
+  if (ctx.comm_groups() == nullptr || ctx.stream() == nullptr) {
+    // Without a stream the all-reduces would go to NCCL's own, unordered after the kernels.
+    return absl::FailedPreconditionError(
+        "c_softmax_with_cross_entropy needs communicators and a stream (run it through the executor)");
   }
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
   const int64_t n = logits.shape().back();
@@ -109,8 +111,9 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
   const ir::DataType compute = ir::ComputeDtype(logits.dtype());
-  Tensor max = Tensor::Empty({{lanes}, compute}, ctx.allocator(), ctx.stream());
-  Tensor sums = Tensor::Empty({{2 * lanes}, compute}, ctx.allocator(), ctx.stream());
+  // Temporaries on the communication stream, kept until its work has run (KernelContext::Scratch).
+  Tensor max = ctx.Scratch({{lanes}, compute});
+  Tensor sums = ctx.Scratch({{2 * lanes}, compute});
   const cudaStream_t stream = StreamOf(ctx);
   PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelRowMax(type, logits.raw(), max.raw(), lanes, n, stream),
                                    "c_softmax_with_cross_entropy"));

@@ -53,7 +53,8 @@ __global__ void NormalizeKernel(const S* x, const I* label, const C<S>* max, con
     }
     if (threadIdx.x == 0) {
       const bool ignored = static_cast<int64_t>(label[lane]) == ignore_index;
-      Store(loss, lane, ignored ? C<S>(0) : static_cast<C<S>>(::log(static_cast<double>(total))) + m - sums[lanes + lane]);
+      const C<S> log_total = static_cast<C<S>>(::log(static_cast<double>(total)));
+      Store(loss, lane, ignored ? C<S>(0) : log_total + m - sums[lanes + lane]);
     }
   }
 }

@@ -166,15 +166,17 @@ double NormTolerance(DataType dtype, int bf16_roundings = 1) {
 const std::vector<std::pair<DataType, DataType>> kNormDtypes = {{DataType::kFloat32, DataType::kFloat32},
                                                                  {DataType::kFloat64, DataType::kFloat64},
                                                                  {DataType::kBFloat16, DataType::kBFloat16},
+                                                                 {DataType::kFloat16, DataType::kFloat16},
                                                                  {DataType::kBFloat16, DataType::kFloat32},
                                                                  {DataType::kFloat16, DataType::kFloat32}};
 
-// Runs `program` on the CPU and on GPU 0 and compares every result.
-// `groups`: an op that communicates runs on a group of one rank, in-process on the CPU and over
-// NCCL on the GPU.
+// An op that communicates runs on a group of one rank, in-process on the CPU and over NCCL on
+// the GPU.
 struct OneRankGroups {
   std::shared_ptr<comm::CommGroups> cpu, cuda;
 };
+
+// Runs `program` on the CPU and on GPU 0 and compares every result.
 
 void ExpectSameOnGpu(const ir::Program& program, const Feeds& feeds, const std::string& what,
                      Compare compare = Compare::kEachElement, int bf16_roundings = 1, const OneRankGroups& groups = {}) {

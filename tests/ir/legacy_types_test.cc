@@ -56,11 +56,11 @@ TEST(LegacyTypesTest, FlattenedNormStatisticsFromModelPbAreUpgraded) {
 
 TEST(LegacyTypesTest, OnlyTheSameElementsInOneAxisAreAnOlderSpelling) {
   const TensorType inferred{{2, 3}, DataType::kFloat32};
-  EXPECT_TRUE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat32}, inferred));
-  EXPECT_FALSE(IsLegacyResultType("layer_norm", 0, {{6}, DataType::kFloat32}, inferred));  // out, not a statistic
-  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{5}, DataType::kFloat32}, inferred));
-  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat64}, inferred));
-  EXPECT_FALSE(IsLegacyResultType("matmul", 1, {{6}, DataType::kFloat32}, inferred));
+  EXPECT_TRUE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat32}, inferred, DataType::kFloat32));
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 0, {{6}, DataType::kFloat32}, inferred, DataType::kFloat32));  // out, not a statistic
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{5}, DataType::kFloat32}, inferred, DataType::kFloat32));
+  EXPECT_FALSE(IsLegacyResultType("layer_norm", 1, {{6}, DataType::kFloat64}, inferred, DataType::kFloat32));
+  EXPECT_FALSE(IsLegacyResultType("matmul", 1, {{6}, DataType::kFloat32}, inferred, DataType::kFloat32));
   // A wrong type in any other form is still an error naming it.
   EXPECT_THAT(std::string(ParseProgram(R"(program {
   %x = data "x" : f32[2,3,4]
@@ -73,14 +73,21 @@ TEST(LegacyTypesTest, OnlyTheSameElementsInOneAxisAreAnOlderSpelling) {
 // norm computes in), and programs written before still load.
 TEST(LegacyTypesTest, LowPrecisionStatisticsReadAsFloat32) {
   const TensorType inferred{{2, 3}, DataType::kFloat32};
-  EXPECT_TRUE(IsLegacyResultType("layer_norm", 2, {{2, 3}, DataType::kBFloat16}, inferred));
-  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{2, 3}, DataType::kFloat16}, inferred));
-  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{6}, DataType::kBFloat16}, inferred));  // both old spellings
-  EXPECT_FALSE(IsLegacyResultType("rms_norm", 1, {{3, 2}, DataType::kBFloat16}, inferred));
-  EXPECT_FALSE(IsLegacyResultType("rms_norm", 0, {{2, 3}, DataType::kBFloat16}, inferred));
+  const DataType bf16 = DataType::kBFloat16;
+  EXPECT_TRUE(IsLegacyResultType("layer_norm", 2, {{2, 3}, bf16}, inferred, bf16));
+  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{2, 3}, DataType::kFloat16}, inferred, DataType::kFloat16));
+  EXPECT_TRUE(IsLegacyResultType("rms_norm", 1, {{6}, bf16}, inferred, bf16));  // both old spellings
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 1, {{3, 2}, bf16}, inferred, bf16));
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 0, {{2, 3}, bf16}, inferred, bf16));
+  // Statistics in a dtype x never had were never written.
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 1, {{2, 3}, bf16}, inferred, DataType::kFloat32));
+  EXPECT_FALSE(IsLegacyResultType("rms_norm", 1, {{2, 3}, bf16}, inferred, DataType::kFloat16));
+  // The gradient after it reads the upgraded statistics: the text is upgraded op by op.
   absl::StatusOr<Program> old = ParseProgram(R"(program {
   %x = data "x" : bf16[2,3,4]
+  %g = data "g" : bf16[2,3,4]
   %n, %m, %v = layer_norm(%x, none, none) {begin_norm_axis = 2} : bf16[2,3,4], bf16[2,3], bf16[2,3]
+  %dx, %ds, %db = layer_norm_grad(%x, none, none, %m, %v, %g) {begin_norm_axis = 2} : bf16[2,3,4], bf16[0], bf16[0]
 })");
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_THAT(PrintProgram(*old), ::testing::HasSubstr(": bf16[2,3,4], f32[2,3], f32[2,3]"));
