@@ -1,9 +1,18 @@
-// KernelRegistry: lookup of kernels by device type and op type.
+// KernelRegistry: lookup of kernels by device type and op type; KernelContext's aliasing.
 #include "executor/kernel.h"
 
 #include "executor/backend.h"
+#include "ir/op_def.h"
 
 namespace pdist::exec {
+
+bool KernelContext::AliasOperand(size_t i) {
+  const std::optional<size_t> k = ir::AliasedOperand(op_, i);
+  const Tensor* operand = k ? input(*k) : nullptr;
+  if (operand == nullptr || !operand->defined() || operand->type() != output_type(i)) return false;
+  SetOutput(i, *operand);
+  return true;
+}
 
 void KernelRegistry::Register(DeviceType device, const std::string& op_type, KernelFn fn) {
   kernels_[{device, op_type}] = std::move(fn);

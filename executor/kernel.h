@@ -59,6 +59,10 @@ class KernelContext {
   void set_keep_alive(std::vector<Tensor>* keep_alive) { keep_alive_ = keep_alive; }
   // Sets result `i` to an existing tensor (an alias of an input, for view ops).
   void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
+  // Where the op says result `i` is one of its operands (ir::AliasedOperand: add_grad's x_grad
+  // is out_grad when x was not broadcast) and that operand's tensor has the result's type, sets
+  // the result to it — no bytes made — and returns true; false otherwise.
+  bool AliasOperand(size_t i);
   Tensor& output(size_t i) { return (*outputs_)[i]; }
 
   // Where the kernel runs: its device, the stream its work goes on (nullptr: the calling thread

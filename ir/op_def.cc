@@ -73,6 +73,19 @@ bool ReadsOperand(const Operation& op, size_t i) {
          std::find(def->type_only_operands.begin(), def->type_only_operands.end(), i) == def->type_only_operands.end();
 }
 
+std::optional<size_t> AliasedOperand(const Operation& op, size_t r) {
+  const OpDef* def = OpRegistry::Global().Find(op.type());
+  if (def == nullptr || r >= op.num_results() || op.result(r) == nullptr) return std::nullopt;
+  if (def->view && r == 0 && op.num_operands() > 0 && op.operand(0) != nullptr) return size_t{0};
+  for (const auto& [result, operand] : def->aliases_if_same_type) {
+    if (result == r && operand < op.num_operands() && op.operand(operand) != nullptr &&
+        op.operand(operand)->type() == op.result(r)->type()) {
+      return operand;
+    }
+  }
+  return std::nullopt;
+}
+
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -107,6 +108,11 @@ struct OpDef {
   // and hands the kernel no tensor for it, the planner does not count it as saved for the
   // backward, and recompute neither keeps nor replays it. Paddle's no_need_buffer inputs.
   std::vector<size_t> type_only_operands;
+  // (result, operand) pairs where the result is the operand itself whenever their types are
+  // equal: add_grad's x_grad is out_grad when x was not broadcast (the sum's derivative in x is
+  // 1). The kernels hand back the operand's tensor — no bytes made or moved — and the planner's
+  // memory walks count the storage once, as for a view.
+  std::vector<std::pair<size_t, size_t>> aliases_if_same_type;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };
@@ -114,6 +120,10 @@ struct OpDef {
 // Whether op's kernels read operand i's values: false where its OpDef lists i among
 // type_only_operands (and for a null operand), true otherwise (an unregistered op included).
 bool ReadsOperand(const Operation& op, size_t i);
+
+// The operand whose storage result r of op is: operand 0 for a view's result 0, the operand of
+// an aliases_if_same_type pair whose types match; nullopt for a result with storage of its own.
+std::optional<size_t> AliasedOperand(const Operation& op, size_t r);
 
 class OpRegistry {
  public:

@@ -1,6 +1,7 @@
 #include "planner/segment_cost.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -81,18 +82,16 @@ SegmentCost& SegmentCost::operator*=(double k) {
 
 namespace {
 
-bool IsView(const ir::Operation& op) {
-  const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
-  return def != nullptr && def->view;
-}
-
 // The storage behind each value of a program walked in order: a view's result (ir::OpDef::view)
-// is its operand's storage, every other value its own.
+// and a result that is one of its operands (ir::OpDef::aliases_if_same_type: add_grad's x_grad
+// when x was not broadcast) are that operand's storage, every other value its own.
 class ViewStorage {
  public:
   // Call for each op in program order, before asking about its results.
   void Note(const ir::Operation& op) {
-    if (IsView(op) && op.num_operands() > 0 && op.operand(0) != nullptr) storage_of_[op.result(0)] = Of(op.operand(0));
+    for (size_t r = 0; r < op.num_results(); ++r) {
+      if (std::optional<size_t> k = ir::AliasedOperand(op, r)) storage_of_[op.result(r)] = Of(op.operand(*k));
+    }
   }
   const ir::Value* Of(const ir::Value* v) const {
     auto it = storage_of_.find(v);
@@ -105,8 +104,8 @@ class ViewStorage {
 
 // The most bytes the backward holds at once beyond the forward values it starts with, walked op
 // by op as the executor frees (after each value's last reader): activation gradients and
-// recompute's replays appear while the saved values they read go. A view's result is its
-// operand's storage (ir::OpDef::view), alive while either is read. The parameter gradients are
+// recompute's replays appear while the saved values they read go. A view's result, or a result
+// that is its operand (ViewStorage), is the operand's storage, alive while either is read. The parameter gradients are
 // grad_bytes, priced by the caller as they accumulate.
 double BackwardExcessBytes(const ir::Program& local) {
   const auto& ops = local.block().ops();
@@ -132,12 +131,11 @@ double BackwardExcessBytes(const ir::Program& local) {
     const ir::Operation& op = *ops[i];
     if (op.role() == ir::OpRole::kOptimizer) break;
     if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = live;
-    if (!IsView(op)) {
-      for (const ir::Value* r : op.results()) {
-        if (r == nullptr || parameter_gradients.count(r) != 0) continue;
-        held[r] = static_cast<double>(r->type().num_bytes());
-        live += held[r];
-      }
+    for (size_t j = 0; j < op.num_results(); ++j) {
+      const ir::Value* r = op.result(j);
+      if (r == nullptr || parameter_gradients.count(r) != 0 || ir::AliasedOperand(op, j)) continue;
+      held[r] = static_cast<double>(r->type().num_bytes());
+      live += held[r];
     }
     if (at_backward >= 0) peak = std::max(peak, live);
     for (size_t k = 0; k < op.num_operands(); ++k) {

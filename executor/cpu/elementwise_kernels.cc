@@ -232,17 +232,21 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
 
 // add_grad and subtract_grad get no x and y (ir::OpDef::type_only_operands; their derivatives
 // do not read them): out_grad, of the broadcast shape, stands in, and the outputs' types give the
-// shapes to sum back to.
+// shapes to sum back to. Where a gradient is out_grad itself (ir::OpDef::aliases_if_same_type:
+// an operand of add that was not broadcast) it is handed back, not copied.
 template <typename Op>
 absl::Status ArithmeticGradKernel(KernelContext& ctx) {
   const Tensor& out_grad = *ctx.input(2);
   const Tensor& x = ctx.input(0) != nullptr ? *ctx.input(0) : out_grad;
   const Tensor& y = ctx.input(1) != nullptr ? *ctx.input(1) : out_grad;
-  Tensor& x_grad = ctx.AllocateOutput(0);
-  Tensor& y_grad = ctx.AllocateOutput(1);
+  const bool x_aliased = ctx.AliasOperand(0), y_aliased = ctx.AliasOperand(1);
   PDIST_DISPATCH_FLOAT(out_grad.dtype(), T, {
-    OperandGrad<T>(x, y, out_grad, [](T a, T b, T g) { return Op::Dx(a, b, g); }, x_grad);
-    OperandGrad<T>(x, y, out_grad, [](T a, T b, T g) { return Op::Dy(a, b, g); }, y_grad);
+    if (!x_aliased) {
+      OperandGrad<T>(x, y, out_grad, [](T a, T b, T g) { return Op::Dx(a, b, g); }, ctx.AllocateOutput(0));
+    }
+    if (!y_aliased) {
+      OperandGrad<T>(x, y, out_grad, [](T a, T b, T g) { return Op::Dy(a, b, g); }, ctx.AllocateOutput(1));
+    }
   });
   return absl::OkStatus();
 }

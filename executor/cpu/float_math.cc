@@ -20,6 +20,19 @@ bool TouchesLowPrecision(const KernelContext& ctx) {
   return false;
 }
 
+// The low-precision operand whose upcast `out` is, whole (the same buffer and elements), or
+// nullptr.
+const Tensor* UpcastSource(const Tensor& out, const std::vector<Tensor>& upcast, const KernelContext& ctx) {
+  if (!out.defined()) return nullptr;
+  for (size_t i = 0; i < upcast.size(); ++i) {
+    if (upcast[i].defined() && upcast[i].buffer_id() == out.buffer_id() &&
+        upcast[i].num_elements() == out.num_elements()) {
+      return ctx.input(i);
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 KernelFn WithFloatMath(KernelFn kernel) {
@@ -52,6 +65,13 @@ KernelFn WithFloatMath(KernelFn kernel) {
     for (size_t i = 0; i < ctx.num_outputs(); ++i) {
       const DataType want = ctx.output_type(i).dtype;
       Tensor& out = outputs[i];
+      // A result the kernel made an operand's storage (KernelContext::AliasOperand, a view) is
+      // that operand's upcast, so the operand itself (in the result's shape), not a rounding of
+      // its copy.
+      if (const Tensor* operand = UpcastSource(out, upcast, ctx)) {
+        ctx.SetOutput(i, operand->shape() == out.shape() ? *operand : operand->Reshaped(out.shape()));
+        continue;
+      }
       ctx.SetOutput(i, out.defined() && out.dtype() != want ? CastTensor(out, want) : std::move(out));
     }
     return absl::OkStatus();

@@ -37,7 +37,9 @@ absl::Status BinaryKernel(KernelContext& ctx) {
 
 // x_grad and y_grad: each sums d(op)(x, y, g) over the dims it was broadcast along. add_grad and
 // subtract_grad get no x and y (ir::OpDef::type_only_operands; their derivatives do not read
-// them): g, of the broadcast shape, stands in, and the outputs' types give the shapes.
+// them): g, of the broadcast shape, stands in, and the outputs' types give the shapes. A
+// gradient that is g itself (an operand of add that was not broadcast) is g's tensor, not a copy
+// (KernelContext::AliasOperand): the residual adds' and the bias adds' copies are gone.
 template <BinaryOp kOp>
 absl::Status BinaryGradKernel(KernelContext& ctx) {
   const Tensor& g = *ctx.input(2);
@@ -50,6 +52,7 @@ absl::Status BinaryGradKernel(KernelContext& ctx) {
   const std::array<std::vector<int64_t>, 3> strides = {BroadcastStrides(x.shape(), out_shape),
                                                        BroadcastStrides(y.shape(), out_shape), Strides(out_shape)};
   for (int operand = 0; operand < 2; ++operand) {
+    if (ctx.AliasOperand(static_cast<size_t>(operand))) continue;
     Tensor& grad = ctx.AllocateOutput(static_cast<size_t>(operand));
     const std::vector<int64_t> own = BroadcastStrides(grad.shape(), out_shape);
     // grad's walk: out's dims where the operand is not broadcast (size 1 elsewhere); the summed

@@ -60,14 +60,17 @@ struct ArithmeticOp {
   // The gradient reads x and y (false: only their shapes, OpDef::type_only_operands — a sum's
   // gradient does not depend on what was summed, so the forward need not keep it).
   bool grad_reads_operands;
+  // x_grad, y_grad are out_grad itself where that operand was not broadcast (the derivative in
+  // it is 1): OpDef::aliases_if_same_type.
+  bool x_grad_is_out_grad, y_grad_is_out_grad;
 };
 
 constexpr ArithmeticOp kArithmeticOps[] = {
-    {"add", spmd::BinaryLinearity::kAdditive, 1, 2, false},
-    {"subtract", spmd::BinaryLinearity::kAdditive, 1, 3, false},
-    {"multiply", spmd::BinaryLinearity::kMultiplicative, 1, 4, true},
-    {"divide", spmd::BinaryLinearity::kNumerator, 1, 7, true},
-    {"maximum", spmd::BinaryLinearity::kMaximum, 1, 4, true},
+    {"add", spmd::BinaryLinearity::kAdditive, 1, 2, false, true, true},
+    {"subtract", spmd::BinaryLinearity::kAdditive, 1, 3, false, true, false},
+    {"multiply", spmd::BinaryLinearity::kMultiplicative, 1, 4, true, false, false},
+    {"divide", spmd::BinaryLinearity::kNumerator, 1, 7, true, false, false},
+    {"maximum", spmd::BinaryLinearity::kMaximum, 1, 4, true, false, false},
 };
 
 constexpr const char* kComparisonOps[] = {"greater_than", "less_than", "equal"};
@@ -103,6 +106,8 @@ absl::Status RegisterArithmetic(OpRegistry& registry, const ArithmeticOp& spec) 
   grad.infer_meta = InferBinaryGrad;
   grad.grad_kind = GradKind::kGradientOp;
   if (!spec.grad_reads_operands) grad.type_only_operands = {0, 1};
+  if (spec.x_grad_is_out_grad) grad.aliases_if_same_type.push_back({0, 2});
+  if (spec.y_grad_is_out_grad) grad.aliases_if_same_type.push_back({1, 2});
   // The bytes count x and y even where the kernel reads only their types (add, subtract): the
   // efficiencies fitted to published runs (docs/benchmarks.md) were fitted with them, and
   // counting what the kernel moves moves those fits (measured in session 19: the Megatron-LM

@@ -5,10 +5,12 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "executor/kernel.h"
 #include "executor/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
+#include "ir/op_def.h"
 #include "tests/ops/op_test_helpers.h"
 #include "tests/testing/op_testing.h"
 
@@ -134,6 +136,60 @@ TEST(ElementwiseGradTest, AddGradSumsOverBroadcastDims) {
   EXPECT_THAT(Values(g[0]), ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_EQ(g[1].shape(), (Shape{3}));
   EXPECT_THAT(Values(g[1]), ElementsAre(5, 7, 9));
+}
+
+// Runs `type` (x, y, out_grad) → (x_grad, y_grad) through the CPU kernel registry on these
+// tensors themselves, so that a result can be seen to be one of them.
+std::vector<Tensor> RunGradKernel(const std::string& type, const Tensor& x, const Tensor& y, const Tensor& g) {
+  ir::Program p;
+  ir::Builder b(&p);
+  absl::StatusOr<std::vector<ir::Value*>> op =
+      b.Create(type, {b.Data("x", x.type()), b.Data("y", y.type()), b.Data("g", g.type())});
+  EXPECT_TRUE(op.ok()) << op.status();
+  std::vector<Tensor> out(2);
+  if (!op.ok()) return out;
+  exec::KernelContext ctx(*p.block().ops().back(), {nullptr, nullptr, &g}, &out);  // x, y: type only
+  const exec::KernelFn* kernel = exec::KernelRegistry::Global().Find(exec::DeviceType::kCPU, type);
+  EXPECT_NE(kernel, nullptr);
+  if (kernel != nullptr) EXPECT_TRUE((*kernel)(ctx).ok());
+  return out;
+}
+
+// An operand of add that was not broadcast has out_grad itself for its gradient: the kernel hands
+// back out_grad's tensor (ir::OpDef::aliases_if_same_type), in f32 and through the bf16 float
+// math alike; a broadcast operand, and subtract's y (−g), get tensors of their own.
+TEST(ElementwiseGradTest, AGradientThatIsTheOutputGradientIsNotCopied) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    const Tensor g = Literal({2, 3}, {1, 2, 3, 4, 5, 6}, dtype);
+    const Tensor x = Literal({2, 3}, {0, 0, 0, 0, 0, 0}, dtype), bias = Literal({3}, {0, 0, 0}, dtype);
+    std::vector<Tensor> add = RunGradKernel("add_grad", x, bias, g);
+    ASSERT_TRUE(add[0].defined() && add[1].defined());
+    EXPECT_EQ(add[0].buffer_id(), g.buffer_id()) << ir::DataTypeName(dtype);
+    EXPECT_NE(add[1].buffer_id(), g.buffer_id());
+    EXPECT_THAT(Values(add[1]), ElementsAre(5, 7, 9));
+    std::vector<Tensor> residual = RunGradKernel("add_grad", x, x, g);
+    EXPECT_EQ(residual[0].buffer_id(), g.buffer_id());
+    EXPECT_EQ(residual[1].buffer_id(), g.buffer_id());
+    std::vector<Tensor> sub = RunGradKernel("subtract_grad", x, x, g);
+    EXPECT_EQ(sub[0].buffer_id(), g.buffer_id());
+    EXPECT_NE(sub[1].buffer_id(), g.buffer_id());
+    EXPECT_THAT(Values(sub[1]), ElementsAre(-1, -2, -3, -4, -5, -6));
+  }
+}
+
+TEST(ElementwiseGradTest, AliasedOperandFollowsTheTypes) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{2, 3}, DataType::kFloat32});
+  ir::Value* bias = b.Data("b", {{3}, DataType::kFloat32});
+  ASSERT_TRUE(b.Create("add_grad", {x, bias, x}).ok());
+  const ir::Operation& bias_add = *p.block().ops().back();
+  EXPECT_EQ(ir::AliasedOperand(bias_add, 0), std::optional<size_t>{2});
+  EXPECT_EQ(ir::AliasedOperand(bias_add, 1), std::nullopt);
+  ASSERT_TRUE(b.Create("multiply_grad", {x, x, x}).ok());
+  EXPECT_EQ(ir::AliasedOperand(*p.block().ops().back(), 0), std::nullopt);
+  ASSERT_TRUE(b.Op1("reshape", {x}, {{"shape", std::vector<int64_t>{3, 2}}}).ok());
+  EXPECT_EQ(ir::AliasedOperand(*p.block().ops().back(), 0), std::optional<size_t>{0});
 }
 
 TEST(ElementwiseGradTest, MultiplyGradOfOuterProduct) {
