@@ -75,8 +75,18 @@ absl::Status CEmbeddingGradKernel(KernelContext& ctx) {
                     "c_embedding_grad");
 }
 
-// The only form the vocab-parallel cross entropy takes: hard labels, softmax, the last axis.
-absl::Status CheckHardLabelLastAxis(const KernelContext& ctx, const Tensor& classes) {
+// A vocab piece of the cross entropy as its kernels see it: the storage type, where the piece
+// starts among the classes, the ignored label, and `lanes` rows of `n` classes. Only the form
+// the vocab-parallel cross entropy takes is accepted: hard labels, softmax, the last axis.
+struct VocabPiece {
+  ElemType type;
+  int64_t start = 0, ignore_index = 0, n = 0, lanes = 0;
+  bool label_64 = false;
+};
+
+absl::StatusOr<VocabPiece> ReadVocabPiece(const KernelContext& ctx, const Tensor& classes, const Tensor& label) {
+  VocabPiece piece;
+  PDIST_ASSIGN_OR_RETURN(piece.type, ElemTypeOf(ctx.op().type().c_str(), classes.dtype()));
   PDIST_ASSIGN_OR_RETURN(bool soft_label, ir::GetBool(ctx.attrs(), "soft_label"));
   PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
@@ -85,7 +95,12 @@ absl::Status CheckHardLabelLastAxis(const KernelContext& ctx, const Tensor& clas
     return absl::InvalidArgumentError(
         absl::StrCat(ctx.op().type(), " needs a hard label, use_softmax and the last axis"));
   }
-  return absl::OkStatus();
+  PDIST_ASSIGN_OR_RETURN(piece.start, ir::GetInt(ctx.attrs(), "start_index"));
+  PDIST_ASSIGN_OR_RETURN(piece.ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
+  piece.n = classes.shape().back();
+  piece.lanes = piece.n > 0 ? classes.num_elements() / piece.n : 0;
+  piece.label_64 = label.dtype() == ir::DataType::kInt64;
+  return piece;
 }
 
 // (logits piece [..., n], label [..., 1]) → softmax piece, loss: the row max, an all-reduce (max)
@@ -94,10 +109,7 @@ absl::Status CheckHardLabelLastAxis(const KernelContext& ctx, const Tensor& clas
 absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(0);
   const Tensor& label = *ctx.input(1);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_softmax_with_cross_entropy", logits.dtype()));
-  PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, logits));
-  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
-  PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
+  PDIST_ASSIGN_OR_RETURN(const VocabPiece p, ReadVocabPiece(ctx, logits, label));
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
   if (ctx.comm_groups() == nullptr || ctx.stream() == nullptr) {
     // Without a stream the all-reduces would go to NCCL's own, unordered after the kernels.
@@ -105,42 +117,35 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
         "c_softmax_with_cross_entropy needs communicators and a stream (run it through the executor)");
   }
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
-  const int64_t n = logits.shape().back();
-  const int64_t lanes = n > 0 ? logits.num_elements() / n : 0;
-  const bool label_64 = label.dtype() == ir::DataType::kInt64;
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
   const ir::DataType compute = ir::ComputeDtype(logits.dtype());
   // Temporaries on the communication stream, kept until its work has run (KernelContext::Scratch).
-  Tensor max = ctx.Scratch({{lanes}, compute});
-  Tensor sums = ctx.Scratch({{2 * lanes}, compute});
+  Tensor max = ctx.Scratch({{p.lanes}, compute});
+  Tensor sums = ctx.Scratch({{2 * p.lanes}, compute});
   const cudaStream_t stream = StreamOf(ctx);
-  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelRowMax(type, logits.raw(), max.raw(), lanes, n, stream),
-                                   "c_softmax_with_cross_entropy"));
+  const char* name = "c_softmax_with_cross_entropy";
+  PDIST_RETURN_IF_ERROR(
+      CudaStatus(LaunchVocabParallelRowMax(p.type, logits.raw(), max.raw(), p.lanes, p.n, stream), name));
   PDIST_RETURN_IF_ERROR(group->AllReduce(max, max, comm::ReduceOp::kMax, ctx.stream()));
-  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelExpSums(type, logits.raw(), label.raw(), label_64, max.raw(),
-                                                              sums.raw(), lanes, n, start, stream),
-                                   "c_softmax_with_cross_entropy"));
+  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelExpSums(p.type, logits.raw(), label.raw(), p.label_64, max.raw(),
+                                                              sums.raw(), p.lanes, p.n, p.start, stream),
+                                   name));
   PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum, ctx.stream()));
-  return CudaStatus(LaunchVocabParallelNormalize(type, logits.raw(), label.raw(), label_64, max.raw(), sums.raw(),
-                                                 softmax.raw(), loss.raw(), lanes, n, ignore_index, stream),
-                    "c_softmax_with_cross_entropy");
+  return CudaStatus(LaunchVocabParallelNormalize(p.type, logits.raw(), label.raw(), p.label_64, max.raw(), sums.raw(),
+                                                 softmax.raw(), loss.raw(), p.lanes, p.n, p.ignore_index, stream),
+                    name);
 }
 
 // (label, softmax piece, loss_grad) → logits_grad piece.
 absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
   const Tensor& label = *ctx.input(0);
   const Tensor& softmax = *ctx.input(1);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("c_softmax_with_cross_entropy_grad", softmax.dtype()));
-  PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, softmax));
-  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
-  PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
-  const int64_t n = softmax.shape().back();
-  const int64_t lanes = n > 0 ? softmax.num_elements() / n : 0;
+  PDIST_ASSIGN_OR_RETURN(const VocabPiece p, ReadVocabPiece(ctx, softmax, label));
   Tensor& dx = ctx.AllocateOutput(0);
-  return CudaStatus(LaunchVocabParallelCrossEntropyGrad(type, label.raw(), label.dtype() == ir::DataType::kInt64,
-                                                        softmax.raw(), ctx.input(2)->raw(), dx.raw(), lanes, n, start,
-                                                        ignore_index, StreamOf(ctx)),
+  return CudaStatus(LaunchVocabParallelCrossEntropyGrad(p.type, label.raw(), p.label_64, softmax.raw(),
+                                                        ctx.input(2)->raw(), dx.raw(), p.lanes, p.n, p.start,
+                                                        p.ignore_index, StreamOf(ctx)),
                     "c_softmax_with_cross_entropy_grad");
 }
 
