@@ -17,9 +17,10 @@ namespace pdist::exec {
 namespace {
 
 // The kernel's device, allocator and stream, for the axis collectives.
-absl::StatusOr<comm::DataPlace> PlaceOf(const KernelContext& ctx) {
+// The kernel's device, allocator and stream, its temporaries kept as Scratch keeps them.
+absl::StatusOr<comm::DataPlace> PlaceOf(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(Backend * backend, BackendFor(ctx.device()));
-  return comm::DataPlace{backend, &ctx.allocator(), ctx.stream()};
+  return comm::DataPlace{backend, &ctx.allocator(), ctx.stream(), ctx.scratch_list()};
 }
 
 absl::StatusOr<comm::Communicator*> GroupOf(const KernelContext& ctx) {

@@ -52,11 +52,13 @@ class KernelContext {
   // would be freed under that work. The executor keeps such temporaries with the submitted work
   // (set_keep_alive); elsewhere they live as long as the context.
   Tensor Scratch(const TensorType& type) {
-    std::vector<Tensor>& list = keep_alive_ != nullptr ? *keep_alive_ : scratch_;
-    list.push_back(Tensor::Empty(type, *allocator_, stream_));
-    return list.back();
+    scratch_list()->push_back(Tensor::Empty(type, *allocator_, stream_));
+    return scratch_list()->back();
   }
   void set_keep_alive(std::vector<Tensor>* keep_alive) { keep_alive_ = keep_alive; }
+  // Where Scratch keeps its temporaries, for code that allocates its own (the axis collectives,
+  // through comm::DataPlace::keep_alive; the CPU's float math, for the kernel it wraps).
+  std::vector<Tensor>* scratch_list() { return keep_alive_ != nullptr ? keep_alive_ : &scratch_; }
   // Sets result `i` to an existing tensor (an alias of an input, for view ops).
   void SetOutput(size_t i, Tensor t) { (*outputs_)[i] = std::move(t); }
   // Where the op says result `i` is one of its operands (ir::AliasedOperand: add_grad's x_grad

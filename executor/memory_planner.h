@@ -30,7 +30,8 @@ struct MemoryPlan {
   // whose point is not an optimizer op, are installed at the end.
   std::vector<std::vector<size_t>> install_after;
   // Peak of live intermediate bytes under this plan, counting every result as its own buffer
-  // (views such as reshape share storage at run time, so the measured peak can be lower).
+  // (views such as reshape, and results that are an operand — ir::AliasedOperand — share
+  // storage at run time, so the measured peak can be lower).
   int64_t estimated_peak_bytes = 0;
 };
 

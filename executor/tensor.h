@@ -28,7 +28,8 @@ class Tensor {
   // Uninitialised host storage for `type`.
   static Tensor Empty(const TensorType& type);
   // Uninitialised storage for `type` from `allocator`, on its device, ordered after `stream`'s
-  // work (and freed into it with that stream). Throws OutOfMemory.
+  // work; freed in the order the allocator keeps (the CUDA allocator: the compute stream's,
+  // executor/cuda/cuda_allocator.h). Throws OutOfMemory.
   static Tensor Empty(const TensorType& type, Allocator& allocator, Stream* stream = nullptr);
   static Tensor Zeros(const TensorType& type);
   // A scalar (shape []) of `dtype` holding `value`.

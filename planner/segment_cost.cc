@@ -87,9 +87,12 @@ namespace {
 // when x was not broadcast) are that operand's storage, every other value its own.
 class ViewStorage {
  public:
-  // Call for each op in program order, before asking about its results.
-  void Note(const ir::Operation& op) {
+  // Call for each op in program order, before asking about its results. Results in
+  // `own_storage` keep their own (parameter gradients, which the walks price apart: as an
+  // activation gradient's storage they would keep it alive through the optimizer).
+  void Note(const ir::Operation& op, const std::unordered_set<const ir::Value*>* own_storage = nullptr) {
     for (size_t r = 0; r < op.num_results(); ++r) {
+      if (own_storage != nullptr && own_storage->count(op.result(r)) != 0) continue;
       if (std::optional<size_t> k = ir::AliasedOperand(op, r)) storage_of_[op.result(r)] = Of(op.operand(*k));
     }
   }
@@ -105,20 +108,20 @@ class ViewStorage {
 // The most bytes the backward holds at once beyond the forward values it starts with, walked op
 // by op as the executor frees (after each value's last reader): activation gradients and
 // recompute's replays appear while the saved values they read go. A view's result, or a result
-// that is its operand (ViewStorage), is the operand's storage, alive while either is read. The parameter gradients are
-// grad_bytes, priced by the caller as they accumulate.
+// that is its operand (ViewStorage), is the operand's storage, alive while either is read. The
+// parameter gradients are grad_bytes, priced by the caller as they accumulate.
 double BackwardExcessBytes(const ir::Program& local) {
   const auto& ops = local.block().ops();
+  std::unordered_set<const ir::Value*> parameter_gradients;
+  for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
   ViewStorage storage;
   std::unordered_map<const ir::Value*, size_t> last_use;  // per storage
   for (size_t i = 0; i < ops.size(); ++i) {
     for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
       if (ir::ReadsOperand(*ops[i], k)) last_use[storage.Of(ops[i]->operand(k))] = i;
     }
-    storage.Note(*ops[i]);
+    storage.Note(*ops[i], &parameter_gradients);
   }
-  std::unordered_set<const ir::Value*> parameter_gradients;
-  for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
   std::unordered_map<const ir::Value*, double> held;
   double live = 0, at_backward = -1, peak = 0;
   auto release = [&](const ir::Value* v) {

@@ -29,7 +29,9 @@ absl::StatusOr<AxisView> ViewAround(const Tensor& t, int64_t axis, const char* w
 Tensor Flat(const Tensor& t) { return t.Reshaped({t.num_elements()}); }
 
 Tensor Temporary(const TensorType& type, const DataPlace& place) {
-  return Tensor::Empty(type, *place.allocator, place.stream);
+  Tensor t = Tensor::Empty(type, *place.allocator, place.stream);
+  if (place.keep_alive != nullptr) place.keep_alive->push_back(t);
+  return t;
 }
 
 }  // namespace

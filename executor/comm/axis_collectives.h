@@ -30,6 +30,10 @@ struct DataPlace {
   Backend* backend;      // regroups blocks on the device
   Allocator* allocator;  // temporaries
   Stream* stream;        // ordering; nullptr: the host's order
+  // Where the temporaries are kept until the work enqueued on `stream` has run (a kernel's
+  // KernelContext::Scratch list); nullptr: they die with the call, which is right only where
+  // blocks are freed in the stream's own order (the host).
+  std::vector<Tensor>* keep_alive = nullptr;
   static DataPlace Host();
 };
 

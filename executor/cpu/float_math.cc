@@ -20,13 +20,14 @@ bool TouchesLowPrecision(const KernelContext& ctx) {
   return false;
 }
 
-// The low-precision operand whose upcast `out` is, whole (the same buffer and elements), or
-// nullptr.
-const Tensor* UpcastSource(const Tensor& out, const std::vector<Tensor>& upcast, const KernelContext& ctx) {
+// The low-precision operand whose upcast `out` is, whole (the same buffer and elements) and of
+// the result's declared dtype `want`, or nullptr.
+const Tensor* UpcastSource(const Tensor& out, DataType want, const std::vector<Tensor>& upcast,
+                           const KernelContext& ctx) {
   if (!out.defined()) return nullptr;
   for (size_t i = 0; i < upcast.size(); ++i) {
     if (upcast[i].defined() && upcast[i].buffer_id() == out.buffer_id() &&
-        upcast[i].num_elements() == out.num_elements()) {
+        upcast[i].num_elements() == out.num_elements() && ctx.input(i)->dtype() == want) {
       return ctx.input(i);
     }
   }
@@ -59,6 +60,7 @@ KernelFn WithFloatMath(KernelFn kernel) {
     KernelContext f32(ctx.op(), std::move(inputs), &outputs);
     f32.OverrideOutputTypes(types);
     f32.set_placement(ctx.allocator(), ctx.stream());
+    f32.set_keep_alive(ctx.scratch_list());
     f32.set_comm_groups(ctx.comm_groups());
     f32.set_micro_batch(ctx.micro_batch());
     if (absl::Status s = kernel(f32); !s.ok()) return s;
@@ -68,7 +70,7 @@ KernelFn WithFloatMath(KernelFn kernel) {
       // A result the kernel made an operand's storage (KernelContext::AliasOperand, a view) is
       // that operand's upcast, so the operand itself (in the result's shape), not a rounding of
       // its copy.
-      if (const Tensor* operand = UpcastSource(out, upcast, ctx)) {
+      if (const Tensor* operand = UpcastSource(out, want, upcast, ctx)) {
         ctx.SetOutput(i, operand->shape() == out.shape() ? *operand : operand->Reshaped(out.shape()));
         continue;
       }
