@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/checked_math.h"
 #include "ir/dist/process_mesh.h"
+#include "ir/input_file.h"
 #include "ir/json_reader.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
@@ -364,6 +365,24 @@ std::string StrategyToJson(const Strategy& s) {
     j["annotations"].push_back({{"tensor", a.tensor}, {"mesh", mesh}, {"placements", placements}});
   }
   return j.dump(2);
+}
+
+namespace {
+
+bool IsInlineJson(const std::string& argument) {
+  const size_t first = argument.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && argument[first] == '{';
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadStrategyArgument(const std::string& argument) {
+  if (IsInlineJson(argument)) return argument;
+  return ir::ReadFileToString(argument);
+}
+
+std::string StrategyArgumentName(const std::string& argument) {
+  return IsInlineJson(argument) ? "inline strategy JSON" : absl::StrCat("strategy file '", argument, "'");
 }
 
 }  // namespace pdist::strategy

@@ -50,8 +50,10 @@ absl::Status Write(const ir::Program& program, const std::string& emit, const st
 // as that rank runs it. The pass pipeline that made it goes to stderr, so pdist-opt can replay it.
 absl::StatusOr<ir::Program> Distribute(ir::Program model, const std::string& strategy_path, int64_t rank,
                                        const std::string& which) {
-  PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(strategy_path));
-  PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(text));
+  PDIST_ASSIGN_OR_RETURN(std::string text, strategy::ReadStrategyArgument(strategy_path));
+  absl::StatusOr<strategy::Strategy> parsed = strategy::ParseStrategy(text);
+  if (!parsed.ok()) return WithContext(parsed.status(), strategy::StrategyArgumentName(strategy_path));
+  strategy::Strategy strategy = *std::move(parsed);
   PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs,
                          passes::BuildDistributedPrograms(model, strategy, passes::OptimizerConfig{}));
   const bool train = which != "eval";
@@ -86,7 +88,8 @@ int Main(int argc, char** argv) {
   flags.String("emit", &emit, "output form: pb (model.pb) or text (textual IR)");
   flags.String("o", &output, "output FILE (text: stdout when absent or -)");
   flags.String("strategy", &strategy_path,
-               "strategy JSON: write the completed global training program (autodiff, AdamW, DistAttrs)");
+               "strategy JSON file (or the JSON itself): write the completed global training program (autodiff, "
+               "AdamW, DistAttrs)");
   flags.Int("rank", &rank, "with --strategy: write this rank's partitioned (local) program instead");
   flags.String("program", &which, "with --strategy: train or eval");
   const std::vector<std::string> args = flags.ParseOrExit(argc, const_cast<const char* const*>(argv));

@@ -70,7 +70,8 @@ int Main(int argc, char** argv) {
   flags.String("emit", &emit, "output form: text or pb");
   flags.String("o", &output, "write the output to FILE instead of stdout");
   flags.String("strategy", &strategy_path,
-               "strategy JSON the passes follow where their options leave a choice (annotate-strategy, micro-batch, "
+               "strategy JSON file (or the JSON itself) the passes follow where their options leave a choice "
+               "(annotate-strategy, micro-batch, "
                "replicate-loss without options); pdist-export --strategy prints the engine's pipeline for it");
   flags.Bool("verify-only", &verify_only, "parse and verify the input, write nothing");
   flags.Bool("print-before-all", &print_before_all, "print the IR to stderr before each pass");
@@ -84,10 +85,13 @@ int Main(int argc, char** argv) {
   passes::PassContext context;
   context.explain_each = explain;
   if (!strategy_path.empty()) {
-    absl::StatusOr<std::string> text = ir::ReadFileToString(strategy_path);
+    absl::StatusOr<std::string> text = strategy::ReadStrategyArgument(strategy_path);
     absl::StatusOr<strategy::Strategy> parsed =
         text.ok() ? strategy::ParseStrategy(*text) : absl::StatusOr<strategy::Strategy>(text.status());
-    if (!parsed.ok()) return Fail(2, absl::StrCat("flag --strategy: ", strategy_path, ": ", parsed.status().message()));
+    if (!parsed.ok()) {
+      return Fail(2, absl::StrCat("flag --strategy: ", strategy::StrategyArgumentName(strategy_path), ": ",
+                                  parsed.status().message()));
+    }
     context.strategy = *std::move(parsed);
   }
 

@@ -94,7 +94,9 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
                                          "JSON (or write it to -o), then exit");
   flags.Int("global-batch", &o->global_batch, "sequences per step (a MODEL file has its own; --model default 8)");
   flags.Int("seq", &o->seq, "sequence length (overrides the --model spec's; must match a MODEL file)");
-  flags.String("strategy", &o->strategy_path, "a Strategy JSON whose keys are kept; the planner searches the rest");
+  flags.String("strategy", &o->strategy_path,
+               "a Strategy JSON file, or the JSON itself ('{\"dp_degree\": 2}'), whose keys are kept; the planner searches the "
+               "rest");
   flags.String("o", &o->output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
   flags.Int("top", &o->top, "plans listed by --explain and in --json's top");
   flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");
@@ -134,9 +136,9 @@ absl::Status Calibrate(const Options& o) {
 absl::StatusOr<planner::SearchOptions> SearchOptionsFrom(const Options& o, std::unique_ptr<tools::ProgressBar>& bar) {
   planner::SearchOptions search;
   if (!o.strategy_path.empty()) {
-    PDIST_ASSIGN_OR_RETURN(std::string text, ir::ReadFileToString(o.strategy_path));
+    PDIST_ASSIGN_OR_RETURN(std::string text, strategy::ReadStrategyArgument(o.strategy_path));
     absl::StatusOr<planner::FixedChoices> fixed = planner::FixedChoicesFromStrategyJson(text);
-    if (!fixed.ok()) return WithContext(fixed.status(), absl::StrCat("strategy file ", o.strategy_path));
+    if (!fixed.ok()) return WithContext(fixed.status(), strategy::StrategyArgumentName(o.strategy_path));
     search.fixed = *fixed;
   }
   search.tensor_parallel_across_nodes = o.mp_across_nodes;

@@ -83,7 +83,7 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("optimizer", &f->optimizer, "adamw | momentum | sgd");
   flags.Double("weight-decay", &f->weight_decay, "adamw coeff / momentum regularization");
   flags.Int("seed", &f->seed, "parameter initialisation seed");
-  flags.String("strategy", &f->strategy_path, "strategy JSON file (docs/strategy.md)");
+  flags.String("strategy", &f->strategy_path, "strategy JSON file, or the JSON itself (docs/strategy.md)");
   flags.Int("ranks", &f->ranks,
             "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
             "--strategy, N ranks of data parallelism)");
@@ -118,11 +118,12 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.optimizer.weight_decay = f.weight_decay;
   PDIST_ASSIGN_OR_RETURN(options.optimizer.type, passes::ParseOptimizerType(f.optimizer));
   if (!f.strategy_path.empty()) {
-    absl::StatusOr<std::string> text = ir::ReadFileToString(f.strategy_path);
+    absl::StatusOr<std::string> text = strategy::ReadStrategyArgument(f.strategy_path);
     if (!text.ok()) return WithContext(text.status(), "strategy file");
     // Checked here too: the engine reads an empty strategy text as "no strategy", and an empty
     // file is a mistake, not a request to train on one rank.
-    PDIST_RETURN_IF_ERROR(WithContext(strategy::ParseStrategy(*text).status(), f.strategy_path));
+    PDIST_RETURN_IF_ERROR(
+        WithContext(strategy::ParseStrategy(*text).status(), strategy::StrategyArgumentName(f.strategy_path)));
     options.strategy_json = *std::move(text);
   }
   options.backend = f.backend;
