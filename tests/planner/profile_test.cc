@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "ir/builder.h"
 #include "ir/models/gpt.h"
+#include "passes/distributed_programs.h"
 #include "planner/estimate.h"
+#include "planner/segment_cost.h"
 
 namespace pdist::planner {
 namespace {
@@ -113,6 +116,32 @@ TEST(ProfileTest, WholeModelMatchesTheClosedFormsOnSeveralSizes) {
     EXPECT_GE(flops, closed_flops) << spec;
     EXPECT_LE(flops, closed_flops * (1 + z.flops_slack)) << spec << ": " << flops / closed_flops - 1;
   }
+}
+
+// The backward walk counts an add gradient that is the output gradient as that storage
+// (ir::OpDef::aliases_if_same_type): l = mean(z), z = a ± b of two [4,8] matmuls (128 bytes
+// each), where add's two operand gradients are both the output gradient g and subtract's second
+// is −g, a tensor of its own. Beyond what the backward starts with (z among it, freed after
+// mean_grad): add peaks at g beside the loss seed (128 + 4 bytes); subtract holds g, −g and the
+// first matmul's input gradient while z is gone (3 × 128 − 128).
+TEST(SegmentCostTest, AnAddGradientThatIsTheOutputGradientIsNotCountedAgain) {
+  auto excess = [](const char* combine) -> double {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{4, 8}, ir::DataType::kFloat32});
+    ir::Value* w1 = b.Parameter("w1", {{8, 8}, ir::DataType::kFloat32}, "normal(0.02)");
+    ir::Value* w2 = b.Parameter("w2", {{8, 8}, ir::DataType::kFloat32}, "normal(0.02)");
+    absl::StatusOr<ir::Value*> z = b.Op1(combine, {*b.Op1("matmul", {x, w1}), *b.Op1("matmul", {x, w2})});
+    EXPECT_TRUE(z.ok()) << z.status();
+    p.set_loss(*b.Op1("mean", {*z}));
+    passes::PassContext context;
+    EXPECT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({}), p, context, "training program").ok());
+    absl::StatusOr<SegmentCost> cost = PriceLocalProgram(p, FourDevices());
+    EXPECT_TRUE(cost.ok()) << cost.status();
+    return cost.ok() ? cost->backward_excess_bytes : -1;
+  };
+  EXPECT_DOUBLE_EQ(excess("add"), 128 + 4);
+  EXPECT_DOUBLE_EQ(excess("subtract"), 3 * 128 - 128);
 }
 
 }  // namespace
