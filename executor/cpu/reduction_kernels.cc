@@ -242,9 +242,9 @@ void ExtremeGrad(const ReduceLayout& l, const T* x, const T* out, const T* g, T*
   });
 }
 
-absl::StatusOr<ReduceLayout> LayoutOf(const KernelContext& ctx) {
+// The reduction over the op's axes of a tensor shaped `x` (the reduced operand's shape).
+absl::StatusOr<ReduceLayout> LayoutOf(const KernelContext& ctx, const Shape& x) {
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> axis, ir::GetIntList(ctx.attrs(), "axis"));
-  const Shape& x = ctx.input(0)->shape();
   PDIST_ASSIGN_OR_RETURN(std::vector<bool> reduced, ir::ops::ReducedAxes(static_cast<int64_t>(x.size()), axis));
   return MakeLayout(x, reduced);
 }
@@ -252,8 +252,8 @@ absl::StatusOr<ReduceLayout> LayoutOf(const KernelContext& ctx) {
 template <template <typename> class R>
 KernelFn ReduceKernel() {
   return [](KernelContext& ctx) -> absl::Status {
-    PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx));
     const Tensor& x = *ctx.input(0);
+    PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx, x.shape()));
     Tensor& out = ctx.AllocateOutput(0);
     PDIST_DISPATCH_FLOAT(x.dtype(), T, {
       if (x.num_elements() == 0) {
@@ -267,10 +267,11 @@ KernelFn ReduceKernel() {
   };
 }
 
-// sum_grad(x, out_grad) and mean_grad(x, out_grad).
+// sum_grad(x, out_grad) and mean_grad(x, out_grad). x is there for its type alone
+// (ir::OpDef::type_only_operands: the kernel gets no tensor): x_grad has it.
 KernelFn BroadcastGradKernel(bool mean) {
   return [mean](KernelContext& ctx) -> absl::Status {
-    PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx));
+    PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx, ctx.output_type(0).shape));
     Tensor& dx = ctx.AllocateOutput(0);
     if (dx.num_elements() == 0) return absl::OkStatus();
     const double divisor = mean ? static_cast<double>(l.count) : 1.0;
@@ -281,7 +282,7 @@ KernelFn BroadcastGradKernel(bool mean) {
 
 // max_grad(x, out, out_grad) and min_grad(x, out, out_grad).
 absl::Status ExtremeGradKernel(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(ReduceLayout l, LayoutOf(ctx, ctx.input(0)->shape()));
   Tensor& dx = ctx.AllocateOutput(0);
   if (dx.num_elements() == 0) return absl::OkStatus();
   PDIST_DISPATCH_FLOAT(dx.dtype(), T, {

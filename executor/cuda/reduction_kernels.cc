@@ -50,10 +50,11 @@ KernelFn SumKernel(bool mean) {
   };
 }
 
-// sum_grad(x, out_grad), mean_grad(x, out_grad): out_grad broadcast back, / count for mean.
+// sum_grad(x, out_grad), mean_grad(x, out_grad): out_grad broadcast back, / count for mean. x
+// is there for its type alone (the kernel gets no tensor): x_grad has it.
 KernelFn BroadcastGradKernel(bool mean) {
   return [mean](KernelContext& ctx) -> absl::Status {
-    const ir::Shape& x = ctx.input(0)->shape();
+    const ir::Shape& x = ctx.output_type(0).shape;
     const char* name = mean ? "mean_grad" : "sum_grad";
     PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, ctx.input(1)->dtype()));
     PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> axis, ir::GetIntList(ctx.attrs(), "axis"));

@@ -71,7 +71,8 @@ absl::StatusOr<std::vector<TensorType>> ReduceGradMeta(const InputTypes& in, con
   return std::vector<TensorType>{*in[0]};
 }
 
-// sum_grad / mean_grad read (x, out_grad); max_grad / min_grad also need the forward result.
+// sum_grad / mean_grad take (x, out_grad), x for its type alone (OpDef::type_only_operands: the
+// forward need not keep it); max_grad / min_grad read x and the forward result.
 GradFn ReduceGrad(const std::string& grad_type, bool needs_out) {
   return [grad_type, needs_out](Builder& b, const Operation& op,
                                 const std::vector<Value*>& out_grads) -> absl::StatusOr<std::vector<Value*>> {
@@ -125,6 +126,7 @@ absl::Status RegisterReduction(OpRegistry& registry, const std::string& name, sp
       .infer_spmd = grad_rule.infer,
       .infer_spmd_reverse = grad_rule.reverse,
       .describe_spmd = grad_rule.describe,
+      .type_only_operands = grad_needs_out ? std::vector<size_t>{} : std::vector<size_t>{0},
   });
 }
 

@@ -10,6 +10,8 @@
 #include <omp.h>
 #endif
 
+#include "ir/builder.h"
+#include "ir/op_def.h"
 #include "tests/ops/op_test_helpers.h"
 
 namespace pdist::testing {
@@ -147,6 +149,23 @@ TEST(ReductionTest, MaxPropagatesNan) {
   const Tensor x = Literal({4}, {1, NAN, 3, 2});
   EXPECT_TRUE(std::isnan(MustRun("max", {x})[0].At(0)));
   EXPECT_TRUE(std::isnan(MustRun("min", {x})[0].At(0)));
+}
+
+// sum_grad and mean_grad read x for its type alone (the executor frees x after the forward and
+// their kernels get no tensor: every MustRun below runs so); max_grad and min_grad read it.
+TEST(ReductionTest, SumAndMeanGradientsNeedOnlyTheTypeOfX) {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* x = b.Data("x", {{2, 3}, DataType::kFloat64});
+  ir::Value* g = b.Data("g", {{2}, DataType::kFloat64});
+  const ir::AttributeMap rows = {{"axis", std::vector<int64_t>{1}}};
+  for (const char* type : {"sum_grad", "mean_grad"}) {
+    ASSERT_TRUE(b.Create(type, {x, g}, rows).ok());
+    EXPECT_FALSE(ir::ReadsOperand(*p.block().ops().back(), 0)) << type;
+    EXPECT_TRUE(ir::ReadsOperand(*p.block().ops().back(), 1)) << type;
+  }
+  ASSERT_TRUE(b.Create("max_grad", {x, *b.Op1("max", {x}, rows), g}, rows).ok());
+  EXPECT_TRUE(ir::ReadsOperand(*p.block().ops().back(), 0));
 }
 
 TEST(ReductionTest, GradKernelsByHand) {
