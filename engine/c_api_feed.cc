@@ -119,7 +119,7 @@ pdist_status pdist_engine_predict(pdist_engine* engine, const pdist_feed* feeds,
   // In the model's order; numpy has no bfloat16, so low-precision floats widen to f32.
   for (const pdist::ir::ProgramOutput& o : engine->engine->forward_program().outputs()) {
     pdist::exec::Tensor t = predicted->at(o.name);
-    if (t.dtype() == pdist::ir::DataType::kBFloat16 || t.dtype() == pdist::ir::DataType::kFloat16) {
+    if (pdist::ir::IsLowPrecisionFloat(t.dtype())) {
       t = pdist::exec::CastTensor(t, pdist::ir::DataType::kFloat32);
     }
     engine->predicted_names.push_back(o.name);

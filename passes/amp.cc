@@ -18,7 +18,6 @@ using ir::DataType;
 using ir::Operation;
 using ir::Value;
 
-bool IsLow(DataType dtype) { return ir::IsLowPrecisionFloat(dtype); }
 bool IsFloat(const Value* v) { return v != nullptr && ir::IsFloatingPoint(v->type().dtype); }
 
 class AmpRewriter {
@@ -101,7 +100,7 @@ class AmpRewriter {
     bool any_f32 = false;
     for (const Value* x : op.operands()) {
       if (!IsFloat(x)) continue;
-      any_low = any_low || IsLow(x->type().dtype);
+      any_low = any_low || ir::IsLowPrecisionFloat(x->type().dtype);
       any_f32 = any_f32 || x->type().dtype == DataType::kFloat32;
     }
     if (!any_low && !any_f32) return std::nullopt;
@@ -134,7 +133,7 @@ class AmpRewriter {
     bool low = false;
     for (size_t r = 0; r < op.num_results(); ++r) {
       op.result(r)->set_type(types.at(r));
-      low = low || IsLow(types.at(r).dtype);
+      low = low || ir::IsLowPrecisionFloat(types.at(r).dtype);
     }
     if (low) ++report_.low_precision_ops;
     return absl::OkStatus();
@@ -197,7 +196,7 @@ bool RunsInLowPrecision(const std::string& op_type) {
 
 absl::StatusOr<AmpReport> ApplyAmp(ir::Program& program, ir::DataType low, AmpLevel level,
                                    const AmpCustomLists& custom) {
-  if (!IsLow(low)) {
+  if (!ir::IsLowPrecisionFloat(low)) {
     return absl::InvalidArgumentError(
         absl::StrCat("amp: the low-precision dtype must be bf16 or f16, got ", ir::DataTypeName(low)));
   }

@@ -26,10 +26,9 @@ std::string OptimizerTypeName(OptimizerType type) {
 
 namespace {
 
-bool IsLowPrecision(ir::DataType dtype) { return dtype == ir::DataType::kBFloat16 || dtype == ir::DataType::kFloat16; }
 
 // The dtype the update runs in: f32 for a low-precision parameter (its master weight), else its own.
-ir::DataType UpdateDtype(ir::DataType param) { return IsLowPrecision(param) ? ir::DataType::kFloat32 : param; }
+ir::DataType UpdateDtype(ir::DataType param) { return ir::ComputeDtype(param); }
 
 }  // namespace
 
@@ -54,7 +53,7 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
   };
   std::vector<Target> targets;
   for (const ir::StateUpdate& pg : program.gradients()) {
-    if (!IsLowPrecision(pg.state->type().dtype)) {
+    if (!ir::IsLowPrecisionFloat(pg.state->type().dtype)) {
       targets.push_back({pg.state, pg.new_value, nullptr});
       continue;
     }

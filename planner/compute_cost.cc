@@ -92,7 +92,7 @@ ir::DataType ComputeDtype(const ir::Operation& op) {
 }
 
 std::string OpScaleKey(const std::string& type, ir::DataType dtype) {
-  const bool low = dtype == ir::DataType::kBFloat16 || dtype == ir::DataType::kFloat16;
+  const bool low = ir::IsLowPrecisionFloat(dtype);
   return low ? absl::StrCat(type, "@", ir::DataTypeName(dtype)) : type;
 }
 

@@ -8,14 +8,13 @@ namespace pdist::exec::cpu {
 
 namespace {
 
-bool IsLowPrecision(DataType dtype) { return ir::IsLowPrecisionFloat(dtype); }
 
 bool TouchesLowPrecision(const KernelContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.input(i) != nullptr && IsLowPrecision(ctx.input(i)->dtype())) return true;
+    if (ctx.input(i) != nullptr && ir::IsLowPrecisionFloat(ctx.input(i)->dtype())) return true;
   }
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-    if (IsLowPrecision(ctx.output_type(i).dtype)) return true;
+    if (ir::IsLowPrecisionFloat(ctx.output_type(i).dtype)) return true;
   }
   return false;
 }
@@ -44,7 +43,7 @@ KernelFn WithFloatMath(KernelFn kernel) {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const Tensor* in = ctx.input(i);
       if (in == nullptr) continue;
-      if (IsLowPrecision(in->dtype())) {
+      if (ir::IsLowPrecisionFloat(in->dtype())) {
         upcast[i] = CastTensor(*in, DataType::kFloat32);
         in = &upcast[i];
       }
@@ -53,7 +52,7 @@ KernelFn WithFloatMath(KernelFn kernel) {
     std::vector<TensorType> types;
     for (size_t i = 0; i < ctx.num_outputs(); ++i) {
       TensorType t = ctx.output_type(i);
-      if (IsLowPrecision(t.dtype)) t.dtype = DataType::kFloat32;
+      if (ir::IsLowPrecisionFloat(t.dtype)) t.dtype = DataType::kFloat32;
       types.push_back(std::move(t));
     }
     std::vector<Tensor> outputs(ctx.num_outputs());

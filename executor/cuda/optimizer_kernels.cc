@@ -17,7 +17,7 @@ namespace {
 // weight updated from its low-precision gradient).
 absl::StatusOr<ElemType> GradTypeOf(const KernelContext& ctx, const Tensor& param, const Tensor& grad) {
   const bool mixed = param.dtype() == ir::DataType::kFloat32 &&
-                     (grad.dtype() == ir::DataType::kBFloat16 || grad.dtype() == ir::DataType::kFloat16);
+                     ir::IsLowPrecisionFloat(grad.dtype());
   if (grad.dtype() != param.dtype() && !mixed) {
     return absl::InvalidArgumentError(absl::StrCat(ctx.op().type(), ": gradient ", ir::DataTypeName(grad.dtype()),
                                                    " for a ", ir::DataTypeName(param.dtype()),

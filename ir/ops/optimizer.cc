@@ -46,7 +46,7 @@ absl::Status ExpectLikeParam(const InputTypes& in, size_t param, size_t grad, st
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, param, "param"));
   for (size_t i : same) PDIST_RETURN_IF_ERROR(ops::ExpectSameType(in, param, i));
   const DataType g = in[grad]->dtype;
-  if ((g == DataType::kBFloat16 || g == DataType::kFloat16) && in[param]->dtype == DataType::kFloat32 &&
+  if (IsLowPrecisionFloat(g) && in[param]->dtype == DataType::kFloat32 &&
       in[grad]->shape == in[param]->shape) {
     return absl::OkStatus();
   }
