@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "executor/cuda/column_split.h"
 #include "executor/cuda/launch.h"
 
 namespace pdist::exec::cuda {
@@ -19,8 +20,6 @@ inline int GridOf(int64_t blocks) { return static_cast<int>(blocks < kMaxBlocks 
 inline int Blocks(int64_t n) { return GridOf((n + kThreads - 1) / kThreads); }
 // A block per item (a row, a lane, an output summed by BlockSum).
 inline int BlockEach(int64_t items) { return GridOf(items); }
-// Sums of at least this many terms per output are split over a block's threads.
-constexpr int64_t kManyTerms = 64;
 
 // Storage type → the type the math runs in.
 template <typename S> struct Compute { using type = S; };
@@ -92,25 +91,30 @@ __device__ C BlockMax(C v) {
   return BlockReduce(v, -static_cast<C>(INFINITY), [](C a, C b) { return a > b ? a : b; });
 }
 
-// Two column sums at once over a row-major [rows, cols] walk: for every column c,
-// Σ_r f(r, c).first and .second (a norm's scale and bias gradients). A block takes 32 columns
-// (one coalesced read per warp) and its warps split the rows; warp 0 adds the warps' partials
-// in order (deterministic) and calls store(c, sum0, sum1). Launch with ColumnBlocks(cols).
+// Two column sums at once over a row-major [rows, cols] walk, in two launches split as
+// executor/cuda/column_split.h says: for every column c, Σ_r f(r, c).first and .second (a norm's
+// scale and bias gradients).
 template <typename C>
 struct SumPair {
   C first, second;
 };
-constexpr int kColumnTile = 32;
-inline int ColumnBlocks(int64_t cols) { return GridOf((cols + kColumnTile - 1) / kColumnTile); }
-template <typename C, typename F, typename StoreFn>
-__device__ void ColumnSums(int64_t rows, int64_t cols, F f, StoreFn store) {
+
+// The first launch, on a grid of (≤ split.tiles, split.chunks) blocks of kThreads: block (x, y)
+// sums column tile x (strided over the grid) over row chunk y, its warps striding the chunk's
+// rows; warp 0 adds the warps' partials in order and writes them to workspace[y·cols + c] and
+// workspace[(chunks + y)·cols + c].
+template <typename C, typename F>
+__device__ void ColumnPartials(int64_t rows, int64_t cols, int64_t chunk_rows, F f, C* workspace) {
   __shared__ C partial[2][kThreads / 32][kColumnTile];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int64_t chunk = blockIdx.y, chunks = gridDim.y;
+  const int64_t first = chunk * chunk_rows, end = first + chunk_rows < rows ? first + chunk_rows : rows;
   for (int64_t tile = blockIdx.x; tile * kColumnTile < cols; tile += gridDim.x) {
     const int64_t c = tile * kColumnTile + lane;
     C s0 = C(0), s1 = C(0);
     if (c < cols) {
-      for (int64_t r = warp; r < rows; r += warps) {
+#pragma unroll 4
+      for (int64_t r = first + warp; r < end; r += warps) {
         const SumPair<C> v = f(r, c);
         s0 += v.first;
         s1 += v.second;
@@ -125,9 +129,31 @@ __device__ void ColumnSums(int64_t rows, int64_t cols, F f, StoreFn store) {
         t0 += partial[0][w][lane];
         t1 += partial[1][w][lane];
       }
-      store(c, t0, t1);
+      workspace[chunk * cols + c] = t0;
+      workspace[(chunks + chunk) * cols + c] = t1;
     }
     __syncthreads();  // the next tile overwrites `partial`
+  }
+}
+
+inline dim3 ColumnPartialsGrid(const ColumnSplit& split) {
+  return dim3(static_cast<unsigned>(GridOf(split.tiles)), static_cast<unsigned>(split.chunks));
+}
+
+// The second launch (a thread per column, Blocks(cols)): adds the chunks in order and stores the
+// totals as T into `first` and `second` (either may be null).
+template <typename C, typename T>
+__global__ void ColumnTotalsKernel(int64_t chunks, int64_t cols, const C* workspace, T* first, T* second) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < cols;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    C t0 = C(0), t1 = C(0);
+#pragma unroll 8
+    for (int64_t k = 0; k < chunks; ++k) {
+      t0 += workspace[k * cols + c];
+      t1 += workspace[(chunks + k) * cols + c];
+    }
+    if (first != nullptr) Store(first, c, t0);
+    if (second != nullptr) Store(second, c, t1);
   }
 }
 

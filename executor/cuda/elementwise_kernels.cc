@@ -73,8 +73,16 @@ absl::Status BinaryGradKernel(KernelContext& ctx) {
     }
     PDIST_ASSIGN_OR_RETURN(StridedIndex<3> grad_index, Walk<3>(name, kept_dims, kept_strides));
     PDIST_ASSIGN_OR_RETURN(StridedIndex<3> reduced, Walk<3>(name, summed_dims, summed_strides));
+    void* workspace = nullptr;
+    int64_t terms = 1;
+    for (int64_t n : summed_dims) terms *= n;
+    if (SumsByColumns(terms, grad.num_elements())) {
+      const int64_t elements = SplitColumns(terms, grad.num_elements()).WorkspaceElements(grad.num_elements());
+      workspace = ctx.Scratch({{elements}, ir::ComputeDtype(g.dtype())}).raw();
+    }
     PDIST_RETURN_IF_ERROR(CudaStatus(LaunchBinaryGrad(kOp, operand, type, x.raw(), y.raw(), g.raw(), grad.raw(),
-                                                      grad.num_elements(), grad_index, reduced, StreamOf(ctx)),
+                                                      grad.num_elements(), grad_index, reduced, workspace,
+                                                      StreamOf(ctx)),
                                      name));
   }
   return absl::OkStatus();

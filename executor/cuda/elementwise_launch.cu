@@ -57,15 +57,15 @@ __global__ void BinaryGradReduceKernel(int operand, const S* x, const S* y, cons
   }
 }
 
-// The same sums for many outputs of many terms (a bias's gradient: every row, per column): 32
-// outputs per block, its warps splitting the terms, so that a warp reads 32 neighbouring
-// outputs' terms at once (ColumnSums).
-template <typename Op, typename S>
-__global__ void BinaryGradColumnsKernel(int operand, const S* x, const S* y, const S* g, S* grad, int64_t m,
-                                        StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms) {
-  using C = typename Compute<S>::type;
-  ColumnSums<C>(
-      terms, m,
+// The same sums for many outputs of many terms (a bias's gradient: every row, per column): the
+// first of ColumnPartials' two launches, a block per 32 outputs and chunk of terms, so that a
+// warp reads 32 neighbouring outputs' terms at once.
+template <typename Op, typename S, typename C = typename Compute<S>::type>
+__global__ void BinaryGradColumnsKernel(int operand, const S* x, const S* y, const S* g, int64_t m,
+                                        StridedIndex<3> grad_index, StridedIndex<3> reduced, int64_t terms,
+                                        int64_t chunk_rows, C* workspace) {
+  ColumnPartials<C>(
+      terms, m, chunk_rows,
       [&](int64_t r, int64_t j) {
         int64_t base[3], o[3];
         Offsets(grad_index, j, base);
@@ -73,7 +73,7 @@ __global__ void BinaryGradColumnsKernel(int operand, const S* x, const S* y, con
         const C a = Load(x, base[0] + o[0]), b = Load(y, base[1] + o[1]), d = Load(g, base[2] + o[2]);
         return SumPair<C>{operand == 0 ? Op::template Dx<C>(a, b, d) : Op::template Dy<C>(a, b, d), C(0)};
       },
-      [&](int64_t j, C sum, C) { Store(grad, j, sum); });
+      workspace);
 }
 
 template <typename S>
@@ -128,17 +128,22 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* 
 
 cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
                              void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
-                             const StridedIndex<3>& reduced, cudaStream_t stream) {
+                             const StridedIndex<3>& reduced, void* workspace, cudaStream_t stream) {
   if (grad_elements == 0) return cudaSuccess;
   int64_t terms = 1;
   for (int d = 0; d < reduced.rank; ++d) terms *= reduced.shape[d];
   return ByOp(op, [&](auto o) {
     return ByType(type, [&](auto s) {
       using S = decltype(s);
-      if (terms >= kManyTerms && grad_elements >= kColumnTile) {
-        BinaryGradColumnsKernel<decltype(o), S><<<ColumnBlocks(grad_elements), kThreads, 0, stream>>>(
-            operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g),
-            static_cast<S*>(grad), grad_elements, grad_index, reduced, terms);
+      if (SumsByColumns(terms, grad_elements)) {
+        using C = typename Compute<S>::type;
+        const ColumnSplit split = SplitColumns(terms, grad_elements);
+        C* sums = static_cast<C*>(workspace);
+        BinaryGradColumnsKernel<decltype(o), S><<<ColumnPartialsGrid(split), kThreads, 0, stream>>>(
+            operand, static_cast<const S*>(x), static_cast<const S*>(y), static_cast<const S*>(g), grad_elements,
+            grad_index, reduced, terms, split.chunk_rows, sums);
+        ColumnTotalsKernel<C, S><<<Blocks(grad_elements), kThreads, 0, stream>>>(split.chunks, grad_elements, sums,
+                                                                                  static_cast<S*>(grad), nullptr);
         return;
       }
       if (terms >= kManyTerms) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "executor/cuda/column_split.h"
 #include "executor/math/rope.h"
 
 namespace pdist::exec::cuda {
@@ -38,11 +39,15 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* x, const void* 
 // One operand's gradient: grad[j] = sum over the positions of out that j broadcasts to of
 // d(op)/d(operand)(x, y, g) (operand 0: x, 1: y). `grad_index` walks grad's elements (its shape
 // aligned to out's rank, strides of x, y, g at grad's positions); `reduced` walks the summed
-// dims in row-major order (strides of x, y, g along them). Every element sums its terms in
-// row-major order, as the CPU kernel does.
+// dims in row-major order (strides of x, y, g along them). Few terms per element are summed in
+// row-major order, as the CPU kernel sums them; many (kManyTerms) in another fixed order. Where
+// SumsByColumns(terms, grad_elements), `workspace` holds
+// SplitColumns(terms, grad_elements).WorkspaceElements(grad_elements) elements of the type the
+// math runs in (f32 for bf16/f16), alive until the launches have run (KernelContext::Scratch);
+// elsewhere it may be null.
 cudaError_t LaunchBinaryGrad(BinaryOp op, int operand, ElemType type, const void* x, const void* y, const void* g,
                              void* grad, int64_t grad_elements, const StridedIndex<3>& grad_index,
-                             const StridedIndex<3>& reduced, cudaStream_t stream);
+                             const StridedIndex<3>& reduced, void* workspace, cudaStream_t stream);
 
 // The activations (executor/math/activation.h). Forward: out = f(x). Gradient: dx = f'(saved, g),
 // `saved` being what the gradient op reads (out for relu, tanh, exp, sigmoid, sqrt, rsqrt; x for
@@ -76,7 +81,9 @@ cudaError_t LaunchCast(ElemType from, ElemType to, const void* x, void* out, int
 // layer_norm over [rows, cols] (the normalised axes flattened into cols): y = (x - mean) ·
 // rsqrt(variance + eps) · scale + bias, mean and (biased) variance per row; scale and bias may
 // be null. The gradient: dx per row, dscale and dbias (null: not wanted) summed over the rows in
-// order, one column per thread.
+// chunks (executor/cuda/column_split.h), through `workspace`: SplitColumns(rows,
+// cols).WorkspaceElements(cols) elements of mean's type, alive until the launches have run (may be
+// null when neither dscale nor dbias is wanted).
 // x, y and their gradients are of `type`; scale, bias and their gradients of `param_type` (the
 // same, or kF32 for a bf16/f16 x); mean and variance of the type the math runs in (f32 for
 // bf16/f16, `type` otherwise).
@@ -85,7 +92,8 @@ cudaError_t LaunchLayerNorm(ElemType type, ElemType param_type, const void* x, c
                             cudaStream_t stream);
 cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* mean,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
-                                void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
+                                void* bias_grad, int64_t rows, int64_t cols, double eps, void* workspace,
+                                cudaStream_t stream);
 
 // sum or mean: out[o] = Σ x over the reduced positions of o, accumulated in double in row-major
 // order (the CPU's order and accumulator), divided by `count` for mean. `kept` walks out's
@@ -241,12 +249,12 @@ cudaError_t LaunchUpdateLossScaling(const LossScalingOperands& operands, int64_t
 
 // rms_norm over [rows, cols]: invvar = rsqrt(mean(x²) + eps) per row, y = x·invvar·scale. The
 // gradient: dx = invvar·(gs - x·invvar·mean(gs·x)·invvar) with gs = out_grad·scale, per row;
-// dscale summed over the rows in order, one column per thread. Types as LaunchLayerNorm's.
+// dscale summed over the rows in chunks through `workspace`. Types and workspace as LaunchLayerNorm's.
 cudaError_t LaunchRmsNorm(ElemType type, ElemType param_type, const void* x, const void* scale, void* y, void* invvar,
                           int64_t rows, int64_t cols, double eps, cudaStream_t stream);
 cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
-                              cudaStream_t stream);
+                              void* workspace, cudaStream_t stream);
 
 // fused_rope on one [batch, seq, heads, head_dim] tensor (layout: executor/math/rope.h): out =
 // the rotation of x (or its transpose, for the gradient) with the tables' row of each position,

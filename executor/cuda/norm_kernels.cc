@@ -22,6 +22,13 @@ absl::StatusOr<ElemType> ParamTypeOf(const KernelContext& ctx, const char* op, E
   return x_type;
 }
 
+// The parameter gradients' partial sums (executor/cuda/column_split.h), in the type the math of
+// an x of `dtype` runs in; kept with the kernel's submitted work.
+void* ColumnSumsWorkspace(KernelContext& ctx, ir::DataType dtype, const RowsCols& rc) {
+  const int64_t elements = SplitColumns(rc.rows, rc.cols).WorkspaceElements(rc.cols);
+  return elements > 0 ? ctx.Scratch({{elements}, ir::ComputeDtype(dtype)}).raw() : nullptr;
+}
+
 // (x, scale?, bias?) → out, mean, variance.
 absl::Status LayerNormKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
@@ -48,11 +55,13 @@ absl::Status LayerNormGradKernel(KernelContext& ctx) {
   Tensor& x_grad = ctx.AllocateOutput(0);
   Tensor& scale_grad = ctx.AllocateOutput(1);
   Tensor& bias_grad = ctx.AllocateOutput(2);
+  const bool parameters = ctx.input(1) != nullptr || ctx.input(2) != nullptr;
+  void* workspace = parameters ? ColumnSumsWorkspace(ctx, x.dtype(), rc) : nullptr;
   return CudaStatus(LaunchLayerNormGrad(type, param_type, x.raw(), RawOrNull(ctx.input(1)), ctx.input(3)->raw(),
                                         ctx.input(4)->raw(), ctx.input(5)->raw(), x_grad.raw(),
                                         ctx.input(1) != nullptr ? scale_grad.raw() : nullptr,
                                         ctx.input(2) != nullptr ? bias_grad.raw() : nullptr, rc.rows, rc.cols, eps,
-                                        StreamOf(ctx)),
+                                        workspace, StreamOf(ctx)),
                     "layer_norm_grad");
 }
 
@@ -80,7 +89,7 @@ absl::Status RmsNormGradKernel(KernelContext& ctx) {
   Tensor& scale_grad = ctx.AllocateOutput(1);
   return CudaStatus(LaunchRmsNormGrad(type, param_type, x.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(),
                                       ctx.input(3)->raw(), x_grad.raw(), scale_grad.raw(), rc.rows, rc.cols,
-                                      StreamOf(ctx)),
+                                      ColumnSumsWorkspace(ctx, x.dtype(), rc), StreamOf(ctx)),
                     "rms_norm_grad");
 }
 

@@ -1,8 +1,9 @@
-// Device side of layer_norm, rms_norm and their gradients: one block per row (strided over the grid), the
-// row's sums by BlockSum; the parameter gradients one column per thread, rows in order (as the
-// CPU sums them). x, out and their gradients are of storage type S; scale, bias and their
-// gradients of P (S, or f32 for a bf16/f16 S: amp o2's norms); the statistics of C, the type
-// the math runs in (f32 for bf16/f16, ir::ComputeDtype).
+// Device side of layer_norm, rms_norm and their gradients: one block per row (strided over the
+// grid), the row's sums by BlockSum; the parameter gradients by ColumnPartials and
+// ColumnTotalsKernel (the rows split into chunks, executor/cuda/column_split.h). x, out and their
+// gradients are of storage type S; scale, bias and their gradients of P (S, or f32 for a bf16/f16
+// S: amp o2's norms); the statistics of C, the type the math runs in (f32 for bf16/f16,
+// ir::ComputeDtype).
 #include <type_traits>
 
 #include "executor/cuda/device_common.cuh"
@@ -69,19 +70,17 @@ __global__ void LayerNormGradKernel(const S* x, const P* scale, const C* mean, c
   }
 }
 
-template <typename S, typename P, typename C = typename Compute<S>::type>
-__global__ void LayerNormParamGradKernel(const S* x, const C* mean, const C* variance, const S* g, P* scale_grad,
-                                         P* bias_grad, int64_t rows, int64_t cols, double eps) {
-  ColumnSums<C>(
-      rows, cols,
+// The parameter gradients' partial sums (ColumnPartials): Σ g·xhat for the scale, Σ g for the bias.
+template <typename S, typename C = typename Compute<S>::type>
+__global__ void LayerNormParamGradKernel(const S* x, const C* mean, const C* variance, const S* g, int64_t rows,
+                                         int64_t cols, double eps, int64_t chunk_rows, C* workspace) {
+  ColumnPartials<C>(
+      rows, cols, chunk_rows,
       [&](int64_t r, int64_t c) {
         const C gr = Load(g, r * cols + c);
         return SumPair<C>{gr * (Load(x, r * cols + c) - Load(mean, r)) * Rstd(Load(variance, r), eps), gr};
       },
-      [&](int64_t c, C ds, C db) {
-        if (scale_grad != nullptr) Store(scale_grad, c, ds);
-        if (bias_grad != nullptr) Store(bias_grad, c, db);
-      });
+      workspace);
 }
 
 template <typename S, typename P, typename C = typename Compute<S>::type>
@@ -112,15 +111,15 @@ __global__ void RmsNormGradKernel(const S* x, const P* scale, const C* invvar, c
   }
 }
 
-template <typename S, typename P, typename C = typename Compute<S>::type>
-__global__ void RmsNormScaleGradKernel(const S* x, const C* invvar, const S* g, P* scale_grad, int64_t rows,
-                                       int64_t cols) {
-  ColumnSums<C>(
-      rows, cols,
+template <typename S, typename C = typename Compute<S>::type>
+__global__ void RmsNormScaleGradKernel(const S* x, const C* invvar, const S* g, int64_t rows, int64_t cols,
+                                       int64_t chunk_rows, C* workspace) {
+  ColumnPartials<C>(
+      rows, cols, chunk_rows,
       [&](int64_t r, int64_t c) {
         return SumPair<C>{Load(g, r * cols + c) * Load(x, r * cols + c) * Load(invvar, r), C(0)};
       },
-      [&](int64_t c, C ds, C) { Store(scale_grad, c, ds); });
+      workspace);
 }
 
 // Calls fn(S{}, P{}): x's storage type S and the parameters' P, which is S or, for a bf16/f16
@@ -152,7 +151,7 @@ cudaError_t LaunchRmsNorm(ElemType type, ElemType param_type, const void* x, con
 
 cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
-                              cudaStream_t stream) {
+                              void* workspace, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
@@ -161,9 +160,13 @@ cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x,
     RmsNormGradKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(invvar),
         static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
-    RmsNormScaleGradKernel<S, P><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
-        static_cast<const S*>(x), static_cast<const C*>(invvar), static_cast<const S*>(out_grad),
-        static_cast<P*>(scale_grad), rows, cols);
+    const ColumnSplit split = SplitColumns(rows, cols);
+    C* sums = static_cast<C*>(workspace);
+    RmsNormScaleGradKernel<S><<<ColumnPartialsGrid(split), kThreads, 0, stream>>>(
+        static_cast<const S*>(x), static_cast<const C*>(invvar), static_cast<const S*>(out_grad), rows, cols,
+        split.chunk_rows, sums);
+    ColumnTotalsKernel<C, P><<<Blocks(cols), kThreads, 0, stream>>>(split.chunks, cols, sums,
+                                                                     static_cast<P*>(scale_grad), nullptr);
   });
 }
 
@@ -183,7 +186,8 @@ cudaError_t LaunchLayerNorm(ElemType type, ElemType param_type, const void* x, c
 
 cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* mean,
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
-                                void* bias_grad, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
+                                void* bias_grad, int64_t rows, int64_t cols, double eps, void* workspace,
+                                cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
   return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
@@ -193,9 +197,13 @@ cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* 
         static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(mean),
         static_cast<const C*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);
     if (scale_grad != nullptr || bias_grad != nullptr) {
-      LayerNormParamGradKernel<S, P><<<ColumnBlocks(cols), kThreads, 0, stream>>>(
+      const ColumnSplit split = SplitColumns(rows, cols);
+      C* sums = static_cast<C*>(workspace);
+      LayerNormParamGradKernel<S><<<ColumnPartialsGrid(split), kThreads, 0, stream>>>(
           static_cast<const S*>(x), static_cast<const C*>(mean), static_cast<const C*>(variance),
-          static_cast<const S*>(out_grad), static_cast<P*>(scale_grad), static_cast<P*>(bias_grad), rows, cols, eps);
+          static_cast<const S*>(out_grad), rows, cols, eps, split.chunk_rows, sums);
+      ColumnTotalsKernel<C, P><<<Blocks(cols), kThreads, 0, stream>>>(
+          split.chunks, cols, sums, static_cast<P*>(scale_grad), static_cast<P*>(bias_grad));
     }
   });
 }

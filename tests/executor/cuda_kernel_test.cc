@@ -257,10 +257,13 @@ TEST_F(CudaKernelTest, BroadcastArithmeticAndItsGradientsMatchTheCpu) {
 }
 
 // A bias's gradient sums every row: the GPU splits each sum over a block (few outputs: [16] of
-// 1536 terms, a scalar of 3072) or over a block's warps (32 outputs per block: [96] of 64
-// terms), so the order differs from the CPU's; compared by norm.
+// 1536 terms, a scalar of 3072) or over a block's warps and chunks of the rows (32 outputs per
+// block, executor/cuda/column_split.h: [96] of 64 terms in one chunk; [40] of 700 in 10 chunks;
+// [72], 3 tiles the last partial, of 600 terms over two dims in 9 chunks, the last shorter), so
+// the order differs from the CPU's; compared by norm.
 TEST_F(CudaKernelTest, BroadcastGradientsOfManyTermsMatchTheCpu) {
-  const std::vector<ShapePair> shapes = {{{32, 48, 16}, {16}}, {{64, 96}, {96}}, {{64, 48}, {}}};
+  const std::vector<ShapePair> shapes = {
+      {{32, 48, 16}, {16}}, {{64, 96}, {96}}, {{64, 48}, {}}, {{700, 40}, {40}}, {{300, 2, 72}, {72}}};
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (const std::string op : {"add", "multiply"}) {
       for (const ShapePair& s : shapes) ExpectBinaryOpSameOnGpu(op, dtype, s, 4, Compare::kNorm);
@@ -518,8 +521,10 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
     ir::Shape x;
     int64_t begin_norm_axis;
   };
-  // Rows shorter than a block, and longer; a mean far from 0 (the two-pass variance).
-  for (const Case& c : std::vector<Case>{{{3, 5, 70}, 2}, {{4, 300}, 1}, {{2, 3, 4, 9}, 2}, {{96, 40}, 1}}) {
+  // Rows shorter than a block, and longer; a mean far from 0 (the two-pass variance); enough
+  // rows for the parameter gradients to sum in 10 chunks (executor/cuda/column_split.h).
+  for (const Case& c :
+       std::vector<Case>{{{3, 5, 70}, 2}, {{4, 300}, 1}, {{2, 3, 4, 9}, 2}, {{96, 40}, 1}, {{700, 40}, 1}}) {
     for (const auto& [dtype, param_dtype] : kNormDtypes) {
       ir::Program p;
       ir::Builder b(&p);
@@ -544,7 +549,7 @@ TEST_F(CudaKernelTest, LayerNormAndItsGradientMatchTheCpu) {
 }
 
 TEST_F(CudaKernelTest, RmsNormAndItsGradientMatchTheCpu) {
-  for (const ir::Shape& shape : std::vector<ir::Shape>{{3, 5, 70}, {4, 300}, {96, 40}}) {
+  for (const ir::Shape& shape : std::vector<ir::Shape>{{3, 5, 70}, {4, 300}, {96, 40}, {7, 100, 40}}) {
     for (const auto& [dtype, param_dtype] : kNormDtypes) {
       ir::Program p;
       ir::Builder b(&p);
