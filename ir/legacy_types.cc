@@ -7,11 +7,23 @@
 
 namespace pdist::ir {
 
+namespace {
+
+// Results that once had x's dtype and now have the type their op computes in.
+bool IsStatistic(const std::string& op_type, size_t index) {
+  return (op_type == "layer_norm" && (index == 1 || index == 2)) || (op_type == "rms_norm" && index == 1) ||
+         ((op_type == "flash_attn" || op_type == "flash_attention") && index == 2);
+}
+
+}  // namespace
+
 bool IsLegacyResultType(const std::string& op_type, size_t index, const TensorType& written, const TensorType& inferred,
                         DataType x_dtype) {
-  const bool statistic = (op_type == "layer_norm" && (index == 1 || index == 2)) || (op_type == "rms_norm" && index == 1);
-  if (!statistic || written == inferred || written.num_elements() != inferred.num_elements()) return false;
-  const bool flattened = written.rank() == 1 && written.shape != inferred.shape;
+  if (!IsStatistic(op_type, index) || written == inferred || written.num_elements() != inferred.num_elements()) {
+    return false;
+  }
+  const bool norm = op_type == "layer_norm" || op_type == "rms_norm";  // only norms wrote flattened statistics
+  const bool flattened = norm && written.rank() == 1 && written.shape != inferred.shape;
   const bool low_precision = IsLowPrecisionFloat(written.dtype) && written.dtype == x_dtype &&
                              inferred.dtype == ComputeDtype(written.dtype);
   return (flattened || written.shape == inferred.shape) && (written.dtype == inferred.dtype || low_precision);
@@ -35,7 +47,7 @@ void UpgradeLegacyResult(Value& r, const TensorType& want) {
 
 absl::Status UpgradeLegacyResultTypes(Program& program) {
   for (const auto& op : program.block().ops()) {
-    if (op->type() != "layer_norm" && op->type() != "rms_norm") continue;
+    if (!IsStatistic(op->type(), 1) && !IsStatistic(op->type(), 2)) continue;
     if (op->num_operands() == 0 || op->operand(0) == nullptr) continue;  // the verifier names it
     const OpDef* def = OpRegistry::Global().Find(op->type());
     if (def == nullptr) continue;

@@ -9,6 +9,11 @@
 //   bf16 / f16 norms' statistics, written in x's dtype before session 20:
 //     %n, %m, %v = layer_norm(%x, ...) {begin_norm_axis = 2} : bf16[2,4,8], bf16[2,4], bf16[2,4]
 //   read as f32[2,4], the type the norm computes in (ir/ops/norm.cc).
+//
+//   bf16 / f16 attention's softmax_lse, written in q's dtype before session 21:
+//     %o, %p, %lse, %so = flash_attn(%q, %k, %v) {...} : bf16[2,128,8,64], bf16[0], bf16[2,8,128], i64[2]
+//   read as f32[2,8,128] (ir/ops/attention.cc). A program of this age keeps its lse values only
+//   until the next forward: nothing but the op's gradient reads them.
 #pragma once
 
 #include <cstddef>

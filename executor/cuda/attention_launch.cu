@@ -40,8 +40,9 @@ __device__ C Logit(const AttentionShape& a, const Row& row, const C* scores, int
 }
 
 template <typename S>
-__global__ void AttentionProbsKernel(const typename Compute<S>::type* scores, const S* lse_in, S* probs, S* lse_out,
-                                     AttentionShape a, int64_t b0, int64_t rows) {
+__global__ void AttentionProbsKernel(const typename Compute<S>::type* scores, const typename Compute<S>::type* lse_in,
+                                     S* probs, typename Compute<S>::type* lse_out, AttentionShape a, int64_t b0,
+                                     int64_t rows) {
   using C = typename Compute<S>::type;
   const C inf = static_cast<C>(INFINITY);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -50,7 +51,7 @@ __global__ void AttentionProbsKernel(const typename Compute<S>::type* scores, co
     const C* s = scores + r * a.seq_k;
     C lse;
     if (lse_in != nullptr) {
-      lse = Load(lse_in, row.global);
+      lse = lse_in[row.global];
     } else {
       C max = -inf;
       for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
@@ -64,7 +65,7 @@ __global__ void AttentionProbsKernel(const typename Compute<S>::type* scores, co
       }
       sum = BlockSum(sum);
       lse = max == -inf ? -inf : max + static_cast<C>(::log(static_cast<double>(sum)));
-      if (threadIdx.x == 0) Store(lse_out, row.global, lse);
+      if (threadIdx.x == 0) lse_out[row.global] = lse;
     }
     const bool empty = lse == -inf;
     S* p = probs + r * a.seq_k;
@@ -76,8 +77,8 @@ __global__ void AttentionProbsKernel(const typename Compute<S>::type* scores, co
 
 template <typename S>
 __global__ void AttentionScoreGradKernel(const typename Compute<S>::type* scores, const typename Compute<S>::type* dprobs,
-                                         const S* out, const S* out_grad, const S* lse, S* dscores, AttentionShape a,
-                                         int64_t b0, int64_t rows) {
+                                         const S* out, const S* out_grad, const typename Compute<S>::type* lse,
+                                         S* dscores, AttentionShape a, int64_t b0, int64_t rows) {
   using C = typename Compute<S>::type;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Row row(a, b0, r);
@@ -86,7 +87,7 @@ __global__ void AttentionScoreGradKernel(const typename Compute<S>::type* scores
     C dot = C(0);
     for (int64_t e = threadIdx.x; e < a.v_dim; e += blockDim.x) dot += Load(out_grad, o_row + e) * Load(out, o_row + e);
     const C d = BlockSum(dot);
-    const C row_lse = Load(lse, row.global);
+    const C row_lse = lse[row.global];
     const bool empty = row_lse == -static_cast<C>(INFINITY);
     const C* s = scores + r * a.seq_k;
     const C* dp = dprobs + r * a.seq_k;
@@ -108,8 +109,8 @@ cudaError_t LaunchAttentionProbs(ElemType type, const void* scores, const void* 
     using S = decltype(s);
     using C = typename Compute<S>::type;
     AttentionProbsKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(static_cast<const C*>(scores),
-                                                                      static_cast<const S*>(lse_in), static_cast<S*>(probs),
-                                                                      static_cast<S*>(lse_out), a, b0, rows);
+                                                                      static_cast<const C*>(lse_in), static_cast<S*>(probs),
+                                                                      static_cast<C*>(lse_out), a, b0, rows);
   });
 }
 
@@ -123,7 +124,7 @@ cudaError_t LaunchAttentionScoreGrad(ElemType type, const void* scores, const vo
     using C = typename Compute<S>::type;
     AttentionScoreGradKernel<S><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const C*>(scores), static_cast<const C*>(dprobs), static_cast<const S*>(out),
-        static_cast<const S*>(out_grad), static_cast<const S*>(lse), static_cast<S*>(dscores), a, b0, rows);
+        static_cast<const S*>(out_grad), static_cast<const C*>(lse), static_cast<S*>(dscores), a, b0, rows);
   });
 }
 

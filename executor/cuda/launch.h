@@ -191,13 +191,14 @@ struct AttentionShape {
 // compute type: f32, f64 for f64) are [batches, heads_q, seq_q, seq_k].
 //
 // Probabilities in the storage type, zero past a row's last visible key: with `lse_in` null,
-// each row's log-sum-exp is computed and stored into `lse_out` (indexed over the whole batch);
-// else P = exp(scale·s + mask − lse_in), the backward's replay of the forward's.
+// each row's log-sum-exp is computed and stored into `lse_out` (indexed over the whole batch, in
+// the compute type, as flash_attn's softmax_lse); else P = exp(scale·s + mask − lse_in), the
+// backward's replay of the forward's.
 cudaError_t LaunchAttentionProbs(ElemType type, const void* scores, const void* lse_in, void* probs, void* lse_out,
                                  const AttentionShape& a, int64_t b0, int64_t batches, cudaStream_t stream);
 // The scores' gradient, before the scale (a GEMM's alpha applies it): dS = P ∘ (dP − D), with
-// D = Σ dO·O over the row and P replayed from the scores and lse; `dprobs` = dO·vᵀ (compute
-// type), `dscores` in the storage type.
+// D = Σ dO·O over the row and P replayed from the scores and lse; `dprobs` = dO·vᵀ and lse in
+// the compute type, `dscores` in the storage type.
 cudaError_t LaunchAttentionScoreGrad(ElemType type, const void* scores, const void* dprobs, const void* out,
                                      const void* out_grad, const void* lse, void* dscores, const AttentionShape& a,
                                      int64_t b0, int64_t batches, cudaStream_t stream);

@@ -6,8 +6,11 @@
 //
 // q [b, sq, hq, d], k [b, sk, hk, d], v [b, sk, hk, dv] with hq a multiple of hk (grouped-query
 // attention). out [b, sq, hq, dv]; softmax [b, hq, sq, sk] when return_softmax, else f[0];
-// softmax_lse [b, hq, sq] (the logsumexp of each row of scaled scores, in q's dtype — Paddle
-// keeps f32 for its f16/bf16 kernels); seed_offset i64[2] (the dropout RNG state).
+// softmax_lse [b, hq, sq] (the logsumexp of each row of scaled scores, in the type the op
+// computes in: f32 for bf16/f16 q, as Paddle's and FlashAttention's kernels keep it, since the
+// backward rebuilds the probabilities as exp(s - lse) and a bf16 lse (8 bits of mantissa, a
+// step of 1/16 near 10) would scale each row's by up to 3%); seed_offset i64[2] (the dropout
+// RNG state).
 // attn_mask is additive, [b|1, hq|1, sq, sk]. With causal, query i sees keys j <= i + sk - sq
 // (bottom-right aligned, as flash-attention 2).
 #include "absl/strings/str_cat.h"
@@ -69,7 +72,7 @@ absl::StatusOr<std::vector<TensorType>> FlashAttnMeta(const InputTypes& in, cons
   return std::vector<TensorType>{
       {{d.batch, d.seq_q, d.heads_q, d.v_dim}, dtype},
       {return_softmax ? Shape{d.batch, d.heads_q, d.seq_q, d.seq_k} : Shape{0}, dtype},
-      {{d.batch, d.heads_q, d.seq_q}, dtype},
+      {{d.batch, d.heads_q, d.seq_q}, ComputeDtype(dtype)},
       {{2}, DataType::kInt64},
   };
 }
@@ -78,7 +81,7 @@ absl::StatusOr<std::vector<TensorType>> FlashAttnMeta(const InputTypes& in, cons
 absl::StatusOr<std::vector<TensorType>> FlashAttnGradMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_ASSIGN_OR_RETURN(AttentionDims d, CheckAttention(in, 6));
   const TensorType out{{d.batch, d.seq_q, d.heads_q, d.v_dim}, in[0]->dtype};
-  const TensorType lse{{d.batch, d.heads_q, d.seq_q}, in[0]->dtype};
+  const TensorType lse{{d.batch, d.heads_q, d.seq_q}, ComputeDtype(in[0]->dtype)};
   if (*in[3] != out || *in[7] != out) {
     return absl::InvalidArgumentError(absl::StrCat("out and out_grad must be ", out.ToString(), ", got ",
                                                    in[3]->ToString(), " and ", in[7]->ToString()));

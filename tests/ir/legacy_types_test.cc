@@ -93,5 +93,24 @@ TEST(LegacyTypesTest, LowPrecisionStatisticsReadAsFloat32) {
   EXPECT_THAT(PrintProgram(*old), ::testing::HasSubstr(": bf16[2,3,4], f32[2,3], f32[2,3]"));
 }
 
+TEST(LegacyTypesTest, LowPrecisionAttentionLseReadsAsFloat32) {
+  const TensorType inferred{{2, 4, 8}, DataType::kFloat32};
+  const DataType bf16 = DataType::kBFloat16;
+  EXPECT_TRUE(IsLegacyResultType("flash_attn", 2, {{2, 4, 8}, bf16}, inferred, bf16));
+  EXPECT_TRUE(IsLegacyResultType("flash_attention", 2, {{2, 4, 8}, DataType::kFloat16}, inferred, DataType::kFloat16));
+  EXPECT_FALSE(IsLegacyResultType("flash_attn", 0, {{2, 4, 8}, bf16}, inferred, bf16));  // out
+  EXPECT_FALSE(IsLegacyResultType("flash_attn", 2, {{64}, bf16}, inferred, bf16));       // never written flattened
+  // The gradient after it reads the upgraded lse, from text (op by op) and from model.pb.
+  constexpr char kOld[] = R"(program {
+  %q = data "q" : bf16[2,8,4,16]
+  %g = data "g" : bf16[2,8,4,16]
+  %o, %p, %lse, %so = flash_attn(%q, %q, %q) {causal = true, dropout = 0.0, return_softmax = false, is_test = false} : bf16[2,8,4,16], bf16[0], bf16[2,4,8], i64[2]
+  %dq, %dk, %dv = flash_attn_grad(%q, %q, %q, %o, %lse, %so, none, %g) {causal = true, dropout = 0.0} : bf16[2,8,4,16], bf16[2,8,4,16], bf16[2,8,4,16]
+})";
+  absl::StatusOr<Program> old = ParseProgram(kOld);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_THAT(PrintProgram(*old), ::testing::HasSubstr("bf16[0], f32[2,4,8], i64[2]"));
+}
+
 }  // namespace
 }  // namespace pdist::ir

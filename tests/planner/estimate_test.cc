@@ -428,7 +428,7 @@ TEST(ProfileTest, ALayerKeepsKorthikantisBytesPerToken) {
   const SegmentCost& layer = (*profiler.Get({.mp = 1, .sp = false, .micro_batch = 2}))->kinds[kLayerKind];
   const double tokens = 2 * 128, hidden = 256, heads = 4;
   const double norm_statistics = 2 * 2 * 4 * tokens;  // two norms' mean and variance, in f32
-  const double log_sum_exp = 2 * heads * tokens, rng_state = 16;
+  const double log_sum_exp = 4 * heads * tokens, rng_state = 16;  // in f32, as the norms' statistics
   EXPECT_DOUBLE_EQ(layer.saved_bytes, 32 * tokens * hidden + norm_statistics + log_sum_exp + rng_state);
 }
 
