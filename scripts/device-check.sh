@@ -22,7 +22,8 @@
 # Check (c)'s knobs, for a first look inside a short lease: C_BATCHES (micro-batches to try, in
 # order; default "16 8"), C_STEPS (default 6), C_SECONDS (pdist-train's limit; default 200),
 # C_PROFILE=1 (then a second, 3-step run times every kernel, the stream synchronised after each:
-# milliseconds per op type; its losses must equal the timed run's).
+# milliseconds per op type; its losses must equal the timed run's); C_ATTENTION=gemm (or cudnn:
+# PDIST_CUDA_ATTENTION for pdist's runs; by default cuDNN's fused attention where it loads).
 # Results go to $OUT (device-check.log and the files above); copy the numbers to docs/benchmarks.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,8 +81,12 @@ case "$mode" in
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
     # The CUDA runtime, cuBLASLt and NCCL are not carried (cuBLASLt and NCCL alone are over
     # 600 MB): the machine's own, from its CUDA toolkit or from PyTorch's wheels, wherever they are.
-    cuda_dirs=$(find /usr/local/cuda*/ /usr/lib /opt -name 'libcudart.so.1[0-9]*' -o -name 'libcublasLt.so.1[0-9]*' \
-      -o -name 'libnccl.so.2*' 2>/dev/null | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
+    # cuDNN (libcudnn.so.9, opened at run time for the fused attention) likewise: PyTorch's wheels
+    # carry one. Python's package directories are searched too.
+    site_dirs=$(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
+    # shellcheck disable=SC2086
+    cuda_dirs=$(find /usr/local/cuda*/ /usr/lib /opt $site_dirs -name 'libcudart.so.1[0-9]*' -o -name 'libcublasLt.so.1[0-9]*' \
+      -o -name 'libnccl.so.2*' -o -name 'libcudnn.so.9*' 2>/dev/null | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
     # Only pdist's programs see the carried libraries: PyTorch keeps its own.
     pdist_path="$dir/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     if LD_LIBRARY_PATH=$pdist_path ldd "$dir/pdist-train" 2>&1 | grep -q "not found"; then
@@ -93,6 +98,7 @@ case "$mode" in
       exit 2
     fi
     echo "device-check: CUDA libraries from ${cuda_dirs:-the default library paths}"
+    [[ ":$cuda_dirs:" == *cudnn* ]] || echo "device-check: no libcudnn.so.9 found: attention runs as GEMMs, and (a)'s cuDNN comparison fails"
     pdist() { LD_LIBRARY_PATH=$pdist_path "$@"; }
     failed=()
 
@@ -137,7 +143,8 @@ PY
     c=1
     for batch in ${C_BATCHES:-16 8}; do
       pdist timeout 20 "$dir/pdist-export" gpt "${big[@]}" --batch $batch --dtype bf16 -o "$out/gpt-1.3b.pb" || break
-      pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" "$out/gpt-1.3b.pb" --data data/essay.txt --steps "${C_STEPS:-6}" \
+      PDIST_CUDA_ATTENTION=${C_ATTENTION:-auto} pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" "$out/gpt-1.3b.pb" \
+        --data data/essay.txt --steps "${C_STEPS:-6}" \
         --device cuda --peak-tflops $h200_bf16_peak --losses-out "$out/losses-1.3b.json" 2>&1 |
         tee "$out/pdist-1.3b-b$batch.log"
       if [ "${PIPESTATUS[0]}" = 0 ]; then
@@ -145,7 +152,8 @@ PY
         # Where the time goes, in a run of its own: the profile waits for every kernel. Its losses
         # must be the timed run's (the same steps, the same kernels): a difference is a race.
         if [ -n "${C_PROFILE:-}" ]; then
-          pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" "$out/gpt-1.3b.pb" --data data/essay.txt --steps 3 \
+          PDIST_CUDA_ATTENTION=${C_ATTENTION:-auto} pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" \
+            "$out/gpt-1.3b.pb" --data data/essay.txt --steps 3 \
             --device cuda --quiet --profile --losses-out "$out/losses-1.3b-profile.json" 2>&1 |
             tee "$out/pdist-1.3b-b$batch-profile.log"
           python3 - "$out/losses-1.3b.json" "$out/losses-1.3b-profile.json" <<'PY' || c=1
@@ -185,10 +193,10 @@ PY
     exit 1
     ;;
   -h|--help)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

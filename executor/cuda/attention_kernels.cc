@@ -14,8 +14,14 @@
 // mask's zeros are multiplied); docs/gpu.md says what it costs.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cuda/attention_choice.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
@@ -24,6 +30,9 @@
 #include "executor/cuda/launch.h"
 #include "executor/kernel.h"
 #include "ir/status.h"
+#if PDIST_HAVE_CUDNN
+#include "executor/cuda/cudnn/cudnn_attention.h"
+#endif
 
 namespace pdist::exec::cuda {
 namespace {
@@ -35,6 +44,58 @@ absl::Status CheckNoDropout(const KernelContext& ctx, bool is_test) {
                                                  ") is not implemented on cuda; use dropout = 0 or is_test"));
   }
   return absl::OkStatus();
+}
+
+#if PDIST_HAVE_CUDNN
+constexpr bool kCudnnBuilt = true;
+#else
+constexpr bool kCudnnBuilt = false;
+#endif
+
+// Says `message` on stderr once per process: which attention form runs is worth knowing (a
+// timing means little without it), not worth repeating every step.
+void SayOnce(const std::string& message) {
+  static std::mutex mu;
+  static auto* said = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (said->insert(message).second) std::fprintf(stderr, "pdist: %s\n", message.c_str());
+}
+
+// The form this op runs in (executor/cuda/attention_choice.h), and whether cuDNN was insisted on.
+struct Form {
+  AttentionForm form;
+  bool insist;
+};
+
+absl::StatusOr<Form> FormOf(const KernelContext& ctx, ElemType type, bool dropout, const Tensor* mask,
+                            bool return_softmax) {
+  const Tensor& q = *ctx.input(0);
+  const AttentionCase c{.low_precision = type == ElemType::kBF16 || type == ElemType::kF16,
+                        .dropout = dropout,
+                        .mask = mask != nullptr && mask->defined(),
+                        .return_softmax = return_softmax,
+                        .head_dim = q.shape()[3],
+                        .v_dim = ctx.input(2)->shape()[3]};
+  const char* env = std::getenv(kAttentionEnv);
+  const std::string requested = env != nullptr ? env : "";
+  const AttentionChoice choice = ChooseAttention(c, requested, kCudnnBuilt);
+  if (!choice.error.empty()) return absl::FailedPreconditionError(absl::StrCat(ctx.op().type(), ": ", choice.error));
+  return Form{choice.form, requested == "cudnn"};
+}
+
+// Runs `fused` (cuDNN) where the form says so: true when it ran, false when the GEMM form is to
+// run instead — cuDNN cannot run this case here and was not insisted on (said once).
+template <typename Fn>
+absl::StatusOr<bool> RanFused(const KernelContext& ctx, const Form& form, Fn&& fused) {
+  if (form.form != AttentionForm::kCudnn) return false;
+  absl::Status status = fused();
+  if (status.ok()) {
+    SayOnce(absl::StrCat(ctx.op().type(), " runs on cuDNN's fused attention"));
+    return true;
+  }
+  if (!absl::IsUnavailable(status) || form.insist) return status;
+  SayOnce(absl::StrCat(status.message(), "; ", ctx.op().type(), " runs as GEMMs"));
+  return false;
 }
 
 // Scores held at once: 2^27 elements is 512 MiB of f32 per buffer (S, and dP in the backward).
@@ -170,6 +231,17 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   } else {
     PDIST_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(seed_offset.raw(), 0, static_cast<size_t>(seed_offset.num_bytes()), stream));
   }
+  PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
+  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0 && !is_test, ctx.input(4), return_softmax));
+  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, [&] {
+#if PDIST_HAVE_CUDNN
+                           return CudnnAttentionForward(ctx, a, type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(),
+                                                        out.raw(), lse.raw());
+#else
+                           return absl::UnavailableError("this build has no cuDNN attention");
+#endif
+                         }));
+  if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
   const int64_t chunk = ChunkBatches(a);
@@ -205,6 +277,18 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
   const Tensor& out = *ctx.input(3);
   const Tensor& lse = *ctx.input(4);
   const Tensor& out_grad = *ctx.input(7);
+  PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
+  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0, ctx.input(6), /*return_softmax=*/false));
+  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, [&] {
+#if PDIST_HAVE_CUDNN
+                           return CudnnAttentionBackward(ctx, a, type, q.raw(), k.raw(), v.raw(), out.raw(),
+                                                         out_grad.raw(), lse.raw(), q_grad.raw(), k_grad.raw(),
+                                                         v_grad.raw());
+#else
+                           return absl::UnavailableError("this build has no cuDNN attention");
+#endif
+                         }));
+  if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
   const int64_t chunk = ChunkBatches(a);

@@ -25,8 +25,10 @@ TEST(ColumnSplitTest, EveryRowFallsInExactlyOneNonEmptyChunk) {
       EXPECT_LE(split.chunks, 65535) << "a grid's y dimension holds at most 65,535 blocks";
       // No chunk below the minimum unless there is one chunk; no more blocks than asked for
       // unless the columns alone make more.
-      if (split.chunks > 1) EXPECT_GE(split.chunk_rows, kColumnMinChunkRows);
-      if (split.chunks > 1) EXPECT_LE(split.tiles * (split.chunks - 1), kColumnTargetBlocks);
+      if (split.chunks > 1) {
+        EXPECT_GE(split.chunk_rows, kColumnMinChunkRows);
+        EXPECT_LE(split.tiles * (split.chunks - 1), kColumnTargetBlocks);
+      }
       // The workspace stays small: two sums per column per chunk, a few MiB at most.
       EXPECT_EQ(split.WorkspaceElements(cols), 2 * split.chunks * cols);
       EXPECT_LE(split.WorkspaceElements(cols), 2 * (kColumnTargetBlocks * kColumnTile + cols));

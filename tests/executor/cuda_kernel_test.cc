@@ -7,7 +7,9 @@
 // (scripts/device-check.sh) and report themselves skipped, with the reason, where there is none;
 // the list check runs wherever the CUDA backend is built.
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -832,42 +834,94 @@ TEST_F(CudaKernelTest, CrossEntropyInEachFormMatchesTheCpu) {
 // does) where the CPU keeps them in f32: a bf16 result then carries two roundings, its own and
 // its operand's. dS sums to zero over a row, so dq and dk cancel and the operand's relative error
 // does not shrink in them: within 2/256 of the norm (seen on an H200: 1.05/256 at most).
+struct AttentionCase {
+  ir::Shape q, kv;
+  bool causal, masked, return_softmax;
+};
+
+void ExpectAttentionSameOnGpu(const AttentionCase& c, DataType dtype, const std::string& form = "") {
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* q = b.Data("q", {c.q, dtype});
+  ir::Value* k = b.Data("k", {c.kv, dtype});
+  ir::Value* v = b.Data("v", {c.kv, dtype});
+  const ir::TensorType mask_type{{1, c.q[2], c.q[1], c.kv[1]}, dtype};
+  ir::Value* mask = c.masked ? b.Data("mask", mask_type) : nullptr;
+  const ir::AttributeMap attrs = {{"causal", c.causal}, {"return_softmax", c.return_softmax}};
+  absl::StatusOr<std::vector<ir::Value*>> attn = b.Create("flash_attn", {q, k, v, nullptr, mask}, attrs);
+  ASSERT_TRUE(attn.ok()) << attn.status();
+  ir::Value* g = b.Data("g", (*attn)[0]->type());
+  absl::StatusOr<std::vector<ir::Value*>> grad =
+      b.Create("flash_attn_grad", {q, k, v, (*attn)[0], (*attn)[2], (*attn)[3], mask, g}, {{"causal", c.causal}});
+  ASSERT_TRUE(grad.ok()) << grad.status();
+  Feeds feeds = {{"q", Random(q->type(), 36, -1, 1)}, {"k", Random(k->type(), 37, -1, 1)},
+                 {"v", Random(v->type(), 38, -1, 1)}, {"g", Random(g->type(), 39, -1, 1)}};
+  if (c.masked) feeds["mask"] = Random(mask_type, 40, -2, 0);
+  ExpectSameOnGpu(p, feeds,
+                  absl::StrCat("flash_attn ", form, ir::DataTypeName(dtype), " q ", ir::ShapeToString(c.q), " kv ",
+                               ir::ShapeToString(c.kv), c.causal ? " causal" : "", c.masked ? " masked" : ""),
+                  Compare::kNorm, /*bf16_roundings=*/2);
+}
+
+// Sets an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 TEST_F(CudaKernelTest, AttentionAndItsGradientMatchTheCpuGroupedCausalAndMasked) {
-  struct Case {
-    ir::Shape q, kv;
-    bool causal, masked, return_softmax;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<AttentionCase> cases = {
       {{2, 9, 4, 8}, {2, 9, 2, 8}, true, false, false},   // grouped kv heads, causal (the GPT's form)
       {{2, 9, 4, 8}, {2, 9, 4, 8}, false, false, true},   // full attention, probabilities returned
       {{1, 5, 2, 16}, {1, 9, 2, 16}, true, true, false},  // fewer queries than keys: bottom-right, masked
       {{2, 96, 4, 64}, {2, 96, 4, 64}, true, false, false},  // the benchmark's form, smaller: heads batched
   };
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
-    for (const Case& c : cases) {
-      ir::Program p;
-      ir::Builder b(&p);
-      ir::Value* q = b.Data("q", {c.q, dtype});
-      ir::Value* k = b.Data("k", {c.kv, dtype});
-      ir::Value* v = b.Data("v", {c.kv, dtype});
-      const ir::TensorType mask_type{{1, c.q[2], c.q[1], c.kv[1]}, dtype};
-      ir::Value* mask = c.masked ? b.Data("mask", mask_type) : nullptr;
-      const ir::AttributeMap attrs = {{"causal", c.causal}, {"return_softmax", c.return_softmax}};
-      absl::StatusOr<std::vector<ir::Value*>> attn = b.Create("flash_attn", {q, k, v, nullptr, mask}, attrs);
-      ASSERT_TRUE(attn.ok()) << attn.status();
-      ir::Value* g = b.Data("g", (*attn)[0]->type());
-      absl::StatusOr<std::vector<ir::Value*>> grad =
-          b.Create("flash_attn_grad", {q, k, v, (*attn)[0], (*attn)[2], (*attn)[3], mask, g}, {{"causal", c.causal}});
-      ASSERT_TRUE(grad.ok()) << grad.status();
-      Feeds feeds = {{"q", Random(q->type(), 36, -1, 1)}, {"k", Random(k->type(), 37, -1, 1)},
-                     {"v", Random(v->type(), 38, -1, 1)}, {"g", Random(g->type(), 39, -1, 1)}};
-      if (c.masked) feeds["mask"] = Random(mask_type, 40, -2, 0);
-      ExpectSameOnGpu(p, feeds,
-                      absl::StrCat("flash_attn ", ir::DataTypeName(dtype), " q ", ir::ShapeToString(c.q), " kv ",
-                                   ir::ShapeToString(c.kv), c.causal ? " causal" : "", c.masked ? " masked" : ""),
-                      Compare::kNorm, /*bf16_roundings=*/2);
+    for (const AttentionCase& c : cases) ExpectAttentionSameOnGpu(c, dtype);
+  }
+}
+
+// The two forms of bf16/f16 attention (executor/cuda/attention_choice.h), each against the CPU on
+// the cases cuDNN's fused attention takes: PDIST_CUDA_ATTENTION=cudnn runs cuDNN or fails (no
+// silent fallback), =gemm the GEMM form. Within the same 2/256 as the GEMM form: cuDNN's kernels
+// round P and dS to the input type before their products too.
+TEST_F(CudaKernelTest, AttentionOnCudnnAndAsGemmsMatchesTheCpu) {
+#if !PDIST_HAVE_CUDNN
+  GTEST_SKIP() << "this build has no cuDNN attention (scripts/fetch-cudnn-frontend.sh, then reconfigure)";
+#endif
+  const std::vector<AttentionCase> cases = {
+      {{2, 9, 4, 32}, {2, 9, 2, 32}, true, false, false},        // grouped kv heads, causal, a short row
+      {{2, 40, 4, 64}, {2, 72, 4, 64}, false, false, false},     // fewer queries than keys
+      {{2, 256, 4, 128}, {2, 256, 4, 128}, true, false, false},  // the 1.3B model's head_dim
+  };
+  for (const char* form : {"cudnn", "gemm"}) {
+    ScopedEnv env("PDIST_CUDA_ATTENTION", form);
+    for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+      for (const AttentionCase& c : cases) ExpectAttentionSameOnGpu(c, dtype, absl::StrCat("(", form, ") "));
     }
   }
+}
+
+// An unknown PDIST_CUDA_ATTENTION is an error naming it, not a silent default.
+TEST_F(CudaKernelTest, AnUnknownAttentionFormIsAnError) {
+  ScopedEnv env("PDIST_CUDA_ATTENTION", "flash3");
+  ir::Program p;
+  ir::Builder b(&p);
+  ir::Value* q = b.Data("q", {{1, 4, 2, 8}, DataType::kBFloat16});
+  ASSERT_TRUE(b.Create("flash_attn", {q, q, q}, {{"causal", true}}).ok());
+  absl::StatusOr<std::map<int64_t, Tensor>> out = RunOn(p, {{"q", Random(q->type(), 1, -1, 1)}}, Device::Cuda(0));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("PDIST_CUDA_ATTENTION=flash3: expected auto, cudnn or gemm"),
+            std::string_view::npos)
+      << out.status();
 }
 
 // Issue 15's check (b) without the engine: ten AdamW steps of the README's GPT, the executor on

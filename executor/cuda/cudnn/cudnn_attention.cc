@@ -1,0 +1,242 @@
+// cuDNN's fused attention behind CudnnAttentionForward/Backward (cudnn_attention.h): the graphs,
+// their cache, the handles, and libcudnn opened at run time.
+#include "executor/cuda/cudnn/cudnn_attention.h"
+
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "executor/cuda/cuda_backend.h"
+#include "executor/cuda/cuda_status.h"
+#include "ir/status.h"
+
+// The frontend (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) calls cuDNN through this handle.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace pdist::exec::cuda {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+// Tensor ids of the graphs' operands, the keys of their variant packs.
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+struct Library {
+  std::string error;  // why cuDNN cannot be used here ("" when it can)
+};
+
+// Opens libcudnn.so.9 once per process. The frontend needs cuDNN 9 (its SDPA graphs: 9.0 on).
+const Library& OpenLibrary() {
+  static const Library* library = [] {
+    auto* l = new Library;
+    void* handle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      l->error = absl::StrCat("libcudnn.so.9 not found (", why != nullptr ? why : "dlopen failed",
+                              "): put cuDNN 9's library directory on LD_LIBRARY_PATH");
+      return l;
+    }
+    fe::cudnn_dlhandle = handle;
+    return l;
+  }();
+  return *library;
+}
+
+absl::Status Unavailable(const std::string& what) { return absl::UnavailableError(absl::StrCat("cuDNN attention: ", what)); }
+
+absl::Status FeStatus(fe::error_t e, const char* step) {
+  if (e.is_good()) return absl::OkStatus();
+  return Unavailable(absl::StrCat(step, ": ", e.get_message()));
+}
+
+// A cuDNN handle per device, made with that device current.
+absl::StatusOr<cudnnHandle_t> HandleFor(int device) {
+  static std::map<int, cudnnHandle_t>* handles = new std::map<int, cudnnHandle_t>();  // for the process's life
+  auto it = handles->find(device);
+  if (it != handles->end()) return it->second;
+  int current = 0;
+  PDIST_CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));
+  PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  cudnnHandle_t handle = nullptr;
+  const cudnnStatus_t status = fe::detail::create_handle(&handle);
+  PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(current));
+  if (status != CUDNN_STATUS_SUCCESS) return Unavailable(absl::StrCat("cudnnCreate failed (status ", status, ")"));
+  (*handles)[device] = handle;
+  return handle;
+}
+
+// One built graph: the forward's or the backward's for one shape on one device.
+struct Built {
+  fe::graph::Graph graph;
+  int64_t workspace_bytes = 0;
+};
+
+// What a graph depends on.
+using Key = std::tuple<int, bool, ElemType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+Key KeyOf(int device, bool backward, ElemType type, const AttentionShape& a) {
+  return {device, backward, type, a.batch, a.seq_q, a.seq_k, a.heads_q, a.heads_k, a.head_dim, a.causal};
+}
+
+// [batch, seq, heads, head_dim] storage as cuDNN's [batch, heads, seq, head_dim] dims.
+fe::graph::Tensor_attributes HeadsTensor(const char* name, Uid uid, int64_t batch, int64_t seq, int64_t heads,
+                                         int64_t dim) {
+  return fe::graph::Tensor_attributes()
+      .set_name(name)
+      .set_uid(uid)
+      .set_dim({batch, heads, seq, dim})
+      .set_stride({seq * heads * dim, dim, heads * dim, 1});
+}
+
+void SetOutput(const std::shared_ptr<fe::graph::Tensor_attributes>& t, const fe::graph::Tensor_attributes& like) {
+  t->set_output(true).set_uid(like.get_uid()).set_dim(like.get_dim()).set_stride(like.get_stride());
+}
+
+// The diagonal pdist's causal mask keeps: query i sees keys j <= i + sk - sq (bottom-right). With
+// sq = sk that is cuDNN's top-left causal mask too, which every cuDNN 9 supports.
+template <typename Attributes>
+void SetCausal(Attributes& options, const AttentionShape& a) {
+  if (!a.causal) return;
+  options.set_diagonal_alignment(a.seq_q == a.seq_k ? fe::DiagonalAlignment_t::TOP_LEFT
+                                                    : fe::DiagonalAlignment_t::BOTTOM_RIGHT);
+  options.set_diagonal_band_right_bound(0);
+}
+
+absl::Status Build(Built& b, cudnnHandle_t handle, bool backward, ElemType type, const AttentionShape& a) {
+  fe::graph::Graph& g = b.graph;
+  g.set_io_data_type(type == ElemType::kBF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const auto q_like = HeadsTensor("q", kQ, a.batch, a.seq_q, a.heads_q, a.head_dim);
+  const auto k_like = HeadsTensor("k", kK, a.batch, a.seq_k, a.heads_k, a.head_dim);
+  const auto v_like = HeadsTensor("v", kV, a.batch, a.seq_k, a.heads_k, a.v_dim);
+  const auto o_like = HeadsTensor("out", kO, a.batch, a.seq_q, a.heads_q, a.v_dim);
+  const auto stats_like = fe::graph::Tensor_attributes()
+                              .set_name("lse")
+                              .set_uid(kStats)
+                              .set_dim({a.batch, a.heads_q, a.seq_q, 1})
+                              .set_stride({a.heads_q * a.seq_q, a.seq_q, 1, 1})
+                              .set_data_type(fe::DataType_t::FLOAT);
+  auto q = g.tensor(q_like), k = g.tensor(k_like), v = g.tensor(v_like);
+  const float scale = static_cast<float>(a.scale);
+  if (!backward) {
+    fe::graph::SDPA_attributes options;
+    options.set_name("flash_attn").set_generate_stats(true).set_attn_scale(scale);
+    SetCausal(options, a);
+    auto [o, stats] = g.sdpa(q, k, v, options);
+    SetOutput(o, o_like);
+    SetOutput(stats, stats_like);
+    stats->set_data_type(fe::DataType_t::FLOAT);
+  } else {
+    auto o = g.tensor(o_like);
+    auto dout = g.tensor(HeadsTensor("out_grad", kDO, a.batch, a.seq_q, a.heads_q, a.v_dim));
+    auto stats = g.tensor(stats_like);
+    fe::graph::SDPA_backward_attributes options;
+    // Deterministic: pdist's runs repeat bit for bit (a profiled step equals the timed one).
+    options.set_name("flash_attn_grad").set_attn_scale(scale).set_deterministic_algorithm(true);
+    SetCausal(options, a);
+    auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dout, stats, options);
+    SetOutput(dq, HeadsTensor("q_grad", kDQ, a.batch, a.seq_q, a.heads_q, a.head_dim));
+    SetOutput(dk, HeadsTensor("k_grad", kDK, a.batch, a.seq_k, a.heads_k, a.head_dim));
+    SetOutput(dv, HeadsTensor("v_grad", kDV, a.batch, a.seq_k, a.heads_k, a.v_dim));
+  }
+  PDIST_RETURN_IF_ERROR(FeStatus(g.validate(), "validate"));
+  PDIST_RETURN_IF_ERROR(FeStatus(g.build_operation_graph(handle), "build_operation_graph"));
+  PDIST_RETURN_IF_ERROR(FeStatus(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}),
+                                 "create_execution_plans"));
+  PDIST_RETURN_IF_ERROR(FeStatus(g.check_support(), "check_support"));
+  PDIST_RETURN_IF_ERROR(FeStatus(g.build_plans(), "build_plans"));
+  b.workspace_bytes = g.get_workspace_size();
+  return absl::OkStatus();
+}
+
+// Builds (once per key; a failure is remembered too) and runs a graph on the kernel's stream.
+absl::Status RunUnguarded(KernelContext& ctx, bool backward, ElemType type, const AttentionShape& a,
+                          std::unordered_map<int64_t, void*>& pointers) {
+  if (const Library& library = OpenLibrary(); !library.error.empty()) return Unavailable(library.error);
+  static std::mutex mu;
+  static auto* cache = new std::map<Key, std::shared_ptr<Built>>();  // for the process's life
+  static auto* failures = new std::map<Key, absl::Status>();
+  const int device = ctx.device().index;
+  const Key key = KeyOf(device, backward, type, a);
+  std::lock_guard<std::mutex> lock(mu);  // the handles and graphs are not thread-safe
+  PDIST_ASSIGN_OR_RETURN(cudnnHandle_t handle, HandleFor(device));
+  std::shared_ptr<Built> built;
+  if (auto f = failures->find(key); f != failures->end()) return f->second;
+  if (auto it = cache->find(key); it != cache->end()) {
+    built = it->second;
+  } else {
+    built = std::make_shared<Built>();
+    absl::Status status;
+    try {
+      status = Build(*built, handle, backward, type, a);
+    } catch (const std::exception& e) {  // the frontend throws where a cuDNN symbol is missing
+      status = Unavailable(e.what());
+    }
+    if (!status.ok()) {
+      (*failures)[key] = status;
+      return status;
+    }
+    (*cache)[key] = built;
+  }
+  void* workspace = nullptr;
+  if (built->workspace_bytes > 0) {
+    workspace = ctx.Scratch({{(built->workspace_bytes + 7) / 8}, ir::DataType::kInt64}).raw();
+  }
+  if (const cudnnStatus_t s = fe::detail::set_stream(handle, StreamOf(ctx)); s != CUDNN_STATUS_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cuDNN attention: cudnnSetStream failed (status ", s, ")"));
+  }
+  fe::error_t run = built->graph.execute(handle, pointers, workspace);
+  if (run.is_bad()) {
+    return absl::InternalError(
+        absl::StrCat(backward ? "flash_attn_grad" : "flash_attn", " through cuDNN: ", run.get_message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(KernelContext& ctx, bool backward, ElemType type, const AttentionShape& a,
+                 std::unordered_map<int64_t, void*> pointers) {
+  try {
+    return RunUnguarded(ctx, backward, type, a, pointers);
+  } catch (const std::exception& e) {  // a frontend call through a symbol this libcudnn lacks
+    return Unavailable(e.what());
+  }
+}
+
+}  // namespace
+
+absl::Status CudnnAttentionForward(KernelContext& ctx, const AttentionShape& a, ElemType type, const void* q,
+                                   const void* k, const void* v, void* out, void* lse) {
+  return Run(ctx, /*backward=*/false, type, a,
+             {{kQ, const_cast<void*>(q)}, {kK, const_cast<void*>(k)}, {kV, const_cast<void*>(v)}, {kO, out},
+              {kStats, lse}});
+}
+
+absl::Status CudnnAttentionBackward(KernelContext& ctx, const AttentionShape& a, ElemType type, const void* q,
+                                    const void* k, const void* v, const void* out, const void* out_grad,
+                                    const void* lse, void* q_grad, void* k_grad, void* v_grad) {
+  return Run(ctx, /*backward=*/true, type, a,
+             {{kQ, const_cast<void*>(q)},
+              {kK, const_cast<void*>(k)},
+              {kV, const_cast<void*>(v)},
+              {kO, const_cast<void*>(out)},
+              {kDO, const_cast<void*>(out_grad)},
+              {kStats, const_cast<void*>(lse)},
+              {kDQ, q_grad},
+              {kDK, k_grad},
+              {kDV, v_grad}});
+}
+
+}  // namespace pdist::exec::cuda

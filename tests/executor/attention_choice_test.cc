@@ -1,0 +1,66 @@
+// Which form runs attention on a GPU (executor/cuda/attention_choice.h): plain rules, checked on
+// every machine, since the forms themselves run only where a GPU is.
+#include "executor/cuda/attention_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace pdist::exec::cuda {
+namespace {
+
+// The 1.3B GPT's attention: bf16, head_dim 128, causal, no mask, no dropout.
+AttentionCase Gpt() { return {.low_precision = true, .head_dim = 128, .v_dim = 128}; }
+
+TEST(AttentionChoiceTest, CudnnRunsTheModelsAttentionUnlessToldOtherwise) {
+  EXPECT_EQ(ChooseAttention(Gpt(), "", true).form, AttentionForm::kCudnn);
+  EXPECT_EQ(ChooseAttention(Gpt(), "auto", true).form, AttentionForm::kCudnn);
+  EXPECT_EQ(ChooseAttention(Gpt(), "cudnn", true).form, AttentionForm::kCudnn);
+  EXPECT_EQ(ChooseAttention(Gpt(), "gemm", true).form, AttentionForm::kGemm);
+  EXPECT_TRUE(ChooseAttention(Gpt(), "", true).error.empty());
+}
+
+TEST(AttentionChoiceTest, WhatCudnnDoesNotComputeRunsAsGemms) {
+  std::vector<std::pair<AttentionCase, std::string>> declined;
+  AttentionCase c = Gpt();
+  c.low_precision = false;
+  declined.push_back({c, "bf16 or f16 only"});
+  c = Gpt();
+  c.dropout = true;
+  declined.push_back({c, "dropout"});
+  c = Gpt();
+  c.mask = true;
+  declined.push_back({c, "attn_mask"});
+  c = Gpt();
+  c.return_softmax = true;
+  declined.push_back({c, "return_softmax"});
+  c = Gpt();
+  c.v_dim = 64;
+  declined.push_back({c, "v's head_dim"});
+  c = Gpt();
+  c.head_dim = c.v_dim = 100;
+  declined.push_back({c, "multiple of 8"});
+  c = Gpt();
+  c.head_dim = c.v_dim = 256;
+  declined.push_back({c, "up to 128"});
+  for (const auto& [attention, why] : declined) {
+    SCOPED_TRACE(why);
+    const AttentionChoice automatic = ChooseAttention(attention, "", true);
+    EXPECT_EQ(automatic.form, AttentionForm::kGemm);
+    EXPECT_TRUE(automatic.error.empty()) << "auto falls back without an error";
+    const AttentionChoice insisted = ChooseAttention(attention, "cudnn", true);
+    EXPECT_NE(insisted.error.find(why), std::string::npos) << insisted.error;
+  }
+}
+
+TEST(AttentionChoiceTest, ABuildWithoutCudnnRunsGemmsAndSaysSoWhenAsked) {
+  EXPECT_EQ(ChooseAttention(Gpt(), "", false).form, AttentionForm::kGemm);
+  EXPECT_TRUE(ChooseAttention(Gpt(), "", false).error.empty());
+  EXPECT_NE(ChooseAttention(Gpt(), "cudnn", false).error.find("fetch-cudnn-frontend"), std::string::npos);
+}
+
+TEST(AttentionChoiceTest, AnUnknownFormIsNamed) {
+  const AttentionChoice choice = ChooseAttention(Gpt(), "Cudnn", true);
+  EXPECT_EQ(choice.error, "PDIST_CUDA_ATTENTION=Cudnn: expected auto, cudnn or gemm");
+}
+
+}  // namespace
+}  // namespace pdist::exec::cuda
