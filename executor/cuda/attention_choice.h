@@ -25,6 +25,8 @@ struct AttentionCase {
   bool mask = false;            // an additive attn_mask
   bool return_softmax = false;  // the probabilities as an output
   int64_t head_dim = 0, v_dim = 0;
+  bool causal = false;
+  int64_t seq_q = 0, seq_k = 0;
 };
 
 // Why cuDNN does not apply ("" where it does).
@@ -35,6 +37,10 @@ inline std::string CudnnAttentionDeclines(const AttentionCase& c) {
   if (c.return_softmax) return "return_softmax asks for the probabilities";
   if (c.head_dim != c.v_dim) return "v's head_dim differs from q's";
   if (c.head_dim % 8 != 0 || c.head_dim > 128) return "head_dim is not a multiple of 8 up to 128";
+  // Queries that see no key (causal, bottom-right, more queries than keys): their lse is -inf,
+  // which the GEMM form's backward reads as empty rows and cuDNN's need not. cuDNN's forward
+  // refuses the shape anyway; declining it here keeps both directions in one form.
+  if (c.causal && c.seq_q > c.seq_k) return "causal with more queries than keys";
   return "";
 }
 

@@ -68,14 +68,17 @@ struct Form {
 };
 
 absl::StatusOr<Form> FormOf(const KernelContext& ctx, ElemType type, bool dropout, const Tensor* mask,
-                            bool return_softmax) {
+                            bool return_softmax, bool causal) {
   const Tensor& q = *ctx.input(0);
   const AttentionCase c{.low_precision = type == ElemType::kBF16 || type == ElemType::kF16,
                         .dropout = dropout,
                         .mask = mask != nullptr && mask->defined(),
                         .return_softmax = return_softmax,
                         .head_dim = q.shape()[3],
-                        .v_dim = ctx.input(2)->shape()[3]};
+                        .v_dim = ctx.input(2)->shape()[3],
+                        .causal = causal,
+                        .seq_q = q.shape()[1],
+                        .seq_k = ctx.input(1)->shape()[1]};
   const char* env = std::getenv(kAttentionEnv);
   const std::string requested = env != nullptr ? env : "";
   const AttentionChoice choice = ChooseAttention(c, requested, kCudnnBuilt);
@@ -232,15 +235,17 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
     PDIST_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(seed_offset.raw(), 0, static_cast<size_t>(seed_offset.num_bytes()), stream));
   }
   PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
-  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0 && !is_test, ctx.input(4), return_softmax));
-  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, [&] {
+  PDIST_ASSIGN_OR_RETURN(Form form,
+                         FormOf(ctx, type, dropout > 0 && !is_test, ctx.input(4), return_softmax, a.causal));
+  auto cudnn = [&] {
 #if PDIST_HAVE_CUDNN
-                           return CudnnAttentionForward(ctx, a, type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(),
-                                                        out.raw(), lse.raw());
+    return CudnnAttentionForward(ctx, a, type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), out.raw(),
+                                 lse.raw());
 #else
-                           return absl::UnavailableError("this build has no cuDNN attention");
+    return absl::UnavailableError("this build has no cuDNN attention");
 #endif
-                         }));
+  };
+  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, cudnn));
   if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
@@ -278,16 +283,16 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
   const Tensor& lse = *ctx.input(4);
   const Tensor& out_grad = *ctx.input(7);
   PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
-  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0, ctx.input(6), /*return_softmax=*/false));
-  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, [&] {
+  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0, ctx.input(6), /*return_softmax=*/false, a.causal));
+  auto cudnn = [&] {
 #if PDIST_HAVE_CUDNN
-                           return CudnnAttentionBackward(ctx, a, type, q.raw(), k.raw(), v.raw(), out.raw(),
-                                                         out_grad.raw(), lse.raw(), q_grad.raw(), k_grad.raw(),
-                                                         v_grad.raw());
+    return CudnnAttentionBackward(ctx, a, type, q.raw(), k.raw(), v.raw(), out.raw(), out_grad.raw(), lse.raw(),
+                                  q_grad.raw(), k_grad.raw(), v_grad.raw());
 #else
-                           return absl::UnavailableError("this build has no cuDNN attention");
+    return absl::UnavailableError("this build has no cuDNN attention");
 #endif
-                         }));
+  };
+  PDIST_ASSIGN_OR_RETURN(bool fused, RanFused(ctx, form, cudnn));
   if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
@@ -320,6 +325,7 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "flash_attn", FlashAttnKernel);
+  registry.Register(DeviceType::kCUDA, "flash_attention", FlashAttnKernel);  // Paddle's other name for it
   registry.Register(DeviceType::kCUDA, "flash_attn_grad", FlashAttnGradKernel);
 }
 

@@ -8,7 +8,9 @@ namespace pdist::exec::cuda {
 namespace {
 
 // The 1.3B GPT's attention: bf16, head_dim 128, causal, no mask, no dropout.
-AttentionCase Gpt() { return {.low_precision = true, .head_dim = 128, .v_dim = 128}; }
+AttentionCase Gpt() {
+  return {.low_precision = true, .head_dim = 128, .v_dim = 128, .causal = true, .seq_q = 2048, .seq_k = 2048};
+}
 
 TEST(AttentionChoiceTest, CudnnRunsTheModelsAttentionUnlessToldOtherwise) {
   EXPECT_EQ(ChooseAttention(Gpt(), "", true).form, AttentionForm::kCudnn);
@@ -41,6 +43,10 @@ TEST(AttentionChoiceTest, WhatCudnnDoesNotComputeRunsAsGemms) {
   c = Gpt();
   c.head_dim = c.v_dim = 256;
   declined.push_back({c, "up to 128"});
+  c = Gpt();
+  c.seq_q = 9;
+  c.seq_k = 5;
+  declined.push_back({c, "more queries than keys"});
   for (const auto& [attention, why] : declined) {
     SCOPED_TRACE(why);
     const AttentionChoice automatic = ChooseAttention(attention, "", true);
@@ -49,6 +55,17 @@ TEST(AttentionChoiceTest, WhatCudnnDoesNotComputeRunsAsGemms) {
     const AttentionChoice insisted = ChooseAttention(attention, "cudnn", true);
     EXPECT_NE(insisted.error.find(why), std::string::npos) << insisted.error;
   }
+}
+
+TEST(AttentionChoiceTest, FewerQueriesThanKeysOrNoMaskTakeCudnn) {
+  AttentionCase c = Gpt();
+  c.seq_q = 5;
+  c.seq_k = 9;
+  EXPECT_EQ(ChooseAttention(c, "", true).form, AttentionForm::kCudnn);  // bottom-right causal
+  c.seq_q = 9;
+  c.seq_k = 5;
+  c.causal = false;
+  EXPECT_EQ(ChooseAttention(c, "", true).form, AttentionForm::kCudnn);
 }
 
 TEST(AttentionChoiceTest, ABuildWithoutCudnnRunsGemmsAndSaysSoWhenAsked) {

@@ -48,7 +48,7 @@ std::set<std::string> Covered() {
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
                                "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -839,7 +839,8 @@ struct AttentionCase {
   bool causal, masked, return_softmax;
 };
 
-void ExpectAttentionSameOnGpu(const AttentionCase& c, DataType dtype, const std::string& form = "") {
+void ExpectAttentionSameOnGpu(const AttentionCase& c, DataType dtype, const std::string& form = "",
+                              const std::string& op = "flash_attn") {
   ir::Program p;
   ir::Builder b(&p);
   ir::Value* q = b.Data("q", {c.q, dtype});
@@ -848,7 +849,7 @@ void ExpectAttentionSameOnGpu(const AttentionCase& c, DataType dtype, const std:
   const ir::TensorType mask_type{{1, c.q[2], c.q[1], c.kv[1]}, dtype};
   ir::Value* mask = c.masked ? b.Data("mask", mask_type) : nullptr;
   const ir::AttributeMap attrs = {{"causal", c.causal}, {"return_softmax", c.return_softmax}};
-  absl::StatusOr<std::vector<ir::Value*>> attn = b.Create("flash_attn", {q, k, v, nullptr, mask}, attrs);
+  absl::StatusOr<std::vector<ir::Value*>> attn = b.Create(op, {q, k, v, nullptr, mask}, attrs);
   ASSERT_TRUE(attn.ok()) << attn.status();
   ir::Value* g = b.Data("g", (*attn)[0]->type());
   absl::StatusOr<std::vector<ir::Value*>> grad =
@@ -858,7 +859,7 @@ void ExpectAttentionSameOnGpu(const AttentionCase& c, DataType dtype, const std:
                  {"v", Random(v->type(), 38, -1, 1)}, {"g", Random(g->type(), 39, -1, 1)}};
   if (c.masked) feeds["mask"] = Random(mask_type, 40, -2, 0);
   ExpectSameOnGpu(p, feeds,
-                  absl::StrCat("flash_attn ", form, ir::DataTypeName(dtype), " q ", ir::ShapeToString(c.q), " kv ",
+                  absl::StrCat(op, " ", form, ir::DataTypeName(dtype), " q ", ir::ShapeToString(c.q), " kv ",
                                ir::ShapeToString(c.kv), c.causal ? " causal" : "", c.masked ? " masked" : ""),
                   Compare::kNorm, /*bf16_roundings=*/2);
 }
@@ -887,6 +888,7 @@ TEST_F(CudaKernelTest, AttentionAndItsGradientMatchTheCpuGroupedCausalAndMasked)
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (const AttentionCase& c : cases) ExpectAttentionSameOnGpu(c, dtype);
   }
+  ExpectAttentionSameOnGpu(cases[0], DataType::kFloat32, "", "flash_attention");  // Paddle's other name
 }
 
 // The two forms of bf16/f16 attention (executor/cuda/attention_choice.h), each against the CPU on

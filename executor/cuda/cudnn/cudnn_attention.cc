@@ -6,7 +6,9 @@
 
 #include <cudnn_frontend.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <exception>
 #include <map>
 #include <memory>
@@ -37,6 +39,8 @@ struct Library {
   std::string error;  // why cuDNN cannot be used here ("" when it can)
 };
 
+constexpr int64_t kDpWorkspaceLimitBytes = int64_t{1} << 30;
+
 // Opens libcudnn.so.9 once per process. The frontend needs cuDNN 9 (its SDPA graphs: 9.0 on).
 const Library& OpenLibrary() {
   static const Library* library = [] {
@@ -49,6 +53,15 @@ const Library& OpenLibrary() {
       return l;
     }
     fe::cudnn_dlhandle = handle;
+    // The frontend opens a CUDA runtime of its own for a few calls: pdist's, not another major
+    // version that happens to be on the library path (a Python package's, say).
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", absl::StrCat("libcudart.so.", CUDART_VERSION / 1000).c_str(),
+           /*overwrite=*/0);
+    // The deterministic backward keeps dP in a workspace of b·hq·sq·sk·2 bytes. Past 1 GiB
+    // (about the GEMM form's bound for its score buffers, 1.25 GiB: attention_kernels.cc), cuDNN
+    // 9.25+ on Hopper switches to its ordered-dQ deterministic kernels, whose workspace grows
+    // linearly; older versions keep dP whatever its size. A user's setting wins.
+    setenv("CUDNN_FRONTEND_ATTN_DP_WORKSPACE_LIMIT", absl::StrCat(kDpWorkspaceLimitBytes).c_str(), /*overwrite=*/0);
     return l;
   }();
   return *library;
@@ -56,25 +69,36 @@ const Library& OpenLibrary() {
 
 absl::Status Unavailable(const std::string& what) { return absl::UnavailableError(absl::StrCat("cuDNN attention: ", what)); }
 
+// What cuDNN cannot do here (this version, this GPU, this shape) is Unavailable: the GEMM form
+// runs instead. Anything else says pdist described the graph wrongly: an error, not a fallback.
 absl::Status FeStatus(fe::error_t e, const char* step) {
   if (e.is_good()) return absl::OkStatus();
-  return Unavailable(absl::StrCat(step, ": ", e.get_message()));
+  const std::string message = absl::StrCat(step, ": ", e.get_message());
+  switch (e.get_code()) {
+    case fe::error_code_t::GRAPH_NOT_SUPPORTED:
+    case fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED:
+    case fe::error_code_t::HEURISTIC_QUERY_FAILED:
+    case fe::error_code_t::UNSUPPORTED_GRAPH_FORMAT:
+    case fe::error_code_t::CUDNN_BACKEND_API_FAILED:
+    case fe::error_code_t::NVRTC_COMPILATION_FAILED:
+      return Unavailable(message);
+    default:
+      return absl::InternalError(absl::StrCat("cuDNN attention: ", message));
+  }
 }
 
-// A cuDNN handle per device, made with that device current.
+// A cuDNN handle per device (the kernel's thread has its device current); a failure to make one
+// is remembered, so that each later call falls back at once.
 absl::StatusOr<cudnnHandle_t> HandleFor(int device) {
-  static std::map<int, cudnnHandle_t>* handles = new std::map<int, cudnnHandle_t>();  // for the process's life
+  static auto* handles = new std::map<int, absl::StatusOr<cudnnHandle_t>>();  // for the process's life
   auto it = handles->find(device);
   if (it != handles->end()) return it->second;
-  int current = 0;
-  PDIST_CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));
-  PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   cudnnHandle_t handle = nullptr;
   const cudnnStatus_t status = fe::detail::create_handle(&handle);
-  PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(current));
-  if (status != CUDNN_STATUS_SUCCESS) return Unavailable(absl::StrCat("cudnnCreate failed (status ", status, ")"));
-  (*handles)[device] = handle;
-  return handle;
+  absl::StatusOr<cudnnHandle_t> made = handle;
+  if (status != CUDNN_STATUS_SUCCESS) made = Unavailable(absl::StrCat("cudnnCreate failed (status ", status, ")"));
+  handles->emplace(device, made);
+  return made;
 }
 
 // One built graph: the forward's or the backward's for one shape on one device.
@@ -84,10 +108,10 @@ struct Built {
 };
 
 // What a graph depends on.
-using Key = std::tuple<int, bool, ElemType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+using Key = std::tuple<int, bool, ElemType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 Key KeyOf(int device, bool backward, ElemType type, const AttentionShape& a) {
-  return {device, backward, type, a.batch, a.seq_q, a.seq_k, a.heads_q, a.heads_k, a.head_dim, a.causal};
+  return {device, backward, type, a.batch, a.seq_q, a.seq_k, a.heads_q, a.heads_k, a.head_dim, a.v_dim, a.causal};
 }
 
 // [batch, seq, heads, head_dim] storage as cuDNN's [batch, heads, seq, head_dim] dims.
@@ -158,8 +182,7 @@ absl::Status Build(Built& b, cudnnHandle_t handle, bool backward, ElemType type,
                                  "create_execution_plans"));
   PDIST_RETURN_IF_ERROR(FeStatus(g.check_support(), "check_support"));
   PDIST_RETURN_IF_ERROR(FeStatus(g.build_plans(), "build_plans"));
-  b.workspace_bytes = g.get_workspace_size();
-  return absl::OkStatus();
+  return FeStatus(g.get_workspace_size(b.workspace_bytes), "get_workspace_size");
 }
 
 // Builds (once per key; a failure is remembered too) and runs a graph on the kernel's stream.
@@ -182,6 +205,8 @@ absl::Status RunUnguarded(KernelContext& ctx, bool backward, ElemType type, cons
     absl::Status status;
     try {
       status = Build(*built, handle, backward, type, a);
+    } catch (const std::bad_alloc&) {
+      throw;  // out of memory is the executor's to report, naming the op
     } catch (const std::exception& e) {  // the frontend throws where a cuDNN symbol is missing
       status = Unavailable(e.what());
     }
@@ -210,6 +235,8 @@ absl::Status Run(KernelContext& ctx, bool backward, ElemType type, const Attenti
                  std::unordered_map<int64_t, void*> pointers) {
   try {
     return RunUnguarded(ctx, backward, type, a, pointers);
+  } catch (const std::bad_alloc&) {
+    throw;  // the workspace did not fit: the executor names the op and the allocator's state
   } catch (const std::exception& e) {  // a frontend call through a symbol this libcudnn lacks
     return Unavailable(e.what());
   }
