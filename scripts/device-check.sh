@@ -8,7 +8,8 @@
 #
 # `run` checks, each under its own time limit; CHECKS is a comma list (default a,b,c,d). All four
 # took 95 s on an H200 (2026-12-04, micro-batch 8; docs/benchmarks.md); the limits add up to 10
-# minutes at most for a,b,d and 9 for c:
+# minutes at most for a,b,d and 9 for c (C_SECONDS=120 keeps c's two pdist runs and PyTorch's
+# within 7):
 #  (a) every CUDA kernel against the CPU kernel on the same inputs (CudaKernelTest: f32/f64 within
 #      1e-5 relative, bf16 within one rounding (two for attention), casts and dropout masks
 #      exact), and the NCCL communicator on one rank (NcclCommunicatorTest); a skipped
@@ -23,7 +24,8 @@
 # order; default "16 8"), C_STEPS (default 6), C_SECONDS (pdist-train's limit; default 200),
 # C_PROFILE=1 (then a second, 3-step run times every kernel, the stream synchronised after each:
 # milliseconds per op type; its losses must equal the timed run's); C_ATTENTION=gemm (or cudnn:
-# PDIST_CUDA_ATTENTION for pdist's runs; by default cuDNN's fused attention where it loads).
+# PDIST_CUDA_ATTENTION for pdist's runs; by default cuDNN's fused attention where it loads, and
+# where it ran, the same run again with the GEMM form for comparison).
 # Results go to $OUT (device-check.log and the files above); copy the numbers to docs/benchmarks.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -149,6 +151,13 @@ PY
         tee "$out/pdist-1.3b-b$batch.log"
       if [ "${PIPESTATUS[0]}" = 0 ]; then
         c=0
+        # Where cuDNN ran the attention, the same steps as GEMMs too: the fused attention's gain
+        # measured in one lease. Its losses may differ in the last bits (another summation order).
+        if [ -z "${C_ATTENTION:-}" ] && grep -q "runs on cuDNN's fused attention" "$out/pdist-1.3b-b$batch.log"; then
+          PDIST_CUDA_ATTENTION=gemm pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" "$out/gpt-1.3b.pb" \
+            --data data/essay.txt --steps "${C_STEPS:-6}" --device cuda --peak-tflops $h200_bf16_peak 2>&1 |
+            tee "$out/pdist-1.3b-b$batch-gemm-attention.log" || echo "device-check: the GEMM-attention run failed"
+        fi
         # Where the time goes, in a run of its own: the profile waits for every kernel. Its losses
         # must be the timed run's (the same steps, the same kernels): a difference is a race.
         if [ -n "${C_PROFILE:-}" ]; then
@@ -193,10 +202,10 @@ PY
     exit 1
     ;;
   -h|--help)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
