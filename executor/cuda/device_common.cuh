@@ -33,13 +33,25 @@ template <typename S> __device__ void Store(S* p, int64_t i, typename Compute<S>
 
 // Operand offsets of the element at `flat` (row-major over index.shape). The outermost index is
 // what remains of `flat`: no division for it.
+// A walk of fewer than 2^32 elements (index.narrow, the same for every thread) divides in 32 bits.
 template <int N>
 __device__ void Offsets(const StridedIndex<N>& index, int64_t flat, int64_t (&offset)[N]) {
   for (int k = 0; k < N; ++k) offset[k] = 0;
-  for (int d = index.rank - 1; d > 0; --d) {
-    const int64_t i = flat % index.shape[d];
-    flat /= index.shape[d];
-    for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
+  if (index.narrow) {
+    uint32_t rest = static_cast<uint32_t>(flat);
+    for (int d = index.rank - 1; d > 0; --d) {
+      const uint32_t size = static_cast<uint32_t>(index.shape[d]);
+      const uint32_t i = rest % size;
+      rest /= size;
+      for (int k = 0; k < N; ++k) offset[k] += static_cast<int64_t>(i) * index.stride[k][d];
+    }
+    flat = rest;
+  } else {
+    for (int d = index.rank - 1; d > 0; --d) {
+      const int64_t i = flat % index.shape[d];
+      flat /= index.shape[d];
+      for (int k = 0; k < N; ++k) offset[k] += i * index.stride[k][d];
+    }
   }
   if (index.rank > 0) {
     for (int k = 0; k < N; ++k) offset[k] += flat * index.stride[k][0];

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,9 @@ inline absl::StatusOr<StridedIndex<N>> Walk(const char* op, const std::vector<in
     for (int k = 0; k < N; ++k) index.stride[k][index.rank] = strides[k][d];
     ++index.rank;
   }
+  int64_t elements = 1;
+  for (int d = 0; d < index.rank; ++d) elements *= index.shape[d];
+  index.narrow = elements <= int64_t{UINT32_MAX};
   return index;
 }
 
