@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace pdist::exec::cuda {
 namespace {
 
@@ -21,34 +26,21 @@ TEST(AttentionChoiceTest, CudnnRunsTheModelsAttentionUnlessToldOtherwise) {
 }
 
 TEST(AttentionChoiceTest, WhatCudnnDoesNotComputeRunsAsGemms) {
-  std::vector<std::pair<AttentionCase, std::string>> declined;
-  AttentionCase c = Gpt();
-  c.low_precision = false;
-  declined.push_back({c, "bf16 or f16 only"});
-  c = Gpt();
-  c.dropout = true;
-  declined.push_back({c, "dropout"});
-  c = Gpt();
-  c.mask = true;
-  declined.push_back({c, "attn_mask"});
-  c = Gpt();
-  c.return_softmax = true;
-  declined.push_back({c, "return_softmax"});
-  c = Gpt();
-  c.v_dim = 64;
-  declined.push_back({c, "v's head_dim"});
-  c = Gpt();
-  c.head_dim = c.v_dim = 100;
-  declined.push_back({c, "multiple of 8"});
-  c = Gpt();
-  c.head_dim = c.v_dim = 256;
-  declined.push_back({c, "up to 128"});
-  c = Gpt();
-  c.seq_q = 9;
-  c.seq_k = 5;
-  declined.push_back({c, "more queries than keys"});
-  for (const auto& [attention, why] : declined) {
+  // Each case: the GPT's attention with one thing changed, and what the reason must name.
+  const std::vector<std::pair<std::function<void(AttentionCase&)>, std::string>> changes = {
+      {[](AttentionCase& c) { c.low_precision = false; }, "bf16 or f16 only"},
+      {[](AttentionCase& c) { c.dropout = true; }, "dropout"},
+      {[](AttentionCase& c) { c.mask = true; }, "attn_mask"},
+      {[](AttentionCase& c) { c.return_softmax = true; }, "return_softmax"},
+      {[](AttentionCase& c) { c.v_dim = 64; }, "v's head_dim"},
+      {[](AttentionCase& c) { c.head_dim = c.v_dim = 100; }, "multiple of 8"},
+      {[](AttentionCase& c) { c.head_dim = c.v_dim = 256; }, "up to 128"},
+      {[](AttentionCase& c) { c.seq_q = 9, c.seq_k = 5; }, "more queries than keys"},
+  };
+  for (const auto& [change, why] : changes) {
     SCOPED_TRACE(why);
+    AttentionCase attention = Gpt();
+    change(attention);
     const AttentionChoice automatic = ChooseAttention(attention, "", true);
     EXPECT_EQ(automatic.form, AttentionForm::kGemm);
     EXPECT_TRUE(automatic.error.empty()) << "auto falls back without an error";
@@ -57,7 +49,7 @@ TEST(AttentionChoiceTest, WhatCudnnDoesNotComputeRunsAsGemms) {
   }
 }
 
-TEST(AttentionChoiceTest, FewerQueriesThanKeysOrNoMaskTakeCudnn) {
+TEST(AttentionChoiceTest, FewerQueriesThanKeysTakeCudnnAndMoreDoWithoutTheMask) {
   AttentionCase c = Gpt();
   c.seq_q = 5;
   c.seq_k = 9;
