@@ -64,6 +64,7 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   boundary_bytes += o.boundary_bytes;
   unfused_attention_bytes += o.unfused_attention_bytes;
   backward_excess_bytes = std::max(backward_excess_bytes, o.backward_excess_bytes);  // one segment's backward at a time
+  backward_excess_with_grads_bytes = std::max(backward_excess_with_grads_bytes, o.backward_excess_with_grads_bytes);
   largest_update_bytes = std::max(largest_update_bytes, o.largest_update_bytes);
   return *this;
 }
@@ -109,8 +110,13 @@ class ViewStorage {
 // by op as the executor frees (after each value's last reader): activation gradients and
 // recompute's replays appear while the saved values they read go. A view's result, or a result
 // that is its operand (ViewStorage), is the operand's storage, alive while either is read. The
-// parameter gradients are grad_bytes, priced by the caller as they accumulate.
-double BackwardExcessBytes(const ir::Program& local) {
+// parameter gradients are grad_bytes, priced by the caller; `with_grads` is the same peak with
+// the gradients made so far counted at each op.
+struct BackwardWalk {
+  double excess = 0, with_grads = 0;
+};
+
+BackwardWalk WalkBackward(const ir::Program& local) {
   const auto& ops = local.block().ops();
   std::unordered_set<const ir::Value*> parameter_gradients;
   for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
@@ -123,7 +129,7 @@ double BackwardExcessBytes(const ir::Program& local) {
     storage.Note(*ops[i], &parameter_gradients);
   }
   std::unordered_map<const ir::Value*, double> held;
-  double live = 0, at_backward = -1, peak = 0;
+  double live = 0, at_backward = -1, peak = 0, grads_made = 0, peak_with_grads = 0;
   auto release = [&](const ir::Value* v) {
     if (auto it = held.find(v); it != held.end()) {
       live -= it->second;
@@ -133,14 +139,18 @@ double BackwardExcessBytes(const ir::Program& local) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
     if (op.role() == ir::OpRole::kOptimizer) break;
-    if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = live;
+    if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = peak_with_grads = live;
     for (size_t j = 0; j < op.num_results(); ++j) {
       const ir::Value* r = op.result(j);
+      if (r != nullptr && parameter_gradients.count(r) != 0) grads_made += static_cast<double>(r->type().num_bytes());
       if (r == nullptr || parameter_gradients.count(r) != 0 || ir::AliasedOperand(op, j)) continue;
       held[r] = static_cast<double>(r->type().num_bytes());
       live += held[r];
     }
-    if (at_backward >= 0) peak = std::max(peak, live);
+    if (at_backward >= 0) {
+      peak = std::max(peak, live);
+      peak_with_grads = std::max(peak_with_grads, live + grads_made);
+    }
     for (size_t k = 0; k < op.num_operands(); ++k) {
       const ir::Value* v = op.operand(k);
       if (ir::ReadsOperand(op, k) && last_use.at(storage.Of(v)) == i) release(storage.Of(v));
@@ -149,7 +159,8 @@ double BackwardExcessBytes(const ir::Program& local) {
       if (r != nullptr && last_use.count(r) == 0) release(r);  // never read: freed at once
     }
   }
-  return at_backward < 0 ? 0 : peak - at_backward;
+  if (at_backward < 0) return {};
+  return {.excess = peak - at_backward, .with_grads = peak_with_grads - at_backward};
 }
 
 }  // namespace
@@ -233,7 +244,9 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
       }
     }
   }
-  cost.backward_excess_bytes = BackwardExcessBytes(local);
+  const BackwardWalk walk = WalkBackward(local);
+  cost.backward_excess_bytes = walk.excess;
+  cost.backward_excess_with_grads_bytes = walk.with_grads;
   return cost;
 }
 

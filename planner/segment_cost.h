@@ -38,6 +38,11 @@ struct SegmentCost {
   // replayed forward. Parameter gradients are grad_bytes. One segment's backward runs at a
   // time: combined by max, not sum, and left alone by scaling.
   double backward_excess_bytes = 0;
+  // The same walk with its parameter gradients counted as they appear: the most of the excess
+  // plus the gradient bytes made so far. At most backward_excess_bytes + grad_bytes, and less
+  // where the replay and activation gradients drain while the gradients fill (a layer's weight
+  // gradients appear as its activations go). Combined by max, left alone by scaling.
+  double backward_excess_with_grads_bytes = 0;
   // The most bytes one optimizer op makes (a parameter's new value and new states): what the
   // executor holds beside the old tensors before it installs them (an in-place update). Combined
   // by max, not sum, and left alone by scaling.

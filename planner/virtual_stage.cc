@@ -52,9 +52,12 @@ double BackwardPeak(const VirtualStage& s, double grad_scale) {
   }
   double peak = 0, grads_above = 0;  // Σ_{i>j} grads_i
   for (size_t j = n; j-- > 0;) {
-    const double grads_from_here = grads_above + s.segment_grads[j] * grad_scale;
-    peak = std::max(peak, saved_through[j] + s.segment_workspace[j] + grads_from_here);
-    grads_above = grads_from_here;
+    // Segment j's own gradients appear while its workspace drains: the walk's peak with them
+    // (segment_with_grads) at grad_scale 1, its peak without them at 0, and between the two a
+    // bound on max_t(excess_t + grad_scale · grads_t): linear in grad_scale.
+    const double own = (1 - grad_scale) * s.segment_workspace[j] + grad_scale * s.segment_with_grads[j];
+    peak = std::max(peak, saved_through[j] + own + grads_above);
+    grads_above += s.segment_grads[j] * grad_scale;
   }
   return peak;
 }
@@ -77,8 +80,10 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
       if (c.recompute == Recompute::kSelective) s.recompute += cost.recomputable_seconds;
       if (c.recompute == Recompute::kFull) s.recompute += cost.Seconds(OpRole::kForward);
     }
-    // Its backward's workspace: what its activation gradients add to its saved values at most.
+    // Its backward's workspace: what its activation gradients add to its saved values at most,
+    // alone and with its parameter gradients as they appear.
     double segment_dropped = 0, segment_workspace = cost.backward_excess_bytes;
+    double segment_with_grads = cost.backward_excess_with_grads_bytes;
     if (replayed != nullptr) {
       // Its memory from what the pass made of this segment: the values it keeps (less an unfused
       // attention core's probabilities, which recompute replays: Korthikanti et al.'s selective
@@ -87,11 +92,13 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
       const SegmentCost& r = replayed->Of(segment);
       segment_dropped = cost.saved_bytes - (r.saved_bytes - r.unfused_attention_bytes);
       segment_workspace = r.backward_excess_bytes + r.unfused_attention_bytes;
+      segment_with_grads = r.backward_excess_with_grads_bytes + r.unfused_attention_bytes;
     }
     dropped += segment_dropped;
     s.workspace = std::max(s.workspace, segment_workspace);
     s.segment_saved.push_back(cost.saved_bytes - segment_dropped);
     s.segment_workspace.push_back(segment_workspace);
+    s.segment_with_grads.push_back(segment_with_grads);
     s.segment_grads.push_back(cost.grad_bytes);
   }
   s.saved = s.cost.saved_bytes - dropped;

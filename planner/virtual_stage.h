@@ -38,18 +38,20 @@ struct VirtualStage {
   double gather = 0;     // ZeRO-3 parameter all-gather before each F and B, exposed part
   double saved = 0;      // activation bytes one in-flight micro-batch keeps
   // Per segment, in model order: what it keeps for the backward (after recompute), what its
-  // backward holds besides (recompute's replayed activations) and its parameters' gradient
-  // bytes, for the backward's liveness walk (BackwardPeak).
-  std::vector<double> segment_saved, segment_workspace, segment_grads;
+  // backward holds besides (recompute's replayed activations, activation gradients), that with
+  // its own parameter gradients as they appear (SegmentCost::backward_excess_with_grads_bytes),
+  // and its parameters' gradient bytes, for the backward's liveness walk (BackwardPeak).
+  std::vector<double> segment_saved, segment_workspace, segment_with_grads, segment_grads;
 };
 
 // The most activation and gradient bytes live at once in the backward of one micro-batch whose
 // gradients start empty: the backward runs the segments last to first, freeing each segment's
 // activations as its gradients appear, so the live bytes while segment j runs are
-// Σ_{i≤j} saved_i + workspace_j + Σ_{i≥j} grads_i · grad_scale — at most the sum of the three,
-// and less the more the stage has segments (activations drain while gradients fill, and a
-// layer's replay lives only while its backward runs). `grad_scale`: the fraction
-// of each gradient a rank keeps (1/dp under ZeRO 2 and 3).
+// Σ_{i≤j} saved_i + own_j + Σ_{i>j} grads_i · grad_scale, own_j being segment j's workspace
+// with its own gradients as they appear (scaled between the two walks' peaks) — at most the sum
+// of the three, and less the more the stage has segments (activations drain while gradients
+// fill, and a layer's replay lives only while its backward runs). `grad_scale`: the fraction of
+// each gradient a rank keeps (1/dp under ZeRO 2 and 3).
 double BackwardPeak(const VirtualStage& s, double grad_scale);
 
 // Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
