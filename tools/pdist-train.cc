@@ -90,7 +90,9 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("backend", &f->backend, pdist::engine::CommBackendHelp());
   flags.String("device", &f->device,
                "where each rank runs: cpu, cuda (the rank's GPU: LOCAL_RANK under pdist-run), cuda:N, or cpu:N "
-               "(the host, state kept apart as on a GPU: for testing)");
+               "(the host, state kept apart as on a GPU: for testing). On cuda, bf16/f16 attention runs on cuDNN's "
+               "fused attention where libcudnn.so.9 loads; PDIST_CUDA_ATTENTION=gemm|cudnn in the environment "
+               "overrides (docs/gpu.md)");
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
