@@ -91,6 +91,10 @@ absl::StatusOr<VocabPiece> ReadVocabPiece(const KernelContext& ctx, const Tensor
   PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
   PDIST_ASSIGN_OR_RETURN(int64_t axis, ir::GetInt(ctx.attrs(), "axis"));
   const auto rank = static_cast<int64_t>(classes.shape().size());
+  if (rank == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(ctx.op().type(), ": classes of rank 0 (", classes.type().ToString(),
+                                                   "); the classes are the last axis"));
+  }
   if (soft_label || !use_softmax || (axis != -1 && axis != rank - 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat(ctx.op().type(), " needs a hard label, use_softmax and the last axis"));
