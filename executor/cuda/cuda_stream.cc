@@ -35,7 +35,11 @@ std::shared_ptr<CudaEvent> CudaStream::RecordAfter(absl::Status host_status) {
 }
 
 void CudaStream::ReleaseFinished() {
-  while (!in_flight_.empty() && in_flight_.front().first->done()) in_flight_.pop_front();
+  // A failed submission's event has no device event to ask, yet part of its work may be
+  // enqueued already: it stays, and everything after it, until Synchronize waits for the stream.
+  while (!in_flight_.empty() && in_flight_.front().first->host_status().ok() && in_flight_.front().first->done()) {
+    in_flight_.pop_front();
+  }
 }
 
 std::shared_ptr<Event> CudaStream::Submit(std::function<absl::Status()> work) {

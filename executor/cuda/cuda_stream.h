@@ -49,7 +49,8 @@ class CudaStream final : public Stream {
 
  private:
   std::shared_ptr<CudaEvent> RecordAfter(absl::Status host_status);
-  // Drops the work functions whose events have fired.
+  // Drops the work functions whose events have fired, in order, stopping at a failed one (it
+  // stays until Synchronize: its device event was never recorded).
   void ReleaseFinished();
 
   Device device_;
