@@ -61,6 +61,10 @@ struct StageTotals {
   // backward reduce-scatters its own (sharding.accumulate_shards).
   double buckets_at_first_backward = 0;
   double largest_update = 0;         // one optimizer op's new tensors (its slice under ZeRO)
+  // A later micro-batch's backward over whole gradient sums (LaterBackwardPeak, beside the sums
+  // and the buckets); -1 where the later backwards are priced as a whole (model chunks,
+  // accumulated shards, whose fresh gradients go to the communication stream).
+  double later_backward_peak = -1;
   bool gathers_parameters = false;   // ZeRO 1 and 2: the updated parameters come back whole
   TimeBreakdown time;
   MemoryBreakdown memory;
@@ -90,7 +94,10 @@ void SettleTransients(StageTotals& st, const InFlight& alive) {
     // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
     backward = (alive.at_first_backward - 1) * st.saved + st.first_backward_peak + st.buckets_at_first_backward;
     if (alive.at_later_backwards > 0) {
-      backward = std::max(backward, alive.at_later_backwards * st.saved + m.gradients + m.workspace);
+      const double later = st.later_backward_peak >= 0
+                               ? (alive.at_later_backwards - 1) * st.saved + st.later_backward_peak + st.bucket_bytes
+                               : alive.at_later_backwards * st.saved + m.workspace;
+      backward = std::max(backward, later + m.gradients);
     }
   }
   const double optimizer = std::max(m.gradients, st.gathers_parameters ? m.parameters : 0) + st.largest_update;
@@ -247,6 +254,9 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     // One chunk: its first backward starts with no gradient; ZeRO 2 and 3 may keep a slice of
     // each (above).
     if (c.vpp == 1) st.first_backward_peak = BackwardPeak(vs[stage], sliced_gradients ? 1 / shards : 1.0);
+    if (c.vpp == 1 && c.micro_batches > 1 && !c.ReducesEachMicroBatch()) {
+      st.later_backward_peak = LaterBackwardPeak(vs[stage]);
+    }
     SettleTransients(st, InFlight{});
   }
   return totals;

@@ -66,6 +66,8 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   backward_excess_bytes = std::max(backward_excess_bytes, o.backward_excess_bytes);  // one segment's backward at a time
   backward_excess_with_grads_bytes = std::max(backward_excess_with_grads_bytes, o.backward_excess_with_grads_bytes);
   largest_update_bytes = std::max(largest_update_bytes, o.largest_update_bytes);
+  backward_excess_accumulating_bytes =
+      std::max(backward_excess_accumulating_bytes, o.backward_excess_accumulating_bytes);
   return *this;
 }
 
@@ -111,9 +113,10 @@ class ViewStorage {
 // recompute's replays appear while the saved values they read go. A view's result, or a result
 // that is its operand (ViewStorage), is the operand's storage, alive while either is read. The
 // parameter gradients are grad_bytes, priced by the caller; `with_grads` is the same peak with
-// the gradients made so far counted at each op.
+// the gradients made so far counted at each op, `accumulating` with twice what each op makes
+// of them (a later micro-batch's: the fresh gradient and its new sum, before the old goes).
 struct BackwardWalk {
-  double excess = 0, with_grads = 0;
+  double excess = 0, with_grads = 0, accumulating = 0;
 };
 
 BackwardWalk WalkBackward(const ir::Program& local) {
@@ -129,7 +132,7 @@ BackwardWalk WalkBackward(const ir::Program& local) {
     storage.Note(*ops[i], &parameter_gradients);
   }
   std::unordered_map<const ir::Value*, double> held;
-  double live = 0, at_backward = -1, peak = 0, grads_made = 0, peak_with_grads = 0;
+  double live = 0, at_backward = -1, peak = 0, grads_made = 0, peak_with_grads = 0, peak_accumulating = 0;
   auto release = [&](const ir::Value* v) {
     if (auto it = held.find(v); it != held.end()) {
       live -= it->second;
@@ -139,17 +142,20 @@ BackwardWalk WalkBackward(const ir::Program& local) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::Operation& op = *ops[i];
     if (op.role() == ir::OpRole::kOptimizer) break;
-    if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = peak_with_grads = live;
+    if (ir::IsBackwardRole(op.role()) && at_backward < 0) at_backward = peak = peak_with_grads = peak_accumulating = live;
+    double grads_now = 0;  // what this op makes of the parameter gradients
     for (size_t j = 0; j < op.num_results(); ++j) {
       const ir::Value* r = op.result(j);
-      if (r != nullptr && parameter_gradients.count(r) != 0) grads_made += static_cast<double>(r->type().num_bytes());
+      if (r != nullptr && parameter_gradients.count(r) != 0) grads_now += static_cast<double>(r->type().num_bytes());
       if (r == nullptr || parameter_gradients.count(r) != 0 || ir::AliasedOperand(op, j)) continue;
       held[r] = static_cast<double>(r->type().num_bytes());
       live += held[r];
     }
+    grads_made += grads_now;
     if (at_backward >= 0) {
       peak = std::max(peak, live);
       peak_with_grads = std::max(peak_with_grads, live + grads_made);
+      peak_accumulating = std::max(peak_accumulating, live + 2 * grads_now);
     }
     for (size_t k = 0; k < op.num_operands(); ++k) {
       const ir::Value* v = op.operand(k);
@@ -160,7 +166,9 @@ BackwardWalk WalkBackward(const ir::Program& local) {
     }
   }
   if (at_backward < 0) return {};
-  return {.excess = peak - at_backward, .with_grads = peak_with_grads - at_backward};
+  return {.excess = peak - at_backward,
+          .with_grads = peak_with_grads - at_backward,
+          .accumulating = peak_accumulating - at_backward};
 }
 
 }  // namespace
@@ -247,6 +255,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
   const BackwardWalk walk = WalkBackward(local);
   cost.backward_excess_bytes = walk.excess;
   cost.backward_excess_with_grads_bytes = walk.with_grads;
+  cost.backward_excess_accumulating_bytes = walk.accumulating;
   return cost;
 }
 

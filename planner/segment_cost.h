@@ -43,6 +43,11 @@ struct SegmentCost {
   // where the replay and activation gradients drain while the gradients fill (a layer's weight
   // gradients appear as its activations go). Combined by max, left alone by scaling.
   double backward_excess_with_grads_bytes = 0;
+  // The same walk in a later micro-batch's backward, whose gradients join whole sums right after
+  // the op that makes them (executor.cc Accumulate): that op's fresh gradients and their new sums
+  // live beside the old sums for a moment, twice their bytes on top of the excess then. Combined
+  // by max, left alone by scaling.
+  double backward_excess_accumulating_bytes = 0;
   // The most bytes one optimizer op makes (a parameter's new value and new states): what the
   // executor holds beside the old tensors before it installs them (an in-place update). Combined
   // by max, not sum, and left alone by scaling.

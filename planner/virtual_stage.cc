@@ -62,6 +62,15 @@ double BackwardPeak(const VirtualStage& s, double grad_scale) {
   return peak;
 }
 
+double LaterBackwardPeak(const VirtualStage& s) {
+  double saved_through = 0, peak = 0;
+  for (size_t j = 0; j < s.segment_saved.size(); ++j) {
+    saved_through += s.segment_saved[j];
+    peak = std::max(peak, saved_through + s.segment_accumulating[j]);
+  }
+  return peak;
+}
+
 VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, const ModelProfile& profile,
                                const ModelProfile* replayed, const StageLayout::Segments& seg, int64_t k,
                                const strategy::Cluster& cluster, bool fsdp_schedule) {
@@ -84,6 +93,7 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     // alone and with its parameter gradients as they appear.
     double segment_dropped = 0, segment_workspace = cost.backward_excess_bytes;
     double segment_with_grads = cost.backward_excess_with_grads_bytes;
+    double segment_accumulating = cost.backward_excess_accumulating_bytes;
     if (replayed != nullptr) {
       // Its memory from what the pass made of this segment: the values it keeps (less an unfused
       // attention core's probabilities, which recompute replays: Korthikanti et al.'s selective
@@ -93,12 +103,14 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
       segment_dropped = cost.saved_bytes - (r.saved_bytes - r.unfused_attention_bytes);
       segment_workspace = r.backward_excess_bytes + r.unfused_attention_bytes;
       segment_with_grads = r.backward_excess_with_grads_bytes + r.unfused_attention_bytes;
+      segment_accumulating = r.backward_excess_accumulating_bytes + r.unfused_attention_bytes;
     }
     dropped += segment_dropped;
     s.workspace = std::max(s.workspace, segment_workspace);
     s.segment_saved.push_back(cost.saved_bytes - segment_dropped);
     s.segment_workspace.push_back(segment_workspace);
     s.segment_with_grads.push_back(segment_with_grads);
+    s.segment_accumulating.push_back(segment_accumulating);
     s.segment_grads.push_back(cost.grad_bytes);
   }
   s.saved = s.cost.saved_bytes - dropped;

@@ -42,6 +42,9 @@ struct VirtualStage {
   // its own parameter gradients as they appear (SegmentCost::backward_excess_with_grads_bytes),
   // and its parameters' gradient bytes, for the backward's liveness walk (BackwardPeak).
   std::vector<double> segment_saved, segment_workspace, segment_with_grads, segment_grads;
+  // And its workspace in a later micro-batch's backward, each gradient joining its whole sum as
+  // it is made (SegmentCost::backward_excess_accumulating_bytes), for LaterBackwardPeak.
+  std::vector<double> segment_accumulating;
 };
 
 // The most activation and gradient bytes live at once in the backward of one micro-batch whose
@@ -53,6 +56,11 @@ struct VirtualStage {
 // fill, and a layer's replay lives only while its backward runs). `grad_scale`: the fraction of
 // each gradient a rank keeps (1/dp under ZeRO 2 and 3).
 double BackwardPeak(const VirtualStage& s, double grad_scale);
+
+// The same walk for a later micro-batch's backward over whole gradient sums: beside the sums
+// (priced by the caller), segment j's backward holds the saved values of segments 0..j and its
+// accumulating workspace — max_j (Σ_{i≤j} saved_i + accumulating_j).
+double LaterBackwardPeak(const VirtualStage& s);
 
 // Prices virtual stage k (segments `seg`, on pipeline stage k mod pp): its jobs' costs, what
 // recompute adds to its backward, ZeRO-3's gathers (prefetched behind compute as pdist's engine

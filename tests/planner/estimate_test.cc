@@ -153,6 +153,18 @@ double WalkBackward(const std::vector<SegmentCost>& segments, double grad_scale)
   return walk;
 }
 
+// A later micro-batch's backward by hand, over whole gradient sums: segment j's backward holds
+// the saved values of segments 0..j and its accumulating workspace (each gradient joining its
+// sum as it is made), beside the sums.
+double WalkLaterBackward(const std::vector<SegmentCost>& segments) {
+  double walk = 0, saved = 0;
+  for (const SegmentCost& segment : segments) {
+    saved += segment.saved_bytes;
+    walk = std::max(walk, saved + segment.backward_excess_accumulating_bytes);
+  }
+  return walk;
+}
+
 class EstimateTest : public ::testing::Test {
  protected:
   EstimateTest()
@@ -329,9 +341,9 @@ TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
   for (double i = 0; i < layers1; ++i) segments[1].push_back(Layer(2));
   segments[1].push_back(Profile(2).kinds[kHeadKind]);
   // The rank with the most memory, by hand. Its first backward walks one micro-batch beside the
-  // others alive then; a later one starts with every gradient sum whole beside those alive then,
-  // and the two buckets, which go out in the last micro-batch's backward. The optimizer holds
-  // the gradients and one update's new tensors.
+  // others alive then; a later one walks its micro-batch over every gradient sum, whole, beside
+  // the others alive then and the two buckets, which go out in the last micro-batch's backward.
+  // The optimizer holds the gradients and one update's new tensors.
   struct Alive {
     double first, later;
   };
@@ -341,8 +353,9 @@ TEST_F(EstimateTest, SchedulesKeepTheirMicroBatchesInFlight) {
       const Alive alive = s == 0 ? stage0 : stage1;
       SegmentCost sum;
       for (const SegmentCost& c : segments[s]) sum += c;
-      const double backward = std::max((alive.first - 1) * sum.saved_bytes + WalkBackward(segments[s], 1),
-                                       alive.later * sum.saved_bytes + sum.grad_bytes + sum.backward_excess_bytes + 2 * 25e6);
+      const double backward =
+          std::max((alive.first - 1) * sum.saved_bytes + WalkBackward(segments[s], 1),
+                   (alive.later - 1) * sum.saved_bytes + WalkLaterBackward(segments[s]) + sum.grad_bytes + 2 * 25e6);
       const double optimizer = sum.grad_bytes + sum.largest_update_bytes;
       most = std::max(most, sum.param_bytes + sum.optimizer_state_bytes + std::max(backward, optimizer));
     }
@@ -382,6 +395,14 @@ TEST_F(EstimateTest, RecomputeTradesTimeForMemory) {
   // values at most.
   EXPECT_GT(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).backward_excess_bytes);
   EXPECT_LE(replayed.kinds[kLayerKind].backward_excess_bytes, Layer(4).saved_bytes + Layer(4).backward_excess_bytes);
+  // Counting the layer's parameter gradients as its ops make them adds less than all of them at
+  // once (they appear as the activations go); counting each op's twice, for a later
+  // micro-batch's sums, adds something and at most twice all of them.
+  const SegmentCost layer = Layer(4);
+  EXPECT_GT(layer.backward_excess_with_grads_bytes, layer.backward_excess_bytes);
+  EXPECT_LT(layer.backward_excess_with_grads_bytes, layer.backward_excess_bytes + layer.grad_bytes);
+  EXPECT_GT(layer.backward_excess_accumulating_bytes, layer.backward_excess_bytes);
+  EXPECT_LE(layer.backward_excess_accumulating_bytes, layer.backward_excess_bytes + 2 * layer.grad_bytes);
   // Without recompute a layer's activation gradients outgrow the saved values they free: by
   // less than the layer keeps.
   EXPECT_GT(Layer(4).backward_excess_bytes, 0);
