@@ -67,11 +67,12 @@ struct Form {
   bool insist;
 };
 
-absl::StatusOr<Form> FormOf(const KernelContext& ctx, ElemType type, bool dropout, const Tensor* mask,
-                            bool return_softmax, bool causal) {
+// Called after CheckNoDropout, which refuses training dropout on this backend: no dropout here.
+absl::StatusOr<Form> FormOf(const KernelContext& ctx, ElemType type, const Tensor* mask, bool return_softmax,
+                            bool causal) {
   const Tensor& q = *ctx.input(0);
   const AttentionCase c{.low_precision = type == ElemType::kBF16 || type == ElemType::kF16,
-                        .dropout = dropout,
+                        .dropout = false,
                         .mask = mask != nullptr && mask->defined(),
                         .return_softmax = return_softmax,
                         .head_dim = q.shape()[3],
@@ -234,9 +235,7 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   } else {
     PDIST_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(seed_offset.raw(), 0, static_cast<size_t>(seed_offset.num_bytes()), stream));
   }
-  PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
-  PDIST_ASSIGN_OR_RETURN(Form form,
-                         FormOf(ctx, type, dropout > 0 && !is_test, ctx.input(4), return_softmax, a.causal));
+  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, ctx.input(4), return_softmax, a.causal));
   auto cudnn = [&] {
 #if PDIST_HAVE_CUDNN
     return CudnnAttentionForward(ctx, a, type, q.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), out.raw(),
@@ -282,8 +281,7 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
   const Tensor& out = *ctx.input(3);
   const Tensor& lse = *ctx.input(4);
   const Tensor& out_grad = *ctx.input(7);
-  PDIST_ASSIGN_OR_RETURN(double dropout, ir::GetDouble(ctx.attrs(), "dropout"));
-  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, dropout > 0, ctx.input(6), /*return_softmax=*/false, a.causal));
+  PDIST_ASSIGN_OR_RETURN(Form form, FormOf(ctx, type, ctx.input(6), /*return_softmax=*/false, a.causal));
   auto cudnn = [&] {
 #if PDIST_HAVE_CUDNN
     return CudnnAttentionBackward(ctx, a, type, q.raw(), k.raw(), v.raw(), out.raw(), out_grad.raw(), lse.raw(),
