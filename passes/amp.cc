@@ -75,7 +75,7 @@ class AmpRewriter {
   void LowerParameters() {
     absl::flat_hash_set<const Value*> read_low;
     for (const auto& op : program_.block().ops()) {
-      if (InFloat32List(op->type())) continue;
+      if (InFloat32List(*op)) continue;
       for (size_t k = 0; k < op->num_operands(); ++k) {
         if (!KeepsOperandInFloat32(*op, k)) read_low.insert(op->operand(k));
       }
@@ -104,7 +104,7 @@ class AmpRewriter {
       any_f32 = any_f32 || x->type().dtype == DataType::kFloat32;
     }
     if (!any_low && !any_f32) return std::nullopt;
-    if (InFloat32List(op.type()) || makes_loss) return DataType::kFloat32;
+    if (InFloat32List(op) || makes_loss) return DataType::kFloat32;
     if (InLowPrecisionList(op.type()) || level_ == AmpLevel::kO2) return low_;
     if (any_low && any_f32) return DataType::kFloat32;  // o1 promotes a mixed op
     return std::nullopt;
@@ -140,15 +140,21 @@ class AmpRewriter {
   }
 
   // The built-in lists with the strategy's custom ones over them.
-  bool InFloat32List(const std::string& type) const {
-    return black_.contains(type) || (RunsInFloat32(type) && !white_.contains(type) && !NormalizesLow(type));
+  bool InFloat32List(const Operation& op) const {
+    const std::string& type = op.type();
+    return black_.contains(type) || (RunsInFloat32(type) && !white_.contains(type) && !TakesLow(op));
   }
-  // o2's norms: a low-precision activation, f32 parameters.
-  bool NormalizesLow(const std::string& type) const {
-    return level_ == AmpLevel::kO2 && NormalizesLowPrecisionActivations(type) && !white_.contains(type) &&
-           !black_.contains(type);
+  // o2's norms and cross entropy: f32 math on a low-precision activation (operand 0), f32
+  // parameters. A soft label is a distribution the op's type must match: it stays f32.
+  bool TakesLow(const Operation& op) const {
+    const std::string& type = op.type();
+    if (level_ != AmpLevel::kO2 || !TakesLowPrecisionActivations(type) || white_.contains(type) ||
+        black_.contains(type)) {
+      return false;
+    }
+    return type != "cross_entropy_with_softmax" || op.num_operands() < 2 || !IsFloat(op.operand(1));
   }
-  bool KeepsOperandInFloat32(const Operation& op, size_t k) const { return k > 0 && NormalizesLow(op.type()); }
+  bool KeepsOperandInFloat32(const Operation& op, size_t k) const { return k > 0 && TakesLow(op); }
   bool InLowPrecisionList(const std::string& type) const {
     return white_.contains(type) || (RunsInLowPrecision(type) && !black_.contains(type));
   }
@@ -185,8 +191,8 @@ bool RunsInFloat32(const std::string& op_type) {
   return ops->contains(op_type);
 }
 
-bool NormalizesLowPrecisionActivations(const std::string& op_type) {
-  return op_type == "layer_norm" || op_type == "rms_norm";
+bool TakesLowPrecisionActivations(const std::string& op_type) {
+  return op_type == "layer_norm" || op_type == "rms_norm" || op_type == "cross_entropy_with_softmax";
 }
 
 bool RunsInLowPrecision(const std::string& op_type) {

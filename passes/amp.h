@@ -46,9 +46,10 @@ absl::StatusOr<ir::DataType> ParseAmpDtype(const std::string& name);
 bool RunsInFloat32(const std::string& op_type);
 bool RunsInLowPrecision(const std::string& op_type);
 // The f32-list ops that o2 runs on low-precision activations with f32 parameters (every operand
-// after the first): layer_norm and rms_norm. Their math is f32 either way (ir/ops/norm.cc), so
-// the result is the o1 form's rounded once; a custom list naming one overrides this.
-bool NormalizesLowPrecisionActivations(const std::string& op_type);
+// after the first): layer_norm, rms_norm and cross_entropy_with_softmax with a hard label. Their
+// math is f32 either way (ir/ops/norm.cc, ir/ops/nn.cc), so the results are the o1 form's
+// rounded once (statistics and the loss stay f32); a custom list naming one overrides this.
+bool TakesLowPrecisionActivations(const std::string& op_type);
 
 struct AmpReport {
   int64_t casts = 0;                // cast ops inserted

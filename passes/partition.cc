@@ -255,7 +255,8 @@ class Partitioner {
     if (type == "embedding" || type == "embedding_grad") {
       table = 1;
       axis = 0;
-    } else if (type == "cross_entropy_with_softmax" || type == "cross_entropy_with_softmax_grad") {
+    } else if (type == "cross_entropy_with_softmax" || type == "cross_entropy_with_softmax_grad" ||
+               type == "cross_entropy_with_softmax_grad_from_logits") {
       // Only the hard-label softmax over the last axis is vocab-parallel; on any other layout
       // a sharded last axis is not the softmax axis, and the plain kernel is local along it.
       table = type == "cross_entropy_with_softmax" ? 0 : 1;
@@ -274,10 +275,12 @@ class Partitioner {
     const int64_t local = op.operand(table)->type().shape[static_cast<size_t>(axis)];
     ir::AttributeMap& attrs = op.mutable_attrs();
     attrs["start_index"] = CoordAlong(attr, m, rank_) * local;
-    if (type == "cross_entropy_with_softmax") attrs["ranks"] = attr.mesh.GroupAlong({m}, rank_);
-    op.set_type(absl::StrCat("c_", type == "embedding" || type == "embedding_grad" ? type
-                             : type == "cross_entropy_with_softmax" ? "softmax_with_cross_entropy"
-                                                                      : "softmax_with_cross_entropy_grad"));
+    const bool communicates = type == "cross_entropy_with_softmax" || type == "cross_entropy_with_softmax_grad_from_logits";
+    if (communicates) attrs["ranks"] = attr.mesh.GroupAlong({m}, rank_);
+    op.set_type(type == "embedding" || type == "embedding_grad" ? absl::StrCat("c_", type)
+                : type == "cross_entropy_with_softmax"           ? "c_softmax_with_cross_entropy"
+                : type == "cross_entropy_with_softmax_grad"      ? "c_softmax_with_cross_entropy_grad"
+                                                                 : "c_softmax_with_cross_entropy_grad_from_logits");
     return absl::OkStatus();
   }
 

@@ -167,9 +167,8 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
 //   use_softmax, hard: g * (p - onehot(label));   soft: g * (p * sum(label) - label)
 //   probabilities, hard: -g / p[label] at the label; soft: -g * label / p
 // (Paddle's soft-label gradient assumes sum(label) = 1; this one is exact for any label.)
-absl::Status CrossEntropyGradKernel(KernelContext& ctx) {
+absl::Status CrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
   const Tensor& label = *ctx.input(0);
-  const Tensor& softmax = *ctx.input(1);
   const Tensor& loss_grad = *ctx.input(2);
   PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, softmax.shape()));
   Tensor& logits_grad = ctx.AllocateOutput(0);
@@ -204,6 +203,28 @@ absl::Status CrossEntropyGradKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Status CrossEntropyGradKernel(KernelContext& ctx) { return CrossEntropyGradOf(ctx, *ctx.input(1)); }
+
+// (label, logits, loss_grad) → logits_grad: the forward's softmax again, then the gradient above.
+// Without use_softmax the logits are the probabilities.
+absl::Status CrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
+  const Tensor& logits = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
+  if (!use_softmax) return CrossEntropyGradOf(ctx, logits);
+  PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, logits.shape()));
+  Tensor softmax = Tensor::Empty(logits.type());
+  const AxisView& v = c.view;
+  PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
+    ParallelFor(v.lanes(), RowGrain(v.n), [&](int64_t begin, int64_t end) {
+      for (int64_t lane = begin; lane < end; ++lane) {
+        const int64_t s = v.LaneStart(lane);
+        SoftmaxLane(logits.data<T>() + s, softmax.data<T>() + s, v.n, v.inner, false);
+      }
+    });
+  });
+  return CrossEntropyGradOf(ctx, softmax);
+}
+
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry);  // attention_kernels.cc
@@ -213,6 +234,7 @@ void RegisterNnKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCPU, "embedding_grad", EmbeddingGradKernel);
   registry.Register(DeviceType::kCPU, "cross_entropy_with_softmax", CrossEntropyKernel);
   registry.Register(DeviceType::kCPU, "cross_entropy_with_softmax_grad", CrossEntropyGradKernel);
+  registry.Register(DeviceType::kCPU, "cross_entropy_with_softmax_grad_from_logits", CrossEntropyGradFromLogitsKernel);
   RegisterAttentionKernels(registry);
 }
 

@@ -80,62 +80,77 @@ absl::Status CEmbeddingGradKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// The global softmax of a vocab piece over `ranks`: the row max in one all-reduce, then the sum
+// of exponentials and the label's logit (where held here) in another. Fills `softmax` (the
+// piece's probabilities) and returns per lane log Σ exp + max − the label's logit, the loss
+// before ignore_index. Shared by the forward and the gradient that recomputes it from the logits.
+template <typename T>
+absl::StatusOr<std::vector<T>> GlobalSoftmaxPiece(const KernelContext& ctx, const Tensor& logits,
+                                                  const std::vector<int64_t>& cls, Tensor& softmax) {
+  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
+  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
+  if (ctx.comm_groups() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(ctx.op().type(), " needs communicators (run it through the engine)"));
+  }
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
+  const int64_t n = logits.shape().back();
+  const auto lanes = static_cast<int64_t>(cls.size());
+  const T* x = logits.data<T>();
+  Tensor max = Tensor::Empty({{lanes}, logits.dtype()});
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    max.data<T>()[lane] = *std::max_element(x + lane * n, x + (lane + 1) * n);
+  }
+  PDIST_RETURN_IF_ERROR(group->AllReduce(max, max, comm::ReduceOp::kMax));
+  // sums [0, lanes): Σ exp(x − max);  [lanes, 2·lanes): the label's logit where held here.
+  Tensor sums = Tensor::Zeros({{2 * lanes}, logits.dtype()});
+  T* s = sums.data<T>();
+  T* p = softmax.data<T>();
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    const T m = max.data<T>()[lane];
+    for (int64_t j = 0; j < n; ++j) {
+      p[lane * n + j] = std::exp(x[lane * n + j] - m);
+      s[lane] += p[lane * n + j];
+    }
+    const int64_t local = LocalIndex(cls[lane], start, n);
+    if (local >= 0) s[lanes + lane] = x[lane * n + local];
+  }
+  PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum));
+  std::vector<T> loss(static_cast<size_t>(lanes));
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    const T total = s[lane];
+    for (int64_t j = 0; j < n; ++j) p[lane * n + j] /= total;
+    loss[lane] = std::log(total) + max.data<T>()[lane] - s[lanes + lane];
+  }
+  return loss;
+}
+
+absl::StatusOr<std::vector<int64_t>> HardLabels(const Tensor& label) {
+  std::vector<int64_t> cls(static_cast<size_t>(label.num_elements()));
+  PDIST_DISPATCH_INDEX(label.dtype(), I, {
+    for (size_t lane = 0; lane < cls.size(); ++lane) cls[lane] = static_cast<int64_t>(label.data<I>()[lane]);
+  });
+  return cls;
+}
+
 // (logits piece [..., n], label [..., 1]) → softmax piece, loss. Three reductions over the
 // group: the row max, then (in one all-reduce) the sum of exponentials and the label's logit.
 absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(0);
-  const Tensor& label = *ctx.input(1);
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(logits.shape().size())));
-  PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
-  PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
-  if (ctx.comm_groups() == nullptr) {
-    return absl::FailedPreconditionError("c_softmax_with_cross_entropy needs communicators (run it through the engine)");
-  }
-  PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
-  const int64_t n = logits.shape().back();
-  const int64_t lanes = logits.num_elements() / std::max<int64_t>(n, 1);
+  PDIST_ASSIGN_OR_RETURN(const std::vector<int64_t> cls, HardLabels(*ctx.input(1)));
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
-  std::vector<int64_t> cls(static_cast<size_t>(lanes));
-  PDIST_DISPATCH_INDEX(label.dtype(), I, {
-    for (int64_t lane = 0; lane < lanes; ++lane) cls[lane] = static_cast<int64_t>(label.data<I>()[lane]);
-  });
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
-    const T* x = logits.data<T>();
-    Tensor max = Tensor::Empty({{lanes}, logits.dtype()});
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      max.data<T>()[lane] = *std::max_element(x + lane * n, x + (lane + 1) * n);
-    }
-    PDIST_RETURN_IF_ERROR(group->AllReduce(max, max, comm::ReduceOp::kMax));
-    // sums [0, lanes): Σ exp(x − max);  [lanes, 2·lanes): the label's logit where held here.
-    Tensor sums = Tensor::Zeros({{2 * lanes}, logits.dtype()});
-    T* s = sums.data<T>();
-    T* p = softmax.data<T>();
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      const T m = max.data<T>()[lane];
-      for (int64_t j = 0; j < n; ++j) {
-        p[lane * n + j] = std::exp(x[lane * n + j] - m);
-        s[lane] += p[lane * n + j];
-      }
-      const int64_t local = LocalIndex(cls[lane], start, n);
-      if (local >= 0) s[lanes + lane] = x[lane * n + local];
-    }
-    PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum));
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      const T total = s[lane];
-      for (int64_t j = 0; j < n; ++j) p[lane * n + j] /= total;
-      loss.data<T>()[lane] =
-          cls[lane] == ignore_index ? T(0) : std::log(total) + max.data<T>()[lane] - s[lanes + lane];
-    }
+    PDIST_ASSIGN_OR_RETURN(std::vector<T> l, GlobalSoftmaxPiece<T>(ctx, logits, cls, softmax));
+    for (size_t lane = 0; lane < cls.size(); ++lane) loss.data<T>()[lane] = cls[lane] == ignore_index ? T(0) : l[lane];
   });
   return absl::OkStatus();
 }
 
-// (label, softmax piece, loss_grad) → logits_grad piece = g · (p − onehot(label − start)).
-absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
+// logits_grad piece = g · (p − onehot(label − start)), from the softmax piece p.
+absl::Status CSoftmaxCrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
   const Tensor& label = *ctx.input(0);
-  const Tensor& softmax = *ctx.input(1);
   const Tensor& loss_grad = *ctx.input(2);
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(softmax.shape().size())));
   PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
@@ -159,6 +174,22 @@ absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// (label, softmax piece, loss_grad) → logits_grad piece.
+absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) { return CSoftmaxCrossEntropyGradOf(ctx, *ctx.input(1)); }
+
+// (label, logits piece, loss_grad) → logits_grad piece: the forward's two all-reduces again for
+// the softmax piece, then its gradient.
+absl::Status CSoftmaxCrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
+  const Tensor& logits = *ctx.input(1);
+  PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(logits.shape().size())));
+  PDIST_ASSIGN_OR_RETURN(const std::vector<int64_t> cls, HardLabels(*ctx.input(0)));
+  Tensor softmax = Tensor::Empty(logits.type());
+  PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
+    PDIST_RETURN_IF_ERROR(GlobalSoftmaxPiece<T>(ctx, logits, cls, softmax).status());
+  });
+  return CSoftmaxCrossEntropyGradOf(ctx, softmax);
+}
+
 }  // namespace
 
 void RegisterVocabParallelKernels(KernelRegistry& registry) {
@@ -166,6 +197,8 @@ void RegisterVocabParallelKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCPU, "c_embedding_grad", CEmbeddingGradKernel);
   registry.Register(DeviceType::kCPU, "c_softmax_with_cross_entropy", CSoftmaxCrossEntropyKernel);
   registry.Register(DeviceType::kCPU, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
+  registry.Register(DeviceType::kCPU, "c_softmax_with_cross_entropy_grad_from_logits",
+                    CSoftmaxCrossEntropyGradFromLogitsKernel);
 }
 
 }  // namespace pdist::exec::cpu

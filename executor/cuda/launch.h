@@ -132,7 +132,8 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
 // RowMax: max[lane] = max_j logits; ExpSums on the group's max: sums[lane] = Σ_j exp(logits −
 // max), sums[lanes + lane] = logits[label − start] where held here, else 0; Normalize on the
 // group's sums: softmax = exp(logits − max) / sums[lane], loss = log sums[lane] + max −
-// sums[lanes + lane] (0 for ignore_index). max and sums in the compute type (f32 for bf16/f16).
+// sums[lanes + lane] (0 for ignore_index). max, sums and loss in the compute type (f32 for
+// bf16/f16).
 cudaError_t LaunchVocabParallelRowMax(ElemType type, const void* logits, void* max, int64_t lanes, int64_t n,
                                       cudaStream_t stream);
 cudaError_t LaunchVocabParallelExpSums(ElemType type, const void* logits, const void* label, bool label_64,
@@ -142,10 +143,17 @@ cudaError_t LaunchVocabParallelNormalize(ElemType type, const void* logits, cons
                                          const void* max, const void* sums, void* softmax, void* loss, int64_t lanes,
                                          int64_t n, int64_t ignore_index, cudaStream_t stream);
 // c_softmax_with_cross_entropy_grad on a vocab piece: logits_grad[lane, j] = g · (p[lane, j] −
-// [j == label[lane] − start]), g = loss_grad[lane] (0 for ignore_index). Labels i32 or i64.
+// [j == label[lane] − start]), g = loss_grad[lane] (0 for ignore_index; in the compute type).
+// Labels i32 or i64. The _from_logits form takes the logits piece and the group's max and sums
+// (RowMax and ExpSums around the same all-reduces) and recomputes p = exp(x − max) / sums.
 cudaError_t LaunchVocabParallelCrossEntropyGrad(ElemType type, const void* label, bool label_64, const void* softmax,
                                                 const void* loss_grad, void* logits_grad, int64_t lanes, int64_t n,
                                                 int64_t start, int64_t ignore_index, cudaStream_t stream);
+cudaError_t LaunchVocabParallelCrossEntropyGradFromLogits(ElemType type, const void* label, bool label_64,
+                                                          const void* logits, const void* max, const void* sums,
+                                                          const void* loss_grad, void* logits_grad, int64_t lanes,
+                                                          int64_t n, int64_t start, int64_t ignore_index,
+                                                          cudaStream_t stream);
 
 // gather: x [outer, axis, inner] → out [outer, n, inner], out row (o, j) = x row (o, rows[j]);
 // elements of `element_size` bytes moved as bits. rows: n device int64s in [0, axis).
@@ -167,7 +175,9 @@ cudaError_t LaunchSoftmaxGrad(ElemType type, const void* out, const void* out_gr
                               cudaStream_t stream);
 // cross_entropy_with_softmax (the CPU kernel's four forms: hard or soft labels, logits or
 // probabilities). Hard labels are i32 or i64 (`label_64`), one per lane, checked by the host;
-// ignore_index lanes get loss 0 and gradient 0.
+// ignore_index lanes get loss 0 and gradient 0. loss and loss_grad are in the compute type (f32
+// for bf16/f16). `from_logits`: the gradient's `softmax` operand is the logits, whose softmax it
+// recomputes per lane (cross_entropy_with_softmax_grad_from_logits).
 struct CrossEntropyForm {
   bool soft_label = false;
   bool use_softmax = true;
@@ -177,7 +187,8 @@ struct CrossEntropyForm {
 cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* label, void* softmax, void* loss,
                                Lanes lanes, CrossEntropyForm form, cudaStream_t stream);
 cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void* softmax, const void* loss_grad,
-                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, cudaStream_t stream);
+                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, bool from_logits,
+                                   cudaStream_t stream);
 
 // Scaled dot-product attention on [batch, seq, heads, dim] tensors (k and v with heads_k ≤
 // heads_q heads, grouped), the CPU kernel's semantics: causal masks aligned bottom-right, an

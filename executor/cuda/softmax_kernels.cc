@@ -67,17 +67,19 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
       "cross_entropy_with_softmax");
 }
 
-// (label, softmax, loss_grad) → logits_grad.
-absl::Status CrossEntropyGradKernel(KernelContext& ctx) {
+// (label, softmax, loss_grad) → logits_grad; `from_logits`: (label, logits, loss_grad), the
+// softmax recomputed per lane.
+absl::Status CrossEntropyGradKernel(KernelContext& ctx, bool from_logits) {
   const Tensor& label = *ctx.input(0);
   const Tensor& softmax = *ctx.input(1);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("cross_entropy_with_softmax_grad", softmax.dtype()));
+  const char* name = ctx.op().type().c_str();
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(name, softmax.dtype()));
   PDIST_ASSIGN_OR_RETURN(Lanes lanes, LanesAround(ctx, softmax.shape()));
   PDIST_ASSIGN_OR_RETURN(CrossEntropyForm form, FormOf(ctx, label, lanes));
   Tensor& logits_grad = ctx.AllocateOutput(0);
   return CudaStatus(LaunchCrossEntropyGrad(type, label.raw(), softmax.raw(), ctx.input(2)->raw(), logits_grad.raw(),
-                                           lanes, form, StreamOf(ctx)),
-                    "cross_entropy_with_softmax_grad");
+                                           lanes, form, from_logits, StreamOf(ctx)),
+                    name);
 }
 
 }  // namespace
@@ -88,7 +90,10 @@ void RegisterSoftmaxKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, false); });
   registry.Register(DeviceType::kCUDA, "log_softmax_grad", [](KernelContext& ctx) { return SoftmaxGradKernel(ctx, true); });
   registry.Register(DeviceType::kCUDA, "cross_entropy_with_softmax", CrossEntropyKernel);
-  registry.Register(DeviceType::kCUDA, "cross_entropy_with_softmax_grad", CrossEntropyGradKernel);
+  registry.Register(DeviceType::kCUDA, "cross_entropy_with_softmax_grad",
+                    [](KernelContext& ctx) { return CrossEntropyGradKernel(ctx, false); });
+  registry.Register(DeviceType::kCUDA, "cross_entropy_with_softmax_grad_from_logits",
+                    [](KernelContext& ctx) { return CrossEntropyGradKernel(ctx, true); });
 }
 
 }  // namespace pdist::exec::cuda

@@ -61,7 +61,8 @@ __device__ int64_t HardLabel(const void* label, bool label_64, int64_t lane) {
 }
 
 template <typename S>
-__global__ void CrossEntropyKernel(const S* logits, const void* label, S* softmax, S* loss, Lanes l, CrossEntropyForm f) {
+__global__ void CrossEntropyKernel(const S* logits, const void* label, S* softmax, typename Compute<S>::type* loss,
+                                   Lanes l, CrossEntropyForm f) {
   using C = typename Compute<S>::type;
   for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
     const int64_t s = LaneStart(l, lane);
@@ -98,14 +99,31 @@ __global__ void CrossEntropyKernel(const S* logits, const void* label, S* softma
 }
 
 // With g = loss_grad: softmax, hard: g·(p - onehot); soft: g·(p·Σ label - label); probabilities,
-// hard: -g/p at the label; soft: -g·label/p. Ignored lanes: 0.
-template <typename S>
-__global__ void CrossEntropyGradKernel(const void* label, const S* p, const S* loss_grad, S* dx, Lanes l,
-                                       CrossEntropyForm f) {
+// hard: -g/p at the label; soft: -g·label/p. Ignored lanes: 0. `in` is the softmax, or with
+// kFromLogits the logits, whose softmax the lane recomputes first (its max and sum, as the
+// forward's SoftmaxLane; without use_softmax the logits are the probabilities).
+template <typename S, bool kFromLogits>
+__global__ void CrossEntropyGradKernel(const void* label, const S* in, const typename Compute<S>::type* loss_grad,
+                                       S* dx, Lanes l, CrossEntropyForm f) {
   using C = typename Compute<S>::type;
   for (int64_t lane = blockIdx.x; lane < l.outer * l.inner; lane += gridDim.x) {
     const int64_t s = LaneStart(l, lane);
-    const C g = Load(loss_grad, lane);
+    const C g = loss_grad[lane];
+    C max = C(0), sum = C(1);
+    if (kFromLogits && f.use_softmax) {
+      max = -static_cast<C>(INFINITY);
+      for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
+        const C v = Load(in, s + j * l.inner);
+        max = v > max ? v : max;
+      }
+      max = BlockMax(max);
+      sum = C(0);
+      for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) sum += math::scalar::Exp(Load(in, s + j * l.inner) - max);
+      sum = BlockSum(sum);
+    }
+    const auto prob = [&](int64_t e) -> C {
+      return kFromLogits && f.use_softmax ? math::scalar::Exp(Load(in, e) - max) / sum : Load(in, e);
+    };
     if (f.soft_label) {
       const S* y = static_cast<const S*>(label);
       C label_sum = C(0);
@@ -115,7 +133,7 @@ __global__ void CrossEntropyGradKernel(const void* label, const S* p, const S* l
       }
       for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
         const int64_t e = s + j * l.inner;
-        Store(dx, e, f.use_softmax ? g * (Load(p, e) * label_sum - Load(y, e)) : -g * Load(y, e) / Load(p, e));
+        Store(dx, e, f.use_softmax ? g * (prob(e) * label_sum - Load(y, e)) : -g * Load(y, e) / prob(e));
       }
       continue;
     }
@@ -125,9 +143,9 @@ __global__ void CrossEntropyGradKernel(const void* label, const S* p, const S* l
       C v = C(0);
       if (cls != f.ignore_index) {
         if (f.use_softmax) {
-          v = g * Load(p, e) - (j == cls ? g : C(0));
+          v = g * prob(e) - (j == cls ? g : C(0));
         } else if (j == cls) {
-          v = -g / Load(p, e);
+          v = -g / prob(e);
         }
       }
       Store(dx, e, v);
@@ -162,18 +180,28 @@ cudaError_t LaunchCrossEntropy(ElemType type, const void* logits, const void* la
   return ByType(type, [&](auto s) {
     using S = decltype(s);
     CrossEntropyKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
-        static_cast<const S*>(logits), label, static_cast<S*>(softmax), static_cast<S*>(loss), lanes, form);
+        static_cast<const S*>(logits), label, static_cast<S*>(softmax), static_cast<typename Compute<S>::type*>(loss),
+        lanes, form);
   });
 }
 
 cudaError_t LaunchCrossEntropyGrad(ElemType type, const void* label, const void* softmax, const void* loss_grad,
-                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, cudaStream_t stream) {
+                                   void* logits_grad, Lanes lanes, CrossEntropyForm form, bool from_logits,
+                                   cudaStream_t stream) {
   if (lanes.outer * lanes.inner == 0) return cudaSuccess;
   return ByType(type, [&](auto s) {
     using S = decltype(s);
-    CrossEntropyGradKernel<S><<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
-        label, static_cast<const S*>(softmax), static_cast<const S*>(loss_grad), static_cast<S*>(logits_grad), lanes,
-        form);
+    using C = typename Compute<S>::type;
+    const auto launch = [&](auto kernel) {
+      kernel<<<BlockEach(lanes.outer * lanes.inner), kThreads, 0, stream>>>(
+          label, static_cast<const S*>(softmax), static_cast<const C*>(loss_grad), static_cast<S*>(logits_grad), lanes,
+          form);
+    };
+    if (from_logits) {
+      launch(CrossEntropyGradKernel<S, true>);
+    } else {
+      launch(CrossEntropyGradKernel<S, false>);
+    }
   });
 }
 

@@ -1,9 +1,9 @@
 // Host side of the CUDA vocab-parallel local forms (ir/ops/local_forms.cc): c_embedding and its
 // gradient (embedding's launchers on the rank's rows: ids mapped to local rows on the host,
-// other ranks' ids reading zeros), and c_softmax_with_cross_entropy with its gradient (device
-// side: vocab_parallel_launch.cu). The forward all-reduces twice inside the kernel, through the
-// group's communicator on the kernel's own stream: NCCL orders them between the passes with no
-// host wait.
+// other ranks' ids reading zeros), and c_softmax_with_cross_entropy with its gradients (device
+// side: vocab_parallel_launch.cu). The forward and the gradient from the logits all-reduce twice
+// inside the kernel, through the group's communicator on the kernel's own stream: NCCL orders
+// them between the passes with no host wait.
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -107,38 +107,48 @@ absl::StatusOr<VocabPiece> ReadVocabPiece(const KernelContext& ctx, const Tensor
   return piece;
 }
 
-// (logits piece [..., n], label [..., 1]) → softmax piece, loss: the row max, an all-reduce (max)
-// over the group, Σ exp(x − max) and the label's logit where held here, one all-reduce (sum) of
-// both, then the softmax and the loss — the CPU kernel's steps, its f32 math for bf16/f16.
-absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
-  const Tensor& logits = *ctx.input(0);
-  const Tensor& label = *ctx.input(1);
-  PDIST_ASSIGN_OR_RETURN(const VocabPiece p, ReadVocabPiece(ctx, logits, label));
+// The group's row max and sums of a logits piece (RowMax, an all-reduce (max), ExpSums, an
+// all-reduce (sum)), in scratch kept until the stream's work has run (KernelContext::Scratch):
+// max [lanes], sums [2·lanes] (Σ exp(x − max), then the label's logit), in the compute type.
+struct GroupRowSums {
+  Tensor max, sums;
+};
+absl::StatusOr<GroupRowSums> ReduceRows(KernelContext& ctx, const VocabPiece& p, const Tensor& logits,
+                                        const Tensor& label) {
+  const char* name = ctx.op().type().c_str();
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
   if (ctx.comm_groups() == nullptr || ctx.stream() == nullptr) {
     // Without a stream the all-reduces would go to NCCL's own, unordered after the kernels.
     return absl::FailedPreconditionError(
-        "c_softmax_with_cross_entropy needs communicators and a stream (run it through the executor)");
+        absl::StrCat(name, " needs communicators and a stream (run it through the executor)"));
   }
   PDIST_ASSIGN_OR_RETURN(comm::Communicator * group, ctx.comm_groups()->Get(ranks));
+  const ir::DataType compute = ir::ComputeDtype(logits.dtype());
+  GroupRowSums r{ctx.Scratch({{p.lanes}, compute}), ctx.Scratch({{2 * p.lanes}, compute})};
+  const cudaStream_t stream = StreamOf(ctx);
+  PDIST_RETURN_IF_ERROR(
+      CudaStatus(LaunchVocabParallelRowMax(p.type, logits.raw(), r.max.raw(), p.lanes, p.n, stream), name));
+  PDIST_RETURN_IF_ERROR(group->AllReduce(r.max, r.max, comm::ReduceOp::kMax, ctx.stream()));
+  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelExpSums(p.type, logits.raw(), label.raw(), p.label_64,
+                                                              r.max.raw(), r.sums.raw(), p.lanes, p.n, p.start, stream),
+                                   name));
+  PDIST_RETURN_IF_ERROR(group->AllReduce(r.sums, r.sums, comm::ReduceOp::kSum, ctx.stream()));
+  return r;
+}
+
+// (logits piece [..., n], label [..., 1]) → softmax piece, loss: the group's row sums, then the
+// softmax and the loss — the CPU kernel's steps, its f32 math for bf16/f16.
+absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
+  const Tensor& logits = *ctx.input(0);
+  const Tensor& label = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(const VocabPiece p, ReadVocabPiece(ctx, logits, label));
+  PDIST_ASSIGN_OR_RETURN(GroupRowSums r, ReduceRows(ctx, p, logits, label));
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
-  const ir::DataType compute = ir::ComputeDtype(logits.dtype());
-  // Temporaries on the communication stream, kept until its work has run (KernelContext::Scratch).
-  Tensor max = ctx.Scratch({{p.lanes}, compute});
-  Tensor sums = ctx.Scratch({{2 * p.lanes}, compute});
-  const cudaStream_t stream = StreamOf(ctx);
-  const char* name = "c_softmax_with_cross_entropy";
-  PDIST_RETURN_IF_ERROR(
-      CudaStatus(LaunchVocabParallelRowMax(p.type, logits.raw(), max.raw(), p.lanes, p.n, stream), name));
-  PDIST_RETURN_IF_ERROR(group->AllReduce(max, max, comm::ReduceOp::kMax, ctx.stream()));
-  PDIST_RETURN_IF_ERROR(CudaStatus(LaunchVocabParallelExpSums(p.type, logits.raw(), label.raw(), p.label_64, max.raw(),
-                                                              sums.raw(), p.lanes, p.n, p.start, stream),
-                                   name));
-  PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum, ctx.stream()));
-  return CudaStatus(LaunchVocabParallelNormalize(p.type, logits.raw(), label.raw(), p.label_64, max.raw(), sums.raw(),
-                                                 softmax.raw(), loss.raw(), p.lanes, p.n, p.ignore_index, stream),
-                    name);
+  return CudaStatus(LaunchVocabParallelNormalize(p.type, logits.raw(), label.raw(), p.label_64, r.max.raw(),
+                                                 r.sums.raw(), softmax.raw(), loss.raw(), p.lanes, p.n, p.ignore_index,
+                                                 StreamOf(ctx)),
+                    "c_softmax_with_cross_entropy");
 }
 
 // (label, softmax piece, loss_grad) → logits_grad piece.
@@ -153,6 +163,20 @@ absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
                     "c_softmax_with_cross_entropy_grad");
 }
 
+// (label, logits piece, loss_grad) → logits_grad piece: the forward's row sums again, then the
+// gradient of the softmax they give.
+absl::Status CSoftmaxCrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
+  const Tensor& label = *ctx.input(0);
+  const Tensor& logits = *ctx.input(1);
+  PDIST_ASSIGN_OR_RETURN(const VocabPiece p, ReadVocabPiece(ctx, logits, label));
+  PDIST_ASSIGN_OR_RETURN(GroupRowSums r, ReduceRows(ctx, p, logits, label));
+  Tensor& dx = ctx.AllocateOutput(0);
+  return CudaStatus(LaunchVocabParallelCrossEntropyGradFromLogits(
+                        p.type, label.raw(), p.label_64, logits.raw(), r.max.raw(), r.sums.raw(), ctx.input(2)->raw(),
+                        dx.raw(), p.lanes, p.n, p.start, p.ignore_index, StreamOf(ctx)),
+                    "c_softmax_with_cross_entropy_grad_from_logits");
+}
+
 }  // namespace
 
 void RegisterVocabParallelKernels(KernelRegistry& registry) {
@@ -160,6 +184,8 @@ void RegisterVocabParallelKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "c_embedding_grad", CEmbeddingGradKernel);
   registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy", CSoftmaxCrossEntropyKernel);
   registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy_grad", CSoftmaxCrossEntropyGradKernel);
+  registry.Register(DeviceType::kCUDA, "c_softmax_with_cross_entropy_grad_from_logits",
+                    CSoftmaxCrossEntropyGradFromLogitsKernel);
 }
 
 }  // namespace pdist::exec::cuda

@@ -1,4 +1,4 @@
-// Device side of the vocab-parallel cross entropy (c_softmax_with_cross_entropy and its gradient,
+// Device side of the vocab-parallel cross entropy (c_softmax_with_cross_entropy and its gradients,
 // ir/ops/local_forms.cc) on this rank's classes [start, start + n) of every lane. The forward is
 // three passes around the two all-reduces its host side issues on the same stream
 // (vocab_parallel_kernels.cc), one block per lane, the lane's sums by BlockMax / BlockSum in the
@@ -44,7 +44,7 @@ __global__ void ExpSumKernel(const S* x, const I* label, const C<S>* max, C<S>* 
 // Pass 3, on the group's sums: p = exp(x − max) / Σ, loss = log Σ + max − logit[label] (0 for
 // ignore_index), as the CPU computes them.
 template <typename S, typename I>
-__global__ void NormalizeKernel(const S* x, const I* label, const C<S>* max, const C<S>* sums, S* p, S* loss,
+__global__ void NormalizeKernel(const S* x, const I* label, const C<S>* max, const C<S>* sums, S* p, C<S>* loss,
                                 int64_t lanes, int64_t n, int64_t ignore_index) {
   for (int64_t lane = blockIdx.x; lane < lanes; lane += gridDim.x) {
     const C<S> m = max[lane], total = sums[lane];
@@ -59,14 +59,18 @@ __global__ void NormalizeKernel(const S* x, const I* label, const C<S>* max, con
   }
 }
 
-template <typename S, typename I>
-__global__ void VocabParallelCrossEntropyGradKernel(const I* label, const S* p, const S* loss_grad, S* dx,
-                                                    int64_t lanes, int64_t n, int64_t start, int64_t ignore_index) {
+// dx = g · (p − onehot(label − start)) with p read (`in` the softmax piece) or, kFromLogits,
+// recomputed from the logits piece `in` and the group's max and sums of passes 1 and 2.
+template <typename S, typename I, bool kFromLogits>
+__global__ void VocabParallelCrossEntropyGradKernel(const I* label, const S* in, const C<S>* max, const C<S>* sums,
+                                                    const C<S>* loss_grad, S* dx, int64_t lanes, int64_t n,
+                                                    int64_t start, int64_t ignore_index) {
   PDIST_GRID_STRIDE_LOOP(i, lanes * n) {
     const int64_t lane = i / n, j = i % n;
     const auto cls = static_cast<int64_t>(label[lane]);
-    const C<S> g = cls == ignore_index ? C<S>(0) : Load(loss_grad, lane);
-    C<S> d = g * Load(p, i);
+    const C<S> g = cls == ignore_index ? C<S>(0) : loss_grad[lane];
+    const C<S> p = kFromLogits ? math::scalar::Exp(Load(in, i) - max[lane]) / sums[lane] : Load(in, i);
+    C<S> d = g * p;
     if (cls != ignore_index && j == cls - start) d -= g;
     Store(dx, i, d);
   }
@@ -119,7 +123,7 @@ cudaError_t LaunchVocabParallelNormalize(ElemType type, const void* logits, cons
     using I = decltype(i);
     NormalizeKernel<S, I><<<BlockEach(lanes), kThreads, 0, stream>>>(
         static_cast<const S*>(logits), static_cast<const I*>(label), static_cast<const C<S>*>(max),
-        static_cast<const C<S>*>(sums), static_cast<S*>(softmax), static_cast<S*>(loss), lanes, n, ignore_index);
+        static_cast<const C<S>*>(sums), static_cast<S*>(softmax), static_cast<C<S>*>(loss), lanes, n, ignore_index);
   });
 }
 
@@ -130,9 +134,25 @@ cudaError_t LaunchVocabParallelCrossEntropyGrad(ElemType type, const void* label
   return ByTypeAndLabel(type, label_64, [&](auto s, auto i) {
     using S = decltype(s);
     using I = decltype(i);
-    VocabParallelCrossEntropyGradKernel<S, I><<<Blocks(lanes * n), kThreads, 0, stream>>>(
-        static_cast<const I*>(label), static_cast<const S*>(softmax), static_cast<const S*>(loss_grad),
-        static_cast<S*>(logits_grad), lanes, n, start, ignore_index);
+    VocabParallelCrossEntropyGradKernel<S, I, false><<<Blocks(lanes * n), kThreads, 0, stream>>>(
+        static_cast<const I*>(label), static_cast<const S*>(softmax), nullptr, nullptr,
+        static_cast<const C<S>*>(loss_grad), static_cast<S*>(logits_grad), lanes, n, start, ignore_index);
+  });
+}
+
+cudaError_t LaunchVocabParallelCrossEntropyGradFromLogits(ElemType type, const void* label, bool label_64,
+                                                          const void* logits, const void* max, const void* sums,
+                                                          const void* loss_grad, void* logits_grad, int64_t lanes,
+                                                          int64_t n, int64_t start, int64_t ignore_index,
+                                                          cudaStream_t stream) {
+  if (lanes * n == 0) return cudaSuccess;
+  return ByTypeAndLabel(type, label_64, [&](auto s, auto i) {
+    using S = decltype(s);
+    using I = decltype(i);
+    VocabParallelCrossEntropyGradKernel<S, I, true><<<Blocks(lanes * n), kThreads, 0, stream>>>(
+        static_cast<const I*>(label), static_cast<const S*>(logits), static_cast<const C<S>*>(max),
+        static_cast<const C<S>*>(sums), static_cast<const C<S>*>(loss_grad), static_cast<S*>(logits_grad), lanes, n,
+        start, ignore_index);
   });
 }
 

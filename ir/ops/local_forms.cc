@@ -8,6 +8,9 @@
 //   c_softmax_with_cross_entropy(logits_piece, label) {start_index, ranks}: the kernel
 //     all-reduces the row max, the sum of exponentials and the label's logit over `ranks`,
 //     so the loss is whole and the softmax stays a piece
+//   c_softmax_with_cross_entropy_grad_from_logits(label, logits_piece, loss_grad) {start_index,
+//     ranks}: the same two all-reduces, then the piece's gradient (bf16/f16 logits: the backward
+//     keeps the logits, not an f32 softmax)
 //   c_dropout(x_piece) {global_shape, offsets}: the mask the whole tensor draws at the piece's
 //     global positions, so every strategy drops the same elements as one rank
 //
@@ -52,6 +55,10 @@ absl::Status RegisterLocalForms(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterLocalForm(registry, "cross_entropy_with_softmax_grad",
                                           "c_softmax_with_cross_entropy_grad", {start},
                                           "local: logits_grad of the classes [start_index, start_index + classes)"));
+  PDIST_RETURN_IF_ERROR(RegisterLocalForm(
+      registry, "cross_entropy_with_softmax_grad_from_logits", "c_softmax_with_cross_entropy_grad_from_logits",
+      {start, ranks}, "local: logits_grad of the classes [start_index, start_index + classes) (all-reduces)",
+      /*communicates=*/true));
   return RegisterLocalForm(registry, "dropout", "c_dropout",
                            {{"global_shape", std::vector<int64_t>{}}, {"offsets", std::vector<int64_t>{}}},
                            "local: the whole tensor's mask at the piece's global positions");

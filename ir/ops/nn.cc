@@ -3,6 +3,8 @@
 //
 //   %2 = embedding(%ids, %wte) {padding_idx = -1, sparse = false} : f32[8,32,64]
 //   %3, %4 = cross_entropy_with_softmax(%logits, %labels) {...} : f32[8,32,256], f32[8,32,1]
+//   %5, %6 = cross_entropy_with_softmax(%l16, %labels) {...} : bf16[8,32,256], f32[8,32,1]
+//   %9 = cross_entropy_with_softmax_grad_from_logits(%labels, %l16, %8) {...} : bf16[8,32,256]
 //   %5, %6, %7 = fused_rope(%q, %k) {use_neox_rotary_style = true, ...} : f32[8,32,4,16], f32[8,32,4,16], f32[0]
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
@@ -78,7 +80,9 @@ OpCost EmbeddingGradCost(const InputTypes& in, const std::vector<TensorType>& ou
 
 // --- cross_entropy_with_softmax ----------------------------------------------------------
 
-// (logits [..., V, ...], label) → softmax (logits' type), loss (logits' shape with 1 at axis).
+// (logits [..., V, ...], label) → softmax (logits' type), loss (logits' shape with 1 at axis, in
+// the type the op computes in: f32 for bf16/f16 logits, as attention's softmax_lse — a bf16 loss
+// would round every token's loss to 3 digits and seed the backward with a rounded 1/N).
 // Hard label: integer, logits' shape with 1 at axis. Soft label: logits' type (a distribution).
 absl::StatusOr<std::vector<TensorType>> CrossEntropyMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "logits"));
@@ -88,7 +92,7 @@ absl::StatusOr<std::vector<TensorType>> CrossEntropyMeta(const InputTypes& in, c
   PDIST_ASSIGN_OR_RETURN(int64_t axis, GetInt(attrs, "axis"));
   PDIST_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(axis, logits.rank()));
   PDIST_ASSIGN_OR_RETURN(bool soft_label, GetBool(attrs, "soft_label"));
-  TensorType loss = logits;
+  TensorType loss = {logits.shape, ComputeDtype(logits.dtype)};
   loss.shape[static_cast<size_t>(axis)] = 1;
   if (soft_label) {
     if (label != logits) {
@@ -103,7 +107,8 @@ absl::StatusOr<std::vector<TensorType>> CrossEntropyMeta(const InputTypes& in, c
   return std::vector<TensorType>{logits, loss};
 }
 
-// (label, softmax, loss_grad) → logits_grad.
+// (label, softmax, loss_grad) → logits_grad; also (label, logits, loss_grad) → logits_grad of
+// the _from_logits form, whose second operand has the same type.
 absl::StatusOr<std::vector<TensorType>> CrossEntropyGradMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_ASSIGN_OR_RETURN(std::vector<TensorType> fwd, CrossEntropyMeta({in[1], in[0]}, attrs));
   if (*in[2] != fwd[1]) {
@@ -114,10 +119,19 @@ absl::StatusOr<std::vector<TensorType>> CrossEntropyGradMeta(const InputTypes& i
 }
 
 // Only the loss is differentiated: the softmax result is auxiliary (as in Paddle), and the
-// label gets no gradient.
+// label gets no gradient. With bf16/f16 logits the backward reads the logits and recomputes the
+// softmax in f32 (one more pass over a row it reads anyway), instead of keeping the softmax:
+// kept in the logits' 2 bytes it would round p − 1 at a confident label to nothing (p = 0.999
+// is 1.0 in bf16), kept in f32 it costs 4 bytes per token and class — the largest activation of
+// a language model's head (a 2,048-token sequence over a 50k vocabulary: 0.4 GB). The f32 form
+// keeps the softmax: the logits would cost as much.
 absl::StatusOr<std::vector<Value*>> CrossEntropyGrad(Builder& b, const Operation& op,
                                                      const std::vector<Value*>& out_grads) {
   if (out_grads[1] == nullptr) return NoGrads(op);
+  if (IsLowPrecisionFloat(op.operand(0)->type().dtype)) {
+    return EmitGradOp(b, op, "cross_entropy_with_softmax_grad_from_logits",
+                      {op.operand(1), op.operand(0), out_grads[1]}, {0});
+  }
   return EmitGradOp(b, op, "cross_entropy_with_softmax_grad", {op.operand(1), op.result(0), out_grads[1]}, {0});
 }
 
@@ -273,6 +287,20 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_spmd = ce_grad_rule.infer,
       .infer_spmd_reverse = ce_grad_rule.reverse,
       .describe_spmd = ce_grad_rule.describe,
+  }));
+  const spmd::SpmdRuleFns ce_logits_grad_rule = spmd::CrossEntropyGradFromLogitsRule();
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
+      .name = "cross_entropy_with_softmax_grad_from_logits",
+      .inputs = {{"label"}, {"logits"}, {"loss_grad"}},
+      .outputs = {{"logits_grad"}},
+      .attrs = ce_attrs,
+      .infer_meta = CrossEntropyGradMeta,
+      .grad_kind = GradKind::kGradientOp,
+      .grad = nullptr,
+      .cost = ElementwiseCostFn(7),  // the forward's softmax again, then the gradient
+      .infer_spmd = ce_logits_grad_rule.infer,
+      .infer_spmd_reverse = ce_logits_grad_rule.reverse,
+      .describe_spmd = ce_logits_grad_rule.describe,
   }));
 
   // Paddle's defaults. use_neox_rotary_style = true rotates adjacent pairs (x0,x1), (x2,x3), …;

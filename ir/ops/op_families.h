@@ -23,6 +23,6 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry);    // sgd momentum adam
 absl::Status RegisterLossScalingOps(OpRegistry& registry);  // count_nonfinite update_loss_scaling
 absl::Status RegisterReshardOps(OpRegistry& registry);      // reshard
 absl::Status RegisterCollectiveOps(OpRegistry& registry);   // c_allreduce, c_allgather, c_reduce_scatter, c_alltoall
-absl::Status RegisterLocalForms(OpRegistry& registry);       // c_embedding, c_softmax_with_cross_entropy (+ grads), c_dropout
+absl::Status RegisterLocalForms(OpRegistry& registry);       // c_embedding, c_softmax_with_cross_entropy (+ grads, from logits), c_dropout
 
 }  // namespace pdist::ir

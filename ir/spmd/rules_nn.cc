@@ -70,11 +70,11 @@ NnRuleBuilder EmbeddingAxes(bool grad) {
 // Paddle's static rule and c_softmax_with_cross_entropy): the kernel then all-reduces the row max,
 // the sum of exponentials and the label's logit over k's mesh dim, so softmax stays sharded on k
 // and the loss is whole, not Partial. Otherwise k is replicated.
-NnRuleBuilder CrossEntropyAxes(bool grad) {
-  return [grad](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<NnRule> {
+NnRuleBuilder CrossEntropyAxes(bool grad, const char* classes_name) {
+  return [grad, classes_name](const std::vector<Shape>& in, const AttributeMap& attrs) -> absl::StatusOr<NnRule> {
     const size_t logits_index = grad ? 1 : 0;
     const size_t label_index = grad ? 0 : 1;
-    PDIST_ASSIGN_OR_RETURN(const Shape logits, RequireShape(in, logits_index, grad ? "softmax" : "logits"));
+    PDIST_ASSIGN_OR_RETURN(const Shape logits, RequireShape(in, logits_index, classes_name));
     if (logits.empty()) return absl::InvalidArgumentError("logits must have rank >= 1");
     const auto rank = static_cast<int64_t>(logits.size());
     PDIST_ASSIGN_OR_RETURN(const Shape label, RequireShape(in, label_index, "label", rank));
@@ -96,9 +96,10 @@ NnRuleBuilder CrossEntropyAxes(bool grad) {
     NnRule rule;
     EinsumRule& e = rule.einsum;
     if (grad) {
-      // logits_grad = (softmax - onehot(label)) · loss_grad, elementwise on softmax's layout.
+      // logits_grad = (softmax - onehot(label)) · loss_grad, elementwise on softmax's layout
+      // (the _from_logits form recomputes the softmax from the logits first).
       e.inputs = {label_letters, letters, loss};
-      e.input_names = {"label", "softmax", "loss_grad"};
+      e.input_names = {"label", classes_name, "loss_grad"};
       e.outputs = {letters};
       e.output_names = {"logits_grad"};
       e.partial = PartialPolicy::Linear({2});
@@ -196,9 +197,12 @@ NnRuleBuilder RopeAxes(RopeSlots slots) {
 
 SpmdRuleFns EmbeddingRule() { return NnRuleFns("embedding", EmbeddingAxes(false)); }
 SpmdRuleFns EmbeddingGradRule() { return NnRuleFns("embedding_grad", EmbeddingAxes(true)); }
-SpmdRuleFns CrossEntropyRule() { return NnRuleFns("cross_entropy_with_softmax", CrossEntropyAxes(false)); }
+SpmdRuleFns CrossEntropyRule() { return NnRuleFns("cross_entropy_with_softmax", CrossEntropyAxes(false, "logits")); }
 SpmdRuleFns CrossEntropyGradRule() {
-  return NnRuleFns("cross_entropy_with_softmax_grad", CrossEntropyAxes(true));
+  return NnRuleFns("cross_entropy_with_softmax_grad", CrossEntropyAxes(true, "softmax"));
+}
+SpmdRuleFns CrossEntropyGradFromLogitsRule() {
+  return NnRuleFns("cross_entropy_with_softmax_grad_from_logits", CrossEntropyAxes(true, "logits"));
 }
 SpmdRuleFns FusedRopeRule() { return NnRuleFns("fused_rope", RopeAxes({0, 1, 2, 3, 4, 5, false})); }
 SpmdRuleFns FusedRopeGradRule() { return NnRuleFns("fused_rope_grad", RopeAxes({3, 4, 5, 0, 1, 2, true})); }

@@ -40,6 +40,9 @@ SpmdRuleFns EmbeddingGradRule();
 SpmdRuleFns CrossEntropyRule();
 // cross_entropy_with_softmax_grad (label, softmax, loss_grad) → logits_grad: "ab1,abk,ab1->abk".
 SpmdRuleFns CrossEntropyGradRule();
+// cross_entropy_with_softmax_grad_from_logits (label, logits, loss_grad) → logits_grad: the same
+// axes; with k sharded its local form all-reduces the row max and sum as the forward does.
+SpmdRuleFns CrossEntropyGradFromLogitsRule();
 // fused_rope (q, k?, v?, sin?, cos?, position_ids?) → out_q, out_k, out_v:
 // "bshd,bshd,bshd,sd,sd,bs->bshd,bshd,bshd  sd→Replicate".
 SpmdRuleFns FusedRopeRule();

@@ -143,50 +143,68 @@ TEST(MixedPrecisionTest, OTwoParametersAreTheirMasterWeightsRounded) {
   EXPECT_EQ(run.state.count("gpt.h.0.ln_1.weight.master"), 0u);
 }
 
-// o2's norms read the bf16 residual and compute in f32 (ir/ops/norm.cc). That is the f32 norm on
-// an exact upcast with its result rounded once — what o2 with layer_norm on the custom f32 list
-// runs through two casts — so the runs agree bit for bit, while the backward keeps the norm's
-// 2-byte input instead of its 4-byte copy and the casts are gone.
-TEST(MixedPrecisionTest, OTwoNormsOnBf16ActivationsAreTheFloat32NormsRoundedOnce) {
-  struct Run {
-    std::vector<double> losses;
-    exec::Workspace state;
-    int64_t activation_peak = 0;
-    int64_t casts = 0;
-  };
-  auto run = [](const std::string& amp_keys) {
-    EngineOptions o = testing::EquivalenceOptions();
-    o.lr.base = 3e-3;
-    o.strategy_json = Amp("bfloat16", "o2", "", amp_keys);
-    ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32);
-    const exec::Feeds batch = testing::RandomTokenBatch(model, 0, testing::kSmallVocab);
-    Run out;
-    auto engine = Engine::Create(std::move(model), o);
-    EXPECT_TRUE(engine.ok()) << engine.status();
-    if (!engine.ok()) return out;
-    for (const auto& op : (*engine)->train_program().block().ops()) out.casts += op->type() == "cast";
-    for (int64_t s = 0; s < 8; ++s) {
-      absl::StatusOr<StepResult> r = (*engine)->TrainStep(batch);
-      EXPECT_TRUE(r.ok()) << r.status();
-      if (!r.ok()) return out;
-      out.losses.push_back(r->loss);
-      out.activation_peak = std::max(out.activation_peak, r->rank_peak_activation_bytes.at(0));
-    }
-    absl::StatusOr<exec::Workspace> state = (*engine)->WholeState();
-    EXPECT_TRUE(state.ok()) << state.status();
-    if (state.ok()) out.state = std::move(*state);
-    return out;
-  };
-  const Run low = run("");
-  const Run f32 = run(R"(, "custom_black_list": ["layer_norm"])");
+// 8 steps of the small GPT under bf16 o2 with `amp_keys` added to the amp section: the losses,
+// the state, rank 0's activation peak and the casts of the train program.
+struct OTwoRun {
+  std::vector<double> losses;
+  exec::Workspace state;
+  int64_t activation_peak = 0;
+  int64_t casts = 0;
+};
+OTwoRun RunOTwo(const std::string& amp_keys) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.lr.base = 3e-3;
+  o.strategy_json = Amp("bfloat16", "o2", "", amp_keys);
+  ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32);
+  const exec::Feeds batch = testing::RandomTokenBatch(model, 0, testing::kSmallVocab);
+  OTwoRun out;
+  auto engine = Engine::Create(std::move(model), o);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  if (!engine.ok()) return out;
+  for (const auto& op : (*engine)->train_program().block().ops()) out.casts += op->type() == "cast";
+  for (int64_t s = 0; s < 8; ++s) {
+    absl::StatusOr<StepResult> r = (*engine)->TrainStep(batch);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    out.losses.push_back(r->loss);
+    out.activation_peak = std::max(out.activation_peak, r->rank_peak_activation_bytes.at(0));
+  }
+  absl::StatusOr<exec::Workspace> state = (*engine)->WholeState();
+  EXPECT_TRUE(state.ok()) << state.status();
+  if (state.ok()) out.state = std::move(*state);
+  return out;
+}
+
+// o2 with an op on the custom f32 list (`black_listed`: the op computed on an f32 cast of its
+// activation, the result cast back) against o2's own form of it (f32 math on the bf16
+// activation): the same numbers bit for bit, fewer casts and a lower activation peak.
+void ExpectF32MathOnBf16IsTheF32OpRoundedOnce(const std::string& black_listed, const char* what) {
+  const OTwoRun low = RunOTwo("");
+  const OTwoRun f32 = RunOTwo(absl::StrCat(R"(, "custom_black_list": [")", black_listed, R"("])"));
   ASSERT_EQ(low.losses.size(), 8u);
   EXPECT_EQ(low.losses, f32.losses);
   EXPECT_GT(ExpectSameState(low.state, f32.state), 20);
   EXPECT_LT(low.casts, f32.casts);
   EXPECT_LT(low.activation_peak, f32.activation_peak);
-  std::printf("activation peak: norms on bf16 %lld bytes, f32 norms %lld; casts %lld vs %lld\n",
+  std::printf("activation peak: %s on bf16 %lld bytes, in f32 %lld; casts %lld vs %lld\n", what,
               static_cast<long long>(low.activation_peak), static_cast<long long>(f32.activation_peak),
               static_cast<long long>(low.casts), static_cast<long long>(f32.casts));
+}
+
+// o2's norms read the bf16 residual and compute in f32 (ir/ops/norm.cc). That is the f32 norm on
+// an exact upcast with its result rounded once — what o2 with layer_norm on the custom f32 list
+// runs through two casts — so the runs agree bit for bit, while the backward keeps the norm's
+// 2-byte input instead of its 4-byte copy and the casts are gone.
+TEST(MixedPrecisionTest, OTwoNormsOnBf16ActivationsAreTheFloat32NormsRoundedOnce) {
+  ExpectF32MathOnBf16IsTheF32OpRoundedOnce("layer_norm", "norms");
+}
+
+// o2's cross entropy reads the bf16 logits, computes in f32 and gives an f32 loss; its backward
+// recomputes the softmax from the bf16 logits it keeps (2 bytes per token and class) where the
+// f32 form keeps an f32 softmax (4) after an f32 copy of the logits. The softmax of an exact
+// upcast is the same f32 softmax (the same SoftmaxLane), so the runs agree bit for bit.
+TEST(MixedPrecisionTest, OTwoCrossEntropyOnBf16LogitsIsTheFloat32OneRoundedOnce) {
+  ExpectF32MathOnBf16IsTheF32OpRoundedOnce("cross_entropy_with_softmax", "cross entropy");
 }
 
 class MixedPrecisionZeroTest : public ::testing::TestWithParam<int64_t> {};

@@ -46,9 +46,9 @@ std::set<std::string> Covered() {
   std::set<std::string> ops = {"dropout", "c_dropout", "dropout_grad", "scale", "cast", "transpose", "expand", "slice", "slice_grad",
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
-                               "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "reshape", "unsqueeze", "squeeze",
+                               "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad_from_logits", "reshape", "unsqueeze", "squeeze",
                                "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
+                               "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad_from_logits", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
     ops.insert(op + "_grad");
@@ -404,7 +404,8 @@ TEST_F(CudaKernelTest, VocabParallelPiecesMatchTheCpu) {
     ASSERT_TRUE(b.Op1("c_embedding_grad", {ids, table, b.Data("g", (*rows)->type())}, {{"start_index", int64_t{3}}}).ok());
     ir::Value* label = b.Data("label", {{2, 3, 1}, DataType::kInt64});
     ir::Value* softmax = b.Data("softmax", {{2, 3, 5}, dtype});
-    ASSERT_TRUE(b.Op1("c_softmax_with_cross_entropy_grad", {label, softmax, b.Data("loss_grad", {{2, 3, 1}, dtype})},
+    ASSERT_TRUE(b.Op1("c_softmax_with_cross_entropy_grad",
+                      {label, softmax, b.Data("loss_grad", {{2, 3, 1}, ir::ComputeDtype(dtype)})},
                       {{"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}})
                     .ok());
     ExpectSameOnGpu(p,
@@ -413,7 +414,7 @@ TEST_F(CudaKernelTest, VocabParallelPiecesMatchTheCpu) {
                      {"g", Random((*rows)->type(), 65, -1, 1)},
                      {"label", TensorFromDoubles(label->type(), {5, 9, 2, -100, 7, 12})},
                      {"softmax", Random(softmax->type(), 66, 0, 1)},
-                     {"loss_grad", Random({{2, 3, 1}, dtype}, 67, -1, 1)}},
+                     {"loss_grad", Random({{2, 3, 1}, ir::ComputeDtype(dtype)}, 67, -1, 1)}},
                     absl::StrCat("vocab-parallel pieces ", ir::DataTypeName(dtype)));
   }
 }
@@ -436,11 +437,12 @@ absl::StatusOr<OneRankGroups> GroupsOfOne() {
 #endif
 }
 
-// c_softmax_with_cross_entropy on a group of one (a machine lends one GPU, and NCCL puts no two
-// ranks of a communicator on one device): its three passes and the two all-reduces between them
-// on the kernel's stream, against the CPU kernel on an in-process group. The piece holds classes
-// [5, 42): labels outside it read a logit of 0, as on a rank that does not hold the class, and
-// one lane is ignore_index. The comparison of several ranks needs several GPUs (docs/gpu.md).
+// c_softmax_with_cross_entropy and its gradient from the logits on a group of one (a machine
+// lends one GPU, and NCCL puts no two ranks of a communicator on one device): their passes and
+// the two all-reduces between them on the kernel's stream, against the CPU kernels on an
+// in-process group. The piece holds classes [5, 42): labels outside it read a logit of 0, as on
+// a rank that does not hold the class, and one lane is ignore_index. The comparison of several
+// ranks needs several GPUs (docs/gpu.md).
 TEST_F(CudaKernelTest, VocabParallelCrossEntropyMatchesTheCpuOnAGroupOfOne) {
   absl::StatusOr<OneRankGroups> groups = GroupsOfOne();
   ASSERT_TRUE(groups.ok()) << groups.status();
@@ -449,12 +451,15 @@ TEST_F(CudaKernelTest, VocabParallelCrossEntropyMatchesTheCpuOnAGroupOfOne) {
     ir::Builder b(&p);
     ir::Value* logits = b.Data("logits", {{2, 3, 37}, dtype});
     ir::Value* label = b.Data("label", {{2, 3, 1}, DataType::kInt64});
-    ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy", {logits, label},
-                         {{"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}, {"ranks", std::vector<int64_t>{0}}})
-                    .ok());
+    const ir::AttributeMap attrs = {
+        {"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}, {"ranks", std::vector<int64_t>{0}}};
+    ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy", {logits, label}, attrs).ok());
+    ir::Value* g = b.Data("g", {{2, 3, 1}, ir::ComputeDtype(dtype)});
+    ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy_grad_from_logits", {label, logits, g}, attrs).ok());
     ExpectSameOnGpu(p,
                     {{"logits", Random(logits->type(), 68, -4, 4)},
-                     {"label", TensorFromDoubles(label->type(), {5, 41, 2, -100, 17, 60})}},
+                     {"label", TensorFromDoubles(label->type(), {5, 41, 2, -100, 17, 60})},
+                     {"g", Random(g->type(), 69, 0.5, 1.5)}},
                     absl::StrCat("c_softmax_with_cross_entropy ", ir::DataTypeName(dtype)), Compare::kNorm,
                     /*bf16_roundings=*/1, *groups);
   }
@@ -815,6 +820,7 @@ TEST_F(CudaKernelTest, CrossEntropyInEachFormMatchesTheCpu) {
         ASSERT_TRUE(ce.ok()) << ce.status();
         ir::Value* g = b.Data("g", (*ce)[1]->type());
         ASSERT_TRUE(b.Create("cross_entropy_with_softmax_grad", {label, (*ce)[0], g}, attrs).ok());
+        ASSERT_TRUE(b.Create("cross_entropy_with_softmax_grad_from_logits", {label, logits, g}, attrs).ok());
         std::vector<double> classes;
         for (int i = 0; i < 12; ++i) classes.push_back(i == 5 ? -100 : (i * 3) % 11);  // one lane ignored
         ExpectSameOnGpu(p,

@@ -2,7 +2,8 @@
 // run alone, outside the engine's mp runs that prove it end to end: on a group of one holding
 // every class it is cross_entropy_with_softmax; a label outside the piece reads a logit of 0; and
 // on two ranks, each holding half of the classes, the pieces are the whole softmax and every rank
-// gets the whole loss. The CUDA kernel is compared with this one on a GPU (cuda_kernel_test.cc).
+// gets the whole loss; the gradient from the logits likewise. The CUDA kernel is compared with
+// this one on a GPU (cuda_kernel_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,26 +34,40 @@ Tensor Logits(int64_t first_class, int64_t classes) {
   return TensorFromDoubles({{kLanes, classes}, DataType::kFloat64}, v);
 }
 
-// Runs `type` on (logits, label) and returns its two results (softmax, loss).
-std::vector<Tensor> RunCrossEntropy(const std::string& type, const Tensor& logits, const ir::AttributeMap& attrs,
-                        std::shared_ptr<comm::CommGroups> groups = nullptr) {
+Tensor Labels() { return TensorFromDoubles({{kLanes, 1}, DataType::kInt64}, kLabels); }
+
+// Runs one op of `type` on the named inputs (data values of their types) and returns its results.
+std::vector<Tensor> RunOne(const std::string& type, const std::vector<std::pair<std::string, Tensor>>& inputs,
+                           const ir::AttributeMap& attrs, std::shared_ptr<comm::CommGroups> groups) {
   ir::Program p;
   ir::Builder b(&p);
-  ir::Value* x = b.Data("logits", logits.type());
-  ir::Value* label = b.Data("label", {{kLanes, 1}, DataType::kInt64});
-  absl::StatusOr<std::vector<ir::Value*>> out = b.Create(type, {x, label}, attrs);
+  std::vector<ir::Value*> operands;
+  Feeds feeds;
+  for (const auto& [name, tensor] : inputs) {
+    operands.push_back(b.Data(name, tensor.type()));
+    feeds.emplace(name, tensor);
+  }
+  absl::StatusOr<std::vector<ir::Value*>> out = b.Create(type, operands, attrs);
   EXPECT_TRUE(out.ok()) << out.status();
   if (!out.ok()) return {};
-  absl::StatusOr<Executor> executor =
-      Executor::Create(p, {.fetch_ids = {(*out)[0]->id(), (*out)[1]->id()}, .comm_groups = std::move(groups)});
+  std::vector<int64_t> fetch_ids;
+  for (const ir::Value* v : *out) fetch_ids.push_back(v->id());
+  absl::StatusOr<Executor> executor = Executor::Create(p, {.fetch_ids = fetch_ids, .comm_groups = std::move(groups)});
   EXPECT_TRUE(executor.ok()) << executor.status();
   if (!executor.ok()) return {};
   Workspace ws;
-  absl::StatusOr<RunResult> run =
-      executor->Run({{"logits", logits}, {"label", TensorFromDoubles({{kLanes, 1}, DataType::kInt64}, kLabels)}}, ws);
+  absl::StatusOr<RunResult> run = executor->Run(feeds, ws);
   EXPECT_TRUE(run.ok()) << run.status();
   if (!run.ok()) return {};
-  return {run->fetched.at((*out)[0]->id()), run->fetched.at((*out)[1]->id())};
+  std::vector<Tensor> results;
+  for (int64_t id : fetch_ids) results.push_back(run->fetched.at(id));
+  return results;
+}
+
+// Runs `type` on (logits, label) and returns its two results (softmax, loss).
+std::vector<Tensor> RunCrossEntropy(const std::string& type, const Tensor& logits, const ir::AttributeMap& attrs,
+                                    std::shared_ptr<comm::CommGroups> groups = nullptr) {
+  return RunOne(type, {{"logits", logits}, {"label", Labels()}}, attrs, std::move(groups));
 }
 
 ir::AttributeMap PieceAttrs(int64_t start, std::vector<int64_t> ranks) {
@@ -122,6 +137,36 @@ TEST(VocabParallelKernelTest, TwoRanksHoldingHalfTheClassesEachGiveTheWholeLoss)
     }
     ExpectNear(TensorToDoubles(pieces[r][0]), want, absl::StrCat("rank ", r, " softmax piece"));
     ExpectNear(TensorToDoubles(pieces[r][1]), TensorToDoubles(whole[1]), absl::StrCat("rank ", r, " loss"));
+  }
+}
+
+// The gradient from the logits (bf16/f16 models' backward): each rank's piece, from its logits
+// piece and the two all-reduces, is its columns of the whole gradient.
+TEST(VocabParallelKernelTest, TwoRanksGradientsFromTheLogitsArePiecesOfTheWholeGradient) {
+  const Tensor g = TensorFromDoubles({{kLanes, 1}, DataType::kFloat64}, {0.5, -1, 2, 3, 0.25, 1});
+  const std::vector<Tensor> whole = RunOne("cross_entropy_with_softmax_grad_from_logits",
+                                           {{"label", Labels()}, {"logits", Logits(0, kClasses)}, {"loss_grad", g}},
+                                           {{"ignore_index", kIgnore}}, nullptr);
+  ASSERT_EQ(whole.size(), 1u);
+  auto world = std::make_shared<comm::InprocWorld>(2);
+  std::vector<std::vector<Tensor>> pieces(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      pieces[r] = RunOne("c_softmax_with_cross_entropy_grad_from_logits",
+                         {{"label", Labels()}, {"logits", Logits(r * kClasses / 2, kClasses / 2)}, {"loss_grad", g}},
+                         PieceAttrs(r * kClasses / 2, {0, 1}), Groups(world, r));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  const std::vector<double> grad = TensorToDoubles(whole[0]);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(pieces[r].size(), 1u) << "rank " << r;
+    std::vector<double> want;
+    for (int64_t lane = 0; lane < kLanes; ++lane) {
+      for (int64_t c = r * kClasses / 2; c < (r + 1) * kClasses / 2; ++c) want.push_back(grad[lane * kClasses + c]);
+    }
+    ExpectNear(TensorToDoubles(pieces[r][0]), want, absl::StrCat("rank ", r, " gradient piece"));
   }
 }
 

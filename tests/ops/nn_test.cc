@@ -1,6 +1,7 @@
 // embedding and cross_entropy_with_softmax: hand-computed values, errors, gradients.
 #include <cmath>
 
+#include "ir/op_def.h"
 #include "tests/ops/nn_test_util.h"
 
 namespace pdist::nn_test {
@@ -160,6 +161,61 @@ TEST(CrossEntropyTest, Gradients) {
                     {{"soft_label", true}}, {1});
   const Tensor probs = pdist::testing::RandomTensor({{2, 3}, DataType::kFloat64}, 4, 0.2, 1.0);
   ExpectGradientsOk("cross_entropy_with_softmax", {{probs}, {I64({2, 1}, {1, 2})}}, {{"use_softmax", false}}, {1});
+}
+
+// The gradient that recomputes the softmax from the logits (what bf16/f16 models' backward runs)
+// gives the softmax form's gradient in every form of the op: hard labels with an ignored row, the
+// class axis in the middle, soft labels, probabilities without softmax.
+TEST(CrossEntropyTest, GradientFromTheLogitsIsTheGradientFromTheSoftmax) {
+  struct Form {
+    const char* name;
+    Tensor logits, label;
+    ir::AttributeMap attrs;
+  };
+  const Tensor probs = pdist::testing::RandomTensor({{2, 3}, DataType::kFloat64}, 4, 0.2, 1.0);
+  const std::vector<Form> forms = {
+      {"hard, ignore_index", Random64({3, 5}, 11), I64({3, 1}, {2, -100, 4}), {}},
+      {"axis 1", Random64({2, 3, 2}, 12), I64({2, 1, 2}, {0, 2, 1, 1}), {{"axis", int64_t{1}}}},
+      {"soft label", Random64({2, 3}, 13), F64({2, 3}, {0.2, 0.3, 0.5, 0.6, 0.1, 0.1}), {{"soft_label", true}}},
+      {"no softmax", probs, I64({2, 1}, {1, 2}), {{"use_softmax", false}}},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    const std::vector<Tensor> fwd = RunOk("cross_entropy_with_softmax", {f.logits, f.label}, f.attrs);
+    ASSERT_EQ(fwd.size(), 2u);
+    const Tensor g = Random64(fwd[1].shape(), 14);
+    const std::vector<Tensor> from_softmax = RunOk("cross_entropy_with_softmax_grad", {f.label, fwd[0], g}, f.attrs);
+    const std::vector<Tensor> from_logits =
+        RunOk("cross_entropy_with_softmax_grad_from_logits", {f.label, f.logits, g}, f.attrs);
+    ASSERT_EQ(from_softmax.size(), 1u);
+    ASSERT_EQ(from_logits.size(), 1u);
+    std::vector<double> expected(static_cast<size_t>(from_softmax[0].num_elements()));
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] = from_softmax[0].At(static_cast<int64_t>(i));
+    ExpectValues(from_logits[0], expected, 0, "logits_grad");  // the same SoftmaxLane: bit for bit
+  }
+}
+
+// bf16 logits: softmax in bf16 (the activation's type), the loss in f32 (what the op computes in);
+// the backward reads the logits, not the softmax.
+TEST(CrossEntropyTest, LowPrecisionLogitsGiveAFloat32LossAndABackwardFromTheLogits) {
+  ir::Program program;
+  ir::Builder b(&program);
+  ir::Value* logits = b.Data("logits", {{4, 16}, DataType::kBFloat16});
+  ir::Value* label = b.Data("label", {{4, 1}, DataType::kInt64});
+  absl::StatusOr<std::vector<ir::Value*>> ce = b.Create("cross_entropy_with_softmax", {logits, label});
+  ASSERT_TRUE(ce.ok()) << ce.status();
+  EXPECT_EQ((*ce)[0]->type().ToString(), "bf16[4,16]");
+  EXPECT_EQ((*ce)[1]->type().ToString(), "f32[4,1]");
+  const ir::OpDef* def = ir::OpRegistry::Global().Find("cross_entropy_with_softmax");
+  ASSERT_NE(def, nullptr);
+  ir::Value* g = b.Data("loss_grad", {{4, 1}, DataType::kFloat32});
+  absl::StatusOr<std::vector<ir::Value*>> grads = def->grad(b, *(*ce)[1]->producer(), {nullptr, g});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  ASSERT_NE((*grads)[0], nullptr);
+  const ir::Operation* grad_op = (*grads)[0]->producer();
+  EXPECT_EQ(grad_op->type(), "cross_entropy_with_softmax_grad_from_logits");
+  EXPECT_EQ(grad_op->operand(1), logits);
+  EXPECT_EQ((*grads)[0]->type().ToString(), "bf16[4,16]");
 }
 
 }  // namespace

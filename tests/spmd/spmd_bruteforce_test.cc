@@ -319,6 +319,18 @@ std::vector<OpCase> Cases() {
        {{"soft_label", true}}});
   add({"cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad",
        {Ids({4, 1}, 8), Derived(kX, "softmax", {3}, {}, 0), F({4, 1})}, {}, {F(kX)}});
+  // The gradient from the logits (bf16/f16 models): with the classes sharded its local form
+  // all-reduces the row max and sum again (c_softmax_with_cross_entropy_grad_from_logits).
+  add({"cross_entropy_with_softmax_grad_from_logits", "cross_entropy_with_softmax_grad_from_logits",
+       {Ids({4, 1}, 8), F(kX), F({4, 1})}, {}});
+  add({"cross_entropy_with_softmax_grad_from_logits[3-D, ignore_index]", "cross_entropy_with_softmax_grad_from_logits",
+       {Ids({4, 4, 1}, 4), F(kX3), F({4, 4, 1})}, {{"ignore_index", int64_t{3}}}});
+  add({"cross_entropy_with_softmax_grad_from_logits[axis 0]", "cross_entropy_with_softmax_grad_from_logits",
+       {Ids({1, 8}, 4), F(kX), F({1, 8})}, {{"axis", int64_t{0}}}});
+  add({"cross_entropy_with_softmax_grad_from_logits[soft label]", "cross_entropy_with_softmax_grad_from_logits",
+       {Pos(kX), F(kX), F({4, 1})}, {{"soft_label", true}}});
+  add({"cross_entropy_with_softmax_grad_from_logits[no softmax]", "cross_entropy_with_softmax_grad_from_logits",
+       {Ids({4, 1}, 8), Pos(kX), F({4, 1})}, {{"use_softmax", false}}});
   const Shape kQ = {4, 4, 4, 4};  // [batch, seq, heads, head_dim]
   add({"fused_rope[q, k]", "fused_rope", {F(kQ), F(kQ)}, {}});
   add({"fused_rope[q, k, v, sin, cos, halves]", "fused_rope", {F(kQ), F(kQ), F(kQ), F({4, 4}), F({4, 4})},
