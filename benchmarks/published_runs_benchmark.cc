@@ -234,16 +234,20 @@ std::vector<std::string> Distinct(const std::vector<Row>& rows, std::string Row:
 }
 
 // The efficiencies tried in the fit: gemm × memory, and the fused attention kernel's fraction of
-// peak only where a row runs attention fused (the others never price it).
+// peak only where a row runs attention fused (the others never price it). The rest (the
+// attention backward's rate against its forward's, the size factor, the overhead) stay the
+// group's preset's.
 std::vector<pdist::strategy::Efficiency> Grid(const std::vector<const Row*>& group) {
   const bool fused = std::any_of(group.begin(), group.end(), [](const Row* r) { return !r->unfused_attention; });
+  absl::StatusOr<pdist::strategy::Cluster> preset = pdist::strategy::ClusterPreset(group.front()->cluster, 8);
+  const pdist::strategy::Efficiency base = preset.ok() ? preset->device.efficiency : pdist::strategy::Efficiency{};
   std::vector<double> attention = {pdist::strategy::Efficiency{}.fused_attention};
-  if (fused) attention = {0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.4, 0.5};
+  if (fused) attention = {0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25, 0.275, 0.3, 0.35, 0.4, 0.45, 0.5};
   std::vector<pdist::strategy::Efficiency> grid;
   for (double g = 0.40; g <= 0.951; g += 0.025) {
     for (double m : {0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
       for (double a : attention) {
-        pdist::strategy::Efficiency e;
+        pdist::strategy::Efficiency e = base;
         e.gemm = g;
         e.memory = m;
         e.fused_attention = a;
@@ -301,8 +305,10 @@ int main(int argc, char** argv) {
   std::printf("With each preset's own efficiencies:\n");
   for (const std::string& name : Distinct(*rows, &Row::cluster)) {
     const pdist::strategy::Efficiency e = pdist::strategy::ClusterPreset(name, 8)->device.efficiency;
-    std::printf("  %-9s gemm %.3f, fused attention %.3f, memory %.2f, gemm_half_flops %.2g, op_overhead %.0f us\n",
-                name.c_str(), e.gemm, e.fused_attention, e.memory, e.gemm_half_flops, e.op_overhead * 1e6);
+    std::printf("  %-9s gemm %.3f, fused attention %.3f (backward %.2f of it), memory %.2f, gemm_half_flops %.2g, "
+                "op_overhead %.0f us\n",
+                name.c_str(), e.gemm, e.fused_attention, e.fused_attention_backward, e.memory, e.gemm_half_flops,
+                e.op_overhead * 1e6);
   }
   std::printf("%-22s %-30s %10s %10s %7s   %s\n", "row", "plan", "published", "predicted", "error",
               "compute / recompute / tp / dp / pp / bubble (s), memory GB");

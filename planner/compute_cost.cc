@@ -22,13 +22,15 @@ constexpr double kMatmulIntensity = 4;
 bool IsMatmulLike(const ir::OpCost& cost) { return cost.flops > 0 && cost.flops >= kMatmulIntensity * cost.bytes; }
 
 absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
-                                      bool fused_attention) {
+                                      FusedAttention attention) {
   auto peak = device.peak_flops.find(ir::DataTypeName(dtype));
   if (peak == device.peak_flops.end()) {
     return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype)));
   }
   const strategy::Efficiency& e = device.efficiency;
-  const double at_scale = fused_attention ? e.fused_attention : e.gemm;
+  const double at_scale = attention == FusedAttention::kNone      ? e.gemm
+                          : attention == FusedAttention::kForward ? e.fused_attention
+                                                                  : e.fused_attention * e.fused_attention_backward;
   double efficiency = at_scale;
   if (IsMatmulLike(cost)) {
     efficiency = at_scale * cost.flops / (cost.flops + e.gemm_half_flops);
@@ -63,8 +65,11 @@ bool IsAttentionCore(const ir::Operation& op) { return IsAttentionForward(op) ||
 
 }  // namespace
 
-bool IsFusedAttentionCore(const ir::Operation& op, const strategy::Efficiency& efficiency) {
-  return IsAttentionCore(op) && efficiency.attention == strategy::Efficiency::Attention::kFused;
+FusedAttention FusedAttentionOf(const ir::Operation& op, const strategy::Efficiency& efficiency) {
+  if (!IsAttentionCore(op) || efficiency.attention != strategy::Efficiency::Attention::kFused) {
+    return FusedAttention::kNone;
+  }
+  return IsAttentionForward(op) ? FusedAttention::kForward : FusedAttention::kBackward;
 }
 
 ir::OpCost AsTheDeviceRunsIt(const ir::Operation& op, ir::OpCost cost, const strategy::Efficiency& efficiency) {

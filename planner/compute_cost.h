@@ -10,6 +10,7 @@
 // local types. The efficiencies are the cluster's (strategy::Efficiency; docs/cost_model.md).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -24,13 +25,17 @@ namespace pdist::planner {
 // matmul, a fused attention. Selective recompute keeps these ops' results and redoes the rest.
 bool IsMatmulLike(const ir::OpCost& cost);
 
-// Seconds of an op with `cost`, computing in `dtype`; a fused attention core (`fused_attention`)
-// reaches Efficiency::fused_attention of peak where a GEMM reaches `gemm`. NotFound when the
-// device lists no peak for the dtype.
+// Which fused attention kernel an op is, if any: its forward or its backward.
+enum class FusedAttention : int8_t { kNone, kForward, kBackward };
+
+// Seconds of an op with `cost`, computing in `dtype`; a fused attention core reaches
+// Efficiency::fused_attention of peak in its forward (times fused_attention_backward in its
+// backward) where a GEMM reaches `gemm`. NotFound when the device lists no peak for the dtype.
 absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
-                                      bool fused_attention = false);
-// Whether `op` is an attention core (flash_attn or its gradient) that the device runs fused.
-bool IsFusedAttentionCore(const ir::Operation& op, const strategy::Efficiency& efficiency);
+                                      FusedAttention attention = FusedAttention::kNone);
+// The fused attention kernel `op` is (flash_attn, its gradient) on a device that runs attention
+// fused; kNone for any other op or an unfused device.
+FusedAttention FusedAttentionOf(const ir::Operation& op, const strategy::Efficiency& efficiency);
 
 // The registered cost of `op` on its (local) operand and result types. NotFound for an op the
 // registry does not know.

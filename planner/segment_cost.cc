@@ -213,7 +213,7 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     const ir::OpCost op_cost = AsTheDeviceRunsIt(*op, registered, cluster.device.efficiency);
     const ir::DataType dtype = ComputeDtype(*op);
     absl::StatusOr<double> t =
-        ComputeSeconds(cluster.device, dtype, op_cost, IsFusedAttentionCore(*op, cluster.device.efficiency));
+        ComputeSeconds(cluster.device, dtype, op_cost, FusedAttentionOf(*op, cluster.device.efficiency));
     if (!t.ok()) return WithContext(t.status(), absl::StrCat("pricing ", op->Describe()));
     if (unscaled_by_type != nullptr) (*unscaled_by_type)[OpScaleKey(op->type(), dtype)] += *t;
     *t *= OpScaleOf(op_scale, ScaledAs(op->type()), dtype);

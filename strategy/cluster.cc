@@ -111,6 +111,7 @@ auto EfficiencyOf(Efficiency& e) {
                        {"gemm_half_gflop", Positive(e.gemm_half_flops, kGiga)},
                        {"memory", Fraction(e.memory)},
                        {"fused_attention", Fraction(e.fused_attention)},
+                       {"fused_attention_backward", Fraction(e.fused_attention_backward)},
                        {"op_overhead_us", Positive(e.op_overhead, kMicro)},
                        {"attention", [&e](const Json& kind, const std::string& at) -> absl::Status {
                           if (kind == "fused" || kind == "unfused") {
@@ -224,6 +225,7 @@ std::string ClusterToJson(const Cluster& c) {
                       {"gemm_half_gflop", c.device.efficiency.gemm_half_flops / kGiga},
                       {"memory", c.device.efficiency.memory},
                       {"fused_attention", c.device.efficiency.fused_attention},
+                      {"fused_attention_backward", c.device.efficiency.fused_attention_backward},
                       {"op_overhead_us", c.device.efficiency.op_overhead / kMicro},
                       {"attention", c.device.efficiency.attention == Efficiency::Attention::kFused ? "fused" : "unfused"},
                       {"op_scale", c.device.efficiency.op_scale}}}}},
@@ -254,19 +256,26 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
   const Link hdr{23.5 * kGiga, 9.6 * kMicro}, ndr{47 * kGiga, 9.6 * kMicro};
   // Hopper's efficiencies, fitted to 52 published H100 runs (MosaicML's FSDP benchmarks; out of
   // sample 2.6% mean, docs/benchmarks.md): the FlashAttention kernels of those runs reach 0.175
-  // of the H100's peak, where its GEMMs reach 0.8.
+  // of the H100's peak, where its GEMMs reach 0.8 — in both passes: a backward at 0.85 of the
+  // forward's rate (FlashAttention-2's on an H100, Shah et al. 2024) fits these runs worse
+  // (2.6% → 3.2% mean, docs/benchmarks.md).
   Efficiency hopper;
   hopper.gemm = 0.8;
   hopper.fused_attention = 0.175;
   hopper.memory = 0.5;
+  // Ampere keeps the Megatron-LM fit (its fused attention priced as a GEMM); FlashAttention-2's
+  // causal backward runs at 0.67 of its forward's rate there (strategy::Efficiency).
+  Efficiency ampere;
+  ampere.fused_attention_backward = 0.67;
   Cluster c;
   const std::map<std::string, double> a100_peaks = {
       {"bf16", 312 * kTera}, {"f16", 312 * kTera}, {"f32", 19.5 * kTera}, {"f64", 9.7 * kTera}};
   if (name == "dgx-a100") {
-    c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, a100_peaks}, nvlink_a100, hdr, nodes);
+    c = Dgx("dgx-a100", {"A100-SXM4-80GB", 80 * kGiga, 2039 * kGiga, a100_peaks, ampere}, nvlink_a100, hdr, nodes);
   } else if (name == "dgx-a100-40gb") {
     // The first DGX A100 (320 GB): the 40 GB A100 has HBM2 at 1,555 GB/s, not HBM2e at 2,039.
-    c = Dgx("dgx-a100-40gb", {"A100-SXM4-40GB", 40 * kGiga, 1555 * kGiga, a100_peaks}, nvlink_a100, hdr, nodes);
+    c = Dgx("dgx-a100-40gb", {"A100-SXM4-40GB", 40 * kGiga, 1555 * kGiga, a100_peaks, ampere}, nvlink_a100, hdr,
+            nodes);
   } else if (name == "dgx-h100") {
     c = Dgx("dgx-h100", {"H100-SXM5-80GB", 80 * kGiga, 3350 * kGiga, {{"bf16", 989 * kTera}, {"f16", 989 * kTera},
                                                                      {"f32", 67 * kTera}, {"f64", 34 * kTera}},

@@ -53,6 +53,14 @@ struct Efficiency {
   // forward but about 0.35 of an H100 (Shah et al. 2024, arXiv 2407.08608), FlashAttention-3
   // about 0.75 there. The default prices it as a GEMM.
   double fused_attention = 0.75;
+  // The fused attention backward's rate as a fraction of its forward's (the forward runs at
+  // `fused_attention`, the backward at this times that): the backward's five GEMMs per tile (S
+  // and P again, dV, dP, dS·K and dSᵀ·Q) interleave with more non-matmul work and atomics or a
+  // second pass for dQ. FlashAttention-2 measured: 0.66–0.68 causal and 0.72–0.74 not on its
+  // Ampere kernels (sequence 2,048, head dims 32–128; apache/tvm tl_doc/flash_perf.md, an RTX
+  // 4090), 0.80–0.89 on an H100 (not causal, 2k–16k, head dims 64 and 128; Shah et al. 2024).
+  // The presets carry their GPU's; 1 (the backward as fast as the forward) elsewhere.
+  double fused_attention_backward = 1;
   // Per op type, measured time over the roofline's on a reference step (calibration only):
   // kernels the roofline misjudges (a bias gradient's reduction, tanh) are priced as measured.
   // "type@bf16" / "type@f16" hold the factor of the type computing in that dtype, when it

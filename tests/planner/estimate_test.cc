@@ -82,16 +82,27 @@ TEST(ComputeCostTest, AFusedAttentionCoreRunsAtItsKernelsRate) {
   const ir::Operation& attention = *p.block().ops()[0];
   const ir::Operation& matmul = *p.block().ops()[1];
   strategy::Device h100 = strategy::ClusterPreset("dgx-h100", 1)->device;
-  h100.efficiency = {.gemm = 0.6, .gemm_half_flops = 5e8, .memory = 0.8, .op_overhead = 0, .fused_attention = 0.2};
-  EXPECT_TRUE(IsFusedAttentionCore(attention, h100.efficiency));
-  EXPECT_FALSE(IsFusedAttentionCore(matmul, h100.efficiency));
+  h100.efficiency = {.gemm = 0.6,
+                     .gemm_half_flops = 5e8,
+                     .memory = 0.8,
+                     .op_overhead = 0,
+                     .fused_attention = 0.2,
+                     .fused_attention_backward = 0.5};
+  ir::Value* lse = b.Data("lse", {{2, 4, 128}, ir::DataType::kFloat32});  // [batch, heads, seq]
+  ASSERT_TRUE(b.Create("flash_attn_grad", {q, k, v, q, lse, nullptr, nullptr, q}, {{"causal", true}}).ok());
+  const ir::Operation& attention_grad = *p.block().ops()[2];
+  EXPECT_EQ(FusedAttentionOf(attention, h100.efficiency), FusedAttention::kForward);
+  EXPECT_EQ(FusedAttentionOf(attention_grad, h100.efficiency), FusedAttention::kBackward);
+  EXPECT_EQ(FusedAttentionOf(matmul, h100.efficiency), FusedAttention::kNone);
   const ir::OpCost big{.flops = 1e12, .bytes = 1e9};
   const double peak = 989e12, factor = 1e12 / (1e12 + 5e8);
-  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big, /*fused_attention=*/true), 1e12 / (peak * 0.2 * factor),
-              1e-12);
+  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big, FusedAttention::kForward),
+              1e12 / (peak * 0.2 * factor), 1e-12);
+  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big, FusedAttention::kBackward),
+              1e12 / (peak * 0.2 * 0.5 * factor), 1e-12);
   EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big), 1e12 / (peak * 0.6 * factor), 1e-12);
   h100.efficiency.attention = strategy::Efficiency::Attention::kUnfused;
-  EXPECT_FALSE(IsFusedAttentionCore(attention, h100.efficiency));
+  EXPECT_EQ(FusedAttentionOf(attention, h100.efficiency), FusedAttention::kNone);
 }
 
 TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {

@@ -23,11 +23,15 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_DOUBLE_EQ(h200->device.memory, 141e9);
   EXPECT_DOUBLE_EQ(h200->device.memory_bandwidth, 4.8e12);
   EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 365e9);  // NVLink4 with the ring (no NVLS)
-  // Hopper's own efficiencies, fitted to the published H100 runs; the A100 keeps the defaults.
+  // Hopper's own efficiencies, fitted to the published H100 runs; the A100 keeps the defaults
+  // but for FlashAttention-2's slower backward there.
   EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.8);
   EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention, 0.175);
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention_backward, 1);
   EXPECT_EQ(ClusterPreset("dgx-h100", 8)->device.efficiency, h200->device.efficiency);
-  EXPECT_EQ(a100->device.efficiency, Efficiency{});
+  Efficiency ampere;
+  ampere.fused_attention_backward = 0.67;
+  EXPECT_EQ(a100->device.efficiency, ampere);
 
   auto uneven = ClusterPreset("dgx-h100", 12);
   ASSERT_FALSE(uneven.ok());
@@ -55,6 +59,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
     preset->device.efficiency.fused_attention = 0.3;
+    preset->device.efficiency.fused_attention_backward = 0.6;
     preset->device.efficiency.attention = Efficiency::Attention::kUnfused;
     preset->device.efficiency.op_scale = {{"add", 1.5}, {"add@bf16", 4.25}};
     auto back = ParseCluster(ClusterToJson(*preset));
@@ -70,6 +75,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
     EXPECT_DOUBLE_EQ(back->device.efficiency.fused_attention, 0.3);
+    EXPECT_DOUBLE_EQ(back->device.efficiency.fused_attention_backward, 0.6);
     EXPECT_EQ(back->device.efficiency.attention, Efficiency::Attention::kUnfused);
     EXPECT_EQ(back->device.efficiency.op_scale, preset->device.efficiency.op_scale);
     EXPECT_NEAR(back->device.memory, preset->device.memory, 1);
@@ -105,6 +111,9 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
        "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"fused_attention_backward": 0}}, )" + links + "}",
+       "'device.efficiency.fused_attention_backward' must be a number in (0, 1], got 0"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"attention": "flash"}}, )" + links + "}",
        "'device.efficiency.attention' must be \"fused\" or \"unfused\", got \"flash\""},
