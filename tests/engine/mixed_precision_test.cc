@@ -2,6 +2,8 @@
 //  - bf16 o1, bf16 o2 and f16 o2 follow the f32 loss curve of the same model and seed within a
 //    measured tolerance (docs/mixed_precision.md records the numbers);
 //  - o2's parameters are at every step the bf16 rounding of their f32 master weights;
+//  - o2's norms and cross entropy on bf16 activations are their f32-list forms rounded once, and
+//    tensor parallelism with the vocabulary split follows one rank;
 //  - ZeRO 1/2/3 under bf16 o2 are bit-for-bit the dp run they shard: the reductions add the same
 //    f32 numbers, only where the slices live differs;
 //  - float16 loss scaling skips every step whose gradients overflow (forced here by a loss scale
@@ -205,6 +207,35 @@ TEST(MixedPrecisionTest, OTwoNormsOnBf16ActivationsAreTheFloat32NormsRoundedOnce
 // upcast is the same f32 softmax (the same SoftmaxLane), so the runs agree bit for bit.
 TEST(MixedPrecisionTest, OTwoCrossEntropyOnBf16LogitsIsTheFloat32OneRoundedOnce) {
   ExpectF32MathOnBf16IsTheF32OpRoundedOnce("cross_entropy_with_softmax", "cross entropy");
+}
+
+// Tensor parallelism under bf16 o2: the head's logits are split over the vocabulary, and the
+// cross entropy's backward recomputes each rank's softmax piece from its bf16 logits piece with
+// the forward's two all-reduces (c_softmax_with_cross_entropy_grad_from_logits). Not bit for
+// bit with one rank: the row-parallel matmuls' partial sums are added across ranks and rounded
+// to bf16 in another order; the tolerance is the measured gap with a margin.
+TEST(MixedPrecisionTest, OTwoTensorParallelVocabularyFollowsOneRank) {
+  const std::string strategy = Amp("bfloat16", "o2", R"(, "mp_degree": 2)");
+  {  // the gradient reads the logits, split over the vocabulary (partition makes it the c_ form)
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(testing::BuildSmallModel("gpt", ir::DataType::kFloat32), o);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    const ir::Operation* grad = nullptr;
+    for (const auto& op : (*engine)->train_program().block().ops()) {
+      if (op->type() == "cross_entropy_with_softmax_grad_from_logits") grad = op.get();
+    }
+    ASSERT_NE(grad, nullptr);
+    ASSERT_TRUE(grad->operand(1)->dist_attr().has_value());
+    EXPECT_GE(grad->operand(1)->dist_attr()->dims_mapping.back(), 0) << "the logits' vocabulary is not split";
+  }
+  const RunOutcome one = Train(Amp("bfloat16", "o2"), 10);
+  const RunOutcome mp = Train(strategy, 10);
+  ASSERT_EQ(mp.losses.size(), one.losses.size());
+  const double gap = MaxRelativeLossGap(mp, one);
+  std::printf("bf16 o2 mp2 against one rank: max relative loss gap %.3g over 10 steps\n", gap);
+  EXPECT_LE(gap, 2e-3);  // measured: 3.0e-4
+  EXPECT_LT(mp.losses.back(), 0.9 * mp.losses.front()) << "the run must learn";
 }
 
 class MixedPrecisionZeroTest : public ::testing::TestWithParam<int64_t> {};
