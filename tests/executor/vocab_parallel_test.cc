@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,28 @@ void ExpectNear(const std::vector<double>& got, const std::vector<double>& want,
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i]))) << what << " " << i;
 }
 
+// Each of two ranks (threads of one in-process world) runs `piece(rank, its groups)`, holding
+// the classes [rank · kClasses / 2, (rank + 1) · kClasses / 2); their results by rank.
+std::vector<std::vector<Tensor>> OnTwoRanks(
+    const std::function<std::vector<Tensor>(int, std::shared_ptr<comm::CommGroups>)>& piece) {
+  auto world = std::make_shared<comm::InprocWorld>(2);
+  std::vector<std::vector<Tensor>> pieces(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) ranks.emplace_back([&, r] { pieces[r] = piece(r, Groups(world, r)); });
+  for (std::thread& t : ranks) t.join();
+  return pieces;
+}
+
+// Rank r's columns of a whole [kLanes, kClasses] tensor (its classes, as OnTwoRanks splits them).
+std::vector<double> ColumnsOf(const Tensor& whole, int r) {
+  const std::vector<double> all = TensorToDoubles(whole);
+  std::vector<double> columns;
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    for (int64_t c = r * kClasses / 2; c < (r + 1) * kClasses / 2; ++c) columns.push_back(all[lane * kClasses + c]);
+  }
+  return columns;
+}
+
 TEST(VocabParallelKernelTest, OnAGroupOfOneHoldingEveryClassItIsTheCrossEntropy) {
   auto comm = comm::CreateInprocCommunicator(std::make_shared<comm::InprocWorld>(1), 0);
   ASSERT_TRUE(comm.ok()) << comm.status();
@@ -118,24 +141,13 @@ TEST(VocabParallelKernelTest, TwoRanksHoldingHalfTheClassesEachGiveTheWholeLoss)
   const Tensor logits = Logits(0, kClasses);
   const std::vector<Tensor> whole = RunCrossEntropy("cross_entropy_with_softmax", logits, {{"ignore_index", kIgnore}});
   ASSERT_EQ(whole.size(), 2u);
-  auto world = std::make_shared<comm::InprocWorld>(2);
-  std::vector<std::vector<Tensor>> pieces(2);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      pieces[r] = RunCrossEntropy("c_softmax_with_cross_entropy", Logits(r * kClasses / 2, kClasses / 2),
-                      PieceAttrs(r * kClasses / 2, {0, 1}), Groups(world, r));
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  const std::vector<double> softmax = TensorToDoubles(whole[0]);
+  const std::vector<std::vector<Tensor>> pieces = OnTwoRanks([](int r, std::shared_ptr<comm::CommGroups> groups) {
+    return RunCrossEntropy("c_softmax_with_cross_entropy", Logits(r * kClasses / 2, kClasses / 2),
+                           PieceAttrs(r * kClasses / 2, {0, 1}), std::move(groups));
+  });
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(pieces[r].size(), 2u) << "rank " << r;
-    std::vector<double> want;
-    for (int64_t lane = 0; lane < kLanes; ++lane) {
-      for (int64_t c = r * kClasses / 2; c < (r + 1) * kClasses / 2; ++c) want.push_back(softmax[lane * kClasses + c]);
-    }
-    ExpectNear(TensorToDoubles(pieces[r][0]), want, absl::StrCat("rank ", r, " softmax piece"));
+    ExpectNear(TensorToDoubles(pieces[r][0]), ColumnsOf(whole[0], r), absl::StrCat("rank ", r, " softmax piece"));
     ExpectNear(TensorToDoubles(pieces[r][1]), TensorToDoubles(whole[1]), absl::StrCat("rank ", r, " loss"));
   }
 }
@@ -148,25 +160,14 @@ TEST(VocabParallelKernelTest, TwoRanksGradientsFromTheLogitsArePiecesOfTheWholeG
                                            {{"label", Labels()}, {"logits", Logits(0, kClasses)}, {"loss_grad", g}},
                                            {{"ignore_index", kIgnore}}, nullptr);
   ASSERT_EQ(whole.size(), 1u);
-  auto world = std::make_shared<comm::InprocWorld>(2);
-  std::vector<std::vector<Tensor>> pieces(2);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      pieces[r] = RunOne("c_softmax_with_cross_entropy_grad_from_logits",
-                         {{"label", Labels()}, {"logits", Logits(r * kClasses / 2, kClasses / 2)}, {"loss_grad", g}},
-                         PieceAttrs(r * kClasses / 2, {0, 1}), Groups(world, r));
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  const std::vector<double> grad = TensorToDoubles(whole[0]);
+  const std::vector<std::vector<Tensor>> pieces = OnTwoRanks([&g](int r, std::shared_ptr<comm::CommGroups> groups) {
+    return RunOne("c_softmax_with_cross_entropy_grad_from_logits",
+                  {{"label", Labels()}, {"logits", Logits(r * kClasses / 2, kClasses / 2)}, {"loss_grad", g}},
+                  PieceAttrs(r * kClasses / 2, {0, 1}), std::move(groups));
+  });
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(pieces[r].size(), 1u) << "rank " << r;
-    std::vector<double> want;
-    for (int64_t lane = 0; lane < kLanes; ++lane) {
-      for (int64_t c = r * kClasses / 2; c < (r + 1) * kClasses / 2; ++c) want.push_back(grad[lane * kClasses + c]);
-    }
-    ExpectNear(TensorToDoubles(pieces[r][0]), want, absl::StrCat("rank ", r, " gradient piece"));
+    ExpectNear(TensorToDoubles(pieces[r][0]), ColumnsOf(whole[0], r), absl::StrCat("rank ", r, " gradient piece"));
   }
 }
 
