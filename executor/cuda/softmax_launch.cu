@@ -110,7 +110,10 @@ __global__ void CrossEntropyGradKernel(const void* label, const S* in, const typ
     const int64_t s = LaneStart(l, lane);
     const C g = loss_grad[lane];
     C max = C(0), sum = C(1);
-    if (kFromLogits && f.use_softmax) {
+    // An ignored lane's gradient is zero whatever p is: no passes over it (the same for every
+    // thread of the block, so the block's reductions stay together).
+    const bool ignored = !f.soft_label && HardLabel(label, f.label_64, lane) == f.ignore_index;
+    if (kFromLogits && f.use_softmax && !ignored) {
       max = -static_cast<C>(INFINITY);
       for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
         const C v = Load(in, s + j * l.inner);

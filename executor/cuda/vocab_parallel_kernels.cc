@@ -102,7 +102,9 @@ absl::StatusOr<VocabPiece> ReadVocabPiece(const KernelContext& ctx, const Tensor
   PDIST_ASSIGN_OR_RETURN(piece.start, ir::GetInt(ctx.attrs(), "start_index"));
   PDIST_ASSIGN_OR_RETURN(piece.ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   piece.n = classes.shape().back();
-  piece.lanes = piece.n > 0 ? classes.num_elements() / piece.n : 0;
+  // One label per lane: a rank holding no classes still joins its group's all-reduces with
+  // every lane, as its peers do.
+  piece.lanes = label.num_elements();
   piece.label_64 = label.dtype() == ir::DataType::kInt64;
   return piece;
 }

@@ -69,7 +69,12 @@ __global__ void VocabParallelCrossEntropyGradKernel(const I* label, const S* in,
     const int64_t lane = i / n, j = i % n;
     const auto cls = static_cast<int64_t>(label[lane]);
     const C<S> g = cls == ignore_index ? C<S>(0) : loss_grad[lane];
-    const C<S> p = kFromLogits ? math::scalar::Exp(Load(in, i) - max[lane]) / sums[lane] : Load(in, i);
+    C<S> p;
+    if constexpr (kFromLogits) {
+      p = math::scalar::Exp(Load(in, i) - max[lane]) / sums[lane];
+    } else {
+      p = Load(in, i);
+    }
     C<S> d = g * p;
     if (cls != ignore_index && j == cls - start) d -= g;
     Store(dx, i, d);
