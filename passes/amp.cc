@@ -32,6 +32,7 @@ class AmpRewriter {
   absl::StatusOr<AmpReport> Run() {
     PDIST_RETURN_IF_ERROR(CheckInput());
     if (level_ == AmpLevel::kO2) LowerParameters();
+    const absl::flat_hash_set<const Value*> read = ReadValues();
     ir::Builder b(&program_);
     std::vector<std::unique_ptr<Operation>>& ops = program_.block().mutable_ops();
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -48,6 +49,12 @@ class AmpRewriter {
           op->set_operand(k, cast);
         }
         i = FindOp(op, i);
+      }
+      // o2's cross entropy on bf16 logits: its backward recomputes the softmax from the logits
+      // (ir/ops/nn.cc), so a softmax nothing reads is not made at all (2 bytes per token and
+      // class written and held for nothing: the head's largest transient).
+      if (op->type() == "cross_entropy_with_softmax" && TakesLow(*op) && !read.contains(op->result(0))) {
+        op->mutable_attrs()["return_softmax"] = false;
       }
       PDIST_RETURN_IF_ERROR(Retype(*op));  // its operands may have changed dtype upstream
     }
@@ -68,6 +75,15 @@ class AmpRewriter {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Values some op reads, or the program gives out (its loss and outputs).
+  absl::flat_hash_set<const Value*> ReadValues() const {
+    absl::flat_hash_set<const Value*> read;
+    for (const auto& op : program_.block().ops()) read.insert(op->operands().begin(), op->operands().end());
+    if (program_.loss() != nullptr) read.insert(program_.loss());
+    for (const ir::ProgramOutput& out : program_.outputs()) read.insert(out.value);
+    return read;
   }
 
   // o2: every trainable float parameter that some op outside the f32 list reads, other than

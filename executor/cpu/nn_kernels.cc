@@ -133,8 +133,11 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(0);
   const Tensor& label = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, logits.shape()));
-  Tensor& softmax = ctx.AllocateOutput(0);
+  Tensor& softmax_out = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
+  // Without return_softmax the result is an empty f[0]: the same softmax goes to a temporary
+  // (the same numbers as with it; a device kernel writes none).
+  Tensor softmax = softmax_out.num_elements() == logits.num_elements() ? softmax_out : Tensor::Empty(logits.type());
   const AxisView& v = c.view;
   const Eigen::InnerStride<> stride(v.inner);
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {

@@ -139,8 +139,10 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(logits.shape().size())));
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   PDIST_ASSIGN_OR_RETURN(const std::vector<int64_t> cls, HardLabels(*ctx.input(1)));
-  Tensor& softmax = ctx.AllocateOutput(0);
+  Tensor& softmax_out = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
+  // Without return_softmax (an empty f[0] result) the piece goes to a temporary.
+  Tensor softmax = softmax_out.num_elements() == logits.num_elements() ? softmax_out : Tensor::Empty(logits.type());
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
     PDIST_ASSIGN_OR_RETURN(std::vector<T> l, GlobalSoftmaxPiece<T>(ctx, logits, cls, softmax));
     for (size_t lane = 0; lane < cls.size(); ++lane) loss.data<T>()[lane] = cls[lane] == ignore_index ? T(0) : l[lane];

@@ -133,7 +133,7 @@ cudaError_t LaunchEmbeddingGrad(ElemType type, const int64_t* start, const int64
 // max), sums[lanes + lane] = logits[label − start] where held here, else 0; Normalize on the
 // group's sums: softmax = exp(logits − max) / sums[lane], loss = log sums[lane] + max −
 // sums[lanes + lane] (0 for ignore_index). max, sums and loss in the compute type (f32 for
-// bf16/f16).
+// bf16/f16). A null softmax writes none (return_softmax false).
 cudaError_t LaunchVocabParallelRowMax(ElemType type, const void* logits, void* max, int64_t lanes, int64_t n,
                                       cudaStream_t stream);
 cudaError_t LaunchVocabParallelExpSums(ElemType type, const void* logits, const void* label, bool label_64,
@@ -176,8 +176,9 @@ cudaError_t LaunchSoftmaxGrad(ElemType type, const void* out, const void* out_gr
 // cross_entropy_with_softmax (the CPU kernel's four forms: hard or soft labels, logits or
 // probabilities). Hard labels are i32 or i64 (`label_64`), one per lane, checked by the host;
 // ignore_index lanes get loss 0 and gradient 0. loss and loss_grad are in the compute type (f32
-// for bf16/f16). `from_logits`: the gradient's `softmax` operand is the logits, whose softmax it
-// recomputes per lane (cross_entropy_with_softmax_grad_from_logits).
+// for bf16/f16). A null softmax in the forward writes none (return_softmax false).
+// `from_logits`: the gradient's `softmax` operand is the logits, whose softmax it recomputes per
+// lane (cross_entropy_with_softmax_grad_from_logits).
 struct CrossEntropyForm {
   bool soft_label = false;
   bool use_softmax = true;

@@ -62,8 +62,10 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(CrossEntropyForm form, FormOf(ctx, label, lanes));
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
+  // Without return_softmax the result is an empty f[0]: the kernel writes no softmax.
+  void* softmax_out = softmax.num_elements() == logits.num_elements() ? softmax.raw() : nullptr;
   return CudaStatus(
-      LaunchCrossEntropy(type, logits.raw(), label.raw(), softmax.raw(), loss.raw(), lanes, form, StreamOf(ctx)),
+      LaunchCrossEntropy(type, logits.raw(), label.raw(), softmax_out, loss.raw(), lanes, form, StreamOf(ctx)),
       "cross_entropy_with_softmax");
 }
 

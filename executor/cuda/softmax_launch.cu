@@ -10,8 +10,8 @@ namespace {
 
 __device__ int64_t LaneStart(const Lanes& l, int64_t lane) { return (lane / l.inner) * l.n * l.inner + lane % l.inner; }
 
-// Writes softmax (or log_softmax) of the lane at `x` into `y` (stride `inner`); returns the
-// lane's logsumexp.
+// Writes softmax (or log_softmax) of the lane at `x` into `y` (stride `inner`; nothing when y is
+// null); returns the lane's logsumexp.
 template <typename S>
 __device__ typename Compute<S>::type SoftmaxLane(const S* x, S* y, int64_t n, int64_t inner, bool log) {
   using C = typename Compute<S>::type;
@@ -22,7 +22,7 @@ __device__ typename Compute<S>::type SoftmaxLane(const S* x, S* y, int64_t n, in
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += math::scalar::Exp(Load(x, j * inner) - max);
   sum = BlockSum(sum);
   const C lse = max + static_cast<C>(::log(static_cast<double>(sum)));
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+  for (int64_t j = threadIdx.x; y != nullptr && j < n; j += blockDim.x) {
     const C v = Load(x, j * inner);
     Store(y, j * inner, log ? v - lse : math::scalar::Exp(v - max) / sum);
   }
@@ -68,7 +68,7 @@ __global__ void CrossEntropyKernel(const S* logits, const void* label, S* softma
     const int64_t s = LaneStart(l, lane);
     C value = C(0);
     if (f.use_softmax) {
-      const C lse = SoftmaxLane(logits + s, softmax + s, l.n, l.inner, false);
+      const C lse = SoftmaxLane(logits + s, softmax != nullptr ? softmax + s : nullptr, l.n, l.inner, false);
       if (f.soft_label) {
         C partial = C(0);
         for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {
@@ -81,7 +81,9 @@ __global__ void CrossEntropyKernel(const S* logits, const void* label, S* softma
         value = cls == f.ignore_index ? C(0) : lse - Load(logits, s + cls * l.inner);
       }
     } else {  // logits are probabilities already
-      for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) softmax[s + j * l.inner] = logits[s + j * l.inner];
+      for (int64_t j = threadIdx.x; softmax != nullptr && j < l.n; j += blockDim.x) {
+        softmax[s + j * l.inner] = logits[s + j * l.inner];
+      }
       if (f.soft_label) {
         C partial = C(0);
         for (int64_t j = threadIdx.x; j < l.n; j += blockDim.x) {

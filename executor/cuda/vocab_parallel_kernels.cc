@@ -147,8 +147,10 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(GroupRowSums r, ReduceRows(ctx, p, logits, label));
   Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
+  // Without return_softmax the result is an empty f[0]: no softmax piece is written.
+  void* softmax_out = softmax.num_elements() == logits.num_elements() ? softmax.raw() : nullptr;
   return CudaStatus(LaunchVocabParallelNormalize(p.type, logits.raw(), label.raw(), p.label_64, r.max.raw(),
-                                                 r.sums.raw(), softmax.raw(), loss.raw(), p.lanes, p.n, p.ignore_index,
+                                                 r.sums.raw(), softmax_out, loss.raw(), p.lanes, p.n, p.ignore_index,
                                                  StreamOf(ctx)),
                     "c_softmax_with_cross_entropy");
 }

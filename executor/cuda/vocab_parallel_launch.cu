@@ -48,7 +48,7 @@ __global__ void NormalizeKernel(const S* x, const I* label, const C<S>* max, con
                                 int64_t lanes, int64_t n, int64_t ignore_index) {
   for (int64_t lane = blockIdx.x; lane < lanes; lane += gridDim.x) {
     const C<S> m = max[lane], total = sums[lane];
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    for (int64_t j = threadIdx.x; p != nullptr && j < n; j += blockDim.x) {  // null: no softmax asked for
       Store(p, lane * n + j, math::scalar::Exp(Load(x, lane * n + j) - m) / total);
     }
     if (threadIdx.x == 0) {

@@ -88,8 +88,12 @@ absl::StatusOr<Value*> LayerBuilder::Embedding(Value* ids, Value* table) {
 }
 
 absl::StatusOr<Value*> LayerBuilder::SoftmaxCrossEntropyMean(Value* logits, Value* labels) {
-  PDIST_ASSIGN_OR_RETURN(std::vector<Value*> r, builder_.Create("cross_entropy_with_softmax", {logits, labels}));
-  return builder_.Op1("mean", {r[1]});  // r[0] is the softmax, r[1] the per-row loss [..., 1]
+  // A bf16/f16 model's backward recomputes the softmax from the logits (ir/ops/nn.cc): none is
+  // made. An f32 one keeps the softmax for its backward, as Paddle's op does.
+  AttributeMap attrs;
+  if (IsLowPrecisionFloat(logits->type().dtype)) attrs["return_softmax"] = false;
+  PDIST_ASSIGN_OR_RETURN(std::vector<Value*> r, builder_.Create("cross_entropy_with_softmax", {logits, labels}, attrs));
+  return builder_.Op1("mean", {r[1]});  // r[0] is the softmax (or f[0]), r[1] the per-row loss [..., 1]
 }
 
 absl::StatusOr<Value*> LayerBuilder::Reshape(Value* x, const Shape& shape) {

@@ -80,9 +80,10 @@ OpCost EmbeddingGradCost(const InputTypes& in, const std::vector<TensorType>& ou
 
 // --- cross_entropy_with_softmax ----------------------------------------------------------
 
-// (logits [..., V, ...], label) → softmax (logits' type), loss (logits' shape with 1 at axis, in
-// the type the op computes in: f32 for bf16/f16 logits, as attention's softmax_lse — a bf16 loss
-// would round every token's loss to 3 digits and seed the backward with a rounded 1/N).
+// (logits [..., V, ...], label) → softmax (logits' type; an empty f[0] without return_softmax),
+// loss (logits' shape with 1 at axis, in the type the op computes in: f32 for bf16/f16 logits,
+// as attention's softmax_lse — a bf16 loss would round every token's loss to 3 digits and seed
+// the backward with a rounded 1/N).
 // Hard label: integer, logits' shape with 1 at axis. Soft label: logits' type (a distribution).
 absl::StatusOr<std::vector<TensorType>> CrossEntropyMeta(const InputTypes& in, const AttributeMap& attrs) {
   PDIST_RETURN_IF_ERROR(ops::ExpectFloat(in, 0, "logits"));
@@ -104,7 +105,8 @@ absl::StatusOr<std::vector<TensorType>> CrossEntropyMeta(const InputTypes& in, c
                                                    " (logits' shape with 1 at axis ", axis, "), got ",
                                                    label.ToString()));
   }
-  return std::vector<TensorType>{logits, loss};
+  PDIST_ASSIGN_OR_RETURN(bool return_softmax, GetBool(attrs, "return_softmax"));
+  return std::vector<TensorType>{return_softmax ? logits : EmptyOf(logits.dtype), loss};
 }
 
 // (label, softmax, loss_grad) → logits_grad; also (label, logits, loss_grad) → logits_grad of
@@ -124,11 +126,12 @@ absl::StatusOr<std::vector<TensorType>> CrossEntropyGradMeta(const InputTypes& i
 // kept in the logits' 2 bytes it would round p − 1 at a confident label to nothing (p = 0.999
 // is 1.0 in bf16), kept in f32 it costs 4 bytes per token and class — the largest activation of
 // a language model's head (a 2,048-token sequence over a 50k vocabulary: 0.4 GB). The f32 form
-// keeps the softmax: the logits would cost as much.
+// keeps the softmax, the logits would cost as much — unless the op makes none (return_softmax
+// false: nothing reads it, the amp pass and the bf16 model builders say so).
 absl::StatusOr<std::vector<Value*>> CrossEntropyGrad(Builder& b, const Operation& op,
                                                      const std::vector<Value*>& out_grads) {
   if (out_grads[1] == nullptr) return NoGrads(op);
-  if (IsLowPrecisionFloat(op.operand(0)->type().dtype)) {
+  if (IsLowPrecisionFloat(op.operand(0)->type().dtype) || op.result(0)->type().num_elements() == 0) {
     return EmitGradOp(b, op, "cross_entropy_with_softmax_grad_from_logits",
                       {op.operand(1), op.operand(0), out_grads[1]}, {0});
   }
@@ -256,13 +259,16 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
   }));
 
   // numeric_stable_mode is accepted for Paddle compatibility; the kernel is always stable.
+  // return_softmax is pdist's (flash_attn's name): false makes the softmax result an empty f[0],
+  // for programs that never read it.
   const spmd::SpmdRuleFns ce_rule = spmd::CrossEntropyRule();
   const spmd::SpmdRuleFns ce_grad_rule = spmd::CrossEntropyGradRule();
   const std::vector<AttrSpec> ce_attrs = {{"soft_label", false},
                                           {"use_softmax", true},
                                           {"numeric_stable_mode", true},
                                           {"ignore_index", int64_t{-100}},
-                                          {"axis", int64_t{-1}}};
+                                          {"axis", int64_t{-1}},
+                                          {"return_softmax", true}};
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "cross_entropy_with_softmax",
       .inputs = {{"logits"}, {"label"}},

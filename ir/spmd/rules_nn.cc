@@ -104,10 +104,16 @@ NnRuleBuilder CrossEntropyAxes(bool grad, const char* classes_name) {
       e.output_names = {"logits_grad"};
       e.partial = PartialPolicy::Linear({2});
     } else {
+      PDIST_ASSIGN_OR_RETURN(bool return_softmax, BoolAttr(attrs, "return_softmax", true));
       e.inputs = {letters, label_letters};
       e.input_names = {"logits", "label"};
-      e.outputs = {letters, loss};
+      e.outputs = {return_softmax ? letters : "_", loss};
       e.output_names = {"softmax", "loss"};
+      if (!return_softmax) {  // an empty f[0]
+        Shape loss_shape = logits;
+        loss_shape[static_cast<size_t>(axis)] = 1;
+        e.output_shapes = {Shape{0}, loss_shape};
+      }
     }
     if (!vocab_parallel) {
       e.replicated = UniqueLetters(letters.substr(static_cast<size_t>(axis), 1));

@@ -36,7 +36,8 @@ SpmdRuleFns EmbeddingRule();
 // embedding_grad (x, weight, out_grad) → weight_grad: "ab,jk,abk->jk  ab→Partial".
 SpmdRuleFns EmbeddingGradRule();
 // cross_entropy_with_softmax (logits, label) → softmax, loss: "abk,ab1->abk,ab1  loss: k→reduced
-// in kernel" for a hard label on the last axis with use_softmax, else k→Replicate.
+// in kernel" for a hard label on the last axis with use_softmax, else k→Replicate; the softmax
+// "_" (an empty f[0]) without return_softmax.
 SpmdRuleFns CrossEntropyRule();
 // cross_entropy_with_softmax_grad (label, softmax, loss_grad) → logits_grad: "ab1,abk,ab1->abk".
 SpmdRuleFns CrossEntropyGradRule();

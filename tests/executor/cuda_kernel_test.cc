@@ -437,12 +437,12 @@ absl::StatusOr<OneRankGroups> GroupsOfOne() {
 #endif
 }
 
-// c_softmax_with_cross_entropy and its gradient from the logits on a group of one (a machine
-// lends one GPU, and NCCL puts no two ranks of a communicator on one device): their passes and
-// the two all-reduces between them on the kernel's stream, against the CPU kernels on an
-// in-process group. The piece holds classes [5, 42): labels outside it read a logit of 0, as on
-// a rank that does not hold the class, and one lane is ignore_index. The comparison of several
-// ranks needs several GPUs (docs/gpu.md).
+// c_softmax_with_cross_entropy (with and without its softmax result) and its gradient from the
+// logits on a group of one (a machine lends one GPU, and NCCL puts no two ranks of a communicator
+// on one device): their passes and the two all-reduces between them on the kernel's stream,
+// against the CPU kernels on an in-process group. The piece holds classes [5, 42): labels outside
+// it read a logit of 0, as on a rank that does not hold the class, and one lane is ignore_index.
+// The comparison of several ranks needs several GPUs (docs/gpu.md).
 TEST_F(CudaKernelTest, VocabParallelCrossEntropyMatchesTheCpuOnAGroupOfOne) {
   absl::StatusOr<OneRankGroups> groups = GroupsOfOne();
   ASSERT_TRUE(groups.ok()) << groups.status();
@@ -454,6 +454,9 @@ TEST_F(CudaKernelTest, VocabParallelCrossEntropyMatchesTheCpuOnAGroupOfOne) {
     const ir::AttributeMap attrs = {
         {"start_index", int64_t{5}}, {"ignore_index", int64_t{-100}}, {"ranks", std::vector<int64_t>{0}}};
     ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy", {logits, label}, attrs).ok());
+    ir::AttributeMap no_softmax = attrs;
+    no_softmax["return_softmax"] = false;
+    ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy", {logits, label}, no_softmax).ok());
     ir::Value* g = b.Data("g", {{2, 3, 1}, ir::ComputeDtype(dtype)});
     ASSERT_TRUE(b.Create("c_softmax_with_cross_entropy_grad_from_logits", {label, logits, g}, attrs).ok());
     ExpectSameOnGpu(p,
@@ -838,7 +841,7 @@ TEST_F(CudaKernelTest, CrossEntropyInEachFormMatchesTheCpu) {
 
 // The gradient from the logits where its loops loop: rows of 300 classes (past a block's 256
 // threads) in f16, bf16 and f32, and 70,000 lanes around axis 1 (past the grid's 65,535 blocks,
-// so blocks stride over lanes; classes 35,000 elements apart).
+// so blocks stride over lanes; classes 35,000 elements apart); the forward without a softmax.
 TEST_F(CudaKernelTest, CrossEntropyGradientFromTheLogitsMatchesTheCpuOnLongRowsAndManyLanes) {
   struct Case {
     DataType dtype;
@@ -855,7 +858,8 @@ TEST_F(CudaKernelTest, CrossEntropyGradientFromTheLogitsMatchesTheCpuOnLongRowsA
     const int64_t classes = c.logits[c.axis < 0 ? c.logits.size() - 1 : static_cast<size_t>(c.axis)];
     ir::Value* logits = b.Data("logits", logits_type);
     ir::Value* label = b.Data("label", {label_shape, DataType::kInt64});
-    const ir::AttributeMap attrs = {{"axis", c.axis}, {"ignore_index", int64_t{-100}}};
+    // As bf16/f16 models run it: no softmax result (the kernel writes none).
+    const ir::AttributeMap attrs = {{"axis", c.axis}, {"ignore_index", int64_t{-100}}, {"return_softmax", false}};
     absl::StatusOr<std::vector<ir::Value*>> ce = b.Create("cross_entropy_with_softmax", {logits, label}, attrs);
     ASSERT_TRUE(ce.ok()) << ce.status();
     ir::Value* g = b.Data("g", (*ce)[1]->type());

@@ -195,6 +195,33 @@ TEST(CrossEntropyTest, GradientFromTheLogitsIsTheGradientFromTheSoftmax) {
   }
 }
 
+// Without return_softmax the op makes no softmax (an empty f[0]) and the same loss; its backward
+// then reads the logits, in f32 too.
+TEST(CrossEntropyTest, WithoutReturnSoftmaxTheLossIsTheSameAndTheBackwardReadsTheLogits) {
+  const Tensor logits = Random64({3, 5}, 21);
+  const Tensor label = I64({3, 1}, {2, -100, 4});
+  const std::vector<Tensor> with = RunOk("cross_entropy_with_softmax", {logits, label});
+  const std::vector<Tensor> without = RunOk("cross_entropy_with_softmax", {logits, label}, {{"return_softmax", false}});
+  ASSERT_EQ(with.size(), 2u);
+  ASSERT_EQ(without.size(), 2u);
+  EXPECT_EQ(without[0].type().ToString(), "f64[0]");
+  std::vector<double> loss(3);
+  for (int64_t i = 0; i < 3; ++i) loss[static_cast<size_t>(i)] = with[1].At(i);
+  ExpectValues(without[1], loss, 0, "loss");
+
+  ir::Program program;
+  ir::Builder b(&program);
+  absl::StatusOr<std::vector<ir::Value*>> ce =
+      b.Create("cross_entropy_with_softmax", {b.Data("logits", {{3, 5}, DataType::kFloat32}),
+                                              b.Data("label", {{3, 1}, DataType::kInt64})},
+               {{"return_softmax", false}});
+  ASSERT_TRUE(ce.ok()) << ce.status();
+  absl::StatusOr<std::vector<ir::Value*>> grads = ir::OpRegistry::Global().Find("cross_entropy_with_softmax")->grad(
+      b, *(*ce)[1]->producer(), {nullptr, b.Data("g", {{3, 1}, DataType::kFloat32})});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ((*grads)[0]->producer()->type(), "cross_entropy_with_softmax_grad_from_logits");
+}
+
 // bf16 logits: softmax in bf16 (the activation's type), the loss in f32 (what the op computes in);
 // the backward reads the logits, not the softmax.
 TEST(CrossEntropyTest, LowPrecisionLogitsGiveAFloat32LossAndABackwardFromTheLogits) {

@@ -315,6 +315,10 @@ std::vector<OpCase> Cases() {
        {Pos(kX), Derived(kX, "softmax", {3}, {}, 0), F({4, 1})}, {{"soft_label", true}}, {F(kX)}});
   add({"cross_entropy_with_softmax", "cross_entropy_with_softmax", {F(kX), Ids({4, 1}, 8)}, {}});
   add({"cross_entropy_with_softmax[3-D]", "cross_entropy_with_softmax", {F(kX3), Ids({4, 4, 1}, 8)}, {}});
+  add({"cross_entropy_with_softmax[3-D, no softmax result]", "cross_entropy_with_softmax",
+       {F(kX3), Ids({4, 4, 1}, 8)}, {{"return_softmax", false}}});
+  add({"cross_entropy_with_softmax[axis 0, no softmax result]", "cross_entropy_with_softmax", {F(kX), Ids({1, 8}, 4)},
+       {{"axis", int64_t{0}}, {"return_softmax", false}}});
   add({"cross_entropy_with_softmax[soft label]", "cross_entropy_with_softmax", {F(kX), Pos(kX)},
        {{"soft_label", true}}});
   add({"cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad",
