@@ -109,6 +109,7 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
   Executor executor(program, std::move(options), backend, std::move(plan), std::move(job_plan), std::move(fns),
                     std::move(on_comm_stream), std::move(reads_operand));
   executor.PlanAccumulation();
+  executor.PlanOverwrites();
   return executor;
 }
 
@@ -126,6 +127,10 @@ void Executor::PlanAccumulation() {
   }
   accumulate_ = std::move(sums);
   add_kernel_ = KernelRegistry::Global().Find(options_.device.type, "add");
+}
+
+void Executor::PlanOverwrites() {
+  for (const auto& op : program_->block().ops()) overwrites_.push_back(ir::OverwritableOperands(*op));
 }
 
 void Executor::OpenStreams(RunState& state) const {
@@ -155,8 +160,11 @@ absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunS
 
 absl::Status Executor::CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
                                   std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream,
-                                  std::vector<Tensor>* keep_alive) const {
+                                  std::vector<Tensor>* keep_alive, std::vector<Tensor> donated) const {
   KernelContext ctx(op, std::move(inputs), &outputs);
+  for (size_t r = 0; r < donated.size(); ++r) {
+    if (donated[r].defined()) ctx.Donate(r, std::move(donated[r]));
+  }
   ctx.set_placement(backend_->allocator(options_.device), stream);
   ctx.set_keep_alive(keep_alive);
   ctx.set_comm_groups(options_.comm_groups.get());
@@ -168,12 +176,29 @@ absl::Status Executor::CallKernel(const KernelFn& kernel, const ir::Operation& o
   }
 }
 
+std::vector<Tensor> Executor::Donations(size_t index, const std::vector<int64_t>& release, ValueTable& table) const {
+  std::vector<Tensor> donated;
+  const ir::Operation& op = *program_->block().ops()[index];
+  for (const auto& [r, k] : overwrites_[index]) {
+    const int64_t id = op.operand(k)->id();
+    if (std::find(release.begin(), release.end(), id) == release.end()) continue;  // read later, or kept
+    const Tensor& storage = table.values[static_cast<size_t>(id)];
+    // The table's is the only reference: no view, alias, fetch or stream in flight holds it.
+    if (!storage.defined() || storage.use_count() != 1) continue;
+    if (donated.size() <= r) donated.resize(r + 1);
+    donated[r] = storage;
+  }
+  return donated;
+}
+
 absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                                  std::vector<Tensor>& outputs, Stream* stream,
-                                 std::map<std::string, double>* op_seconds, std::vector<Tensor>* keep_alive) const {
+                                 std::map<std::string, double>* op_seconds, std::vector<Tensor>* keep_alive,
+                                 std::vector<Tensor> donated) const {
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  absl::Status status = CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream, keep_alive);
+  absl::Status status =
+      CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream, keep_alive, std::move(donated));
   // A GPU kernel returns once launched: the profile waits for it, so the time is the kernel's.
   if (timed && status.ok() && stream != nullptr) status = stream->AwaitDeviceWork();
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -307,8 +332,9 @@ absl::Status Executor::RunOps(const std::vector<size_t>& indices, const std::vec
       }
       std::vector<Tensor> outputs(op.num_results());
       const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
+      std::vector<Tensor> donated = overwrites_[i].empty() ? std::vector<Tensor>{} : Donations(i, release_after[i], table);
       if (absl::Status s = RunKernel(i, op, micro_batch, std::move(inputs), outputs, state.compute.get(),
-                                     &state.op_seconds);
+                                     &state.op_seconds, nullptr, std::move(donated));
           !s.ok()) {
         return Fail(s, state);
       }

@@ -103,6 +103,8 @@ class Executor {
         reads_operand_(std::move(reads_operand)) {}
   // Builds accumulate_ (at Create).
   void PlanAccumulation();
+  // Builds overwrites_ (at Create).
+  void PlanOverwrites();
   // The run's compute stream, opened on the executor's device.
   void OpenStreams(RunState& state) const;
   // sum += x for the value `id` summed over micro-batches, into a fresh tensor (x may be a view
@@ -125,15 +127,19 @@ class Executor {
   absl::StatusOr<RunResult> Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
                    Workspace& workspace) const;
   // Runs op `index`'s kernel on `stream` and checks its results' types; times it into op_seconds
-  // if given. `keep_alive` receives the kernel's temporaries (KernelContext::Scratch).
+  // if given. `keep_alive` receives the kernel's temporaries (KernelContext::Scratch); `donated`
+  // holds, per result, a dying operand's storage it may be written over (KernelContext::Donate).
   absl::Status RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                          std::vector<Tensor>& outputs, Stream* stream, std::map<std::string, double>* op_seconds,
-                         std::vector<Tensor>* keep_alive = nullptr) const;
+                         std::vector<Tensor>* keep_alive = nullptr, std::vector<Tensor> donated = {}) const;
   // Runs `kernel` for `op` with the executor's device, on `stream`; an allocation that fails
   // becomes ResourceExhausted naming the op.
   absl::Status CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,
                           std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs, Stream* stream,
-                          std::vector<Tensor>* keep_alive = nullptr) const;
+                          std::vector<Tensor>* keep_alive = nullptr, std::vector<Tensor> donated = {}) const;
+  // Per result of op `index`, the storage of an operand that dies at it (in `release`) and that
+  // nothing else holds, where the op's kernels may write that result over it.
+  std::vector<Tensor> Donations(size_t index, const std::vector<int64_t>& release, ValueTable& table) const;
 
   const ir::Program* program_;
   ExecutorOptions options_;
@@ -144,6 +150,8 @@ class Executor {
   std::vector<bool> on_comm_stream_;      // per op
   // Per op and operand: whether the kernel reads its data (ir::ReadsOperand), looked up once.
   std::vector<std::vector<bool>> reads_operand_;
+  // Per op, (result, operand) pairs its kernels may write over (ir::OverwritableOperands).
+  std::vector<std::vector<std::pair<size_t, size_t>>> overwrites_;
   // `%sum = add %a, %b` for each value summed over micro-batches (by value id), and the
   // device's add kernel: the one computation the executor core itself asks for.
   std::shared_ptr<const ir::Program> accumulate_;

@@ -44,8 +44,20 @@ class KernelContext {
     return output_types_.empty() ? op_.result(i)->type() : output_types_.at(i);
   }
   void OverrideOutputTypes(std::vector<TensorType> types) { output_types_ = std::move(types); }
-  // Allocates result `i` with its static type, on the context's device, and returns it.
-  Tensor& AllocateOutput(size_t i) { return (*outputs_)[i] = Tensor::Empty(output_type(i), *allocator_, stream_); }
+  // Allocates result `i` with its static type, on the context's device, and returns it — or,
+  // where the executor donated a dying operand's storage for it (Donate), returns that.
+  Tensor& AllocateOutput(size_t i) {
+    if (i < donated_.size() && donated_[i].defined() && donated_[i].type() == output_type(i)) {
+      return (*outputs_)[i] = std::move(donated_[i]);
+    }
+    return (*outputs_)[i] = Tensor::Empty(output_type(i), *allocator_, stream_);
+  }
+  // The storage of an operand whose value dies at this op, for result `i` to be written over
+  // (ir::OpDef::overwrites_dying_operand); AllocateOutput(i) hands it out instead of allocating.
+  void Donate(size_t i, Tensor storage) {
+    if (donated_.size() <= i) donated_.resize(i + 1);
+    donated_[i] = std::move(storage);
+  }
   // A temporary on the context's device and stream, alive until the device work this kernel
   // enqueues has run: on a stream other than the one blocks are freed in order on (a CUDA
   // kernel on the communication stream, whose frees go to the compute stream), a local tensor
@@ -96,6 +108,7 @@ class KernelContext {
   int64_t micro_batch_ = 0;
   std::vector<Tensor>* keep_alive_ = nullptr;
   std::vector<Tensor> scratch_;
+  std::vector<Tensor> donated_;  // per result: a dying operand's storage to write it over
 };
 
 using KernelFn = std::function<absl::Status(KernelContext&)>;

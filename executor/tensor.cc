@@ -69,15 +69,19 @@ double Tensor::At(int64_t i) const {
 
 Tensor CastTensor(const Tensor& src, DataType dtype) {
   Tensor dst = Tensor::Empty({src.shape(), dtype}, HostAllocatorOf(src, "CastTensor"));
+  CastInto(src, dst);
+  return dst;
+}
+
+void CastInto(const Tensor& src, Tensor& dst) {
   const int64_t n = src.num_elements();
   PDIST_DISPATCH_ALL(src.dtype(), S, {
-    PDIST_DISPATCH_ALL(dtype, D, {
+    PDIST_DISPATCH_ALL(dst.dtype(), D, {
       const S* in = src.data<S>();
       D* out = dst.data<D>();
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<D>(static_cast<double>(in[i]));
     });
   });
-  return dst;
 }
 
 Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values) {

@@ -68,6 +68,9 @@ class Tensor {
 
 // Converts every element of a host tensor to another dtype, on the same host device.
 Tensor CastTensor(const Tensor& src, DataType dtype);
+// CastTensor into `dst`, a host tensor of src's shape (and any dtype), which it may share
+// storage with (each element is read before it is written).
+void CastInto(const Tensor& src, Tensor& dst);
 // Fills a float/int tensor from doubles (row-major). Size must match. On the host, or from
 // `host`, the allocator of a host device (a CPU kernel's context: KernelContext::allocator()).
 Tensor TensorFromDoubles(const TensorType& type, const std::vector<double>& values);

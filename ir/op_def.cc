@@ -86,6 +86,19 @@ std::optional<size_t> AliasedOperand(const Operation& op, size_t r) {
   return std::nullopt;
 }
 
+std::vector<std::pair<size_t, size_t>> OverwritableOperands(const Operation& op) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  const OpDef* def = OpRegistry::Global().Find(op.type());
+  if (def == nullptr) return pairs;
+  for (const auto& [result, operand] : def->overwrites_dying_operand) {
+    if (result < op.num_results() && op.result(result) != nullptr && operand < op.num_operands() &&
+        op.operand(operand) != nullptr && op.operand(operand)->type() == op.result(result)->type()) {
+      pairs.emplace_back(result, operand);
+    }
+  }
+  return pairs;
+}
+
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry();

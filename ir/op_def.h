@@ -113,6 +113,15 @@ struct OpDef {
   // 1). The kernels hand back the operand's tensor — no bytes made or moved — and the planner's
   // memory walks count the storage once, as for a view.
   std::vector<std::pair<size_t, size_t>> aliases_if_same_type;
+  // (result, operand) pairs where the kernels may write the result over the operand: every
+  // element of the operand they need is read before the result's element at the same position
+  // is written (cross entropy's gradient from the logits: each row's max and sum first, then
+  // each element read and overwritten by the same thread). Where the operand's value dies at
+  // this op and nothing else holds its storage, the executor hands the kernel that storage as
+  // the result (KernelContext::Donate) and the planner's walks count one buffer: the logits and
+  // their gradient, the head's two largest tensors, are never held at once. flash-attn's fused
+  // cross entropy does the same (inplace_backward).
+  std::vector<std::pair<size_t, size_t>> overwrites_dying_operand;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };
@@ -124,6 +133,10 @@ bool ReadsOperand(const Operation& op, size_t i);
 // The operand whose storage result r of op is: operand 0 for a view's result 0, the operand of
 // an aliases_if_same_type pair whose types match; nullopt for a result with storage of its own.
 std::optional<size_t> AliasedOperand(const Operation& op, size_t r);
+
+// The (result, operand) pairs of op's overwrites_dying_operand whose types match: results its
+// kernels may write over that operand where the operand dies at op.
+std::vector<std::pair<size_t, size_t>> OverwritableOperands(const Operation& op);
 
 class OpRegistry {
  public:

@@ -97,8 +97,13 @@ class ViewStorage {
     for (size_t r = 0; r < op.num_results(); ++r) {
       if (own_storage != nullptr && own_storage->count(op.result(r)) != 0) continue;
       if (std::optional<size_t> k = ir::AliasedOperand(op, r)) storage_of_[op.result(r)] = Of(op.operand(*k));
+      if (auto it = written_over_.find(op.result(r)); it != written_over_.end()) storage_of_[op.result(r)] = Of(it->second);
     }
   }
+  // Result `r` is written over `operand`'s storage (ir::OpDef::overwrites_dying_operand, where
+  // the operand dies at r's op): noted before the walk that calls Note.
+  void WrittenOver(const ir::Value* r, const ir::Value* operand) { written_over_[r] = operand; }
+  bool IsWrittenOver(const ir::Value* r) const { return written_over_.count(r) != 0; }
   const ir::Value* Of(const ir::Value* v) const {
     auto it = storage_of_.find(v);
     return it == storage_of_.end() ? v : it->second;
@@ -106,7 +111,22 @@ class ViewStorage {
 
  private:
   std::unordered_map<const ir::Value*, const ir::Value*> storage_of_;
+  std::unordered_map<const ir::Value*, const ir::Value*> written_over_;
 };
+
+// Per storage (ViewStorage::Of), the last op that reads it.
+std::unordered_map<const ir::Value*, size_t> LastUses(const std::vector<std::unique_ptr<ir::Operation>>& ops,
+                                                      ViewStorage& storage,
+                                                      const std::unordered_set<const ir::Value*>& own_storage) {
+  std::unordered_map<const ir::Value*, size_t> last_use;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
+      if (ir::ReadsOperand(*ops[i], k)) last_use[storage.Of(ops[i]->operand(k))] = i;
+    }
+    storage.Note(*ops[i], &own_storage);
+  }
+  return last_use;
+}
 
 // The most bytes the backward holds at once beyond the forward values it starts with, walked op
 // by op as the executor frees (after each value's last reader): activation gradients and
@@ -123,14 +143,27 @@ BackwardWalk WalkBackward(const ir::Program& local) {
   const auto& ops = local.block().ops();
   std::unordered_set<const ir::Value*> parameter_gradients;
   for (const ir::StateUpdate& g : local.gradients()) parameter_gradients.insert(g.new_value);
+  // A result its kernels write over an operand that dies at its op (the executor's donation,
+  // Executor::Donations) shares that operand's storage: found on the last uses without any,
+  // then the last uses again with them.
   ViewStorage storage;
-  std::unordered_map<const ir::Value*, size_t> last_use;  // per storage
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
-      if (ir::ReadsOperand(*ops[i], k)) last_use[storage.Of(ops[i]->operand(k))] = i;
+  {
+    ViewStorage plain;
+    const std::unordered_map<const ir::Value*, size_t> last = LastUses(ops, plain, parameter_gradients);
+    ViewStorage walk;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& [r, k] : ir::OverwritableOperands(*ops[i])) {
+        const ir::Value* operand = walk.Of(ops[i]->operand(k));
+        auto it = last.find(operand);
+        if (!operand->is_argument() && it != last.end() && it->second == i &&
+            parameter_gradients.count(ops[i]->result(r)) == 0) {
+          storage.WrittenOver(ops[i]->result(r), operand);
+        }
+      }
+      walk.Note(*ops[i], &parameter_gradients);
     }
-    storage.Note(*ops[i], &parameter_gradients);
   }
+  const std::unordered_map<const ir::Value*, size_t> last_use = LastUses(ops, storage, parameter_gradients);
   std::unordered_map<const ir::Value*, double> held;
   double live = 0, at_backward = -1, peak = 0, grads_made = 0, peak_with_grads = 0, peak_accumulating = 0;
   auto release = [&](const ir::Value* v) {
@@ -147,7 +180,9 @@ BackwardWalk WalkBackward(const ir::Program& local) {
     for (size_t j = 0; j < op.num_results(); ++j) {
       const ir::Value* r = op.result(j);
       if (r != nullptr && parameter_gradients.count(r) != 0) grads_now += static_cast<double>(r->type().num_bytes());
-      if (r == nullptr || parameter_gradients.count(r) != 0 || ir::AliasedOperand(op, j)) continue;
+      if (r == nullptr || parameter_gradients.count(r) != 0 || ir::AliasedOperand(op, j) || storage.IsWrittenOver(r)) {
+        continue;
+      }
       held[r] = static_cast<double>(r->type().num_bytes());
       live += held[r];
     }

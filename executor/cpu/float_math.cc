@@ -73,7 +73,11 @@ KernelFn WithFloatMath(KernelFn kernel) {
         ctx.SetOutput(i, operand->shape() == out.shape() ? *operand : operand->Reshaped(out.shape()));
         continue;
       }
-      ctx.SetOutput(i, out.defined() && out.dtype() != want ? CastTensor(out, want) : std::move(out));
+      if (out.defined() && out.dtype() != want) {
+        CastInto(out, ctx.AllocateOutput(i));  // over a donated operand's storage, where there is one
+      } else {
+        ctx.SetOutput(i, std::move(out));
+      }
     }
     return absl::OkStatus();
   };

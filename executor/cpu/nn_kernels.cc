@@ -198,8 +198,9 @@ absl::Status CrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
         dx = g * p;
         dx(cls) -= g;
       } else {
+        const T at_label = p(cls);  // read first: dx may be p's storage (written over the logits)
         dx.setZero();
-        dx(cls) = -g / p(cls);
+        dx(cls) = -g / at_label;
       }
     });
   });
@@ -209,7 +210,8 @@ absl::Status CrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
 absl::Status CrossEntropyGradKernel(KernelContext& ctx) { return CrossEntropyGradOf(ctx, *ctx.input(1)); }
 
 // (label, logits, loss_grad) → logits_grad: the forward's softmax again, then the gradient above.
-// Without use_softmax the logits are the probabilities.
+// Without use_softmax the logits are the probabilities. logits_grad may be the logits' storage
+// (ir::OpDef::overwrites_dying_operand): every element is read before it is written.
 absl::Status CrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));

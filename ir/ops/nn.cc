@@ -307,6 +307,7 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_spmd = ce_logits_grad_rule.infer,
       .infer_spmd_reverse = ce_logits_grad_rule.reverse,
       .describe_spmd = ce_logits_grad_rule.describe,
+      .overwrites_dying_operand = {{0, 1}},  // the gradient over the logits (row stats read first)
   }));
 
   // Paddle's defaults. use_neox_rotary_style = true rotates adjacent pairs (x0,x1), (x2,x3), …;

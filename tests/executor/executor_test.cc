@@ -78,6 +78,49 @@ TEST(MemoryPlannerTest, AUseOfTheTypeAloneKeepsNothingAlive) {
   for (int64_t j = 0; j < 256; ++j) ASSERT_EQ(bias_grad.data<float>()[j], 1 + 2 + 3 + 4) << j;
 }
 
+// Cross entropy's gradient from the logits is written over the logits where they die at it
+// (ir::OpDef::overwrites_dying_operand): the step peaks at one [64, 96] tensor, not two, and
+// gives the numbers the same op gives when the logits are kept (fetched) and it writes a buffer
+// of its own. f32, and bf16 through the CPU's float math (its rounded result cast into the
+// donated storage).
+TEST(MemoryPlannerTest, AGradientIsWrittenOverTheLogitsThatDieAtIt) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) {
+    SCOPED_TRACE(ir::DataTypeName(dtype));
+    ir::Program p;
+    ir::Builder b(&p);
+    const ir::TensorType type{{64, 96}, dtype};
+    ir::Value* x = b.Data("x", type);
+    ir::Value* label = b.Data("label", {{64, 1}, DataType::kInt64});
+    ir::Value* g = b.Data("g", {{64, 1}, ir::ComputeDtype(dtype)});
+    ir::Value* logits = *b.Op1("scale", {x}, {{"scale", 2.0}});  // an op's result: it can die
+    ir::Value* dx = *b.Op1("cross_entropy_with_softmax_grad_from_logits", {label, logits, g});
+    std::vector<double> xs(64 * 96), labels(64);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>((i * 37) % 23) / 8 - 1;
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<double>((i * 7) % 96);
+    const Feeds feeds = {{"x", TensorFromDoubles(type, xs)},
+                         {"label", TensorFromDoubles(label->type(), labels)},
+                         {"g", TensorFromDoubles(g->type(), std::vector<double>(64, 1))}};
+    auto run = [&](std::vector<int64_t> fetch) {
+      ExecutorOptions options;
+      options.fetch_ids = std::move(fetch);
+      auto executor = Executor::Create(p, options);
+      EXPECT_TRUE(executor.ok()) << executor.status();
+      Workspace ws;
+      absl::StatusOr<RunResult> r = executor->Run(feeds, ws);
+      EXPECT_TRUE(r.ok()) << r.status();
+      return r.ok() ? *r : RunResult{};
+    };
+    const RunResult over = run({dx->id()});
+    const RunResult kept = run({dx->id(), logits->id()});  // the logits survive: no donation
+    const int64_t one = type.num_bytes();
+    EXPECT_EQ(over.peak_bytes, one);
+    EXPECT_EQ(kept.peak_bytes, 2 * one);
+    ASSERT_EQ(over.fetched.count(dx->id()), 1u);
+    ASSERT_EQ(kept.fetched.count(dx->id()), 1u);
+    EXPECT_EQ(TensorToDoubles(over.fetched.at(dx->id())), TensorToDoubles(kept.fetched.at(dx->id())));
+  }
+}
+
 // Two 1 KiB parameters updated by sgd in the optimizer's ops: each new value replaces its state
 // right after the op that made it (the old tensor is read by nothing later), so the step never
 // holds both new values beside the old ones; a failure after the first update leaves it installed.

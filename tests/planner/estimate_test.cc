@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "planner/comm_cost.h"
 #include "planner/compute_cost.h"
@@ -464,6 +465,26 @@ TEST(ProfileTest, ALayerKeepsKorthikantisBytesPerToken) {
   const double norm_statistics = 2 * 2 * 4 * tokens;  // two norms' mean and variance, in f32
   const double log_sum_exp = 4 * heads * tokens, rng_state = 16;  // in f32, as the norms' statistics
   EXPECT_DOUBLE_EQ(layer.saved_bytes, 32 * tokens * hidden + norm_statistics + log_sum_exp + rng_state);
+}
+
+// A bf16 model's head makes no softmax and writes its logits' gradient over the logits, which
+// die at that op (ir::OpDef::overwrites_dying_operand, as the executor donates them): its
+// backward holds less beyond what it starts with than one logits tensor. An f32 head keeps the
+// softmax and writes the gradient beside it: at least one logits tensor more.
+TEST(ProfileTest, ABf16HeadsGradientIsWrittenOverItsLogits) {
+  for (const char* dtype : {"bf16", "f32"}) {
+    SCOPED_TRACE(dtype);
+    const PlannedModel model =
+        *ModelFromSpec(absl::StrCat("gpt:layers=3,hidden=256,heads=4,vocab=4096,seq=128,dtype=", dtype), 8);
+    Profiler profiler(model, Cluster(4));
+    const SegmentCost& head = (*profiler.Get({.mp = 1, .sp = false, .micro_batch = 2}))->kinds[kHeadKind];
+    const double logits = 2.0 * 128 * 4096 * (std::string(dtype) == "bf16" ? 2 : 4);
+    if (std::string(dtype) == "bf16") {
+      EXPECT_LT(head.backward_excess_bytes, logits);
+    } else {
+      EXPECT_GE(head.backward_excess_bytes, logits);
+    }
+  }
 }
 
 TEST(BackwardPeakTest, MatchesABackwardRunStepByStep) {
