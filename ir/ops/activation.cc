@@ -106,6 +106,9 @@ absl::Status RegisterActivation(OpRegistry& registry, const Activation& spec) {
   grad.grad_kind = GradKind::kGradientOp;
   grad.cost = PerElementCost(spec.grad_flops);
   SetSpmd(grad, spmd::UnaryGradRule(grad_name, spec.grad_reads_out ? "out" : "x"));
+  // Each x_grad element reads only the same element of both operands: written over whichever
+  // dies here (the output gradient, made for this op alone; the saved value, at its last reader).
+  grad.overwrites_dying_operand = {{0, 1}, {0, 0}};
   return registry.Register(std::move(grad));
 }
 
@@ -214,6 +217,7 @@ absl::Status RegisterDropout(OpRegistry& registry) {
   grad.grad_kind = GradKind::kGradientOp;
   grad.cost = PerElementCost(2);
   SetSpmd(grad, spmd::UnaryGradRule("dropout_grad", "mask"));
+  grad.overwrites_dying_operand = {{0, 1}};  // x_grad[i] reads only mask[i] and out_grad[i]
   return registry.Register(std::move(grad));
 }
 
