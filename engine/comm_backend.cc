@@ -1,4 +1,5 @@
-// The communication backends: inproc (ranks as threads), gloo and nccl (a process per rank).
+// The communication backends: inproc and inproc-rendezvous (ranks as threads), gloo and nccl (a
+// process per rank).
 #include "engine/comm_backend.h"
 
 #include "absl/strings/str_cat.h"
@@ -13,15 +14,25 @@ namespace {
 
 using Worlds = std::vector<std::shared_ptr<exec::comm::Communicator>>;
 
-absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommConfig& config,
-                                   const exec::Device& /*host*/) {
-  auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size));
+absl::StatusOr<Worlds> InprocWorldWith(const exec::comm::InprocOptions& options, int64_t world_size,
+                                       const exec::comm::CommConfig& config) {
+  auto world = std::make_shared<exec::comm::InprocWorld>(static_cast<int>(world_size), options);
   Worlds comms;
   for (int64_t r = 0; r < world_size; ++r) {
     PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(world, static_cast<int>(r), config));
     comms.push_back(std::move(comm));
   }
   return comms;
+}
+
+absl::StatusOr<Worlds> InprocWorld(int64_t world_size, const exec::comm::CommConfig& config,
+                                   const exec::Device& /*host*/) {
+  return InprocWorldWith({}, world_size, config);
+}
+
+absl::StatusOr<Worlds> InprocRendezvousWorld(int64_t world_size, const exec::comm::CommConfig& config,
+                                             const exec::Device& /*host*/) {
+  return InprocWorldWith({.rendezvous_sends = true}, world_size, config);
 }
 
 // This process's rank of a launched job, checked against the strategy's world.
@@ -49,6 +60,11 @@ absl::StatusOr<Worlds> NcclWorld(int64_t world_size, const exec::comm::CommConfi
 const std::vector<CommBackend>& CommBackends() {
   static const std::vector<CommBackend>* backends = new std::vector<CommBackend>{
       {.name = "inproc", .summary = "ranks are threads of this process", .create_world = InprocWorld},
+      {.name = "inproc-rendezvous",
+       .summary = "ranks are threads; each send waits for its receive, matched in issue order as NCCL's: "
+                  "checks on the CPU that a job runs over NCCL",
+       .buffered_sends = false,
+       .create_world = InprocRendezvousWorld},
       {.name = "gloo",
        .summary = "this process is one rank; run under pdist-run",
        .process_per_rank = true,
@@ -59,6 +75,7 @@ const std::vector<CommBackend>& CommBackends() {
        .process_per_rank = true,
        .launcher_provides = "RANK, WORLD_SIZE, LOCAL_RANK and MASTER_ADDR/MASTER_PORT or PDIST_RENDEZVOUS_DIR",
        .device_memory = true,
+       .buffered_sends = false,
        .create_world = NcclWorld},
   };
   return *backends;

@@ -33,6 +33,10 @@ struct CommBackend {
   // The communicators move device memory (NCCL): the ranks run on GPUs. Otherwise they move
   // host memory, and the ranks' tensors must be on the host (cpu, cpu:N).
   bool device_memory = false;
+  // A send returns once its data is copied out (inproc, gloo). Otherwise it waits for the
+  // peer's receive, and a pair's messages meet in issue order whatever their tags (NCCL): the
+  // executor must run point-to-point ops on their communication streams (one per direction).
+  bool buffered_sends = true;
   // The world communicators of the ranks this process runs, for a job of `world_size` ranks
   // whose tensors are on `device`. InvalidArgument when the launcher's world does not have
   // `world_size` ranks.

@@ -102,12 +102,13 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
                                                    " needs a communicator that moves GPU memory: backend '",
                                                    backend_->name, "' moves host memory; use --backend nccl"));
   }
-  if (world_size_ > 1 && backend_->device_memory && programs.pipeline.enabled()) {
-    // NCCL's send waits on its stream for the matching receive; the pipeline schedules issue
-    // sends before their receives and rely on buffered sends (docs/gpu.md).
-    return absl::UnimplementedError(absl::StrCat("pipeline parallelism over backend '", backend_->name,
-                                                 "' needs grouped send/receive pairs, not built yet: use pp_degree 1 "
-                                                 "(dp, mp, sp, ZeRO run), or --backend gloo on the CPU"));
+  if (world_size_ > 1 && !backend_->buffered_sends && !options_.overlap_communication) {
+    // A send that waits for its receive, issued by the thread that computes, deadlocks a pipeline
+    // (and any exchange where both ends send first); the communication streams, one per
+    // direction, are what keeps each send from holding anything but its own direction.
+    return absl::InvalidArgumentError(absl::StrCat("backend '", backend_->name,
+                                                   "' holds each send until its receive runs: it needs the "
+                                                   "communication streams (overlap_communication)"));
   }
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;

@@ -102,6 +102,15 @@ std::string ChromeTraceJson(int64_t rank, const std::vector<TimelineSpan>& spans
   meta("process_name", 0, {{"name", absl::StrCat("rank ", rank)}});
   meta("thread_name", 0, {{"name", "compute"}});
   meta("thread_name", 1, {{"name", "comm"}});
+  // A row per communication stream: tid 1 the collectives', the point-to-point channels after it.
+  std::map<std::string, int> tids = {{"comm", 1}};
+  auto tid_of = [&](const TimelineSpan& s) {
+    if (s.track == Track::kCompute) return 0;
+    const std::string lane = s.lane.empty() ? "comm" : s.lane;
+    auto [it, added] = tids.emplace(lane, static_cast<int>(tids.size()) + 1);
+    if (added) meta("thread_name", it->second, {{"name", lane}});
+    return it->second;
+  };
   for (const TimelineSpan& s : spans) {
     json event = {{"name", s.name},
                   {"cat", s.category},
@@ -109,10 +118,11 @@ std::string ChromeTraceJson(int64_t rank, const std::vector<TimelineSpan>& spans
                   {"ts", s.start_s * 1e6},
                   {"dur", std::max(0.0, s.end_s - s.start_s) * 1e6},
                   {"pid", rank},
-                  {"tid", s.track == Track::kCompute ? 0 : 1}};
+                  {"tid", tid_of(s)}};
     json args = json::object();
     if (s.micro_batch >= 0) args["micro_batch"] = s.micro_batch;
     if (s.chunk >= 0) args["chunk"] = s.chunk;
+    if (s.queued_s >= 0) args["queued_us"] = s.queued_s * 1e6;
     if (!args.empty()) event["args"] = std::move(args);
     events.push_back(std::move(event));
   }
@@ -264,12 +274,15 @@ absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir) {
       TimelineSpan span;
       span.name = e["name"].get<std::string>();
       span.category = e.value("cat", "");
-      span.track = e.value("tid", 0) == 1 ? Track::kComm : Track::kCompute;
+      span.track = e.value("tid", 0) >= 1 ? Track::kComm : Track::kCompute;
       span.start_s = e["ts"].get<double>() * 1e-6;
       span.end_s = span.start_s + e["dur"].get<double>() * 1e-6;
       if (e.contains("args") && e["args"].is_object()) {
         span.micro_batch = e["args"].value("micro_batch", int64_t{-1});
         span.chunk = e["args"].value("chunk", int64_t{-1});
+        if (e["args"].contains("queued_us") && e["args"]["queued_us"].is_number()) {
+          span.queued_s = e["args"]["queued_us"].get<double>() * 1e-6;
+        }
       }
       by_rank[e["pid"].get<int64_t>()].push_back(std::move(span));
     }

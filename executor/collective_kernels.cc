@@ -132,14 +132,17 @@ absl::Status SendKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
-  return ctx.comm_groups()->world().Send(*ctx.input(0), static_cast<int>(peer), tag, ctx.stream());
+  // Over the channel of this direction (comm/comm_groups.h): this rank is its 0, the peer its 1.
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(ctx.comm_groups()->rank(), peer));
+  return channel->Send(*ctx.input(0), 1, tag, ctx.stream());
 }
 
 absl::Status RecvKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_recv needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
-  return ctx.comm_groups()->world().Recv(ctx.AllocateOutput(0), static_cast<int>(peer), tag, ctx.stream());
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(peer, ctx.comm_groups()->rank()));
+  return channel->Recv(ctx.AllocateOutput(0), 0, tag, ctx.stream());
 }
 
 }  // namespace

@@ -110,7 +110,24 @@ absl::StatusOr<Executor> Executor::Create(const ir::Program& program, ExecutorOp
                     std::move(on_comm_stream), std::move(reads_operand));
   executor.PlanAccumulation();
   executor.PlanOverwrites();
+  executor.PlanCommStreams();
   return executor;
+}
+
+void Executor::PlanCommStreams() {
+  const auto& ops = program_->block().ops();
+  comm_stream_of_.assign(ops.size(), 0);
+  comm_stream_names_ = {"comm"};
+  if (options_.comm_groups == nullptr) return;
+  std::map<std::pair<int64_t, int64_t>, size_t> index;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!on_comm_stream_[i]) continue;
+    const std::optional<std::pair<int64_t, int64_t>> channel = comm::ChannelOf(*ops[i], options_.comm_groups->rank());
+    if (!channel) continue;
+    const auto [it, added] = index.emplace(*channel, comm_stream_names_.size());
+    if (added) comm_stream_names_.push_back(absl::StrCat("p2p ", channel->first, ">", channel->second));
+    comm_stream_of_[i] = it->second;
+  }
 }
 
 void Executor::PlanAccumulation() {
@@ -135,6 +152,7 @@ void Executor::PlanOverwrites() {
 
 void Executor::OpenStreams(RunState& state) const {
   if (state.compute == nullptr) state.compute = backend_->NewStream(options_.device, StreamPurpose::kCompute);
+  if (state.comm.empty()) state.comm.resize(comm_stream_names_.size());
 }
 
 absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const {
@@ -248,6 +266,7 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     PDIST_RETURN_IF_ERROR(state.compute->WaitFor(event));
   }
   event = nullptr;
+  table.pending_on[static_cast<size_t>(id)] = nullptr;
   state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
   state.live.Acquire(table.values[static_cast<size_t>(id)], IsGradient(*program_->FindValue(id)));
   return absl::OkStatus();
@@ -256,19 +275,23 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
 absl::Status Executor::Fail(absl::Status status, RunState& state) const {
   // Stop the peers too (they may wait for this rank in a collective) before the stream's
   // thread is joined.
-  if (state.stream != nullptr && options_.comm_groups != nullptr) options_.comm_groups->world().Abort();
+  if (state.communicated() && options_.comm_groups != nullptr) options_.comm_groups->world().Abort();
   return status;
 }
 
 void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueTable& table, RunState& state) const {
   const ir::Operation& op = *program_->block().ops()[i];
-  if (state.stream == nullptr) state.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication);
+  const size_t lane = comm_stream_of_[i];
+  RunState::CommStream& comm = state.comm[lane];
+  if (comm.stream == nullptr) comm.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication);
+  Stream* stream = comm.stream.get();
   // The op reads what the compute stream has made so far (on the CPU that is done already; on a
   // GPU the communication stream waits for the compute stream's event, not the host).
   // A failure of that wait is also the stream's first error, which the op's event reports.
-  state.stream->WaitFor(state.compute->Record()).IgnoreError();
+  stream->WaitFor(state.compute->Record()).IgnoreError();
   // Inputs computed here are captured now; inputs from earlier stream ops are read when this op
-  // runs — the stream is in order, so they are written by then.
+  // runs — written by then: by an earlier op of this stream (it runs in order), or of another,
+  // whose event this stream waits for first (a received activation that a collective reads).
   std::vector<Tensor> captured(op.num_operands());
   std::vector<size_t> from_stream;
   std::vector<int64_t> dropped_by_stream;  // stream-made inputs whose last use is this op
@@ -276,6 +299,9 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     const ir::Value* v = op.operand(k);
     if (v == nullptr) continue;
     if (table.pending[static_cast<size_t>(v->id())] != nullptr) {
+      if (table.pending_on[static_cast<size_t>(v->id())] != stream) {
+        stream->WaitFor(table.pending[static_cast<size_t>(v->id())]).IgnoreError();
+      }
       from_stream.push_back(k);
       if (std::find(last.begin(), last.end(), v->id()) != last.end()) dropped_by_stream.push_back(v->id());
     } else {
@@ -283,16 +309,19 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     }
   }
   for (int64_t id : dropped_by_stream) table.skip_release[static_cast<size_t>(id)] = true;
+  // Kept alive by the op until it has run (ValueTable); read and written only there.
+  std::shared_ptr<ValueTable> keep_table = table.shared_from_this();
   std::vector<Tensor>* values = &table.values;
   TimelineSpan span{.name = op.type(), .category = "comm", .track = Track::kComm,
-                    .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1};
+                    .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1,
+                    .lane = comm_stream_names_[lane],
+                    .queued_s = state.timeline != nullptr ? state.timeline->Now() : -1};
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
   // The work function is kept until its device work has run (Stream::Submit), and with it the
   // kernel's temporaries (`scratch`) as well as its inputs (`captured`).
-  auto event = state.stream->Submit([this, &op, values, i, micro_batch, captured = std::move(captured), from_stream,
-                                     dropped_by_stream, timeline = state.timeline, span = std::move(span),
-                                     stream = state.stream.get(), op_seconds = &state.stream_op_seconds,
-                                     scratch = std::vector<Tensor>()]() mutable {
+  auto event = stream->Submit([this, &op, keep_table, values, i, micro_batch, captured = std::move(captured), from_stream,
+                               dropped_by_stream, timeline = state.timeline, span = std::move(span), stream,
+                               op_seconds = &comm.op_seconds, scratch = std::vector<Tensor>()]() mutable {
     ScopedSpan timed(timeline, std::move(span));
     for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
     for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
@@ -305,6 +334,7 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   });
   for (const ir::Value* r : op.results()) {
     table.pending[static_cast<size_t>(r->id())] = event;
+    table.pending_on[static_cast<size_t>(r->id())] = stream;
     state.live.Reserve(&table.values[static_cast<size_t>(r->id())], r->type().num_bytes(), IsGradient(*r));
   }
 }
@@ -383,8 +413,8 @@ absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& tabl
 }
 
 absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) const {
-  if (state.stream != nullptr) {
-    if (absl::Status s = state.stream->Synchronize(); !s.ok()) return Fail(s, state);
+  if (state.communicated()) {
+    if (absl::Status s = state.SynchronizeComm(); !s.ok()) return Fail(s, state);
     for (ValueTable* table : tables) {
       for (size_t id = 0; id < table->pending.size(); ++id) {
         PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), *table, state));
@@ -415,7 +445,8 @@ ir::JobKind KindOfRole(ir::OpRole role) {
 
 absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace, TimelineRecorder* timeline) const {
   const ir::Program& program = *program_;
-  ValueTable table(static_cast<size_t>(program.num_values()));
+  auto owned = std::make_shared<ValueTable>(static_cast<size_t>(program.num_values()));
+  ValueTable& table = *owned;
   PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
   RunState state;
   state.timeline = timeline;
@@ -461,7 +492,9 @@ absl::StatusOr<RunResult> Executor::Finish(const std::vector<Tensor>& loss_sourc
   result.peak_gradient_bytes = state.live.gradient_peak();
   result.peak_activation_bytes = state.live.activation_peak();
   result.op_seconds = std::move(state.op_seconds);
-  for (const auto& [type, seconds] : state.stream_op_seconds) result.op_seconds[type] += seconds;  // drained by now
+  for (const RunState::CommStream& comm : state.comm) {
+    for (const auto& [type, seconds] : comm.op_seconds) result.op_seconds[type] += seconds;  // drained by now
+  }
   if (program.loss() != nullptr) {
     PDIST_ASSIGN_OR_RETURN(Tensor loss, ToDevice(loss_source[static_cast<size_t>(program.loss()->id())], Device::Cpu()));
     result.loss = loss.At(0);

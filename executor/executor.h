@@ -101,11 +101,13 @@ class Executor {
       : program_(&program), options_(std::move(options)), backend_(backend), plan_(std::move(plan)),
         job_plan_(std::move(job_plan)), kernels_(std::move(kernels)), on_comm_stream_(std::move(on_comm_stream)),
         reads_operand_(std::move(reads_operand)) {}
+  // Builds comm_stream_of_ (at Create).
+  void PlanCommStreams();
   // Builds accumulate_ (at Create).
   void PlanAccumulation();
   // Builds overwrites_ (at Create).
   void PlanOverwrites();
-  // The run's compute stream, opened on the executor's device.
+  // The run's compute stream, opened on the executor's device, and its communication streams' slots.
   void OpenStreams(RunState& state) const;
   // sum += x for the value `id` summed over micro-batches, into a fresh tensor (x may be a view
   // of a tensor still in use), by the device's `add` kernel.
@@ -148,6 +150,11 @@ class Executor {
   JobPlan job_plan_;
   std::vector<const KernelFn*> kernels_;  // per op, in program order
   std::vector<bool> on_comm_stream_;      // per op
+  // Per op on a communication stream, which one (RunState::comm): 0 for the collectives, which
+  // every rank of a group issues in one order; 1 + k for the k-th point-to-point channel, so
+  // that a send held until its receive runs (NCCL's) holds only its own direction.
+  std::vector<size_t> comm_stream_of_;
+  std::vector<std::string> comm_stream_names_;  // "comm", "p2p 0>1": timeline lanes
   // Per op and operand: whether the kernel reads its data (ir::ReadsOperand), looked up once.
   std::vector<std::vector<bool>> reads_operand_;
   // Per op, (result, operand) pairs its kernels may write over (ir::OverwritableOperands).

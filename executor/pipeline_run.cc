@@ -133,7 +133,7 @@ class PipelinedStep {
 
   absl::Status OpenOptimizerTable() {
     if (optimizer_table_ != nullptr) return absl::OkStatus();
-    optimizer_table_ = std::make_unique<ValueTable>(num_values_);
+    optimizer_table_ = std::make_shared<ValueTable>(num_values_);
     return ex_.BindArguments(micro_feeds_[0], workspace_, *optimizer_table_);
   }
 
@@ -148,9 +148,9 @@ class PipelinedStep {
       }
       return optimizer_table_.get();
     }
-    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(job.micro_batch)];
+    std::shared_ptr<ValueTable>& table = tables_[static_cast<size_t>(job.micro_batch)];
     if (table == nullptr) {
-      table = std::make_unique<ValueTable>(num_values_);
+      table = std::make_shared<ValueTable>(num_values_);
       PDIST_RETURN_IF_ERROR(
           ex_.BindArguments(micro_feeds_[static_cast<size_t>(job.micro_batch)], workspace_, *table));
     }
@@ -231,13 +231,12 @@ class PipelinedStep {
     return absl::OkStatus();
   }
 
-  // A micro-batch whose last job ran keeps nothing: once the stream has run what reads its
-  // tensors (a send of the last gradient), they are freed.
+  // A micro-batch whose last job ran keeps nothing: its values are dropped, each once the
+  // stream owing it has made it. Not waiting for the streams themselves: the last send of a
+  // micro-batch may be held until the peer receives it (NCCL), and the peer may be waiting for
+  // this rank's next job. The send holds its tensor and table (ValueTable) until it has run.
   absl::Status CloseMicroBatch(int64_t micro_batch) {
-    if (state_.stream != nullptr) {
-      if (absl::Status s = state_.stream->Synchronize(); !s.ok()) return ex_.Fail(s, state_);
-    }
-    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
+    std::shared_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
     for (size_t id = 0; id < num_values_; ++id) {
       PDIST_RETURN_IF_ERROR(ex_.Await(static_cast<int64_t>(id), *table, state_));
       if (!program_.FindValue(static_cast<int64_t>(id))->is_argument()) state_.live.Release(table->values[id]);
@@ -269,10 +268,10 @@ class PipelinedStep {
   const size_t num_values_;
   std::vector<int64_t> jobs_left_;  // per micro-batch: its jobs not yet run
   const std::vector<std::vector<int64_t>>* release_ = nullptr;
-  // Declared before the state: when the step ends early, the state's stream is joined first,
+  // Declared before the state: when the step ends early, the state's streams are joined first,
   // while the tables its queued ops point into still exist.
-  std::vector<std::unique_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
-  std::unique_ptr<ValueTable> optimizer_table_;
+  std::vector<std::shared_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
+  std::shared_ptr<ValueTable> optimizer_table_;
   std::vector<Tensor> sums_;                          // by value id: summed over micro-batches
   RunState state_;
   EarlyGradientSync early_;

@@ -51,11 +51,17 @@ class LiveBytes {
 };
 
 // The tensors of one run of a program (or of one micro-batch of a pipelined step), by value id.
-struct ValueTable {
-  explicit ValueTable(size_t num_values) : values(num_values), pending(num_values), skip_release(num_values, false) {}
+// Owned by shared_ptr: a communication stream's op reads and drops the values other stream ops
+// make when it runs, so it keeps their table alive (a pipeline closes a micro-batch without
+// waiting for its last send, which may wait for the peer's receive).
+struct ValueTable : std::enable_shared_from_this<ValueTable> {
+  explicit ValueTable(size_t num_values)
+      : values(num_values), pending(num_values), pending_on(num_values), skip_release(num_values, false) {}
   std::vector<Tensor> values;
-  // Values the communication stream still owes: read or freed only after their event fired.
+  // Values the communication streams still owe: read or freed only after their event fired.
   std::vector<std::shared_ptr<Event>> pending;
+  // The stream each pending value comes from: an op on another stream waits for its event.
+  std::vector<const Stream*> pending_on;
   // Inputs a stream op frees itself (it reads them later than the compute thread would free them).
   std::vector<bool> skip_release;
 };
@@ -65,11 +71,17 @@ struct RunState {
   // The rank's compute stream (the backend's; on the CPU, the calling thread).
   std::unique_ptr<Stream> compute;
   LiveBytes live;
-  // The communication stream's kernels, timed by its own thread (waiting for peers included) and
-  // merged into op_seconds once it is drained. Declared before `stream`, so that it outlives the
-  // stream's thread.
-  std::map<std::string, double> stream_op_seconds;
-  std::unique_ptr<Stream> stream;  // the communication stream, made on the first collective
+  // A communication stream, made on its first op, and its kernels' times, taken by its own thread
+  // (waiting for peers included) and merged into op_seconds once it is drained. The times come
+  // first, so that they outlive the stream's thread.
+  struct CommStream {
+    std::map<std::string, double> op_seconds;
+    std::unique_ptr<Stream> stream;
+  };
+  // [0]: the collectives'; then one per point-to-point channel, in the executor's order
+  // (Executor::comm_stream_of_). Sized once, when the run opens its streams: work items keep
+  // pointers into it.
+  std::vector<CommStream> comm;
   std::map<std::string, double> op_seconds;
   TimelineRecorder* timeline = nullptr;  // spans of jobs and of communication, when given
   // Where updated states take their new values as soon as the old ones are dead
@@ -77,6 +89,22 @@ struct RunState {
   std::map<std::string, Tensor>* workspace = nullptr;
   ir::PipelineJob job;                   // the job running (a whole-program run: none)
   bool in_job = false;
+
+  // Whether any communication stream was made (some op went to one).
+  bool communicated() const {
+    for (const CommStream& c : comm) {
+      if (c.stream != nullptr) return true;
+    }
+    return false;
+  }
+  // Waits for every communication stream; the first failure.
+  absl::Status SynchronizeComm() {
+    absl::Status first;
+    for (CommStream& c : comm) {
+      if (c.stream != nullptr) first.Update(c.stream->Synchronize());
+    }
+    return first;
+  }
 };
 
 }  // namespace pdist::exec

@@ -41,12 +41,18 @@ struct TimelineSpan {
   Track track = Track::kCompute;
   int64_t micro_batch = -1;  // -1: not tied to one micro-batch
   int64_t chunk = -1;        // model chunk; -1: none
+  // Communication: the stream it ran on ("comm": the collectives'; "p2p 0>1": a point-to-point
+  // channel's), a row of its own in a Chrome trace. Empty reads as "comm".
+  std::string lane;
+  // Communication: when it was put on its stream, seconds as start_s (-1: not recorded). The
+  // wait until start_s is the stream's queue: earlier work, or a thread that was not scheduled.
+  double queued_s = -1;
   // Seconds since the rank's step began, or since any origin shared by the rows drawn together.
   double start_s = 0;
   double end_s = 0;
 };
 
-// Collects the spans of one rank. Thread-safe: the compute thread and the comm stream both add.
+// Collects the spans of one rank. Thread-safe: the compute thread and the comm streams all add.
 // Times come from steady_clock, in seconds since the origin. Ranks that are threads of one
 // process can share an origin (construct them all with the same time point) so that their rows
 // line up in the SVG; ranks in separate processes are aligned only as well as their step starts.

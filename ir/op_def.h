@@ -70,6 +70,10 @@ enum class GradKind : int8_t {
 // The collective a communicating op performs, for the cost model (planner/comm_cost.h).
 enum class CollectiveKind : int8_t { kNone, kAllReduce, kAllGather, kReduceScatter, kAllToAll };
 
+// A point-to-point op's side (c_send, c_recv): its `peer` attribute names the world rank at the
+// other end. The executor gives each direction between two ranks its own channel and stream.
+enum class PointToPoint : int8_t { kNone, kSend, kRecv };
+
 struct OpDef {
   std::string name;
   std::vector<OperandSpec> inputs;
@@ -89,6 +93,7 @@ struct OpDef {
   // The collective the op performs (kNone for every other op). It is priced on the bytes of the
   // whole tensor the group shares: an all-gather's result, every other collective's operands.
   CollectiveKind collective = CollectiveKind::kNone;
+  PointToPoint point_to_point = PointToPoint::kNone;
   // A local form's base op (c_embedding: embedding; ir/ops/local_forms.cc); empty otherwise.
   std::string local_form_of;
   // The attribute that spells the result's whole shape (reshape's and full's `shape`), empty

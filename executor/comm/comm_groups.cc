@@ -3,15 +3,18 @@
 #include "executor/comm/comm_groups.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/op_def.h"
 #include "ir/status.h"
 
 namespace pdist::exec::comm {
 
 absl::StatusOr<std::shared_ptr<CommGroups>> CommGroups::Create(std::shared_ptr<Communicator> world,
-                                                               const std::vector<ir::ProcessMesh>& meshes) {
+                                                               const std::vector<ir::ProcessMesh>& meshes,
+                                                               std::vector<std::pair<int64_t, int64_t>> channels) {
   auto groups = std::shared_ptr<CommGroups>(new CommGroups(world));
   const int64_t rank = world->rank();
   for (const ir::ProcessMesh& mesh : meshes) {
@@ -37,7 +40,33 @@ absl::StatusOr<std::shared_ptr<CommGroups>> CommGroups::Create(std::shared_ptr<C
       if (comm != nullptr) groups->groups_[members] = std::move(comm);
     }
   }
+  // Made by the two ends alone, each blocking until the other joins (Gloo, NCCL): in the order of
+  // the unordered pair, then the direction, every rank's sequence is a subsequence of one global
+  // order, so the lowest pair anyone waits for has both its ends at it.
+  auto order = [](const std::pair<int64_t, int64_t>& c) {
+    return std::make_tuple(std::min(c.first, c.second), std::max(c.first, c.second), c.first);
+  };
+  std::sort(channels.begin(), channels.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
+  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+  for (const auto& [src, dst] : channels) {
+    if (src != rank && dst != rank) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " was asked to join the channel ", src, " > ",
+                                                     dst, ", which it is not an end of"));
+    }
+    PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> channel,
+                           world->Channel(static_cast<int>(src), static_cast<int>(dst)));
+    groups->channels_[{src, dst}] = std::move(channel);
+  }
   return groups;
+}
+
+absl::StatusOr<Communicator*> CommGroups::Channel(int64_t src, int64_t dst) const {
+  auto it = channels_.find({src, dst});
+  if (it == channels_.end()) {
+    return absl::NotFoundError(absl::StrCat("rank ", rank(), " has no channel for messages from rank ", src,
+                                            " to rank ", dst, " (CommGroups::Create makes the pairs it is given)"));
+  }
+  return it->second.get();
 }
 
 absl::StatusOr<Communicator*> CommGroups::Get(const std::vector<int64_t>& ranks) const {
@@ -54,9 +83,26 @@ absl::StatusOr<Communicator*> CommGroups::Get(const std::vector<int64_t>& ranks)
   return it->second.get();
 }
 
+std::optional<std::pair<int64_t, int64_t>> ChannelOf(const ir::Operation& op, int64_t rank) {
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
+  if (def == nullptr || def->point_to_point == ir::PointToPoint::kNone) return std::nullopt;
+  absl::StatusOr<int64_t> peer = ir::GetInt(op.attrs(), "peer");
+  if (!peer.ok()) return std::nullopt;  // the verifier refuses such an op; its kernel names the attribute
+  return def->point_to_point == ir::PointToPoint::kSend ? std::pair{rank, *peer} : std::pair{*peer, rank};
+}
+
+std::vector<std::pair<int64_t, int64_t>> ChannelsOf(const ir::Program& local, int64_t rank) {
+  std::vector<std::pair<int64_t, int64_t>> channels;
+  for (const auto& op : local.block().ops()) {
+    if (std::optional<std::pair<int64_t, int64_t>> channel = ChannelOf(*op, rank)) channels.push_back(*channel);
+  }
+  return channels;
+}
+
 absl::Status CommGroups::AsyncError() const {
   PDIST_RETURN_IF_ERROR(world_->AsyncError());
   for (const auto& [ranks, comm] : groups_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
+  for (const auto& [pair, comm] : channels_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
   return absl::OkStatus();
 }
 

@@ -7,30 +7,45 @@
 // non-empty subset of its dims, one Split of the world — so that no rank ever waits for a
 // group its peers did not create.
 //
-//   PDIST_ASSIGN_OR_RETURN(auto groups, CommGroups::Create(world, {mesh}));
+// Point-to-point messages (a pipeline stage's sends and receives) go over channels, one
+// two-rank communicator per direction (Communicator::Channel); CommGroups makes the ones this
+// rank takes part in, sorted by pair so that the two ends make theirs in one order.
+//
+//   PDIST_ASSIGN_OR_RETURN(auto groups, CommGroups::Create(world, {mesh}, {{0, 2}, {2, 0}}));
 //   PDIST_ASSIGN_OR_RETURN(Communicator * mp, groups->Get({2, 3}));
+//   PDIST_ASSIGN_OR_RETURN(Communicator * to_next, groups->Channel(0, 2));  // rank 0 sends as 0, rank 2 receives as 1
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "executor/comm/communicator.h"
 #include "ir/dist/process_mesh.h"
+#include "ir/program.h"
 
 namespace pdist::exec::comm {
 
 class CommGroups {
  public:
   // Collective over `world`: every rank calls it with the same meshes, in the same order.
-  static absl::StatusOr<std::shared_ptr<CommGroups>> Create(std::shared_ptr<Communicator> world,
-                                                            const std::vector<ir::ProcessMesh>& meshes);
+  // `channels`: the (src, dst) pairs of this rank's sends and receives (world ranks; any order,
+  // repeats allowed), each made with its other end.
+  static absl::StatusOr<std::shared_ptr<CommGroups>> Create(
+      std::shared_ptr<Communicator> world, const std::vector<ir::ProcessMesh>& meshes,
+      std::vector<std::pair<int64_t, int64_t>> channels = {});
 
   // The communicator whose members are `ranks` (global ranks, in that order). NotFound naming
   // the ranks when this rank created no such group (it is not a member, or no mesh has it).
   absl::StatusOr<Communicator*> Get(const std::vector<int64_t>& ranks) const;
+
+  // The channel carrying world rank `src`'s messages to `dst`. NotFound naming the pair when
+  // Create was not given it.
+  absl::StatusOr<Communicator*> Channel(int64_t src, int64_t dst) const;
 
   Communicator& world() const { return *world_; }
   int rank() const { return world_->rank(); }
@@ -43,6 +58,13 @@ class CommGroups {
 
   std::shared_ptr<Communicator> world_;
   std::map<std::vector<int64_t>, std::shared_ptr<Communicator>> groups_;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Communicator>> channels_;
 };
+
+// The channel (src, dst) of a point-to-point op (ir::OpDef::point_to_point) run by world rank
+// `rank`; nullopt for any other op.
+std::optional<std::pair<int64_t, int64_t>> ChannelOf(const ir::Operation& op, int64_t rank);
+// The channels of every point-to-point op of `local`: what CommGroups::Create needs for them.
+std::vector<std::pair<int64_t, int64_t>> ChannelsOf(const ir::Program& local, int64_t rank);
 
 }  // namespace pdist::exec::comm

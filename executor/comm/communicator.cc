@@ -34,14 +34,27 @@ const char* CollectiveName(CollectiveKind kind) {
   return "?";
 }
 
+int Fingerprint::WorldRank(int r) const {
+  if (world_ranks == nullptr || r < 0 || r >= static_cast<int>(world_ranks->size())) return r;
+  return (*world_ranks)[static_cast<size_t>(r)];
+}
+
+namespace {
+std::string WorldRanksOf(const Fingerprint& fp, const std::vector<int>& ranks) {
+  std::vector<int> world;
+  for (int r : ranks) world.push_back(fp.WorldRank(r));
+  return absl::StrJoin(world, ", ");
+}
+}  // namespace
+
 std::string Fingerprint::ToString() const {
   std::string s = CollectiveName(kind);
   if (kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) {
     absl::StrAppend(&s, "(", ReduceOpName(reduce), ")");
   }
-  if (kind == CollectiveKind::kBroadcast) absl::StrAppend(&s, "(root=", root, ")");
+  if (kind == CollectiveKind::kBroadcast) absl::StrAppend(&s, "(root=", WorldRank(root), ")");
   if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) {
-    absl::StrAppend(&s, "(from=", root, tag != 0 ? absl::StrCat(", tag=", tag) : "", ")");
+    absl::StrAppend(&s, "(from=", WorldRank(root), tag != 0 ? absl::StrCat(", tag=", tag) : "", ")");
   }
   absl::StrAppend(&s, " ", ir::DataTypeName(dtype), " x", count, " in ", group, "#", seq);
   return s;
@@ -49,9 +62,11 @@ std::string Fingerprint::ToString() const {
 
 absl::Status FingerprintMismatch(const Fingerprint& mine, int my_rank, const Fingerprint& theirs,
                                  int their_rank) {
+  Fingerprint other = theirs;  // decoded from a peer: numbered as this group is
+  other.world_ranks = mine.world_ranks;
   return absl::InternalError(absl::StrCat("collective mismatch in group '", mine.group, "': rank ",
-                                          my_rank, " called ", mine.ToString(), " but rank ",
-                                          their_rank, " called ", theirs.ToString()));
+                                          mine.WorldRank(my_rank), " called ", mine.ToString(), " but rank ",
+                                          mine.WorldRank(their_rank), " called ", other.ToString()));
 }
 
 absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
@@ -59,14 +74,14 @@ absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
   std::string msg = absl::StrCat("timeout after ", absl::FormatDuration(timeout), " in group '",
                                  fp.group, "' waiting for ", fp.ToString(), " (seq ", fp.seq,
                                  "): ranks that did not arrive: ",
-                                 missing.empty() ? "unknown" : absl::StrJoin(missing, ", "));
+                                 missing.empty() ? "unknown" : WorldRanksOf(fp, missing));
   if (!detail.empty()) absl::StrAppend(&msg, " (", detail, ")");
   return absl::DeadlineExceededError(msg);
 }
 
 absl::Status LostRanks(const Fingerprint& fp, const std::vector<int>& lost, const std::string& detail) {
   std::string msg = absl::StrCat("lost the connection in group '", fp.group, "' during ", fp.ToString(), " (seq ",
-                                 fp.seq, "): ranks that closed it (exited or crashed?): ", absl::StrJoin(lost, ", "));
+                                 fp.seq, "): ranks that closed it (exited or crashed?): ", WorldRanksOf(fp, lost));
   if (!detail.empty()) absl::StrAppend(&msg, " (", detail, ")");
   return absl::UnavailableError(msg);
 }
@@ -177,6 +192,7 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
     fp.kind = kind;
     fp.reduce = reduce;
     fp.group = name();
+    fp.world_ranks = world_ranks_;
     if (data != nullptr) {
       fp.dtype = data->dtype();
       fp.count = data->num_elements();
@@ -238,6 +254,7 @@ void Communicator::Abort() {
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.ok()) error_ = absl::AbortedError(absl::StrCat("communicator '", name(), "' was aborted"));
     for (const auto& [members, comm] : subgroups_) subgroups.push_back(comm);
+    for (const auto& [pair, comm] : channels_) subgroups.push_back(comm);
   }
   AbortBackend();
   // A rank blocked in a sub-group (a tensor-parallel all-reduce) must wake too.
@@ -268,8 +285,30 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Split(int color, int
   if (it != subgroups_.end()) return it->second;
   CommConfig sub = config_;
   sub.name = absl::StrCat(name(), "/{", absl::StrJoin(members, ","), "}");
+  sub.world_ranks.clear();
+  for (int m : members) sub.world_ranks.push_back(WorldRank(m));
   PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> comm, CreateSubgroup(members, sub));
   subgroups_[members] = comm;
+  return comm;
+}
+
+int Communicator::WorldRank(int r) const {
+  return r >= 0 && r < static_cast<int>(config_.world_ranks.size()) ? config_.world_ranks[static_cast<size_t>(r)] : r;
+}
+
+absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Channel(int src, int dst) {
+  if (src < 0 || src >= size_ || dst < 0 || dst >= size_ || src == dst || (rank_ != src && rank_ != dst)) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " of '", name(), "' (", size_,
+                                                   " ranks) cannot take part in a channel from ", src, " to ", dst));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find({src, dst});
+  if (it != channels_.end()) return it->second;
+  CommConfig sub = config_;
+  sub.name = absl::StrCat(name(), "/p2p{", src, ">", dst, "}");
+  sub.world_ranks = {WorldRank(src), WorldRank(dst)};
+  PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> comm, CreateSubgroup({src, dst}, sub));
+  channels_[{src, dst}] = comm;
   return comm;
 }
 

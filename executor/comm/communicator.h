@@ -40,6 +40,9 @@ struct CommConfig {
   absl::Duration timeout = absl::Seconds(300);
   // Name of the group in errors ("world", "world/{0,2}" for a sub-group).
   std::string name = "world";
+  // The group's ranks as the world numbers them (empty: the group is the world). Errors name
+  // world ranks, whichever group they happen in. Split and Channel fill it.
+  std::vector<int> world_ranks;
 };
 
 // The kinds of collective; each has a printed name ("all_reduce") used in fingerprints.
@@ -59,14 +62,21 @@ struct Fingerprint {
   std::string group;
   int64_t seq = 0;     // per-group sequence number (per ordered pair and tag for send/recv)
   int64_t tag = 0;     // send/recv: the channel; a recv takes the next message of its tag
+  // Not compared, not sent: the local group's CommConfig::world_ranks, so that errors built
+  // from this fingerprint name world ranks (null: the group is the world).
+  std::shared_ptr<const std::vector<int>> world_ranks;
 
   bool operator==(const Fingerprint& o) const {
     return kind == o.kind && reduce == o.reduce && dtype == o.dtype && count == o.count &&
            root == o.root && group == o.group && seq == o.seq && tag == o.tag;
   }
+  // Group rank `r` as the world numbers it.
+  int WorldRank(int r) const;
   std::string ToString() const;
 };
 
+// The errors below take group ranks and name world ranks (Fingerprint::world_ranks of `fp` or
+// `mine`).
 // The error a mismatch produces (InternalError), naming both fingerprints.
 absl::Status FingerprintMismatch(const Fingerprint& mine, int my_rank, const Fingerprint& theirs,
                                  int their_rank);
@@ -119,8 +129,20 @@ class Communicator {
   // exchange and returns nullptr.
   absl::StatusOr<std::shared_ptr<Communicator>> Split(int color, int key);
 
+  // The communicator of two ranks, `src` first, that carries only the point-to-point messages
+  // from `src` to `dst` (this rank is one of them). Made by those two alone — not a collective
+  // of this communicator — once, then kept:
+  //   rank 0: Channel(0, 1) then Channel(1, 0);   rank 1: the same two calls, in the same order
+  // Why: NCCL pairs a send with the peer's receive in issue order and holds the send until the
+  // receive runs, so a pipeline stage whose sends and receives queue on one stream deadlocks
+  // (stage 0 sends an activation while stage 1 sends a gradient back, each waiting for the
+  // other's receive behind it). The executor gives each direction its own stream, and streams
+  // that run at once need communicators of their own. Two ranks that share several channels
+  // must make them in one order (CommGroups sorts them).
+  absl::StatusOr<std::shared_ptr<Communicator>> Channel(int src, int dst);
+
   // Wakes and fails every pending and later collective of this communicator and of the
-  // sub-groups split from it (ncclCommAbort).
+  // sub-groups and channels made from it (ncclCommAbort).
   void Abort();
   // The first error any collective hit (ncclCommGetAsyncError); OK while healthy. A
   // communicator that timed out or saw a mismatch is out of step with its peers, so every
@@ -129,7 +151,10 @@ class Communicator {
 
  protected:
   Communicator(int rank, int size, CommConfig config)
-      : rank_(rank), size_(size), config_(std::move(config)) {}
+      : rank_(rank), size_(size), config_(std::move(config)),
+        world_ranks_(config_.world_ranks.empty() ? nullptr : std::make_shared<const std::vector<int>>(config_.world_ranks)) {}
+  // Rank `r` of this group as the world numbers it.
+  int WorldRank(int r) const;
 
   // A validated call: fingerprint (with its sequence number) and buffers. For AllReduce etc.
   // `in`/`out` are as passed; for Broadcast both are the buffer; Send has only `in`, Recv only
@@ -163,11 +188,13 @@ class Communicator {
   int rank_;
   int size_;
   CommConfig config_;
+  std::shared_ptr<const std::vector<int>> world_ranks_;  // config_.world_ranks, for fingerprints
   int64_t seq_ = 0;                          // next collective's sequence number
   std::map<std::tuple<int, int, int64_t>, int64_t> p2p_seq_;  // (src, dst, tag) → next send/recv number
   mutable std::mutex mu_;
   absl::Status error_;                       // sticky first error
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
+  std::map<std::pair<int, int>, std::shared_ptr<Communicator>> channels_;  // (src, dst)
 };
 
 // Helpers shared by the backends.

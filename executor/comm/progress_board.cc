@@ -60,12 +60,13 @@ absl::Status ProgressBoard::Diagnose(const Fingerprint& stuck, absl::Duration ti
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     PDIST_ASSIGN_OR_RETURN(std::optional<Fingerprint> theirs, LatestOf(r));
+    if (theirs) theirs->world_ranks = stuck.world_ranks;  // numbered as this group is
     if (!theirs) {
       missing.push_back(r);
-      details.push_back(absl::StrCat("rank ", r, " started nothing in the group"));
+      details.push_back(absl::StrCat("rank ", stuck.WorldRank(r), " started nothing in the group"));
     } else if (theirs->seq < stuck.seq) {
       missing.push_back(r);
-      details.push_back(absl::StrCat("rank ", r, " last started ", theirs->ToString()));
+      details.push_back(absl::StrCat("rank ", stuck.WorldRank(r), " last started ", theirs->ToString()));
     } else if (theirs->seq == stuck.seq && !(*theirs == stuck)) {
       return FingerprintMismatch(stuck, rank_, *theirs, r);
     }

@@ -184,9 +184,12 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       "local: out_i = this rank's piece along dim 0 of the reduce over ranks of x_i, as one flat reduce-scatter")));
 
   // Point to point between meshes (pipeline stages): `peer` is a global rank. A c_send pairs
-  // with the peer's c_recv of the same `tag`, in order: messages of different tags (an
-  // activation and a gradient between the same stages) may be received in another order than
-  // they were sent, as a pipeline schedule runs jobs in another order on each stage.
+  // with the peer's c_recv of the same `tag`, in order. The backends differ past that: the host
+  // ones buffer sends and match by tag, NCCL matches a direction's messages in issue order and
+  // holds each send until its receive runs; the executor's channel per direction
+  // (executor/comm/comm_groups.h) separates an activation from the gradient coming back, and
+  // the schedules issue each direction's messages in the same order on both ends (checked on
+  // the CPU by the inproc backend's rendezvous sends).
   OpDef send = CollectiveDef(
       "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
@@ -199,6 +202,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       "local: send x to rank `peer`");
   send.attrs.pop_back();  // no group: the world's ranks
   send.outputs = {};
+  send.point_to_point = PointToPoint::kSend;
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(send)));
   OpDef recv = CollectiveDef(
       "c_recv", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32},
@@ -218,6 +222,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
       "local: out = what rank `peer` sends");
   recv.attrs.pop_back();
   recv.inputs = {};
+  recv.point_to_point = PointToPoint::kRecv;
   return registry.Register(std::move(recv));
 }
 

@@ -39,7 +39,8 @@ inline std::vector<absl::StatusOr<exec::Tensor>> RunPartitioned(const ir::Progra
         exec::comm::CommConfig config;
         config.timeout = absl::Seconds(20);
         PDIST_ASSIGN_OR_RETURN(auto comm, exec::comm::CreateInprocCommunicator(inproc, r, config));
-        PDIST_ASSIGN_OR_RETURN(auto groups, exec::comm::CommGroups::Create(comm, meshes));
+        PDIST_ASSIGN_OR_RETURN(auto groups, exec::comm::CommGroups::Create(
+                                                comm, meshes, exec::comm::ChannelsOf(locals[static_cast<size_t>(r)], r)));
         exec::ExecutorOptions options;
         options.fetch_ids = {fetch_id};
         options.comm_groups = groups;

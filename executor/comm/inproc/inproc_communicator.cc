@@ -152,7 +152,7 @@ class InprocCommunicator : public Communicator {
   };
   using Reach = std::function<absl::Status(int phase)>;
 
-  Participants ParticipantsOf(const Call& call) const;
+  Participants ParticipantsOf(const Call& call);
   // The scratch buffer this rank publishes for `fp` (nullptr when it needs none).
   void* ScratchFor(const Fingerprint& fp, int n, int me, bool aliased);
   absl::Status Exchange(const Fingerprint& fp, Slot& slot, int me, int n, bool aliased, Tensor* out, const Reach& reach);
@@ -164,17 +164,25 @@ class InprocCommunicator : public Communicator {
 
   std::shared_ptr<InprocWorld> world_;
   std::shared_ptr<Group> group_;
+  std::mutex p2p_mu_;
+  std::map<std::pair<int, int>, int64_t> p2p_issued_;  // rendezvous sends: (src, dst) → calls so far
   std::vector<char> scratch_;  // reused across calls: a fresh 64 MiB buffer per call page-faults
 };
 
-InprocCommunicator::Participants InprocCommunicator::ParticipantsOf(const Call& call) const {
+InprocCommunicator::Participants InprocCommunicator::ParticipantsOf(const Call& call) {
   const Fingerprint& fp = call.fp;
   Participants p;
   if (fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv) {
     const int dst = fp.kind == CollectiveKind::kSend ? call.peer : rank();
     p.ranks = {fp.root, dst};
-    p.key = absl::StrCat("p2p ", fp.root, ">", dst, "@", fp.tag, "#", fp.seq);
     p.me = fp.kind == CollectiveKind::kSend ? 0 : 1;
+    if (!world_->options().rendezvous_sends) {
+      p.key = absl::StrCat("p2p ", fp.root, ">", dst, "@", fp.tag, "#", fp.seq);
+      return p;
+    }
+    // NCCL's pairing: the n-th send from fp.root to dst meets the n-th receive, whatever the tag.
+    std::lock_guard<std::mutex> lock(p2p_mu_);
+    p.key = absl::StrCat("p2p ", fp.root, ">", dst, "#", p2p_issued_[{fp.root, dst}]++);
     return p;
   }
   for (int r = 0; r < size(); ++r) p.ranks.push_back(r);
@@ -201,7 +209,7 @@ absl::Status InprocCommunicator::Run(const Call& call) {
   const Participants who = ParticipantsOf(call);
   const int n = static_cast<int>(who.ranks.size());
   std::shared_ptr<Slot> slot = group_->Join(who.key, who.ranks);
-  if (fp.kind == CollectiveKind::kSend) {
+  if (fp.kind == CollectiveKind::kSend && !world_->options().rendezvous_sends) {
     // Sends are buffered, as pipeline schedules need: a stage sends an activation and goes on to
     // its next job, which may receive from the same peer before that peer receives this.
     const int64_t bytes = fp.count * ir::DataTypeSize(fp.dtype);
@@ -219,7 +227,7 @@ absl::Status InprocCommunicator::Run(const Call& call) {
   slot->temp[who.me] = ScratchFor(fp, n, who.me, aliased);
   const Reach reach = [&](int phase) { return group_->Reach(*slot, who.me, phase, fp, call.deadline, config().timeout); };
   absl::Status status = reach(0);
-  const bool p2p = fp.kind == CollectiveKind::kRecv;
+  const bool p2p = fp.kind == CollectiveKind::kSend || fp.kind == CollectiveKind::kRecv;
   for (int p = 0; status.ok() && p < n; ++p) {
     Fingerprint theirs = slot->fps[p];
     if (p2p) theirs.kind = fp.kind;  // a send pairs with a recv
