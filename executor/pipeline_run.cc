@@ -238,6 +238,9 @@ class PipelinedStep {
   absl::Status CloseMicroBatch(int64_t micro_batch) {
     std::shared_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
     for (size_t id = 0; id < num_values_; ++id) {
+      // A value a stream op drops itself may be dropped right now, on that stream's thread: not
+      // touched here (its reservation ended when it was released).
+      if (table->skip_release[id]) continue;
       PDIST_RETURN_IF_ERROR(ex_.Await(static_cast<int64_t>(id), *table, state_));
       if (!program_.FindValue(static_cast<int64_t>(id))->is_argument()) state_.live.Release(table->values[id]);
     }
