@@ -102,13 +102,13 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
                                                    " needs a communicator that moves GPU memory: backend '",
                                                    backend_->name, "' moves host memory; use --backend nccl"));
   }
-  if (world_size_ > 1 && !backend_->buffered_sends && !options_.overlap_communication) {
+  if (world_size_ > 1 && !backend_->buffered_sends && !options_.overlap_communication && programs.pipeline.enabled()) {
     // A send that waits for its receive, issued by the thread that computes, deadlocks a pipeline
     // (and any exchange where both ends send first); the communication streams, one per
     // direction, are what keeps each send from holding anything but its own direction.
     return absl::InvalidArgumentError(absl::StrCat("backend '", backend_->name,
-                                                   "' holds each send until its receive runs: it needs the "
-                                                   "communication streams (overlap_communication)"));
+                                                   "' holds each send until its receive runs: a pipeline over it "
+                                                   "needs the communication streams (overlap_communication)"));
   }
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;

@@ -34,8 +34,11 @@ class Backend {
   virtual void RegisterKernels(KernelRegistry& registry) const = 0;
   // The device's allocator, for the process's life. `device` must be available.
   virtual Allocator& allocator(const Device& device) = 0;
-  // A new stream on `device` (available) for one purpose.
-  virtual std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose) = 0;
+  // A new stream on `device` (available) for one purpose. Communication streams come in lanes
+  // (the executor's: 0 for the collectives, one per point-to-point direction after it): streams
+  // of different lanes run independently of each other, where a backend's streams of one lane
+  // may share the device's queue (CUDA: one cudaStream_t per device and lane).
+  virtual std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose, int lane = 0) = 0;
   // Copies `src` into `dst` (same type; either may be on the host, the other on this backend's
   // device), ordered after `stream`'s work (nullptr: synchronously).
   virtual absl::Status Copy(const Tensor& src, Tensor& dst, Stream* stream) = 0;

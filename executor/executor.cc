@@ -212,13 +212,13 @@ std::vector<Tensor> Executor::Donations(size_t index, const std::vector<int64_t>
 absl::Status Executor::RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                                  std::vector<Tensor>& outputs, Stream* stream,
                                  std::map<std::string, double>* op_seconds, std::vector<Tensor>* keep_alive,
-                                 std::vector<Tensor> donated) const {
+                                 std::vector<Tensor> donated, bool compute) const {
   const bool timed = options_.profile && op_seconds != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   absl::Status status =
       CallKernel(*kernels_[index], op, micro_batch, std::move(inputs), outputs, stream, keep_alive, std::move(donated));
   // A GPU kernel returns once launched: the profile waits for it, so the time is the kernel's.
-  if (timed && status.ok() && stream != nullptr) status = stream->AwaitDeviceWork();
+  if (timed && compute && status.ok() && stream != nullptr) status = stream->AwaitDeviceWork();
   if (timed) (*op_seconds)[op.type()] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!status.ok()) return WithContext(status, absl::StrCat("op #", index, " ", op.Describe()));
   for (size_t r = 0; r < op.num_results(); ++r) {
@@ -267,6 +267,8 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
   }
   event = nullptr;
   table.pending_on[static_cast<size_t>(id)] = nullptr;
+  table.values[static_cast<size_t>(id)] = *table.pending_slot[static_cast<size_t>(id)];
+  table.pending_slot[static_cast<size_t>(id)] = nullptr;
   state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
   state.live.Acquire(table.values[static_cast<size_t>(id)], IsGradient(*program_->FindValue(id)));
   return absl::OkStatus();
@@ -283,59 +285,62 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   const ir::Operation& op = *program_->block().ops()[i];
   const size_t lane = comm_stream_of_[i];
   RunState::CommStream& comm = state.comm[lane];
-  if (comm.stream == nullptr) comm.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication);
+  if (comm.stream == nullptr) {
+    comm.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication, static_cast<int>(lane));
+  }
   Stream* stream = comm.stream.get();
   // The op reads what the compute stream has made so far (on the CPU that is done already; on a
   // GPU the communication stream waits for the compute stream's event, not the host).
   // A failure of that wait is also the stream's first error, which the op's event reports.
   stream->WaitFor(state.compute->Record()).IgnoreError();
-  // Inputs computed here are captured now; inputs from earlier stream ops are read when this op
-  // runs — written by then: by an earlier op of this stream (it runs in order), or of another,
-  // whose event this stream waits for first (a received activation that a collective reads).
+  // Inputs computed here are captured now; inputs from earlier stream ops are read from their
+  // slots when this op runs — made by then: by an earlier op of this stream (it runs in order),
+  // or of another, whose event this stream waits for first (a received activation that a
+  // collective reads). Holding the slot keeps the value alive until this op has run, whatever
+  // the compute thread or other streams do with it meanwhile.
   std::vector<Tensor> captured(op.num_operands());
-  std::vector<size_t> from_stream;
-  std::vector<int64_t> dropped_by_stream;  // stream-made inputs whose last use is this op
+  std::vector<std::pair<size_t, std::shared_ptr<Tensor>>> from_stream;  // (operand, its slot)
   for (size_t k = 0; k < op.num_operands(); ++k) {
     const ir::Value* v = op.operand(k);
     if (v == nullptr) continue;
-    if (table.pending[static_cast<size_t>(v->id())] != nullptr) {
-      if (table.pending_on[static_cast<size_t>(v->id())] != stream) {
-        stream->WaitFor(table.pending[static_cast<size_t>(v->id())]).IgnoreError();
-      }
-      from_stream.push_back(k);
-      if (std::find(last.begin(), last.end(), v->id()) != last.end()) dropped_by_stream.push_back(v->id());
+    const auto id = static_cast<size_t>(v->id());
+    if (table.pending[id] != nullptr) {
+      if (table.pending_on[id] != stream) stream->WaitFor(table.pending[id]).IgnoreError();
+      from_stream.emplace_back(k, table.pending_slot[id]);
+      // Its last use: the compute thread drops it without waiting (Release).
+      if (std::find(last.begin(), last.end(), v->id()) != last.end()) table.skip_release[id] = true;
     } else {
-      captured[k] = table.values[static_cast<size_t>(v->id())];
+      captured[k] = table.values[id];
     }
   }
-  for (int64_t id : dropped_by_stream) table.skip_release[static_cast<size_t>(id)] = true;
-  // Kept alive by the op until it has run (ValueTable); read and written only there.
-  std::shared_ptr<ValueTable> keep_table = table.shared_from_this();
-  std::vector<Tensor>* values = &table.values;
+  std::vector<std::shared_ptr<Tensor>> slots(op.num_results());
+  for (auto& slot : slots) slot = std::make_shared<Tensor>();
   TimelineSpan span{.name = op.type(), .category = "comm", .track = Track::kComm,
                     .micro_batch = state.in_job ? state.job.micro_batch : -1, .chunk = state.in_job ? state.job.chunk : -1,
                     .lane = comm_stream_names_[lane],
                     .queued_s = state.timeline != nullptr ? state.timeline->Now() : -1};
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
   // The work function is kept until its device work has run (Stream::Submit), and with it the
-  // kernel's temporaries (`scratch`) as well as its inputs (`captured`).
-  auto event = stream->Submit([this, &op, keep_table, values, i, micro_batch, captured = std::move(captured), from_stream,
-                               dropped_by_stream, timeline = state.timeline, span = std::move(span), stream,
+  // kernel's temporaries (`scratch`) as well as its inputs (`captured`, `from_stream`).
+  auto event = stream->Submit([this, &op, i, micro_batch, captured = std::move(captured), from_stream, slots,
+                               timeline = state.timeline, span = std::move(span), stream,
                                op_seconds = &comm.op_seconds, scratch = std::vector<Tensor>()]() mutable {
     ScopedSpan timed(timeline, std::move(span));
-    for (size_t k : from_stream) captured[k] = (*values)[static_cast<size_t>(op.operand(k)->id())];
-    for (int64_t id : dropped_by_stream) (*values)[static_cast<size_t>(id)] = Tensor();
+    for (const auto& [k, slot] : from_stream) captured[k] = *slot;
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
     std::vector<Tensor> outputs(op.num_results());
-    PDIST_RETURN_IF_ERROR(RunKernel(i, op, micro_batch, std::move(inputs), outputs, stream, op_seconds, &scratch));
-    for (size_t r = 0; r < op.num_results(); ++r) (*values)[static_cast<size_t>(op.result(r)->id())] = std::move(outputs[r]);
+    PDIST_RETURN_IF_ERROR(
+        RunKernel(i, op, micro_batch, std::move(inputs), outputs, stream, op_seconds, &scratch, {}, /*compute=*/false));
+    for (size_t r = 0; r < outputs.size(); ++r) *slots[r] = std::move(outputs[r]);
     return absl::OkStatus();
   });
-  for (const ir::Value* r : op.results()) {
-    table.pending[static_cast<size_t>(r->id())] = event;
-    table.pending_on[static_cast<size_t>(r->id())] = stream;
-    state.live.Reserve(&table.values[static_cast<size_t>(r->id())], r->type().num_bytes(), IsGradient(*r));
+  for (size_t r = 0; r < op.num_results(); ++r) {
+    const auto id = static_cast<size_t>(op.result(r)->id());
+    table.pending[id] = event;
+    table.pending_on[id] = stream;
+    table.pending_slot[id] = slots[r];
+    state.live.Reserve(&table.values[id], op.result(r)->type().num_bytes(), IsGradient(*op.result(r)));
   }
 }
 
@@ -398,11 +403,15 @@ void Executor::InstallUpdates(size_t i, ValueTable& table, RunState& state) cons
 
 absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& table, RunState& state) const {
   for (int64_t id : ids) {
-    // An input of a stream op was captured by it; a value the stream made and still reads is
-    // dropped by the stream; any other value the stream owes is waited for before it is dropped.
+    // An input of a stream op was captured by it; a value the stream made and a stream op reads
+    // last is held by that op (its slot); any other value the stream owes is waited for before
+    // it is dropped.
     if (table.skip_release[static_cast<size_t>(id)]) {
-      // The stream frees it, once its last reader there has run: counted until that is submitted.
+      // Freed once its last reader there has run: counted until that is submitted.
       state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
+      table.pending[static_cast<size_t>(id)] = nullptr;
+      table.pending_on[static_cast<size_t>(id)] = nullptr;
+      table.pending_slot[static_cast<size_t>(id)] = nullptr;
       continue;
     }
     PDIST_RETURN_IF_ERROR(Await(id, table, state));
@@ -417,7 +426,7 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
     if (absl::Status s = state.SynchronizeComm(); !s.ok()) return Fail(s, state);
     for (ValueTable* table : tables) {
       for (size_t id = 0; id < table->pending.size(); ++id) {
-        PDIST_RETURN_IF_ERROR(Await(static_cast<int64_t>(id), *table, state));
+        if (absl::Status s = Await(static_cast<int64_t>(id), *table, state); !s.ok()) return Fail(s, state);
       }
     }
   }
@@ -445,8 +454,7 @@ ir::JobKind KindOfRole(ir::OpRole role) {
 
 absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace, TimelineRecorder* timeline) const {
   const ir::Program& program = *program_;
-  auto owned = std::make_shared<ValueTable>(static_cast<size_t>(program.num_values()));
-  ValueTable& table = *owned;
+  ValueTable table(static_cast<size_t>(program.num_values()));
   PDIST_RETURN_IF_ERROR(BindArguments(feeds, workspace, table));
   RunState state;
   state.timeline = timeline;

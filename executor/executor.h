@@ -129,11 +129,15 @@ class Executor {
   absl::StatusOr<RunResult> Finish(const std::vector<Tensor>& loss_source, const std::vector<Tensor>& values, RunState& state,
                    Workspace& workspace) const;
   // Runs op `index`'s kernel on `stream` and checks its results' types; times it into op_seconds
-  // if given. `keep_alive` receives the kernel's temporaries (KernelContext::Scratch); `donated`
-  // holds, per result, a dying operand's storage it may be written over (KernelContext::Donate).
+  // if given — until the device has run it on the compute stream, until it is enqueued on a
+  // communication stream (`compute` false: a device wait there could hold the rank's one host
+  // thread inside a send until the peer receives). `keep_alive` receives the kernel's
+  // temporaries (KernelContext::Scratch); `donated` holds, per result, a dying operand's storage
+  // it may be written over (KernelContext::Donate).
   absl::Status RunKernel(size_t index, const ir::Operation& op, int64_t micro_batch, std::vector<const Tensor*> inputs,
                          std::vector<Tensor>& outputs, Stream* stream, std::map<std::string, double>* op_seconds,
-                         std::vector<Tensor>* keep_alive = nullptr, std::vector<Tensor> donated = {}) const;
+                         std::vector<Tensor>* keep_alive = nullptr, std::vector<Tensor> donated = {},
+                         bool compute = true) const;
   // Runs `kernel` for `op` with the executor's device, on `stream`; an allocation that fails
   // becomes ResourceExhausted naming the op.
   absl::Status CallKernel(const KernelFn& kernel, const ir::Operation& op, int64_t micro_batch,

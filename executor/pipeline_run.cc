@@ -133,7 +133,7 @@ class PipelinedStep {
 
   absl::Status OpenOptimizerTable() {
     if (optimizer_table_ != nullptr) return absl::OkStatus();
-    optimizer_table_ = std::make_shared<ValueTable>(num_values_);
+    optimizer_table_ = std::make_unique<ValueTable>(num_values_);
     return ex_.BindArguments(micro_feeds_[0], workspace_, *optimizer_table_);
   }
 
@@ -148,9 +148,9 @@ class PipelinedStep {
       }
       return optimizer_table_.get();
     }
-    std::shared_ptr<ValueTable>& table = tables_[static_cast<size_t>(job.micro_batch)];
+    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(job.micro_batch)];
     if (table == nullptr) {
-      table = std::make_shared<ValueTable>(num_values_);
+      table = std::make_unique<ValueTable>(num_values_);
       PDIST_RETURN_IF_ERROR(
           ex_.BindArguments(micro_feeds_[static_cast<size_t>(job.micro_batch)], workspace_, *table));
     }
@@ -192,7 +192,7 @@ class PipelinedStep {
   }
 
   absl::Status AddToSum(int64_t id, ValueTable& values) {
-    PDIST_RETURN_IF_ERROR(ex_.Await(id, values, state_));
+    if (absl::Status s = ex_.Await(id, values, state_); !s.ok()) return ex_.Fail(s, state_);
     Tensor& share = values.values[static_cast<size_t>(id)];
     PDIST_RETURN_IF_ERROR(ex_.Accumulate(id, sums_[static_cast<size_t>(id)], share, state_));
     if (ex_.job_plan_.freed_once_summed.count(id)) {
@@ -234,14 +234,12 @@ class PipelinedStep {
   // A micro-batch whose last job ran keeps nothing: its values are dropped, each once the
   // stream owing it has made it. Not waiting for the streams themselves: the last send of a
   // micro-batch may be held until the peer receives it (NCCL), and the peer may be waiting for
-  // this rank's next job. The send holds its tensor and table (ValueTable) until it has run.
+  // this rank's next job. The send holds its tensor (ValueTable::pending_slot) until it has run.
   absl::Status CloseMicroBatch(int64_t micro_batch) {
-    std::shared_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
+    std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
     for (size_t id = 0; id < num_values_; ++id) {
-      // A value a stream op drops itself may be dropped right now, on that stream's thread: not
-      // touched here (its reservation ended when it was released).
-      if (table->skip_release[id]) continue;
-      PDIST_RETURN_IF_ERROR(ex_.Await(static_cast<int64_t>(id), *table, state_));
+      if (table->skip_release[id]) continue;  // its last reader, a stream op, holds it
+      if (absl::Status s = ex_.Await(static_cast<int64_t>(id), *table, state_); !s.ok()) return ex_.Fail(s, state_);
       if (!program_.FindValue(static_cast<int64_t>(id))->is_argument()) state_.live.Release(table->values[id]);
     }
     table.reset();
@@ -273,8 +271,8 @@ class PipelinedStep {
   const std::vector<std::vector<int64_t>>* release_ = nullptr;
   // Declared before the state: when the step ends early, the state's streams are joined first,
   // while the tables its queued ops point into still exist.
-  std::vector<std::shared_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
-  std::shared_ptr<ValueTable> optimizer_table_;
+  std::vector<std::unique_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
+  std::unique_ptr<ValueTable> optimizer_table_;
   std::vector<Tensor> sums_;                          // by value id: summed over micro-batches
   RunState state_;
   EarlyGradientSync early_;

@@ -51,18 +51,22 @@ class LiveBytes {
 };
 
 // The tensors of one run of a program (or of one micro-batch of a pipelined step), by value id.
-// Owned by shared_ptr: a communication stream's op reads and drops the values other stream ops
-// make when it runs, so it keeps their table alive (a pipeline closes a micro-batch without
-// waiting for its last send, which may wait for the peer's receive).
-struct ValueTable : std::enable_shared_from_this<ValueTable> {
+// Only the rank's compute thread touches a table. A communication stream's op leaves each result
+// in a slot of its own (`pending_slot`); the compute thread copies it into `values` once the op's
+// event has fired (Executor::Await), and a later stream op that reads it holds the slot itself,
+// so that the value lives until its last reader on any stream has run.
+struct ValueTable {
   explicit ValueTable(size_t num_values)
-      : values(num_values), pending(num_values), pending_on(num_values), skip_release(num_values, false) {}
+      : values(num_values), pending(num_values), pending_on(num_values), pending_slot(num_values),
+        skip_release(num_values, false) {}
   std::vector<Tensor> values;
-  // Values the communication streams still owe: read or freed only after their event fired.
+  // Values the communication streams still owe: read only after their event fired.
   std::vector<std::shared_ptr<Event>> pending;
   // The stream each pending value comes from: an op on another stream waits for its event.
   std::vector<const Stream*> pending_on;
-  // Inputs a stream op frees itself (it reads them later than the compute thread would free them).
+  // Where the stream op leaves each pending value.
+  std::vector<std::shared_ptr<Tensor>> pending_slot;
+  // Values whose last reader is a stream op, which holds their slot: dropped without waiting.
   std::vector<bool> skip_release;
 };
 

@@ -55,6 +55,11 @@ absl::StatusOr<std::shared_ptr<CommGroups>> CommGroups::Create(std::shared_ptr<C
     }
     PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> channel,
                            world->Channel(static_cast<int>(src), static_cast<int>(dst)));
+    // One message now, in the same order: NCCL connects a pair at its first send and receive,
+    // and a rank's one host thread may wait there; here both ends are at it by construction.
+    Tensor hello = Tensor::Zeros({{1}, ir::DataType::kInt64});
+    PDIST_RETURN_IF_ERROR(WithContext(src == rank ? channel->Send(hello, 1) : channel->Recv(hello, 0),
+                                      absl::StrCat("opening channel ", src, " > ", dst)));
     groups->channels_[{src, dst}] = std::move(channel);
   }
   return groups;

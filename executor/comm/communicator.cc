@@ -34,6 +34,16 @@ const char* CollectiveName(CollectiveKind kind) {
   return "?";
 }
 
+int WorldRankOf(const CommConfig& config, int r) {
+  return r >= 0 && r < static_cast<int>(config.world_ranks.size()) ? config.world_ranks[static_cast<size_t>(r)] : r;
+}
+
+std::string WorldRanksOf(const CommConfig& config, const std::vector<int>& ranks) {
+  std::vector<int> world;
+  for (int r : ranks) world.push_back(WorldRankOf(config, r));
+  return absl::StrJoin(world, ", ");
+}
+
 int Fingerprint::WorldRank(int r) const {
   if (world_ranks == nullptr || r < 0 || r >= static_cast<int>(world_ranks->size())) return r;
   return (*world_ranks)[static_cast<size_t>(r)];
@@ -145,8 +155,9 @@ absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<cons
 
 absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in,
                                  Tensor* out, int root_or_peer, int64_t tag, Stream* stream) {
-  const std::string what = absl::StrCat(CollectiveName(kind), " in group '", name(), "' (rank ",
-                                        rank_, " of ", size_, ")");
+  const std::string what = absl::StrCat(CollectiveName(kind), " in group '", name(), "' (rank ", WorldRank(rank_),
+                                        config_.world_ranks.empty() ? "" : absl::StrCat(", its ", rank_), " of ",
+                                        size_, ")");
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", why));
   };
@@ -292,16 +303,21 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Split(int color, int
   return comm;
 }
 
-int Communicator::WorldRank(int r) const {
-  return r >= 0 && r < static_cast<int>(config_.world_ranks.size()) ? config_.world_ranks[static_cast<size_t>(r)] : r;
-}
+int Communicator::WorldRank(int r) const { return WorldRankOf(config_, r); }
 
 absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Channel(int src, int dst) {
   if (src < 0 || src >= size_ || dst < 0 || dst >= size_ || src == dst || (rank_ != src && rank_ != dst)) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " of '", name(), "' (", size_,
                                                    " ranks) cannot take part in a channel from ", src, " to ", dst));
   }
+  // Held while the two ends connect, as Split holds it: a rank makes its channels before its
+  // first step, when nothing else uses this communicator.
   std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.ok()) {
+    return absl::Status(error_.code(), absl::StrCat("channel ", src, " > ", dst, " of '", name(),
+                                                    "': communicator unusable after an earlier error: ",
+                                                    error_.message()));
+  }
   auto it = channels_.find({src, dst});
   if (it != channels_.end()) return it->second;
   CommConfig sub = config_;

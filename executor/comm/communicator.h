@@ -45,6 +45,11 @@ struct CommConfig {
   std::vector<int> world_ranks;
 };
 
+// Rank `r` of the group `config` describes, as the world numbers it.
+int WorldRankOf(const CommConfig& config, int r);
+// Ranks of that group as the world numbers them, joined by ", ".
+std::string WorldRanksOf(const CommConfig& config, const std::vector<int>& ranks);
+
 // The kinds of collective; each has a printed name ("all_reduce") used in fingerprints.
 enum class CollectiveKind : int8_t {
   kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSend, kRecv, kBarrier

@@ -23,7 +23,7 @@ void CpuBackend::RegisterKernels(KernelRegistry& registry) const { RegisterCpuKe
 
 Allocator& CpuBackend::allocator(const Device& device) { return HostAllocator::Of(device); }
 
-std::unique_ptr<Stream> CpuBackend::NewStream(const Device& /*device*/, StreamPurpose purpose) {
+std::unique_ptr<Stream> CpuBackend::NewStream(const Device& /*device*/, StreamPurpose purpose, int /*lane*/) {
   if (purpose == StreamPurpose::kCompute) return std::make_unique<CpuInlineStream>();
   return std::make_unique<CpuWorkerStream>();
 }

@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
   absl::Status CheckAvailable(const Device& device) const override;
   void RegisterKernels(KernelRegistry& registry) const override;
   Allocator& allocator(const Device& device) override;
-  std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose) override;
+  std::unique_ptr<Stream> NewStream(const Device& device, StreamPurpose purpose, int lane = 0) override;
   absl::Status Copy(const Tensor& src, Tensor& dst, Stream* stream) override;
   absl::Status SwapBlocks(const Tensor& src, Tensor& dst, int64_t a, int64_t b, int64_t chunk, Stream* stream) override;
   absl::Status CopyBytes(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t bytes,

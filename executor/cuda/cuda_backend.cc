@@ -1,6 +1,8 @@
 // CudaBackend: availability, per-device streams and allocators, copies.
 #include "executor/cuda/cuda_backend.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
@@ -38,18 +40,30 @@ CudaBackend::PerDevice& CudaBackend::Open(const Device& device) {
   if (d.allocator == nullptr) {
     cudaSetDevice(device.index);
     cudaStreamCreateWithFlags(&d.compute, cudaStreamNonBlocking);
-    cudaStreamCreateWithFlags(&d.communication, cudaStreamNonBlocking);
     d.allocator = std::make_unique<CudaAllocator>(device, d.compute);
   }
   return d;
 }
 
+cudaStream_t CudaBackend::CommunicationStream(const Device& device, int lane) {
+  PerDevice& d = Open(device);
+  std::lock_guard<std::mutex> lock(mu_);
+  while (static_cast<int>(d.communication.size()) <= lane) {
+    cudaStream_t handle = nullptr;
+    cudaSetDevice(device.index);
+    cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking);
+    d.communication.push_back(handle);
+  }
+  return d.communication[static_cast<size_t>(lane)];
+}
+
 Allocator& CudaBackend::allocator(const Device& device) { return *Open(device).allocator; }
 
-std::unique_ptr<Stream> CudaBackend::NewStream(const Device& device, StreamPurpose purpose) {
-  PerDevice& d = Open(device);
+std::unique_ptr<Stream> CudaBackend::NewStream(const Device& device, StreamPurpose purpose, int lane) {
+  const cudaStream_t handle = purpose == StreamPurpose::kCompute ? Open(device).compute
+                                                                 : CommunicationStream(device, std::max(0, lane));
   cudaSetDevice(device.index);  // the rank's thread runs on its device from here on
-  return std::make_unique<CudaStream>(device, purpose == StreamPurpose::kCompute ? d.compute : d.communication);
+  return std::make_unique<CudaStream>(device, handle);
 }
 
 absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst, Stream* stream) {

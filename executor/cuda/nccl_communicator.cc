@@ -86,7 +86,11 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(std::
     PDIST_RETURN_IF_ERROR(store->Set(key, std::string(id.internal, sizeof(id.internal))));
   } else {
     absl::StatusOr<std::string> posted = store->Get(key, timeout);
-    if (!posted.ok()) return WithContext(posted.status(), absl::StrCat("rank ", rank, " waiting for rank 0's NCCL id"));
+    if (!posted.ok()) {
+      const comm::CommConfig& group = comm->config();  // `config` was moved into it
+      return WithContext(posted.status(), absl::StrCat("rank ", comm::WorldRankOf(group, rank), " waiting for rank ",
+                                                       comm::WorldRankOf(group, 0), "'s NCCL id for group '", group.name, "'"));
+    }
     if (posted->size() != sizeof(id.internal)) {
       return absl::InternalError(absl::StrCat("store key '", key, "' holds ", posted->size(), " bytes, not an NCCL id"));
     }

@@ -20,8 +20,9 @@
 //     ones that never started it (or the mismatch), records that as the sticky error and
 //     aborts the communicator (ncclCommAbort), so that no rank hangs.
 // Point to point: NCCL pairs sends and receives between two ranks in issue order; a send waits
-// on its stream until the receive is posted (not buffered as the host backends' are), so
-// pipeline schedules must issue matching pairs together (next step: grouped send/recv pairs).
+// on its stream until the receive is posted (not buffered as the host backends' are), so the
+// executor sends over a channel per direction (Communicator::Channel), each on a stream of its
+// own (docs/communicators.md).
 #pragma once
 
 #include <nccl.h>

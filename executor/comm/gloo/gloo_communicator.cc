@@ -155,7 +155,7 @@ class GlooCommunicator : public Communicator {
 absl::StatusOr<std::shared_ptr<Communicator>> GlooCommunicator::Connect(
     std::shared_ptr<gloo::rendezvous::Store> root_store, std::shared_ptr<gloo::transport::Device> device,
     const std::string& prefix, int rank, int size, CommConfig config) {
-  const std::string where = absl::StrCat("connecting rank ", rank, " of group '", config.name, "'");
+  const std::string where = absl::StrCat("connecting rank ", WorldRankOf(config, rank), " of group '", config.name, "'");
   const char* step = "announcing";
   try {
     gloo::rendezvous::PrefixStore store(prefix, *root_store);
@@ -174,7 +174,7 @@ absl::StatusOr<std::shared_ptr<Communicator>> GlooCommunicator::Connect(
     if (!missing.empty()) {
       return absl::DeadlineExceededError(absl::StrCat(
           "timeout after ", absl::FormatDuration(config.timeout), " ", where,
-          ": ranks that did not arrive: ", absl::StrJoin(missing, ", ")));
+          ": ranks that did not arrive: ", WorldRanksOf(config, missing)));
     }
     step = "connecting the mesh";
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
