@@ -430,7 +430,7 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
       }
     }
   }
-  PDIST_RETURN_IF_ERROR(state.compute->Synchronize());
+  if (absl::Status s = state.compute->Synchronize(); !s.ok()) return Fail(s, state);
   // A device backend's collective can fail after it was enqueued (a watchdog's deadline, an
   // NCCL error): its communicator records why, and the step must not pass as done.
   if (options_.comm_groups != nullptr) return options_.comm_groups->AsyncError();

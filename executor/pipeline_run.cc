@@ -101,7 +101,11 @@ class PipelinedStep {
     if (ex_.options_.overlap_communication) {
       early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);
     }
-    for (const ir::PipelineJob& job : jobs_) PDIST_RETURN_IF_ERROR(RunJob(job));
+    for (const ir::PipelineJob& job : jobs_) {
+      // Whatever fails once the streams have work (a sum's allocation, a later micro-batch's
+      // feeds) stops the peers too, which may be waiting for this rank's next message.
+      if (absl::Status s = RunJob(job); !s.ok()) return ex_.Fail(s, state_);
+    }
     return Finish();
   }
 

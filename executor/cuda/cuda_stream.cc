@@ -55,6 +55,7 @@ std::shared_ptr<Event> CudaStream::Submit(std::function<absl::Status()> work) {
 
 std::shared_ptr<Event> CudaStream::Record() {
   std::lock_guard<std::mutex> lock(mu_);
+  ReleaseFinished();  // a lane's last work item (its last send's tensor) need not wait for its next Submit
   return RecordAfter(first_error_);
 }
 
@@ -70,6 +71,7 @@ absl::Status CudaStream::WaitFor(const std::shared_ptr<Event>& event) {
     status = CudaStatus(cudaStreamWaitEvent(handle_, cuda_event->handle(), 0), "cudaStreamWaitEvent");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  ReleaseFinished();
   if (!status.ok() && first_error_.ok()) first_error_ = status;
   return status;
 }
