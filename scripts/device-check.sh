@@ -6,7 +6,7 @@
 #                                                         # tools, and the shared libraries they need
 #   scripts/device-check.sh run [BUNDLE_DIR] [CHECKS]      # there, from the repository root
 #
-# `run` checks, each under its own time limit; CHECKS is a comma list (default a,b,c,d). All four
+# `run` checks, each under its own time limit; CHECKS is a comma list (default a,b,c,d,e). a-d
 # took 95 s on an H200 (2026-12-04, micro-batch 8; docs/benchmarks.md); the limits add up to 10
 # minutes at most for a,b,d and 9 for c (C_SECONDS=120 keeps c's two pdist runs and PyTorch's
 # within 7):
@@ -19,7 +19,11 @@
 #  (c) a 1.3B GPT (24 x 2048, 16 heads, vocab 51200, seq 2048), bf16, one GPU: micro-batch 16, or
 #      8 if 16 runs out of memory; tokens/s, TFLOP/s and MFU against the H200's bf16 dense peak
 #      (989 TFLOP/s), next to the same model in PyTorch eager (benchmarks/torch_gpt.py);
-#  (d) the README GPT's step timeline on the GPU (Chrome trace) into $OUT/timeline.
+#  (d) the README GPT's step timeline on the GPU (Chrome trace) into $OUT/timeline;
+#  (e) with two GPUs or more: ten AdamW steps of the README GPT on two pipeline stages (pp 2, VPP 2)
+#      over NCCL, a process per GPU (pdist-run --backend nccl), against the same strategy on the
+#      CPU over inproc-rendezvous (NCCL's point-to-point semantics): f32 losses within 1e-4
+#      relative. With one GPU it says it did not run (NCCL needs a GPU per rank): not a pass.
 # Check (c)'s knobs, for a first look inside a short lease: C_BATCHES (micro-batches to try, in
 # order; default "16 8"), C_STEPS (default 6), C_SECONDS (pdist-train's limit; default 200),
 # C_PROFILE=1 (then a second, 3-step run times every kernel, the stream synchronised after each:
@@ -41,9 +45,9 @@ case "$mode" in
       echo "device-check: $build is not a CUDA build (configure with -DPDIST_WITH_CUDA=ON, as scripts/test.sh does where nvcc is)" >&2
       exit 2
     fi
-    bins=("$build/tests/executor_tests" "$build/pdist-train" "$build/pdist-export")
+    bins=("$build/tests/executor_tests" "$build/pdist-train" "$build/pdist-export" "$build/pdist-run")
     for bin in "${bins[@]}"; do
-      [ -x "$bin" ] || { echo "device-check: $bin not built (cmake --build $build --target executor_tests pdist-train pdist-export)" >&2; exit 2; }
+      [ -x "$bin" ] || { echo "device-check: $bin not built (cmake --build $build --target executor_tests pdist-train pdist-export pdist-run)" >&2; exit 2; }
     done
     rm -rf "$out" && mkdir -p "$out/lib"
     cp "${bins[@]}" "$out/"
@@ -63,9 +67,9 @@ case "$mode" in
     ;;
   run)
     dir=${2:-device-bundle}
-    checks=${3:-a,b,c,d}
-    if ! [[ $checks =~ ^[a-d](,[a-d])*$ ]]; then
-      echo "device-check: checks '$checks': expected a comma list of a, b, c, d (e.g. a,b,d)" >&2
+    checks=${3:-a,b,c,d,e}
+    if ! [[ $checks =~ ^[a-e](,[a-e])*$ ]]; then
+      echo "device-check: checks '$checks': expected a comma list of a, b, c, d, e (e.g. a,b,d)" >&2
       exit 2
     fi
     wants() { [[ ",$checks," == *",$1,"* ]]; }
@@ -73,7 +77,7 @@ case "$mode" in
       echo "device-check: no NVIDIA GPU here (nvidia-smi finds none): nothing to check" >&2
       exit 2
     fi
-    for bin in executor_tests pdist-train pdist-export; do
+    for bin in executor_tests pdist-train pdist-export pdist-run; do
       [ -x "$dir/$bin" ] || { echo "device-check: no $dir/$bin (make it with: scripts/device-check.sh bundle)" >&2; exit 2; }
     done
     out=${OUT:-device-check-out}
@@ -102,7 +106,21 @@ case "$mode" in
     echo "device-check: CUDA libraries from ${cuda_dirs:-the default library paths}"
     [[ ":$cuda_dirs:" == *cudnn* ]] || echo "device-check: no libcudnn.so.9 found: attention runs as GEMMs, and (a)'s cuDNN comparison fails"
     pdist() { LD_LIBRARY_PATH=$pdist_path "$@"; }
+    # Two runs' losses (--losses-out files) side by side; fails past 1e-4 relative or on a count other than 10.
+    same_losses() {
+      python3 - "$@" <<'PY'
+import json, sys
+a_file, b_file, a_name, b_name = sys.argv[1:5]
+a, b = (json.load(open(f))["losses"] for f in (a_file, b_file))
+worst = max(abs(y - x) / abs(x) for x, y in zip(a, b))
+print(f"{a_name:>12}", " ".join(f"{x:.6f}" for x in a))
+print(f"{b_name:>12}", " ".join(f"{x:.6f}" for x in b))
+print(f"largest relative difference {worst:.2e} (limit 1e-4)")
+sys.exit(0 if len(a) == len(b) == 10 and worst <= 1e-4 else 1)
+PY
+    }
     failed=()
+    not_run=()
 
     if wants a; then
     echo "== (a) every CUDA kernel against the CPU's"
@@ -115,7 +133,7 @@ case "$mode" in
     [ $a = 0 ] || failed+=("(a)")
     fi
 
-    if wants b || wants d; then
+    if wants b || wants d || wants e; then
       pdist timeout 30 "$dir/pdist-export" gpt "${readme_gpt[@]}" -o "$out/readme-gpt.pb" || failed+=("(export)")
     fi
     if wants b; then
@@ -125,17 +143,7 @@ case "$mode" in
       pdist timeout 90 "$dir/pdist-train" "$out/readme-gpt.pb" --data data/essay.txt --steps 10 --lr 3e-3 --quiet \
         --device $device --losses-out "$out/losses-$device.json" || b=1
     done
-    if [ $b = 0 ]; then
-      python3 - "$out/losses-cpu.json" "$out/losses-cuda.json" <<'PY' || b=1
-import json, sys
-cpu, gpu = (json.load(open(f))["losses"] for f in sys.argv[1:3])
-worst = max(abs(g - c) / abs(c) for c, g in zip(cpu, gpu))
-print("cpu ", " ".join(f"{x:.6f}" for x in cpu))
-print("cuda", " ".join(f"{x:.6f}" for x in gpu))
-print(f"largest relative difference {worst:.2e} (limit 1e-4)")
-sys.exit(0 if len(cpu) == len(gpu) == 10 and worst <= 1e-4 else 1)
-PY
-    fi
+    [ $b = 0 ] && { same_losses "$out/losses-cpu.json" "$out/losses-cuda.json" cpu cuda || b=1; }
     [ $b = 0 ] || failed+=("(b)")
     fi
 
@@ -197,15 +205,36 @@ PY
       --timeline "$out/timeline" && ls "$out/timeline" || failed+=("(d)")
     fi
 
-    if [ ${#failed[@]} = 0 ]; then echo "device-check: passed"; exit 0; fi
+    if wants e; then
+    echo "== (e) two pipeline stages over NCCL against NCCL's semantics on the CPU"
+    gpus=$(nvidia-smi -L | grep -c '^GPU')
+    if [ "$gpus" -lt 2 ]; then
+      echo "device-check: (e) not run: this machine has $gpus GPU (NCCL needs one per rank)"
+      not_run+=("(e)")
+    else
+      e=0
+      pp=(--data data/essay.txt --steps 10 --lr 3e-3 --quiet --strategy examples/strategies/pp2_vpp2.json)
+      pdist timeout 120 "$dir/pdist-train" "$out/readme-gpt.pb" "${pp[@]}" --backend inproc-rendezvous \
+        --losses-out "$out/losses-pp-cpu.json" || e=1
+      pdist timeout 180 "$dir/pdist-run" --nprocs 2 --backend nccl -- "$dir/pdist-train" "$out/readme-gpt.pb" "${pp[@]}" \
+        --device cuda --losses-out "$out/losses-pp-nccl.json" || e=1
+      [ $e = 0 ] && { same_losses "$out/losses-pp-cpu.json" "$out/losses-pp-nccl.json" cpu-rendezvous nccl || e=1; }
+      [ $e = 0 ] || failed+=("(e)")
+    fi
+    fi
+
+    if [ ${#failed[@]} = 0 ]; then
+      echo "device-check: passed${not_run[*]:+ (not run: ${not_run[*]})}"
+      exit 0
+    fi
     echo "device-check: FAILED: ${failed[*]}"
     exit 1
     ;;
   -h|--help)
-    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
-    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
