@@ -58,7 +58,8 @@ class Engine:
     with Paddle's keys (docs/strategy.md), None for one rank. Ranks run as threads of this process,
     or — under `pdist-run --nprocs N -- python3 train.py` (`backend` None follows the launcher's
     environment; "gloo", "nccl" (one GPU per rank) or "inproc" to say it) — this process is one
-    rank of the job. `device`: "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N";
+    rank of the job; "inproc-rendezvous" runs the ranks as threads with NCCL's point-to-point
+    semantics, a CPU check that a pipeline runs over NCCL (docs/communicators.md). `device`: "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N";
     one this build or machine lacks is an error saying what is missing (docs/gpu.md)."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,

@@ -143,6 +143,15 @@ class EngineTest(WithExportedGpt):
             self.assertAlmostEqual(a, b, delta=1e-5 * b)
         self.assertLess(one[-1], one[0])
 
+    def test_an_interleaved_pipeline_over_nccls_point_to_point_trains_as_one_rank(self):
+        one = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=3)
+        stages = {"pp_degree": 2, "pipeline": {"enable": True, "schedule_mode": "VPP", "vpp_degree": 2,
+                                               "accumulate_steps": 2}}
+        piped = pdist.Engine(self.model, strategy=stages, learning_rate=3e-3,
+                             backend="inproc-rendezvous").fit(DATA, steps=3)
+        for a, b in zip(piped, one):
+            self.assertAlmostEqual(a, b, delta=1e-5 * b)
+
     def test_checkpoint_resumes_the_same_run(self):
         whole = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=5)
         first = pdist.Engine(self.model, learning_rate=3e-3)
