@@ -255,7 +255,8 @@ absl::Status Executor::BindArguments(const Feeds& feeds, const Workspace& worksp
 }
 
 absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) const {
-  std::shared_ptr<Event>& event = table.pending[static_cast<size_t>(id)];
+  Owed& owed = table.owed[static_cast<size_t>(id)];
+  const std::shared_ptr<Event>& event = owed.event;
   if (event == nullptr) return absl::OkStatus();
   {
     // Time the compute thread spends waiting for communication (a pipeline stage waiting for its
@@ -265,10 +266,8 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
                     {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk});
     PDIST_RETURN_IF_ERROR(state.compute->WaitFor(event));
   }
-  event = nullptr;
-  table.pending_on[static_cast<size_t>(id)] = nullptr;
-  table.values[static_cast<size_t>(id)] = *table.pending_slot[static_cast<size_t>(id)];
-  table.pending_slot[static_cast<size_t>(id)] = nullptr;
+  table.values[static_cast<size_t>(id)] = *owed.slot;
+  owed = Owed();
   state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
   state.live.Acquire(table.values[static_cast<size_t>(id)], IsGradient(*program_->FindValue(id)));
   return absl::OkStatus();
@@ -304,9 +303,9 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     const ir::Value* v = op.operand(k);
     if (v == nullptr) continue;
     const auto id = static_cast<size_t>(v->id());
-    if (table.pending[id] != nullptr) {
-      if (table.pending_on[id] != stream) stream->WaitFor(table.pending[id]).IgnoreError();
-      from_stream.emplace_back(k, table.pending_slot[id]);
+    if (const Owed& owed = table.owed[id]; owed.event != nullptr) {
+      if (owed.stream != stream) stream->WaitFor(owed.event).IgnoreError();
+      from_stream.emplace_back(k, owed.slot);
       // Its last use: the compute thread drops it without waiting (Release).
       if (std::find(last.begin(), last.end(), v->id()) != last.end()) table.skip_release[id] = true;
     } else {
@@ -337,9 +336,7 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   });
   for (size_t r = 0; r < op.num_results(); ++r) {
     const auto id = static_cast<size_t>(op.result(r)->id());
-    table.pending[id] = event;
-    table.pending_on[id] = stream;
-    table.pending_slot[id] = slots[r];
+    table.owed[id] = {.event = event, .stream = stream, .slot = slots[r]};
     state.live.Reserve(&table.values[id], op.result(r)->type().num_bytes(), IsGradient(*op.result(r)));
   }
 }
@@ -394,7 +391,7 @@ void Executor::InstallUpdates(size_t i, ValueTable& table, RunState& state) cons
     const auto fresh = static_cast<size_t>(update.new_value->id());
     // A value the communication stream still owes (a ZeRO all-gather of updated parameters)
     // is installed when the step finishes: waiting for it here would stall the compute stream.
-    if (table.pending[fresh] != nullptr) continue;
+    if (table.owed[fresh].event != nullptr) continue;
     (*state.workspace)[update.state->name()] = table.values[fresh];
     table.values[static_cast<size_t>(update.state->id())] = Tensor();  // the old tensor's last reference here
     state.live.Release(table.values[fresh]);  // persistent from now on, like the state it replaces
@@ -409,9 +406,7 @@ absl::Status Executor::Release(const std::vector<int64_t>& ids, ValueTable& tabl
     if (table.skip_release[static_cast<size_t>(id)]) {
       // Freed once its last reader there has run: counted until that is submitted.
       state.live.Unreserve(&table.values[static_cast<size_t>(id)]);
-      table.pending[static_cast<size_t>(id)] = nullptr;
-      table.pending_on[static_cast<size_t>(id)] = nullptr;
-      table.pending_slot[static_cast<size_t>(id)] = nullptr;
+      table.owed[static_cast<size_t>(id)] = Owed();
       continue;
     }
     PDIST_RETURN_IF_ERROR(Await(id, table, state));
@@ -425,7 +420,7 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
   if (state.communicated()) {
     if (absl::Status s = state.SynchronizeComm(); !s.ok()) return Fail(s, state);
     for (ValueTable* table : tables) {
-      for (size_t id = 0; id < table->pending.size(); ++id) {
+      for (size_t id = 0; id < table->owed.size(); ++id) {
         if (absl::Status s = Await(static_cast<int64_t>(id), *table, state); !s.ok()) return Fail(s, state);
       }
     }

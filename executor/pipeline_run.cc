@@ -186,7 +186,7 @@ class PipelinedStep {
   absl::Status Accumulate(size_t i, ValueTable& values) {
     for (const ir::Value* r : program_.block().ops()[i]->results()) {
       if (!ex_.job_plan_.accumulated.count(r->id())) continue;
-      if (values.pending[static_cast<size_t>(r->id())] != nullptr && ex_.job_plan_.freed_once_summed.count(r->id())) {
+      if (values.owed[static_cast<size_t>(r->id())].event != nullptr && ex_.job_plan_.freed_once_summed.count(r->id())) {
         from_stream_.push_back(r->id());
         continue;
       }
@@ -238,7 +238,7 @@ class PipelinedStep {
   // A micro-batch whose last job ran keeps nothing: its values are dropped, each once the
   // stream owing it has made it. Not waiting for the streams themselves: the last send of a
   // micro-batch may be held until the peer receives it (NCCL), and the peer may be waiting for
-  // this rank's next job. The send holds its tensor (ValueTable::pending_slot) until it has run.
+  // this rank's next job. The send holds its tensor (its Owed::slot) until it has run.
   absl::Status CloseMicroBatch(int64_t micro_batch) {
     std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
     for (size_t id = 0; id < num_values_; ++id) {

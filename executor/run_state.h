@@ -50,22 +50,23 @@ class LiveBytes {
   int64_t gradient_live_ = 0, gradient_peak_ = 0, activation_peak_ = 0;
 };
 
+// A value a communication stream's op still owes: its event, its stream, and the slot the op
+// leaves it in (readers on other streams wait for the event; every reader holds the slot).
+struct Owed {
+  std::shared_ptr<Event> event;  // null: nothing owed
+  const Stream* stream = nullptr;
+  std::shared_ptr<Tensor> slot;
+};
+
 // The tensors of one run of a program (or of one micro-batch of a pipelined step), by value id.
 // Only the rank's compute thread touches a table. A communication stream's op leaves each result
-// in a slot of its own (`pending_slot`); the compute thread copies it into `values` once the op's
-// event has fired (Executor::Await), and a later stream op that reads it holds the slot itself,
-// so that the value lives until its last reader on any stream has run.
+// in a slot of its own (`owed`); the compute thread copies it into `values` once the op's event
+// has fired (Executor::Await), and a later stream op that reads it holds the slot itself, so
+// that the value lives until its last reader on any stream has run.
 struct ValueTable {
-  explicit ValueTable(size_t num_values)
-      : values(num_values), pending(num_values), pending_on(num_values), pending_slot(num_values),
-        skip_release(num_values, false) {}
+  explicit ValueTable(size_t num_values) : values(num_values), owed(num_values), skip_release(num_values, false) {}
   std::vector<Tensor> values;
-  // Values the communication streams still owe: read only after their event fired.
-  std::vector<std::shared_ptr<Event>> pending;
-  // The stream each pending value comes from: an op on another stream waits for its event.
-  std::vector<const Stream*> pending_on;
-  // Where the stream op leaves each pending value.
-  std::vector<std::shared_ptr<Tensor>> pending_slot;
+  std::vector<Owed> owed;  // what the communication streams still owe, by value id
   // Values whose last reader is a stream op, which holds their slot: dropped without waiting.
   std::vector<bool> skip_release;
 };
