@@ -29,10 +29,16 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
+// Multi-tensor updates where a launch costs something (a GPU), unless the options say.
+bool FusesOptimizer(const EngineOptions& o, const exec::Device& device) {
+  return o.fuse_optimizer.value_or(device.type == exec::DeviceType::kCUDA);
+}
+
 RunnerOptions RunnerOptionsOf(const EngineOptions& o, const exec::Device& device) {
   return {.device = device,
           .profile = o.profile, .overlap_communication = o.overlap_communication,
-          .gradient_bucket_bytes = o.gradient_bucket_bytes, .timeline = !o.timeline_dir.empty()};
+          .gradient_bucket_bytes = o.gradient_bucket_bytes,
+          .fuse_optimizer = FusesOptimizer(o, device), .timeline = !o.timeline_dir.empty()};
 }
 
 }  // namespace
@@ -83,7 +89,8 @@ absl::Status Engine::PrepareSingleRank() {
   train_ = forward_.Clone();
   passes::PassContext context;
   PDIST_RETURN_IF_ERROR(
-      passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer), train_, context, "training program"));
+      passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer, FusesOptimizer(options_, device_)), train_,
+                          context, "training program"));
   passes::ReshardPlanCache plans;
   ir::Program eval = forward_.Clone();
   passes::SetEvalMode(eval);

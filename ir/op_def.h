@@ -96,6 +96,9 @@ struct OpDef {
   PointToPoint point_to_point = PointToPoint::kNone;
   // A local form's base op (c_embedding: embedding; ir/ops/local_forms.cc); empty otherwise.
   std::string local_form_of;
+  // The op exists only in programs past completion (a rank's, or a single rank's): collectives,
+  // local forms, merged_adamw. Its SPMD rule refuses (ops::MarkLocalOnly).
+  bool local_only = false;
   // The attribute that spells the result's whole shape (reshape's and full's `shape`), empty
   // when none does. Passes that give values other shapes (partition: a rank's piece; micro-batch:
   // a micro-batch's) rewrite it from the op's new result type.

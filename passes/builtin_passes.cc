@@ -9,6 +9,7 @@
 #include "passes/annotate_from_strategy.h"
 #include "passes/autodiff.h"
 #include "passes/completion.h"
+#include "passes/fuse_optimizer.h"
 #include "passes/optimizer.h"
 #include "passes/pass_registry.h"
 #include "passes/pipeline_stages.h"
@@ -69,6 +70,19 @@ class OptimizerPass : public Pass {
 
  private:
   OptimizerConfig config_;
+};
+
+// `fuse-optimizer`: a program's adamw ops merged into multi-tensor merged_adamw ops
+// (passes/fuse_optimizer.h).
+class FuseOptimizerPass : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-optimizer"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const FuseOptimizerReport report = FuseOptimizerUpdates(program);
+    context.Explain(name(), absl::StrCat(report.updates, " adamw updates merged into ", report.merged_ops,
+                                         " merged_adamw ops"));
+    return report.merged_ops > 0;
+  }
 };
 
 // `completion`: a DistAttr for every value from the annotated ones, and reshard ops where a
@@ -168,6 +182,9 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
                                           NoOptions<AutodiffPass>("autodiff")));
   PDIST_RETURN_IF_ERROR(registry.Register("optimizer", "append sgd|momentum|adamw updates for every gradient",
                                           &OptimizerPass::Create));
+  PDIST_RETURN_IF_ERROR(registry.Register("fuse-optimizer",
+                                          "merge adamw updates of one dtype and job into multi-tensor merged_adamw ops",
+                                          NoOptions<FuseOptimizerPass>("fuse-optimizer")));
   PDIST_RETURN_IF_ERROR(registry.Register("annotate-strategy",
                                           "annotate data, Megatron tensor-parallel weights and sp activations from "
                                           "dp/mp/sp degrees",

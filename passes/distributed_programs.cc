@@ -118,14 +118,17 @@ absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, cons
   return predict;
 }
 
-std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes) {
+std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, bool fuse_optimizer) {
   std::vector<PassSpec> specs = {{"partition", {{"rank", absl::StrCat(rank)}}}};
   if (bucket_bytes) specs.push_back({"fuse-allreduce", {{"bucket_bytes", absl::StrCat(*bucket_bytes)}}});
+  if (fuse_optimizer) specs.push_back({"fuse-optimizer", {}});
   return PrintPipeline(specs);
 }
 
-std::string SingleRankPipeline(const OptimizerConfig& optimizer) {
-  return PrintPipeline({{"autodiff", {}}, {"optimizer", OptimizerPassOptions(optimizer)}});
+std::string SingleRankPipeline(const OptimizerConfig& optimizer, bool fuse_optimizer) {
+  std::vector<PassSpec> specs = {{"autodiff", {}}, {"optimizer", OptimizerPassOptions(optimizer)}};
+  if (fuse_optimizer) specs.push_back({"fuse-optimizer", {}});
+  return PrintPipeline(specs);
 }
 
 absl::Status RunPipeline(const std::string& pipeline, ir::Program& program, PassContext& context,

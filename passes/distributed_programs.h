@@ -95,15 +95,17 @@ absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, cons
                                                 const ir::Program& train, int64_t world_size);
 
 // What makes rank `rank`'s local program from a global one: "partition{rank=1}", and for a
-// training program ("fuse-allreduce{bucket_bytes=N}", bucket_bytes set) the gradient buckets.
-std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes);
+// training program ("fuse-allreduce{bucket_bytes=N}", bucket_bytes set) the gradient buckets;
+// with fuse_optimizer, "fuse-optimizer" last (multi-tensor adamw, passes/fuse_optimizer.h).
+std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, bool fuse_optimizer = false);
 
 // Runs `pipeline` (RankPipeline's) on a copy of `global`; `plans` is shared between ranks.
 absl::StatusOr<ir::Program> LocalProgram(const ir::Program& global, const std::string& pipeline,
                                          ReshardPlanCache& plans);
 
-// A single-rank training program's pipeline: "autodiff,optimizer{type=adamw}".
-std::string SingleRankPipeline(const OptimizerConfig& optimizer);
+// A single-rank training program's pipeline: "autodiff,optimizer{type=adamw}" (and
+// ",fuse-optimizer" with fuse_optimizer).
+std::string SingleRankPipeline(const OptimizerConfig& optimizer, bool fuse_optimizer = false);
 
 // Runs `pipeline` on `program` through a PassManager; errors say `what` was being made.
 absl::Status RunPipeline(const std::string& pipeline, ir::Program& program, PassContext& context,

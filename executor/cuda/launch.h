@@ -237,6 +237,28 @@ cudaError_t LaunchAdamW(ElemType type, ElemType grad_type, const void* param, co
                         ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
                         void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream);
+// One parameter of a merged adamw: adamw's tensors and beta powers (pow_out: one element of
+// the launch's pow_type each).
+struct AdamWTensors {
+  const void* param = nullptr;
+  const void* grad = nullptr;
+  const void* moment1 = nullptr;
+  const void* moment2 = nullptr;
+  ScalarRef beta1_pow, beta2_pow;
+  void* param_out = nullptr;
+  void* moment1_out = nullptr;
+  void* moment2_out = nullptr;
+  void* beta1_pow_out = nullptr;
+  void* beta2_pow_out = nullptr;
+  int64_t n = 0;
+};
+// merged_adamw: adamw on each of `count` parameters of one storage and one gradient type, a
+// launch per kMergedAdamWTensors of them (their addresses travel as kernel arguments, no copy to
+// the device first); every parameter updated exactly as LaunchAdamW updates it.
+inline constexpr int kMergedAdamWTensors = 24;
+cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
+                              ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
+                              const AdamWConfig& config, cudaStream_t stream);
 // sgd: param_out = param - lr·grad; skip_update > 0 copies param.
 cudaError_t LaunchSgd(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                       ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream);

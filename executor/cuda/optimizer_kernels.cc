@@ -1,6 +1,9 @@
-// Host side of the CUDA adamw, sgd and momentum (device side: optimizer_launch.cu). The
+// Host side of the CUDA adamw, merged_adamw, sgd and momentum (device side: optimizer_launch.cu). The
 // learning rate, the beta powers and skip_update stay on the device: the kernel reads them, so a
 // step never waits for the host.
+#include <array>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
@@ -65,12 +68,7 @@ absl::Status MomentumKernel(KernelContext& ctx) {
                     "momentum");
 }
 
-// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow, skip_update?)
-//   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
-absl::Status AdamWKernel(KernelContext& ctx) {
-  const Tensor& param = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("adamw", param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
+absl::StatusOr<AdamWConfig> AdamWConfigOf(const KernelContext& ctx) {
   AdamWConfig config;
   PDIST_ASSIGN_OR_RETURN(config.beta1, ir::GetDouble(ctx.attrs(), "beta1"));
   PDIST_ASSIGN_OR_RETURN(config.beta2, ir::GetDouble(ctx.attrs(), "beta2"));
@@ -78,27 +76,82 @@ absl::Status AdamWKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(config.lr_ratio, ir::GetDouble(ctx.attrs(), "lr_ratio"));
   PDIST_ASSIGN_OR_RETURN(config.coeff, ir::GetDouble(ctx.attrs(), "coeff"));
   PDIST_ASSIGN_OR_RETURN(config.with_decay, ir::GetBool(ctx.attrs(), "with_decay"));
+  return config;
+}
+
+// One parameter's tensors: operands at `at` (param, grad, moment1, moment2, beta1_pow,
+// beta2_pow), results allocated from `first_result` (param_out, moment1_out, moment2_out,
+// beta1_pow_out, beta2_pow_out); `pow_type` the element type of the beta powers' results.
+absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array<size_t, 6>& at, size_t first_result,
+                                            ElemType* pow_type) {
+  AdamWTensors t;
+  t.param = ctx.input(at[0])->raw();
+  t.grad = ctx.input(at[1])->raw();
+  t.moment1 = ctx.input(at[2])->raw();
+  t.moment2 = ctx.input(at[3])->raw();
+  PDIST_ASSIGN_OR_RETURN(t.beta1_pow, ScalarOf(ctx, at[4], "beta1_pow"));
+  PDIST_ASSIGN_OR_RETURN(t.beta2_pow, ScalarOf(ctx, at[5], "beta2_pow"));
+  t.param_out = ctx.AllocateOutput(first_result).raw();
+  t.moment1_out = ctx.AllocateOutput(first_result + 1).raw();
+  t.moment2_out = ctx.AllocateOutput(first_result + 2).raw();
+  Tensor& beta1_pow_out = ctx.AllocateOutput(first_result + 3);
+  t.beta1_pow_out = beta1_pow_out.raw();
+  t.beta2_pow_out = ctx.AllocateOutput(first_result + 4).raw();
+  t.n = ctx.input(at[0])->num_elements();
+  PDIST_ASSIGN_OR_RETURN(*pow_type, ElemTypeOf(absl::StrCat(ctx.op().type(), "'s beta1_pow_out").c_str(),
+                                               beta1_pow_out.dtype()));
+  return t;
+}
+
+// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow, skip_update?)
+//   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
+absl::Status AdamWKernel(KernelContext& ctx) {
+  const Tensor& param = *ctx.input(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("adamw", param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
+  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
   PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 2, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef beta1_pow, ScalarOf(ctx, 5, "beta1_pow"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef beta2_pow, ScalarOf(ctx, 6, "beta2_pow"));
   PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 7, "skip_update"));
-  Tensor& param_out = ctx.AllocateOutput(0);
-  Tensor& moment1_out = ctx.AllocateOutput(1);
-  Tensor& moment2_out = ctx.AllocateOutput(2);
-  Tensor& beta1_pow_out = ctx.AllocateOutput(3);
-  Tensor& beta2_pow_out = ctx.AllocateOutput(4);
-  PDIST_ASSIGN_OR_RETURN(ElemType pow_type, ElemTypeOf("adamw's beta1_pow_out", beta1_pow_out.dtype()));
-  return CudaStatus(LaunchAdamW(type, grad_type, param.raw(), ctx.input(1)->raw(), lr, ctx.input(3)->raw(), ctx.input(4)->raw(),
-                                beta1_pow, beta2_pow, skip, param_out.raw(), moment1_out.raw(), moment2_out.raw(),
-                                beta1_pow_out.raw(), beta2_pow_out.raw(), pow_type, param.num_elements(), config,
-                                StreamOf(ctx)),
+  ElemType pow_type;
+  PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {0, 1, 3, 4, 5, 6}, 0, &pow_type));
+  return CudaStatus(LaunchAdamW(type, grad_type, t.param, t.grad, lr, t.moment1, t.moment2, t.beta1_pow, t.beta2_pow,
+                                skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out, t.beta2_pow_out,
+                                pow_type, t.n, config, StreamOf(ctx)),
                     "adamw");
+}
+
+// (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
+// beta2_pow) → per parameter adamw's five results, in a launch per 24 parameters.
+absl::Status MergedAdamWKernel(KernelContext& ctx) {
+  const Tensor& first_param = *ctx.input(2);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_adamw", first_param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
+  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
+  std::vector<AdamWTensors> tensors;
+  ElemType pow_type = ElemType::kF32;
+  for (size_t at = 2, result = 0; at + 6 <= ctx.num_inputs(); at += 6, result += 5) {
+    ElemType this_pow_type;
+    PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5}, result,
+                                                          &this_pow_type));
+    if (!tensors.empty() && this_pow_type != pow_type) {
+      return absl::InvalidArgumentError(absl::StrCat("merged_adamw: parameter ", tensors.size(),
+                                                     "'s beta powers are of another dtype than parameter 0's"));
+    }
+    pow_type = this_pow_type;
+    tensors.push_back(t);
+  }
+  return CudaStatus(LaunchMergedAdamW(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr, skip,
+                                      pow_type, config, StreamOf(ctx)),
+                    "merged_adamw");
 }
 
 }  // namespace
 
 void RegisterOptimizerKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "adamw", AdamWKernel);
+  registry.Register(DeviceType::kCUDA, "merged_adamw", MergedAdamWKernel);
   registry.Register(DeviceType::kCUDA, "sgd", SgdKernel);
   registry.Register(DeviceType::kCUDA, "momentum", MomentumKernel);
 }

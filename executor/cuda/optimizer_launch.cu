@@ -1,4 +1,5 @@
-// Device side of adamw, sgd and momentum: one element per thread; the learning rate, the beta
+// Device side of adamw, merged_adamw, sgd and momentum: one element per thread (merged_adamw: a
+// block per 4,096 elements of one of up to 24 parameters per launch); the learning rate, the beta
 // powers and skip_update read from device scalars (adamw's factors in double, as the CPU kernel
 // computes them on the host). The gradient has its own type: an f32 master weight is updated
 // from its bf16/f16 gradient.
@@ -9,37 +10,87 @@
 namespace pdist::exec::cuda {
 namespace {
 
+// adamw's step-dependent factors, in double from the device scalars, as the CPU computes them.
+struct AdamWStep {
+  bool skip;
+  double beta1_pow, beta2_pow, decay, lr_t, eps_t;
+};
+__device__ AdamWStep AdamWStepOf(ScalarRef lr_ref, ScalarRef beta1_pow_ref, ScalarRef beta2_pow_ref, ScalarRef skip_ref,
+                                 const AdamWConfig& cfg) {
+  AdamWStep s;
+  s.skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  s.beta1_pow = ReadScalar(beta1_pow_ref);
+  s.beta2_pow = ReadScalar(beta2_pow_ref);
+  const double lr = ReadScalar(lr_ref) * cfg.lr_ratio;
+  s.decay = cfg.with_decay ? 1.0 - lr * cfg.coeff : 1.0;
+  s.lr_t = lr * math::scalar::Sqrt(1.0 - s.beta2_pow) / (1.0 - s.beta1_pow);
+  s.eps_t = cfg.epsilon * math::scalar::Sqrt(1.0 - s.beta2_pow);
+  return s;
+}
+
+// Element i of one parameter's update (or its copy, for a skipped step).
+template <typename S, typename G>
+__device__ void AdamWElement(const S* param, const G* grad, const S* m1_in, const S* m2_in, S* param_out, S* m1_out,
+                             S* m2_out, int64_t i, const AdamWStep& s, const AdamWConfig& cfg) {
+  using C = typename Compute<S>::type;
+  if (s.skip) {
+    param_out[i] = param[i];
+    m1_out[i] = m1_in[i];
+    m2_out[i] = m2_in[i];
+    return;
+  }
+  const C g = static_cast<C>(Load(grad, i));
+  const C m1 = static_cast<C>(cfg.beta1) * Load(m1_in, i) + static_cast<C>(1 - cfg.beta1) * g;
+  const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * g * g;
+  Store(m1_out, i, m1);
+  Store(m2_out, i, m2);
+  Store(param_out, i,
+        static_cast<C>(s.decay) * Load(param, i) - static_cast<C>(s.lr_t) * m1 / (math::scalar::Sqrt(m2) + static_cast<C>(s.eps_t)));
+}
+
+// The beta powers after the step (unchanged by a skipped one).
+__device__ void WriteBetaPowers(void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, const AdamWStep& s,
+                                const AdamWConfig& cfg) {
+  WriteScalar(beta1_pow_out, pow_type, s.skip ? s.beta1_pow : s.beta1_pow * cfg.beta1);
+  WriteScalar(beta2_pow_out, pow_type, s.skip ? s.beta2_pow : s.beta2_pow * cfg.beta2);
+}
+
 template <typename S, typename G>
 __global__ void AdamWKernel(const S* param, const G* grad, ScalarRef lr_ref, const S* m1_in, const S* m2_in,
                             ScalarRef beta1_pow_ref, ScalarRef beta2_pow_ref, ScalarRef skip_ref, S* param_out,
                             S* m1_out, S* m2_out, void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
                             AdamWConfig cfg) {
-  using C = typename Compute<S>::type;
-  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
-  const double beta1_pow = ReadScalar(beta1_pow_ref), beta2_pow = ReadScalar(beta2_pow_ref);
-  const double lr = ReadScalar(lr_ref) * cfg.lr_ratio;
-  const double decay = cfg.with_decay ? 1.0 - lr * cfg.coeff : 1.0;
-  const double lr_t = lr * math::scalar::Sqrt(1.0 - beta2_pow) / (1.0 - beta1_pow);
-  const double eps_t = cfg.epsilon * math::scalar::Sqrt(1.0 - beta2_pow);
-  PDIST_GRID_STRIDE_LOOP(i, n) {
-    if (skip) {
-      param_out[i] = param[i];
-      m1_out[i] = m1_in[i];
-      m2_out[i] = m2_in[i];
-      continue;
-    }
-    const C g = static_cast<C>(Load(grad, i));
-    const C m1 = static_cast<C>(cfg.beta1) * Load(m1_in, i) + static_cast<C>(1 - cfg.beta1) * g;
-    const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * g * g;
-    Store(m1_out, i, m1);
-    Store(m2_out, i, m2);
-    Store(param_out, i,
-          static_cast<C>(decay) * Load(param, i) - static_cast<C>(lr_t) * m1 / (math::scalar::Sqrt(m2) + static_cast<C>(eps_t)));
+  const AdamWStep s = AdamWStepOf(lr_ref, beta1_pow_ref, beta2_pow_ref, skip_ref, cfg);
+  PDIST_GRID_STRIDE_LOOP(i, n) { AdamWElement(param, grad, m1_in, m2_in, param_out, m1_out, m2_out, i, s, cfg); }
+  if (blockIdx.x == 0 && threadIdx.x == 0) WriteBetaPowers(beta1_pow_out, beta2_pow_out, pow_type, s, cfg);
+}
+
+// Elements a block of a merged launch updates: kThreads threads, 16 elements each.
+constexpr int64_t kMergedChunk = int64_t{kThreads} * 16;
+
+// Up to kMergedAdamWTensors parameters; tensor t owns blocks [first_block[t], first_block[t + 1]).
+struct MergedAdamWBatch {
+  AdamWTensors tensors[kMergedAdamWTensors];
+  int64_t first_block[kMergedAdamWTensors + 1];
+  int count;
+};
+
+template <typename S, typename G>
+__global__ void MergedAdamWKernel(const __grid_constant__ MergedAdamWBatch batch, ScalarRef lr_ref, ScalarRef skip_ref,
+                                  ElemType pow_type, AdamWConfig cfg) {
+  const int64_t block = blockIdx.x;
+  int t = 0;
+  while (t + 1 < batch.count && batch.first_block[t + 1] <= block) ++t;
+  const AdamWTensors& p = batch.tensors[t];
+  const AdamWStep s = AdamWStepOf(lr_ref, p.beta1_pow, p.beta2_pow, skip_ref, cfg);
+  const int64_t begin = (block - batch.first_block[t]) * kMergedChunk;
+  const int64_t end = begin + kMergedChunk < p.n ? begin + kMergedChunk : p.n;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+    AdamWElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.moment1),
+                 static_cast<const S*>(p.moment2), static_cast<S*>(p.param_out), static_cast<S*>(p.moment1_out),
+                 static_cast<S*>(p.moment2_out), i, s, cfg);
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    WriteScalar(beta1_pow_out, pow_type, skip ? beta1_pow : beta1_pow * cfg.beta1);
-    WriteScalar(beta2_pow_out, pow_type, skip ? beta2_pow : beta2_pow * cfg.beta2);
-  }
+  if (begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_type, s, cfg);
 }
 
 template <typename S, typename G>
@@ -92,6 +143,31 @@ cudaError_t ByParamAndGrad(ElemType type, ElemType grad_type, Fn&& fn) {
 }
 
 }  // namespace
+
+cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
+                              ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
+                              const AdamWConfig& config, cudaStream_t stream) {
+  for (int64_t first = 0; first < count; first += kMergedAdamWTensors) {
+    MergedAdamWBatch batch{};
+    batch.count = static_cast<int>(count - first < kMergedAdamWTensors ? count - first : kMergedAdamWTensors);
+    for (int t = 0; t < batch.count; ++t) {
+      batch.tensors[t] = tensors[first + t];
+      // At least one block per parameter, so that its beta powers are written when it is empty.
+      const int64_t blocks = (batch.tensors[t].n + kMergedChunk - 1) / kMergedChunk;
+      batch.first_block[t + 1] = batch.first_block[t] + (blocks > 0 ? blocks : 1);
+    }
+    const int64_t blocks = batch.first_block[batch.count];
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    const cudaError_t launched = ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
+      using S = decltype(s);
+      using G = decltype(g);
+      MergedAdamWKernel<S, G><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(batch, learning_rate,
+                                                                                      skip_update, pow_type, config);
+    });
+    if (launched != cudaSuccess) return launched;
+  }
+  return cudaSuccess;
+}
 
 cudaError_t LaunchSgd(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                       ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream) {

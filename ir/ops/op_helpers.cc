@@ -94,6 +94,7 @@ void MarkLocalOnly(OpDef& def, const std::string& description) {
   // A local form of a gradient op stays a gradient op; anything else has no gradient.
   if (def.grad_kind != GradKind::kGradientOp) def.grad_kind = GradKind::kNotDifferentiable;
   def.grad = nullptr;
+  def.local_only = true;
   const std::string name = def.name;
   def.infer_spmd = [name](const std::vector<TensorDistSpec>&, const SpmdContext&) -> absl::StatusOr<SpmdResult> {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -80,6 +80,36 @@ absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const At
   return std::vector<TensorType>{*in[0], *in[3], *in[4], *in[5], *in[6]};
 }
 
+// merged_adamw: (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2,
+// beta1_pow, beta2_pow) → per parameter: param_out, moment1_out, moment2_out, beta1_pow_out,
+// beta2_pow_out. Each group is checked as adamw checks its operands; all groups share the
+// parameter's and the gradient's dtypes, so that one kernel instance updates them all.
+constexpr size_t kMergedHead = 2, kMergedGroup = 6;
+
+absl::StatusOr<std::vector<TensorType>> MergedAdamWMeta(const InputTypes& in, const AttributeMap& attrs) {
+  const size_t tensors = in.size() < kMergedHead ? 0 : in.size() - kMergedHead;
+  if (tensors == 0 || tensors % kMergedGroup != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "merged_adamw takes learning_rate, skip_update (or none) and 6 operands per parameter (param, grad, "
+        "moment1, moment2, beta1_pow, beta2_pow); got ", in.size(), " operands"));
+  }
+  std::vector<TensorType> out;
+  for (size_t g = 0; g < tensors / kMergedGroup; ++g) {
+    const size_t at = kMergedHead + g * kMergedGroup;
+    const InputTypes group = {in[at], in[at + 1], in[0], in[at + 2], in[at + 3], in[at + 4], in[at + 5], in[1]};
+    absl::StatusOr<std::vector<TensorType>> results = AdamWMeta(group, attrs);
+    if (!results.ok()) return WithContext(results.status(), absl::StrCat("merged_adamw, parameter ", g));
+    if (g > 0 && (in[at]->dtype != in[kMergedHead]->dtype || in[at + 1]->dtype != in[kMergedHead + 1]->dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "merged_adamw, parameter ", g, ": ", DataTypeName(in[at]->dtype), " with a ",
+          DataTypeName(in[at + 1]->dtype), " gradient where parameter 0 is ", DataTypeName(in[kMergedHead]->dtype),
+          " with ", DataTypeName(in[kMergedHead + 1]->dtype), "; merge only parameters of one dtype"));
+    }
+    out.insert(out.end(), results->begin(), results->end());
+  }
+  return out;
+}
+
 CostFn UpdateCost(double flops_per_element) {
   return [flops_per_element](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
     return OpCost{flops_per_element * static_cast<double>(in[0]->num_elements()), ops::TotalBytes(in, out)};
@@ -137,7 +167,7 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
   //   param_out = param - lr_t * m1_out / (sqrt(m2_out) + epsilon * sqrt(1 - beta2_pow))
   //   beta1_pow_out = beta1_pow * beta1,  beta2_pow_out = beta2_pow * beta2
   // The last line equals m̂ / (sqrt(v̂) + epsilon) with the usual bias-corrected moments.
-  return registry.Register(OpDef{
+  PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "adamw",
       .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"},
                  {.name = "skip_update", .optional = true}},
@@ -155,7 +185,34 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .infer_spmd = adamw_rule.infer,
       .infer_spmd_reverse = adamw_rule.reverse,
       .describe_spmd = adamw_rule.describe,
-  });
+  }));
+
+  // adamw on many parameters at once (Paddle's merged_adam, with adamw's decoupled decay): what
+  // the fuse-optimizer pass makes of a rank's adamw ops of one dtype, so that a GPU updates them
+  // in a few launches instead of one per parameter (passes/fuse_optimizer.h). Every parameter's
+  // results are bit for bit what its own adamw computes.
+  //   %w0', %m0', %v0', %b0', %c0', %w1', ... = merged_adamw(%lr, none, %w0, %g0, %m0, %v0, %b0, %c0, %w1, ...)
+  OpDef merged{
+      .name = "merged_adamw",
+      .inputs = {{"learning_rate"}, {.name = "skip_update", .optional = true}, {.name = "params_and_states", .variadic = true}},
+      .outputs = {{.name = "params_and_states_out", .variadic = true}},
+      .attrs = {{"beta1", 0.9},
+                {"beta2", 0.999},
+                {"epsilon", 1e-8},
+                {"lr_ratio", 1.0},
+                {"coeff", 0.01},
+                {"with_decay", true}},
+      .infer_meta = MergedAdamWMeta,
+      .cost = [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
+        double elements = 0;
+        for (size_t at = kMergedHead; at + kMergedGroup <= in.size(); at += kMergedGroup) {
+          elements += static_cast<double>(in[at]->num_elements());
+        }
+        return OpCost{14 * elements, ops::TotalBytes(in, out)};
+      },
+  };
+  ops::MarkLocalOnly(merged, "adamw on several parameters: each group of operands follows adamw's rule");
+  return registry.Register(std::move(merged));
 }
 
 }  // namespace pdist::ir

@@ -127,6 +127,24 @@ inline RunOutcome TrainOnSineBatches(ir::Program model, EngineOptions options, i
   return TrainOn(std::move(model), options, steps, sine, world_size);
 }
 
+// Every tensor of `want` is in `got` with the same type and the same bits; how many were compared.
+inline int64_t ExpectSameState(const exec::Workspace& got, const exec::Workspace& want) {
+  int64_t compared = 0;
+  for (const auto& [name, tensor] : want) {
+    auto it = got.find(name);
+    if (it == got.end()) {
+      ADD_FAILURE() << name << " is missing";
+      continue;
+    }
+    EXPECT_EQ(it->second.type(), tensor.type()) << name;
+    if (it->second.type() == tensor.type()) {
+      EXPECT_EQ(exec::TensorToDoubles(it->second), exec::TensorToDoubles(tensor)) << name;
+    }
+    ++compared;
+  }
+  return compared;
+}
+
 // ‖a − b‖ / ‖b‖.
 inline double RelativeNormDistance(const exec::Tensor& a, const exec::Tensor& b) {
   double diff = 0, norm = 0;

@@ -48,24 +48,6 @@ RunOutcome Train(const std::string& strategy_json, int64_t steps = kSteps) {
                           [&](int64_t) { return testing::RandomTokenBatch(reference, 0, testing::kSmallVocab); });
 }
 
-// Every tensor of `want` is in `got` with the same type and the same bits; how many were compared.
-int64_t ExpectSameState(const exec::Workspace& got, const exec::Workspace& want) {
-  int64_t compared = 0;
-  for (const auto& [name, tensor] : want) {
-    auto it = got.find(name);
-    if (it == got.end()) {
-      ADD_FAILURE() << name << " is missing";
-      continue;
-    }
-    EXPECT_EQ(it->second.type(), tensor.type()) << name;
-    if (it->second.type() == tensor.type()) {
-      EXPECT_EQ(exec::TensorToDoubles(it->second), exec::TensorToDoubles(tensor)) << name;
-    }
-    ++compared;
-  }
-  return compared;
-}
-
 double MaxRelativeLossGap(const RunOutcome& got, const RunOutcome& want) {
   double gap = 0;
   for (size_t s = 0; s < want.losses.size(); ++s) {
@@ -185,7 +167,7 @@ void ExpectF32MathOnBf16IsTheF32OpRoundedOnce(const std::string& black_listed, c
   const OTwoRun f32 = RunOTwo(absl::StrCat(R"(, "custom_black_list": [")", black_listed, R"("])"));
   ASSERT_EQ(low.losses.size(), 8u);
   EXPECT_EQ(low.losses, f32.losses);
-  EXPECT_GT(ExpectSameState(low.state, f32.state), 20);
+  EXPECT_GT(testing::ExpectSameState(low.state, f32.state), 20);
   EXPECT_LT(low.casts, f32.casts);
   EXPECT_LT(low.activation_peak, f32.activation_peak);
   std::printf("activation peak: %s on bf16 %lld bytes, in f32 %lld; casts %lld vs %lld\n", what,
@@ -246,7 +228,7 @@ TEST_P(MixedPrecisionZeroTest, ShardsTheMasterWeightsWithoutChangingABit) {
   const RunOutcome zero =
       Train(Amp("bfloat16", "o2", absl::StrCat(dp, R"(, "sharding": {"enable": true, "stage": )", GetParam(), "}")), 10);
   EXPECT_EQ(zero.losses, plain.losses);
-  EXPECT_GT(ExpectSameState(zero.state, plain.state), 50);
+  EXPECT_GT(testing::ExpectSameState(zero.state, plain.state), 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, MixedPrecisionZeroTest, ::testing::Values(1, 2, 3),

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,7 +48,7 @@ std::set<std::string> Covered() {
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
                                "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad_from_logits", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad_from_logits", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
@@ -86,7 +87,7 @@ TEST(CudaKernelListTest, EveryCudaKernelIsComparedWithTheCpus) {
 }
 
 // The README's GPT (4 layers, hidden 128, 4 heads, vocab 256, seq 64, batch 16) as one rank's
-// training program with AdamW.
+// training program with AdamW, its updates merged as the engine merges them on a GPU.
 absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
   ir::models::GptConfig config;
   config.layers = 4;
@@ -97,7 +98,8 @@ absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
   config.batch = 16;
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::models::BuildGpt(config));
   passes::PassContext context;
-  PDIST_RETURN_IF_ERROR(passes::RunPipeline(passes::SingleRankPipeline({}), program, context, "training program"));
+  PDIST_RETURN_IF_ERROR(passes::RunPipeline(passes::SingleRankPipeline({}, /*fuse_optimizer=*/true), program,
+                                            context, "training program"));
   return program;
 }
 
@@ -638,6 +640,42 @@ TEST_F(CudaKernelTest, AdamWStepsAndSkipsAsTheCpu) {
                        {"beta2_pow", Tensor::Scalar(DataType::kFloat32, 0.857375)},
                        {"skip", Tensor::Scalar(DataType::kFloat32, skip)}},
                       absl::StrCat("adamw ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
+                                   skip > 0 ? " skipped" : ""));
+    }
+  }
+}
+
+// merged_adamw over 30 parameters (two launches of up to 24), one of them empty and one of
+// several blocks, each with beta powers of its own: every parameter as the CPU updates it.
+TEST_F(CudaKernelTest, MergedAdamWUpdatesEachParameterAsTheCpu) {
+  for (const auto& [dtype, grad_dtype] : kUpdateTypes) {
+    for (double skip : {0.0, 1.0}) {
+      ir::Program p;
+      ir::Builder b(&p);
+      const ir::TensorType scalar{{}, DataType::kFloat32};
+      std::vector<ir::Value*> operands = {b.Data("lr", scalar), b.Data("skip", scalar)};
+      Feeds feeds = {{"lr", Tensor::Scalar(DataType::kFloat32, 3e-3)}, {"skip", Tensor::Scalar(DataType::kFloat32, skip)}};
+      for (int64_t i = 0; i < 30; ++i) {
+        const int64_t rows = i == 3 ? 0 : i == 7 ? 9000 : 1 + (i * 37) % 50;
+        const ir::TensorType type{{rows, 3}, dtype}, grad_type{{rows, 3}, grad_dtype};
+        const std::string n = absl::StrCat(i);
+        for (const auto& [name, t, seed, low, high] :
+             std::vector<std::tuple<std::string, ir::TensorType, uint64_t, double, double>>{
+                 {"param" + n, type, 100 + 6 * i, -1, 1},
+                 {"grad" + n, grad_type, 101 + 6 * i, -0.1, 0.1},
+                 {"m1" + n, type, 102 + 6 * i, -0.01, 0.01},
+                 {"m2" + n, type, 103 + 6 * i, 0, 1e-3}}) {
+          operands.push_back(b.Data(name, t));
+          feeds[name] = Random(t, seed, low, high);
+        }
+        for (const char* pow : {"beta1_pow", "beta2_pow"}) {
+          operands.push_back(b.Data(pow + n, scalar));
+          feeds[pow + n] = Tensor::Scalar(DataType::kFloat32, std::string(pow) == "beta1_pow" ? 0.9 - 0.01 * i : 0.95 - 0.01 * i);
+        }
+      }
+      ASSERT_TRUE(b.Create("merged_adamw", operands, {{"beta1", 0.9}, {"beta2", 0.95}, {"epsilon", 1e-8}, {"coeff", 0.1}}).ok());
+      ExpectSameOnGpu(p, feeds,
+                      absl::StrCat("merged_adamw ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
                                    skip > 0 ? " skipped" : ""));
     }
   }

@@ -382,7 +382,12 @@ std::vector<OpCase> Cases() {
 // clang-format on
 
 // Ops the table does not need: the local forms that partition produces, and reshard itself.
-bool IsLocalOnly(const std::string& op) { return absl::StartsWith(op, "c_") || op == "reshard"; }
+// Ops of partitioned programs (collectives, local forms, merged_adamw) and reshard, which
+// completion makes from the rules themselves.
+bool IsLocalOnly(const std::string& op) {
+  const ir::OpDef* def = ir::OpRegistry::Global().Find(op);
+  return absl::StartsWith(op, "c_") || op == "reshard" || (def != nullptr && def->local_only);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Known wrong rules / kernels / partition behaviour, found by this test and not yet fixed.

@@ -1,0 +1,33 @@
+// Multi-tensor optimizer updates: a program's adamw ops that share their hyper-parameters, their
+// learning rate and skip_update operands, their dtypes and their pipeline job become merged_adamw
+// ops (Paddle's merged_adam), so that a GPU updates a rank's parameters in a launch per 24 of
+// them instead of one per parameter (apex's and PyTorch's multi-tensor AdamW).
+//
+//   %a0.. = adamw(%w0, %g0, %lr, %m0, %v0, %b0, %c0)        %a0.., %a1.. = merged_adamw(%lr, none,
+//   %a1.. = adamw(%w1, %g1, %lr, %m1, %v1, %b1, %c1)    →      %w0, %g0, %m0, %v0, %b0, %c0,
+//                                                              %w1, %g1, %m1, %v1, %b1, %c1)
+//
+// A merged op takes the place of its last member and its members' results. The ops between its
+// first and last member that read a member's result (a master weight's cast to bf16, ZeRO's
+// all-gather of an updated shard), directly or through each other, move right after it in their
+// order; every other op keeps its place. Every rank moves the same ops, so collectives keep one
+// order across a group. Each parameter's results are bit for bit its adamw's (the kernels share
+// one update per parameter). Run it on a rank's program (after partition) or on a single rank's,
+// after the optimizer pass.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ir/program.h"
+
+namespace pdist::passes {
+
+struct FuseOptimizerReport {
+  int64_t merged_ops = 0;   // merged_adamw ops made
+  int64_t updates = 0;      // adamw ops they replaced
+};
+
+FuseOptimizerReport FuseOptimizerUpdates(ir::Program& program);
+
+}  // namespace pdist::passes

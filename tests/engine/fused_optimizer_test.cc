@@ -1,0 +1,147 @@
+// Multi-tensor adamw (passes/fuse_optimizer.h) is the same computation: with fuse_optimizer on,
+// every strategy trains bit for bit as with one adamw per parameter — losses, parameters and
+// optimizer states — in f32 and f64, under bf16 o2 (masters cast after the merged update), f16
+// with skipped steps (skip_update shared by every group), ZeRO 1/2/3 (all-gathers of updated
+// shards moved after it) and pipelines (one merged op per job); and the programs do merge.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+#include <string>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "passes/distributed_programs.h"
+#include "passes/fuse_optimizer.h"
+#include "tests/engine/distributed_test_util.h"
+
+namespace pdist::engine {
+namespace {
+
+using testing::RunOutcome;
+
+constexpr int64_t kSteps = 4;
+// f16 from a loss scale of 2^20: the first steps overflow and are skipped, the later ones update.
+constexpr char kLossScale[] = "1048576";
+
+struct Case {
+  std::string name;
+  std::string strategy;
+  ir::DataType dtype;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+RunOutcome Train(const Case& c, bool fuse) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = c.strategy;
+  o.fuse_optimizer = fuse;
+  return testing::TrainSteps(testing::BuildSmallModel("gpt", c.dtype, 2, 8), o, kSteps, testing::kSmallVocab);
+}
+
+class FusedOptimizerTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FusedOptimizerTest, TrainsBitForBitAsOneAdamwPerParameter) {
+  const RunOutcome separate = Train(GetParam(), false);
+  const RunOutcome merged = Train(GetParam(), true);
+  ASSERT_EQ(separate.losses.size(), static_cast<size_t>(kSteps));
+  EXPECT_EQ(merged.losses, separate.losses);
+  EXPECT_EQ(testing::ExpectSameState(merged.state, separate.state), static_cast<int64_t>(separate.state.size()));
+  EXPECT_EQ(merged.state.size(), separate.state.size());
+}
+
+std::string Json(const std::string& body) { return absl::StrCat("{", body, "}"); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, FusedOptimizerTest,
+    ::testing::Values(
+        Case{"one_rank_f64", "", ir::DataType::kFloat64}, Case{"one_rank_f32", "", ir::DataType::kFloat32},
+        Case{"bf16_o2", Json(R"("amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"), ir::DataType::kFloat32},
+        Case{"f16_o2_skipped_steps",
+             Json(absl::StrCat(R"("amp": {"enable": true, "dtype": "float16", "level": "o2", "init_loss_scaling": )",
+                               kLossScale, R"(, "decr_every_n_nan_or_inf": 1})")),
+             ir::DataType::kFloat32},
+        Case{"dp2_mp2", Json(R"("dp_degree": 2, "mp_degree": 2)"), ir::DataType::kFloat64},
+        Case{"dp2_zero1", Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 1})"), ir::DataType::kFloat64},
+        Case{"dp2_zero3", Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 3})"), ir::DataType::kFloat32},
+        Case{"pp2_1f1b_dp2",
+             Json(R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"enable": true, "schedule_mode": "1F1B", "accumulate_steps": 2})"),
+             ir::DataType::kFloat64}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// What the engine runs with fuse_optimizer does merge: a rank's adamw ops of one parameter and
+// gradient dtype become one merged_adamw (ZeRO-1: the shards, their all-gathers after it; bf16
+// o2: the f32 masters with their bf16 gradients, and the parameters o2 keeps in f32 — the norms'
+// — with f32 gradients).
+TEST(FuseOptimizerTest, RankProgramsMergeTheirUpdates) {
+  for (const auto& [strategy_json, kinds] :
+       {std::pair{Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 1})"), 1},
+        std::pair{Json(R"("dp_degree": 2, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"), 2}}) {
+    SCOPED_TRACE(strategy_json);
+    const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+    absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(strategy_json);
+    ASSERT_TRUE(strategy.ok()) << strategy.status();
+    absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
+    ASSERT_TRUE(programs.ok()) << programs.status();
+    passes::ReshardPlanCache plans;
+    absl::StatusOr<ir::Program> local =
+        passes::LocalProgram(programs->train, passes::RankPipeline(1, int64_t{1} << 20, /*fuse_optimizer=*/true), plans);
+    ASSERT_TRUE(local.ok()) << local.status();
+    int64_t adamw = 0;
+    std::set<ir::DataType> gradient_dtypes;
+    for (const auto& op : local->block().ops()) {
+      adamw += op->type() == "adamw";
+      if (op->type() == "merged_adamw") EXPECT_TRUE(gradient_dtypes.insert(op->operand(3)->type().dtype).second);
+    }
+    EXPECT_EQ(adamw, 0);
+    EXPECT_EQ(static_cast<int>(gradient_dtypes.size()), kinds);
+    EXPECT_EQ(local->updates().size(), programs->train.updates().size());
+  }
+}
+
+// The f16 case above compares skipped steps and updates: with the merged op the first steps are
+// skipped (skip_update, shared by the whole group) and the later ones are not.
+TEST(FuseOptimizerTest, TheF16CaseSkipsSomeStepsAndUpdatesOthers) {
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = Json(absl::StrCat(R"("amp": {"enable": true, "dtype": "float16", "level": "o2", "init_loss_scaling": )",
+                                      kLossScale, R"(, "decr_every_n_nan_or_inf": 1})"));
+  o.fuse_optimizer = true;
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+  auto engine = Engine::Create(model.Clone(), o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  int64_t skipped = 0;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    absl::StatusOr<StepResult> r = (*engine)->TrainStep(testing::RandomTokenBatch(model, step, testing::kSmallVocab));
+    ASSERT_TRUE(r.ok()) << r.status();
+    skipped = r->skipped_steps;
+  }
+  EXPECT_GT(skipped, 0);
+  EXPECT_LT(skipped, kSteps);
+}
+
+// Updates of different dtypes or hyper-parameters stay apart: one merged op per kind.
+TEST(FuseOptimizerTest, OnlyLikeUpdatesMerge) {
+  ir::Program program = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+  passes::PassContext context;
+  ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({}), program, context, "training program").ok());
+  int64_t updates = 0, changed = 0;
+  for (const auto& op : program.block().ops()) {
+    if (op->type() != "adamw") continue;
+    if (++updates % 3 == 0) {  // every third update with another epsilon
+      op->mutable_attrs()["epsilon"] = 1e-6;
+      ++changed;
+    }
+  }
+  ASSERT_GE(changed, 2);
+  const passes::FuseOptimizerReport report = passes::FuseOptimizerUpdates(program);
+  EXPECT_EQ(report.merged_ops, 2);
+  EXPECT_EQ(report.updates, updates);
+  for (const auto& op : program.block().ops()) {
+    if (op->type() != "merged_adamw") continue;
+    const int64_t members = static_cast<int64_t>(op->num_operands() - 2) / 6;
+    const double epsilon = std::get<double>(op->attrs().at("epsilon"));
+    EXPECT_EQ(members, epsilon == 1e-6 ? changed : updates - changed);
+  }
+}
+
+}  // namespace
+}  // namespace pdist::engine
