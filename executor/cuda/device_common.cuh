@@ -153,7 +153,7 @@ inline dim3 ColumnPartialsGrid(const ColumnSplit& split) {
 }
 
 // The second launch (a thread per column, Blocks(cols)): adds the chunks in order and stores the
-// totals as T into `first` and `second` (either may be null).
+// totals as T into `first` and `second` (either may be null; with no chunks, zeros).
 template <typename C, typename T>
 __global__ void ColumnTotalsKernel(int64_t chunks, int64_t cols, const C* workspace, T* first, T* second) {
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < cols;
@@ -162,7 +162,7 @@ __global__ void ColumnTotalsKernel(int64_t chunks, int64_t cols, const C* worksp
 #pragma unroll 8
     for (int64_t k = 0; k < chunks; ++k) {
       t0 += workspace[k * cols + c];
-      t1 += workspace[(chunks + k) * cols + c];
+      if (second != nullptr) t1 += workspace[(chunks + k) * cols + c];  // one sum: half the reads
     }
     if (first != nullptr) Store(first, c, t0);
     if (second != nullptr) Store(second, c, t1);

@@ -152,11 +152,16 @@ cudaError_t LaunchRmsNorm(ElemType type, ElemType param_type, const void* x, con
 cudaError_t LaunchRmsNormGrad(ElemType type, ElemType param_type, const void* x, const void* scale, const void* invvar,
                               const void* out_grad, void* x_grad, void* scale_grad, int64_t rows, int64_t cols,
                               void* workspace, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
+  if (cols == 0) return cudaSuccess;
   return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
     using P = decltype(p);
     using C = typename Compute<S>::type;
+    if (rows == 0) {  // no rows: a scale gradient of zeros, as the CPU's column sums give
+      ColumnTotalsKernel<C, P><<<Blocks(cols), kThreads, 0, stream>>>(0, cols, nullptr, static_cast<P*>(scale_grad),
+                                                                       nullptr);
+      return;
+    }
     RmsNormGradKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(invvar),
         static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols);
@@ -188,11 +193,18 @@ cudaError_t LaunchLayerNormGrad(ElemType type, ElemType param_type, const void* 
                                 const void* variance, const void* out_grad, void* x_grad, void* scale_grad,
                                 void* bias_grad, int64_t rows, int64_t cols, double eps, void* workspace,
                                 cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
+  if (cols == 0) return cudaSuccess;
   return ByNormTypes(type, param_type, [&](auto s, auto p) {
     using S = decltype(s);
     using P = decltype(p);
     using C = typename Compute<S>::type;
+    if (rows == 0) {  // no rows: parameter gradients of zeros, as the CPU's column sums give
+      if (scale_grad != nullptr || bias_grad != nullptr) {
+        ColumnTotalsKernel<C, P><<<Blocks(cols), kThreads, 0, stream>>>(0, cols, nullptr, static_cast<P*>(scale_grad),
+                                                                         static_cast<P*>(bias_grad));
+      }
+      return;
+    }
     LayerNormGradKernel<S, P><<<BlockEach(rows), kThreads, 0, stream>>>(
         static_cast<const S*>(x), static_cast<const P*>(scale), static_cast<const C*>(mean),
         static_cast<const C*>(variance), static_cast<const S*>(out_grad), static_cast<S*>(x_grad), rows, cols, eps);

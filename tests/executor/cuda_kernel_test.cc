@@ -988,6 +988,10 @@ TEST_F(CudaKernelTest, AttentionOnCudnnAndAsGemmsMatchesTheCpu) {
       {{2, 9, 4, 32}, {2, 9, 2, 32}, true, false, false},        // grouped kv heads, causal, a short row
       {{2, 40, 4, 64}, {2, 72, 4, 64}, false, false, false},     // fewer queries than keys
       {{2, 256, 4, 128}, {2, 256, 4, 128}, true, false, false},  // the 1.3B model's head_dim
+      // Causal with fewer queries than keys: the one case where the mask's alignment (the
+      // queries are the keys' last rows, bottom-right) matters; lengths multiples of 64, which
+      // cuDNN before 9.6 requires.
+      {{1, 64, 4, 64}, {1, 128, 4, 64}, true, false, false},
   };
   for (const char* form : {"cudnn", "gemm"}) {
     ScopedEnv env("PDIST_CUDA_ATTENTION", form);

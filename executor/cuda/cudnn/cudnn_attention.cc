@@ -48,8 +48,9 @@ const Library& OpenLibrary() {
     void* handle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      l->error = absl::StrCat("libcudnn.so.9 not found (", why != nullptr ? why : "dlopen failed",
-                              "): put cuDNN 9's library directory on LD_LIBRARY_PATH");
+      // dlerror says which: not found, a dependency missing, a newer glibc needed.
+      l->error = absl::StrCat("libcudnn.so.9 could not be loaded (", why != nullptr ? why : "dlopen failed",
+                              "): put cuDNN 9's library directory, with its dependencies, on LD_LIBRARY_PATH");
       return l;
     }
     fe::cudnn_dlhandle = handle;
