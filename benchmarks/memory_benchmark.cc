@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,14 @@ std::vector<Candidate> Candidates() {
       out.push_back({.dp = 4, .zero = zero, .accumulate_shards = shards, .micro_batch = 2, .micro_batches = 2});
     }
     out.push_back({.dp = 2, .pp = 2, .zero = zero, .accumulate_shards = true, .micro_batch = 4, .micro_batches = 2});
+  }
+  // Interleaved pipelines: model chunks of one layer, the first holding the embedding and the
+  // last the head, so the chunks keep different amounts (planner/estimate.cc sums each's).
+  for (const auto& [dp, mp, micro_batch] : {std::tuple<int64_t, int64_t, int64_t>{2, 1, 2}, {1, 2, 4}}) {
+    for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+      out.push_back({.dp = dp, .mp = mp, .pp = 2, .vpp = 2, .micro_batch = micro_batch, .micro_batches = 4,
+                     .schedule = pdist::passes::ScheduleMode::kVPP, .recompute = rc});
+    }
   }
   return out;
 }

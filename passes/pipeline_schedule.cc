@@ -183,7 +183,7 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
   }
   for (const JobCosts& costs : virtual_stage_costs) {
     for (double cost : {costs.forward, costs.backward, costs.backward_input, costs.backward_weight, costs.optimizer,
-                        costs.p2p}) {
+                        costs.p2p, costs.activation_bytes}) {
       if (cost < 0) return absl::InvalidArgumentError(absl::StrCat("job costs must be >= 0, got ", cost));
     }
   }
@@ -229,12 +229,19 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
 
   result.makespan = *std::max_element(clock.begin(), clock.end());
   for (int64_t s = 0; s < p; ++s) {
-    double busy = 0;
+    double busy = 0, alive_bytes = 0, peak_bytes = 0;
     int64_t alive = 0, peak = 0, at_first_backward = 0, at_later_backwards = 0;
     for (const SimulatedJob& sim : result.stages[s]) {
       busy += sim.end - sim.start;
+      const bool keeps = sim.job.kind == JobKind::kForward || sim.job.kind == JobKind::kBackward ||
+                         sim.job.kind == JobKind::kBackwardWeight;
+      const double bytes =
+          keeps ? virtual_stage_costs[static_cast<size_t>(sim.job.chunk * p + s)].activation_bytes : 0;
       // Jobs of a stage never overlap, so counting in list order is counting in time.
-      if (sim.job.kind == JobKind::kForward) peak = std::max(peak, ++alive);
+      if (sim.job.kind == JobKind::kForward) {
+        peak = std::max(peak, ++alive);
+        peak_bytes = std::max(peak_bytes, alive_bytes += bytes);
+      }
       if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardInput) {
         if (at_first_backward == 0) {
           at_first_backward = alive;
@@ -242,10 +249,14 @@ absl::StatusOr<SimulatedSchedule> SimulateSchedule(const std::vector<std::vector
           at_later_backwards = std::max(at_later_backwards, alive);
         }
       }
-      if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardWeight) --alive;
+      if (sim.job.kind == JobKind::kBackward || sim.job.kind == JobKind::kBackwardWeight) {
+        --alive;
+        alive_bytes -= bytes;
+      }
     }
     result.bubble_fraction.push_back(result.makespan > 0 ? (result.makespan - busy) / result.makespan : 0);
     result.peak_in_flight.push_back(peak);
+    result.peak_alive_bytes.push_back(peak_bytes);
     result.alive_at_first_backward.push_back(at_first_backward);
     result.alive_at_later_backwards.push_back(at_later_backwards);
   }

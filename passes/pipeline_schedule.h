@@ -73,6 +73,9 @@ struct JobCosts {
   double backward_weight = 1;
   double optimizer = 0;
   double p2p = 0;
+  // Bytes a micro-batch's F keeps alive until its B (or W): weighs SimulatedSchedule's
+  // peak_alive_bytes, so that chunks that keep more (the one holding the head) count for more.
+  double activation_bytes = 0;
 };
 
 struct SimulatedJob {
@@ -94,6 +97,10 @@ struct SimulatedSchedule {
   // peak where the gradients do not exist yet (the planner's memory, planner/estimate.cc).
   std::vector<int64_t> alive_at_first_backward;
   std::vector<int64_t> alive_at_later_backwards;
+  // Per stage: the most JobCosts::activation_bytes alive at once, summed over the (micro-batch,
+  // chunk) pairs alive — with model chunks that keep different amounts, less than the largest
+  // chunk's bytes times peak_in_flight.
+  std::vector<double> peak_alive_bytes;
 };
 
 // Runs the job lists of all p = shape.stages stages together; each stage runs its list in order

@@ -74,6 +74,9 @@ struct StageTotals {
 // backward and at any later one (0: none).
 struct InFlight {
   double peak = 1, at_first_backward = 1, at_later_backwards = 0;
+  // The most activation bytes alive at once (each chunk's own per micro-batch); < 0: the
+  // largest chunk's times `peak`.
+  double peak_bytes = -1;
 };
 
 // The activations of the micro-batches alive at most, and the transient peak: the backward's
@@ -88,7 +91,7 @@ struct InFlight {
 // the gradients go, each at its update: the two sum to at most the larger.
 void SettleTransients(StageTotals& st, const InFlight& alive) {
   MemoryBreakdown& m = st.memory;
-  m.activations = st.saved * alive.peak;
+  m.activations = alive.peak_bytes >= 0 ? alive.peak_bytes : st.saved * alive.peak;
   double backward = m.gradients + m.activations + m.workspace;
   if (st.first_backward_peak >= 0) {
     // The walk holds each layer's replay while it runs; the buckets are beside it throughout.
@@ -266,6 +269,7 @@ struct Simulated {
   double makespan = 0;
   double without_p2p = 0;  // the same schedule with free sends
   std::vector<int64_t> peak_in_flight, alive_at_first_backward, alive_at_later_backwards;
+  std::vector<double> peak_alive_bytes;
 };
 
 absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<VirtualStage>& vs) {
@@ -276,10 +280,13 @@ absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<Vir
     per_stage.push_back(std::move(jobs));
   }
   std::vector<JobCosts> costs;
-  for (const VirtualStage& s : vs) costs.push_back(s.jobs);
+  for (const VirtualStage& s : vs) {
+    costs.push_back(s.jobs);
+    costs.back().activation_bytes = s.saved;
+  }
   PDIST_ASSIGN_OR_RETURN(passes::SimulatedSchedule sim, passes::SimulateSchedule(per_stage, shape, costs));
   Simulated out{sim.makespan, sim.makespan, sim.peak_in_flight, sim.alive_at_first_backward,
-                sim.alive_at_later_backwards};
+                sim.alive_at_later_backwards, sim.peak_alive_bytes};
   if (c.pp > 1) {
     for (JobCosts& j : costs) j.p2p = 0;
     PDIST_ASSIGN_OR_RETURN(passes::SimulatedSchedule free_sends, passes::SimulateSchedule(per_stage, shape, costs));
@@ -378,7 +385,8 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
     StageTotals& st = totals[stage];
     SettleTransients(st, InFlight{.peak = static_cast<double>(sim.peak_in_flight[stage]),
                                   .at_first_backward = static_cast<double>(sim.alive_at_first_backward[stage]),
-                                  .at_later_backwards = static_cast<double>(sim.alive_at_later_backwards[stage])});
+                                  .at_later_backwards = static_cast<double>(sim.alive_at_later_backwards[stage]),
+                                  .peak_bytes = sim.peak_alive_bytes[stage]});
     if (st.busy > busiest_seen) {
       busiest_seen = st.busy;
       e.time = st.time;

@@ -29,11 +29,17 @@ struct Schedule {
   int64_t vpp;
 };
 
-std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t segments, const FixedChoices& fixed) {
+// The schedules to try on pp stages; where a fixed choice rules every one out, why goes to
+// `skipped` (so that "no candidate could be built" names it).
+std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t segments, const FixedChoices& fixed,
+                                   std::set<std::string>& skipped) {
   std::vector<Schedule> out;
   if (pp == 1) {
     const passes::ScheduleMode mode = fixed.schedule.value_or(passes::ScheduleMode::k1F1B);
-    if (passes::ScheduleDefOf(mode).interleaves_chunks) return out;
+    if (passes::ScheduleDefOf(mode).interleaves_chunks) {
+      skipped.insert(absl::StrCat("pp 1: an interleaved schedule needs pipeline stages (pp > 1)"));
+      return out;
+    }
     out.push_back({mode, 1});
     return out;
   }
@@ -44,9 +50,22 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
       if (!fixed.vpp || *fixed.vpp == 1) out.push_back({mode, 1});
       continue;
     }
-    for (int64_t v = 2; v <= kMaxVppDegree && pp * v <= segments; ++v) {
+    // Searched up to kMaxVppDegree; a fixed degree is tried whatever it is.
+    for (int64_t v = 2; v <= (fixed.vpp ? *fixed.vpp : kMaxVppDegree); ++v) {
       if (fixed.vpp && *fixed.vpp != v) continue;
-      if (passes::CheckScheduleShape(mode, {pp, micro_batches, v}).ok()) out.push_back({mode, v});
+      if (pp * v > segments) {
+        if (fixed.vpp) {
+          skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ",
+                                      segments, " segments (its repeated layers, or the pieces between cut points)"));
+        }
+        break;
+      }
+      const absl::Status shape = passes::CheckScheduleShape(mode, {pp, micro_batches, v});
+      if (shape.ok()) {
+        out.push_back({mode, v});
+      } else if (fixed.vpp) {
+        skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, " with ", micro_batches, " micro-batches: ", shape.message()));
+      }
     }
   }
   return out;
@@ -152,7 +171,7 @@ class SearchRun {
           layout.not_built = std::string(p.status().message());
           continue;
         }
-        for (const Schedule& schedule : SchedulesFor(layout.pp, m, static_cast<int64_t>(model_.segments.size()), fixed_)) {
+        for (const Schedule& schedule : SchedulesFor(layout.pp, m, static_cast<int64_t>(model_.segments.size()), fixed_, skipped_)) {
           const Candidate base{.dp = dp, .mp = mp, .pp = layout.pp, .vpp = schedule.vpp, .sp = sp,
                                .micro_batch = b, .micro_batches = m, .schedule = schedule.mode};
           PDIST_RETURN_IF_ERROR(SearchMemorySavings(base, layout));

@@ -8,4 +8,5 @@ set -euo pipefail
 build="${1:-build}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 "$build/benchmarks/published_runs_benchmark" "$here/benchmarks/data/published_runs.tsv" \
-  "$here/benchmarks/data/published_runs_h100.tsv" "$here/benchmarks/data/published_runs_a100_fsdp.tsv"
+  "$here/benchmarks/data/published_runs_h100.tsv" "$here/benchmarks/data/published_runs_a100_fsdp.tsv" \
+  "$here/benchmarks/data/published_runs_h100_nemo.tsv"

@@ -154,6 +154,32 @@ TEST(SearchTest, FixedChoicesAreKept) {
   EXPECT_NE(r.status().message().find("mp_degree 3 does not divide the 8 devices"), std::string::npos) << r.status();
 }
 
+// A fixed virtual-pipeline degree is tried whatever it is (the search alone stops at 8), and one
+// the model cannot be cut into is an error that says why: NeMo's GPT-3 175B ran pp 8 × vpp 12
+// (docs/benchmarks.md), which used to end in "no candidate could be built: " and nothing after.
+TEST(SearchTest, AFixedVirtualPipelineDegreeIsTriedOrRefusedWithTheReason) {
+  const PlannedModel model = Gpt("gpt:layers=24,hidden=256,heads=4,vocab=512,seq=64", 16);
+  SearchOptions o;
+  o.fixed.pp = 2;
+  o.fixed.schedule = passes::ScheduleMode::kVPP;
+  o.fixed.vpp = 12;
+  o.fixed.micro_batches = 4;
+  absl::StatusOr<SearchResult> r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const Estimate& e : r->ranked) EXPECT_EQ(e.candidate.vpp, 12);
+  o.fixed.vpp = 40;  // 80 chunks of a model of 24 layers
+  r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pp 2 vpp 40: 80 model chunks, but the model cuts into"), std::string::npos)
+      << r.status();
+  o.fixed.vpp = 3;  // the interleaved schedule takes a multiple of the stages in micro-batches: not 2 of 4
+  o.fixed.micro_batches = 2;
+  o.fixed.pp = 4;
+  r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pp 4 vpp 3 with 2 micro-batches: "), std::string::npos) << r.status();
+}
+
 // Every plan the search ranks passes the engine's own check of a strategy, hybrid ZeRO included
 // (with ZeRO 1 fixed, on 2 nodes of 4: sharding over one node's ranks gathers within the node).
 TEST(SearchTest, EveryRankedPlanIsOneTheEngineRuns) {
