@@ -103,32 +103,39 @@ absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array
   return t;
 }
 
+// What every parameter of an adamw or merged_adamw shares: the element types (of the parameter
+// at operand `param`, its gradient after it), the attributes, the learning rate and skip_update.
+struct AdamWShared {
+  ElemType type, grad_type;
+  AdamWConfig config;
+  ScalarRef lr, skip;
+};
+absl::StatusOr<AdamWShared> AdamWSharedOf(const KernelContext& ctx, size_t param, size_t grad, size_t lr, size_t skip) {
+  AdamWShared a;
+  PDIST_ASSIGN_OR_RETURN(a.type, ElemTypeOf(ctx.op().type().c_str(), ctx.input(param)->dtype()));
+  PDIST_ASSIGN_OR_RETURN(a.grad_type, GradTypeOf(ctx, *ctx.input(param), *ctx.input(grad)));
+  PDIST_ASSIGN_OR_RETURN(a.config, AdamWConfigOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(a.lr, ScalarOf(ctx, lr, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(a.skip, ScalarOf(ctx, skip, "skip_update"));
+  return a;
+}
+
 // (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow, skip_update?)
 //   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
 absl::Status AdamWKernel(KernelContext& ctx) {
-  const Tensor& param = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("adamw", param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
-  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 2, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 7, "skip_update"));
+  PDIST_ASSIGN_OR_RETURN(AdamWShared a, AdamWSharedOf(ctx, 0, 1, 2, 7));
   ElemType pow_type;
   PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {0, 1, 3, 4, 5, 6}, 0, &pow_type));
-  return CudaStatus(LaunchAdamW(type, grad_type, t.param, t.grad, lr, t.moment1, t.moment2, t.beta1_pow, t.beta2_pow,
-                                skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out, t.beta2_pow_out,
-                                pow_type, t.n, config, StreamOf(ctx)),
+  return CudaStatus(LaunchAdamW(a.type, a.grad_type, t.param, t.grad, a.lr, t.moment1, t.moment2, t.beta1_pow,
+                                t.beta2_pow, a.skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out,
+                                t.beta2_pow_out, pow_type, t.n, a.config, StreamOf(ctx)),
                     "adamw");
 }
 
 // (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
 // beta2_pow) → per parameter adamw's five results, in a launch per 24 parameters.
 absl::Status MergedAdamWKernel(KernelContext& ctx) {
-  const Tensor& first_param = *ctx.input(2);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_adamw", first_param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
-  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
+  PDIST_ASSIGN_OR_RETURN(AdamWShared a, AdamWSharedOf(ctx, 2, 3, 0, 1));
   std::vector<AdamWTensors> tensors;
   ElemType pow_type = ElemType::kF32;
   for (size_t at = 2, result = 0; at + 6 <= ctx.num_inputs(); at += 6, result += 5) {
@@ -142,8 +149,8 @@ absl::Status MergedAdamWKernel(KernelContext& ctx) {
     pow_type = this_pow_type;
     tensors.push_back(t);
   }
-  return CudaStatus(LaunchMergedAdamW(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr, skip,
-                                      pow_type, config, StreamOf(ctx)),
+  return CudaStatus(LaunchMergedAdamW(a.type, a.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), a.lr,
+                                      a.skip, pow_type, a.config, StreamOf(ctx)),
                     "merged_adamw");
 }
 

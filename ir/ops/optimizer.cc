@@ -110,6 +110,11 @@ absl::StatusOr<std::vector<TensorType>> MergedAdamWMeta(const InputTypes& in, co
   return out;
 }
 
+// adamw's and merged_adamw's hyper-parameters.
+std::vector<AttrSpec> AdamWAttrs() {
+  return {{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8}, {"lr_ratio", 1.0}, {"coeff", 0.01}, {"with_decay", true}};
+}
+
 CostFn UpdateCost(double flops_per_element) {
   return [flops_per_element](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
     return OpCost{flops_per_element * static_cast<double>(in[0]->num_elements()), ops::TotalBytes(in, out)};
@@ -172,12 +177,7 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"},
                  {.name = "skip_update", .optional = true}},
       .outputs = {{"param_out"}, {"moment1_out"}, {"moment2_out"}, {"beta1_pow_out"}, {"beta2_pow_out"}},
-      .attrs = {{"beta1", 0.9},
-                {"beta2", 0.999},
-                {"epsilon", 1e-8},
-                {"lr_ratio", 1.0},
-                {"coeff", 0.01},
-                {"with_decay", true}},
+      .attrs = AdamWAttrs(),
       .infer_meta = AdamWMeta,
       .grad_kind = GradKind::kNotDifferentiable,
       .grad = nullptr,
@@ -196,12 +196,7 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .name = "merged_adamw",
       .inputs = {{"learning_rate"}, {.name = "skip_update", .optional = true}, {.name = "params_and_states", .variadic = true}},
       .outputs = {{.name = "params_and_states_out", .variadic = true}},
-      .attrs = {{"beta1", 0.9},
-                {"beta2", 0.999},
-                {"epsilon", 1e-8},
-                {"lr_ratio", 1.0},
-                {"coeff", 0.01},
-                {"with_decay", true}},
+      .attrs = AdamWAttrs(),
       .infer_meta = MergedAdamWMeta,
       .cost = [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
         double elements = 0;

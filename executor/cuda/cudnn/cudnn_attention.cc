@@ -54,19 +54,26 @@ const Library& OpenLibrary() {
       return l;
     }
     fe::cudnn_dlhandle = handle;
-    // The frontend opens a CUDA runtime of its own for a few calls: pdist's, not another major
-    // version that happens to be on the library path (a Python package's, say).
-    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", absl::StrCat("libcudart.so.", CUDART_VERSION / 1000).c_str(),
-           /*overwrite=*/0);
-    // The deterministic backward keeps dP in a workspace of b·hq·sq·sk·2 bytes. Past 1 GiB
-    // (about the GEMM form's bound for its score buffers, 1.25 GiB: attention_kernels.cc), cuDNN
-    // 9.25+ on Hopper switches to its ordered-dQ deterministic kernels, whose workspace grows
-    // linearly; older versions keep dP whatever its size. A user's setting wins.
-    setenv("CUDNN_FRONTEND_ATTN_DP_WORKSPACE_LIMIT", absl::StrCat(kDpWorkspaceLimitBytes).c_str(), /*overwrite=*/0);
     return l;
   }();
   return *library;
 }
+
+// The frontend's settings, read by it through getenv: set while the process starts, on its one
+// thread, because setenv beside another thread's getenv (ranks as threads, NCCL's) may crash.
+// A user's settings win (no overwrite).
+[[maybe_unused]] const bool kFrontendEnvironment = [] {
+  // The frontend opens a CUDA runtime of its own for a few calls: pdist's, not another major
+  // version that happens to be on the library path (a Python package's, say).
+  setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", absl::StrCat("libcudart.so.", CUDART_VERSION / 1000).c_str(),
+         /*overwrite=*/0);
+  // The deterministic backward keeps dP in a workspace of b·hq·sq·sk·2 bytes. Past 1 GiB (about
+  // the GEMM form's bound for its score buffers, 1.25 GiB: attention_kernels.cc), cuDNN 9.25+ on
+  // Hopper switches to its ordered-dQ deterministic kernels, whose workspace grows linearly;
+  // older versions keep dP whatever its size.
+  setenv("CUDNN_FRONTEND_ATTN_DP_WORKSPACE_LIMIT", absl::StrCat(kDpWorkspaceLimitBytes).c_str(), /*overwrite=*/0);
+  return true;
+}();
 
 absl::Status Unavailable(const std::string& what) { return absl::UnavailableError(absl::StrCat("cuDNN attention: ", what)); }
 
