@@ -56,8 +56,9 @@ struct EngineOptions {
   // Gradient all-reduces are fused into buckets of this many bytes (passes/fuse_allreduce.h);
   // 0: one per gradient. PyTorch DDP's default.
   int64_t gradient_bucket_bytes = passes::kDefaultGradientBucketBytes;
-  // Update the parameters with multi-tensor merged_adamw ops (passes/fuse_optimizer.h): a launch
-  // per 24 parameters on a GPU instead of one each; the same numbers bit for bit. Unset: on a
+  // Update the parameters with multi-tensor merged ops (merged_adamw, merged_sgd,
+  // merged_momentum; passes/fuse_optimizer.h): a launch per 24 parameters on a GPU instead of one
+  // each; the same numbers bit for bit. Unset: on a
   // GPU, not on the CPU (where a launch costs nothing).
   std::optional<bool> fuse_optimizer;
   // When set, every train step writes its timeline here (executor/timeline.h): a Chrome trace

@@ -72,15 +72,14 @@ class OptimizerPass : public Pass {
   OptimizerConfig config_;
 };
 
-// `fuse-optimizer`: a program's adamw ops merged into multi-tensor merged_adamw ops
+// `fuse-optimizer`: a program's sgd, momentum and adamw ops merged into multi-tensor merged ops
 // (passes/fuse_optimizer.h).
 class FuseOptimizerPass : public Pass {
  public:
   std::string_view name() const override { return "fuse-optimizer"; }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     const FuseOptimizerReport report = FuseOptimizerUpdates(program);
-    context.Explain(name(), absl::StrCat(report.updates, " adamw updates merged into ", report.merged_ops,
-                                         " merged_adamw ops"));
+    context.Explain(name(), absl::StrCat(report.updates, " updates merged into ", report.merged_ops, " merged ops"));
     return report.merged_ops > 0;
   }
 };
@@ -183,7 +182,7 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("optimizer", "append sgd|momentum|adamw updates for every gradient",
                                           &OptimizerPass::Create));
   PDIST_RETURN_IF_ERROR(registry.Register("fuse-optimizer",
-                                          "merge adamw updates of one dtype and job into multi-tensor merged_adamw ops",
+                                          "merge sgd|momentum|adamw updates of one kind, dtype and job into multi-tensor merged ops",
                                           NoOptions<FuseOptimizerPass>("fuse-optimizer")));
   PDIST_RETURN_IF_ERROR(registry.Register("annotate-strategy",
                                           "annotate data, Megatron tensor-parallel weights and sp activations from "

@@ -10,37 +10,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
+#include "ir/ops/merged_updates.h"
 
 namespace pdist::passes {
 namespace {
 
-// adamw's operands: param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow,
-// skip_update; merged_adamw's per-parameter group leaves out the shared two.
-constexpr size_t kLearningRate = 2, kSkipUpdate = 7;
-constexpr size_t kGroupOperands[] = {0, 1, 3, 4, 5, 6};
-
 const ir::Value* OperandOrNull(const ir::Operation& op, size_t i) { return i < op.num_operands() ? op.operand(i) : nullptr; }
 
-// Updates that may share one op: same attributes, learning rate and skip_update values, dtypes
-// of parameter, gradient and beta powers, role and chunk (one pipeline job).
-std::string GroupKey(const ir::Operation& op) {
-  std::string key = absl::StrCat(reinterpret_cast<uintptr_t>(OperandOrNull(op, kLearningRate)), "/",
-                                 reinterpret_cast<uintptr_t>(OperandOrNull(op, kSkipUpdate)), "/",
+// Updates that may share one op: one base op, the same attributes, learning rate and
+// skip_update values, dtypes of each per-parameter operand, role and chunk (one pipeline job).
+std::string GroupKey(const ir::Operation& op, const ir::MergedUpdate& m) {
+  std::string key = absl::StrCat(op.type(), "/", reinterpret_cast<uintptr_t>(OperandOrNull(op, m.learning_rate)), "/",
+                                 reinterpret_cast<uintptr_t>(OperandOrNull(op, m.skip_update)), "/",
                                  static_cast<int>(op.role()), "/", op.chunk());
-  for (size_t i : {size_t{0}, size_t{1}, size_t{5}}) {
-    absl::StrAppend(&key, "/", ir::DataTypeName(op.operand(i)->type().dtype));
-  }
+  for (size_t i : m.per_parameter) absl::StrAppend(&key, "/", ir::DataTypeName(op.operand(i)->type().dtype));
   for (const auto& [name, value] : op.attrs()) absl::StrAppend(&key, "/", name, "=", ir::AttributeToString(value));
   return key;
 }
 
-// The members of the first mergeable group (two or more adamw ops of one GroupKey), in program
+// The members of the first mergeable group (two or more updates of one GroupKey), in program
 // order; empty when none is left.
 std::vector<size_t> FirstGroup(const ir::Program& program) {
   const auto& ops = program.block().ops();
   std::map<std::string, std::vector<size_t>> by_key;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i]->type() == "adamw") by_key[GroupKey(*ops[i])].push_back(i);
+    if (const ir::MergedUpdate* m = ir::MergedUpdateOfBase(ops[i]->type())) by_key[GroupKey(*ops[i], *m)].push_back(i);
   }
   std::vector<size_t> first;
   for (auto& [key, members] : by_key) {
@@ -49,7 +43,7 @@ std::vector<size_t> FirstGroup(const ir::Program& program) {
   return first;
 }
 
-// Replaces `members` by one merged_adamw at the last member's place. The ops between the first
+// Replaces `members` by one merged op at the last member's place. The ops between the first
 // and the last member that read a member's result, directly or through each other, move right
 // after the merged op in their order; every other op stays where it is.
 void MergeGroup(ir::Program& program, const std::vector<size_t>& members) {
@@ -67,15 +61,16 @@ void MergeGroup(ir::Program& program, const std::vector<size_t>& members) {
       for (const ir::Value* r : old[i]->results()) waits.insert(r);
       if (i != members.back()) continue;
       const ir::Operation& last = *old[i];
-      std::vector<ir::Value*> operands = {last.operand(kLearningRate),
-                                          kSkipUpdate < last.num_operands() ? last.operand(kSkipUpdate) : nullptr};
-      for (size_t m : members) {
-        for (size_t k : kGroupOperands) operands.push_back(old[m]->operand(k));
+      const ir::MergedUpdate& m = *ir::MergedUpdateOfBase(last.type());
+      std::vector<ir::Value*> operands = {last.operand(m.learning_rate),
+                                          m.skip_update < last.num_operands() ? last.operand(m.skip_update) : nullptr};
+      for (size_t member : members) {
+        for (size_t k : m.per_parameter) operands.push_back(old[member]->operand(k));
       }
-      auto merged = std::make_unique<ir::Operation>("merged_adamw", std::move(operands), last.attrs());
+      auto merged = std::make_unique<ir::Operation>(m.merged, std::move(operands), last.attrs());
       merged->CopyRoleAndChunk(last);
-      for (size_t m : members) {
-        for (ir::Value* r : old[m]->results()) merged->add_result(r);
+      for (size_t member : members) {
+        for (ir::Value* r : old[member]->results()) merged->add_result(r);
       }
       program.block().Append(std::move(merged));
       for (auto& op : moved) program.block().Append(std::move(op));

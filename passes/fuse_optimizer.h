@@ -1,7 +1,8 @@
-// Multi-tensor optimizer updates: a program's adamw ops that share their hyper-parameters, their
-// learning rate and skip_update operands, their dtypes and their pipeline job become merged_adamw
-// ops (Paddle's merged_adam), so that a GPU updates a rank's parameters in a launch per 24 of
-// them instead of one per parameter (apex's and PyTorch's multi-tensor AdamW).
+// Multi-tensor optimizer updates: a program's sgd, momentum and adamw ops that share their kind,
+// hyper-parameters, learning rate and skip_update operands, dtypes and pipeline job become one
+// merged_sgd / merged_momentum / merged_adamw (Paddle's merged_momentum and merged_adam;
+// ir/ops/merged_updates.h), so that a GPU updates a rank's parameters in a launch per 24 of them
+// instead of one per parameter (apex's and PyTorch's multi-tensor optimizers).
 //
 //   %a0.. = adamw(%w0, %g0, %lr, %m0, %v0, %b0, %c0)        %a0.., %a1.. = merged_adamw(%lr, none,
 //   %a1.. = adamw(%w1, %g1, %lr, %m1, %v1, %b1, %c1)    →      %w0, %g0, %m0, %v0, %b0, %c0,
@@ -11,8 +12,8 @@
 // first and last member that read a member's result (a master weight's cast to bf16, ZeRO's
 // all-gather of an updated shard), directly or through each other, move right after it in their
 // order; every other op keeps its place. Every rank moves the same ops, so collectives keep one
-// order across a group. Each parameter's results are bit for bit its adamw's (the kernels share
-// one update per parameter). Run it on a rank's program (after partition) or on a single rank's,
+// order across a group. Each parameter's results are bit for bit its own op's (the kernels run
+// the same update per parameter). Run it on a rank's program (after partition) or on a single rank's,
 // after the optimizer pass.
 #pragma once
 
@@ -24,8 +25,8 @@
 namespace pdist::passes {
 
 struct FuseOptimizerReport {
-  int64_t merged_ops = 0;   // merged_adamw ops made
-  int64_t updates = 0;      // adamw ops they replaced
+  int64_t merged_ops = 0;  // merged ops made
+  int64_t updates = 0;     // sgd / momentum / adamw ops they replaced
 };
 
 FuseOptimizerReport FuseOptimizerUpdates(ir::Program& program);

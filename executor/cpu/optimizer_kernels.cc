@@ -1,14 +1,18 @@
-// CPU kernels for the optimizer ops sgd, momentum, adamw and merged_adamw (the math is documented with each op
-// in ir/ops/optimizer.cc). Element-wise: parallel over elements, no reductions.
+// CPU kernels for the optimizer ops sgd, momentum and adamw (the math is documented with each op
+// in ir/ops/optimizer.cc) and their merged forms. Element-wise: parallel over elements, no
+// reductions.
 #include <Eigen/Core>
-#include <array>
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "executor/cpu/cpu_common.h"
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
 #include "ir/attribute.h"
+#include "ir/ops/merged_updates.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cpu {
@@ -87,93 +91,78 @@ absl::Status MomentumKernel(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// adamw's attributes.
-struct AdamWAttrs {
-  double beta1, beta2, epsilon, lr_ratio, coeff;
-  bool with_decay;
-};
-
-absl::StatusOr<AdamWAttrs> AdamWAttrsOf(const KernelContext& ctx) {
-  AdamWAttrs a;
-  PDIST_ASSIGN_OR_RETURN(a.beta1, ir::GetDouble(ctx.attrs(), "beta1"));
-  PDIST_ASSIGN_OR_RETURN(a.beta2, ir::GetDouble(ctx.attrs(), "beta2"));
-  PDIST_ASSIGN_OR_RETURN(a.epsilon, ir::GetDouble(ctx.attrs(), "epsilon"));
-  PDIST_ASSIGN_OR_RETURN(a.lr_ratio, ir::GetDouble(ctx.attrs(), "lr_ratio"));
-  PDIST_ASSIGN_OR_RETURN(a.coeff, ir::GetDouble(ctx.attrs(), "coeff"));
-  PDIST_ASSIGN_OR_RETURN(a.with_decay, ir::GetBool(ctx.attrs(), "with_decay"));
-  return a;
-}
-
-// One parameter's adamw: operands at in[0..5] = param, grad, moment1, moment2, beta1_pow,
-// beta2_pow; results 0..4 of `ctx` from `first_result` on. Shared by adamw and merged_adamw, so
-// that a merged update is bit for bit the parameter's own.
-absl::Status AdamWUpdate(KernelContext& ctx, const std::array<const Tensor*, 6>& in, size_t first_result,
-                         double learning_rate, bool skip, const AdamWAttrs& a) {
-  const Tensor& param = *in[0];
-  const Tensor& grad = *in[1];
-  const Tensor& moment1 = *in[2];
-  const Tensor& moment2 = *in[3];
-  const double beta1_pow = in[4]->At(0);
-  const double beta2_pow = in[5]->At(0);
-  if (skip) {
-    for (size_t i = 0; i < 5; ++i) ctx.SetOutput(first_result + i, (i == 0 ? in[0] : in[i + 1])->Clone());
-    return absl::OkStatus();
-  }
-  const double lr = learning_rate * a.lr_ratio;
-  const double decay = a.with_decay ? 1.0 - lr * a.coeff : 1.0;
+// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow[, skip_update])
+//   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
+absl::Status AdamWKernel(KernelContext& ctx) {
+  if (SkipsUpdate(ctx, 7)) return KeepOperands(ctx, {0, 3, 4, 5, 6});
+  const Tensor& param = *ctx.input(0);
+  const Tensor& grad = *ctx.input(1);
+  const Tensor& moment1 = *ctx.input(3);
+  const Tensor& moment2 = *ctx.input(4);
+  const double beta1_pow = ScalarOf(ctx, 5);
+  const double beta2_pow = ScalarOf(ctx, 6);
+  PDIST_ASSIGN_OR_RETURN(double beta1, ir::GetDouble(ctx.attrs(), "beta1"));
+  PDIST_ASSIGN_OR_RETURN(double beta2, ir::GetDouble(ctx.attrs(), "beta2"));
+  PDIST_ASSIGN_OR_RETURN(double epsilon, ir::GetDouble(ctx.attrs(), "epsilon"));
+  PDIST_ASSIGN_OR_RETURN(double lr_ratio, ir::GetDouble(ctx.attrs(), "lr_ratio"));
+  PDIST_ASSIGN_OR_RETURN(double coeff, ir::GetDouble(ctx.attrs(), "coeff"));
+  PDIST_ASSIGN_OR_RETURN(bool with_decay, ir::GetBool(ctx.attrs(), "with_decay"));
+  const double lr = ScalarOf(ctx, 2) * lr_ratio;
+  const double decay = with_decay ? 1.0 - lr * coeff : 1.0;
   const double lr_t = lr * std::sqrt(1.0 - beta2_pow) / (1.0 - beta1_pow);
-  const double eps_t = a.epsilon * std::sqrt(1.0 - beta2_pow);
-  Tensor& param_out = ctx.AllocateOutput(first_result);
-  Tensor& moment1_out = ctx.AllocateOutput(first_result + 1);
-  Tensor& moment2_out = ctx.AllocateOutput(first_result + 2);
+  const double eps_t = epsilon * std::sqrt(1.0 - beta2_pow);
+  Tensor& param_out = ctx.AllocateOutput(0);
+  Tensor& moment1_out = ctx.AllocateOutput(1);
+  Tensor& moment2_out = ctx.AllocateOutput(2);
   PDIST_DISPATCH_FLOAT(param.dtype(), T, {
     ForChunks(param.num_elements(), [&](int64_t o, int64_t n) {
       ConstFlat<T> g(grad.data<T>() + o, n);
       Flat<T> m1(moment1_out.data<T>() + o, n);
       Flat<T> m2(moment2_out.data<T>() + o, n);
-      m1 = static_cast<T>(a.beta1) * ConstFlat<T>(moment1.data<T>() + o, n) + static_cast<T>(1 - a.beta1) * g;
-      m2 = static_cast<T>(a.beta2) * ConstFlat<T>(moment2.data<T>() + o, n) + static_cast<T>(1 - a.beta2) * g.square();
+      m1 = static_cast<T>(beta1) * ConstFlat<T>(moment1.data<T>() + o, n) + static_cast<T>(1 - beta1) * g;
+      m2 = static_cast<T>(beta2) * ConstFlat<T>(moment2.data<T>() + o, n) + static_cast<T>(1 - beta2) * g.square();
       Flat<T>(param_out.data<T>() + o, n) = static_cast<T>(decay) * ConstFlat<T>(param.data<T>() + o, n) -
                                             static_cast<T>(lr_t) * m1 / (m2.sqrt() + static_cast<T>(eps_t));
     });
   });
-  ctx.SetOutput(first_result + 3,
-                TensorFromDoubles(ctx.output_type(first_result + 3), {beta1_pow * a.beta1}, ctx.allocator()));
-  ctx.SetOutput(first_result + 4,
-                TensorFromDoubles(ctx.output_type(first_result + 4), {beta2_pow * a.beta2}, ctx.allocator()));
+  ctx.SetOutput(3, TensorFromDoubles(ctx.output_type(3), {beta1_pow * beta1}, ctx.allocator()));
+  ctx.SetOutput(4, TensorFromDoubles(ctx.output_type(4), {beta2_pow * beta2}, ctx.allocator()));
   return absl::OkStatus();
 }
 
-// (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow[, skip_update])
-//   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
-absl::Status AdamWKernel(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(AdamWAttrs attrs, AdamWAttrsOf(ctx));
-  return AdamWUpdate(ctx, {ctx.input(0), ctx.input(1), ctx.input(3), ctx.input(4), ctx.input(5), ctx.input(6)}, 0,
-                     ScalarOf(ctx, 2), SkipsUpdate(ctx, 7), attrs);
-}
-
-// (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
-// beta2_pow) → per parameter adamw's five results: each parameter updated as its adamw would.
-absl::Status MergedAdamWKernel(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(AdamWAttrs attrs, AdamWAttrsOf(ctx));
-  const double lr = ScalarOf(ctx, 0);
-  const bool skip = SkipsUpdate(ctx, 1);
-  for (size_t at = 2, result = 0; at + 6 <= ctx.num_inputs(); at += 6, result += 5) {
-    PDIST_RETURN_IF_ERROR(AdamWUpdate(ctx,
-                                      {ctx.input(at), ctx.input(at + 1), ctx.input(at + 2), ctx.input(at + 3),
-                                       ctx.input(at + 4), ctx.input(at + 5)},
-                                      result, lr, skip, attrs));
-  }
-  return absl::OkStatus();
+// merged_sgd / merged_momentum / merged_adamw (ir/ops/merged_updates.h): `base` run on each
+// parameter's operands in its own layout, its results those parameter's — the numbers of the
+// base op by construction.
+KernelFn MergedKernel(const ir::MergedUpdate& m, KernelFn base) {
+  return [&m, base = std::move(base)](KernelContext& ctx) -> absl::Status {
+    const size_t group = m.per_parameter.size();
+    for (size_t p = 0; ir::MergedOperand(m, p, 0) < ctx.num_inputs(); ++p) {
+      std::vector<const Tensor*> inputs(m.skip_update + 1, nullptr);
+      inputs[m.learning_rate] = ctx.input(0);
+      inputs[m.skip_update] = ctx.input(1);
+      for (size_t k = 0; k < group; ++k) inputs[m.per_parameter[k]] = ctx.input(ir::MergedOperand(m, p, k));
+      std::vector<TensorType> types;
+      for (size_t r = 0; r < m.results; ++r) types.push_back(ctx.output_type(p * m.results + r));
+      std::vector<Tensor> results(m.results);
+      KernelContext one(ctx.op(), std::move(inputs), &results);
+      one.OverrideOutputTypes(std::move(types));
+      one.set_placement(ctx.allocator(), ctx.stream());
+      PDIST_RETURN_IF_ERROR(base(one));
+      for (size_t r = 0; r < m.results; ++r) ctx.SetOutput(p * m.results + r, std::move(results[r]));
+    }
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace
 
 void RegisterOptimizerKernels(KernelRegistry& registry) {
-  registry.Register(DeviceType::kCPU, "sgd", SgdKernel);
-  registry.Register(DeviceType::kCPU, "momentum", MomentumKernel);
-  registry.Register(DeviceType::kCPU, "adamw", AdamWKernel);
-  registry.Register(DeviceType::kCPU, "merged_adamw", MergedAdamWKernel);
+  const std::map<std::string, KernelFn> kernels = {
+      {"sgd", SgdKernel}, {"momentum", MomentumKernel}, {"adamw", AdamWKernel}};
+  for (const auto& [type, kernel] : kernels) registry.Register(DeviceType::kCPU, type, kernel);
+  for (const ir::MergedUpdate& m : ir::MergedUpdates()) {
+    registry.Register(DeviceType::kCPU, m.merged, MergedKernel(m, kernels.at(m.base)));
+  }
 }
 
 }  // namespace pdist::exec::cpu

@@ -252,13 +252,22 @@ struct AdamWTensors {
   void* beta2_pow_out = nullptr;
   int64_t n = 0;
 };
-// merged_adamw: adamw on each of `count` parameters of one storage and one gradient type, a
-// launch per kMergedAdamWTensors of them (their addresses travel as kernel arguments, no copy to
-// the device first); every parameter updated exactly as LaunchAdamW updates it.
-inline constexpr int kMergedAdamWTensors = 24;
+// The merged updates (merged_sgd, merged_momentum, merged_adamw): the base update on each of
+// `count` parameters of one storage and one gradient type, a launch per kMergedUpdateTensors of
+// them (their addresses travel as kernel arguments, no copy to the device first); every
+// parameter updated exactly as the single-parameter launch updates it.
+inline constexpr int kMergedUpdateTensors = 24;
 cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
                               ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
                               const AdamWConfig& config, cudaStream_t stream);
+struct SgdTensors {
+  const void* param = nullptr;
+  const void* grad = nullptr;
+  void* param_out = nullptr;
+  int64_t n = 0;
+};
+cudaError_t LaunchMergedSgd(ElemType type, ElemType grad_type, const SgdTensors* tensors, int64_t count,
+                            ScalarRef learning_rate, ScalarRef skip_update, cudaStream_t stream);
 // sgd: param_out = param - lr·grad; skip_update > 0 copies param.
 cudaError_t LaunchSgd(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                       ScalarRef skip_update, void* param_out, int64_t n, cudaStream_t stream);
@@ -271,6 +280,17 @@ struct MomentumConfig {
 cudaError_t LaunchMomentum(ElemType type, ElemType grad_type, const void* param, const void* grad, const void* velocity,
                            ScalarRef learning_rate, ScalarRef skip_update, void* param_out, void* velocity_out,
                            int64_t n, const MomentumConfig& config, cudaStream_t stream);
+struct MomentumTensors {
+  const void* param = nullptr;
+  const void* grad = nullptr;
+  const void* velocity = nullptr;
+  void* param_out = nullptr;
+  void* velocity_out = nullptr;
+  int64_t n = 0;
+};
+cudaError_t LaunchMergedMomentum(ElemType type, ElemType grad_type, const MomentumTensors* tensors, int64_t count,
+                                 ScalarRef learning_rate, ScalarRef skip_update, const MomentumConfig& config,
+                                 cudaStream_t stream);
 
 // count_nonfinite over all n elements of x: `out` (one element of `out_type`) = the number of
 // inf and nan; `scratch` is 8 bytes of device memory for the running count.

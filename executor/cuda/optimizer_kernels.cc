@@ -1,6 +1,6 @@
-// Host side of the CUDA adamw, merged_adamw, sgd and momentum (device side: optimizer_launch.cu). The
-// learning rate, the beta powers and skip_update stay on the device: the kernel reads them, so a
-// step never waits for the host.
+// Host side of the CUDA sgd, momentum, adamw and their merged forms (device side:
+// optimizer_launch.cu). The learning rate, the beta powers and skip_update stay on the device:
+// the kernel reads them, so a step never waits for the host.
 #include <array>
 #include <vector>
 
@@ -11,6 +11,7 @@
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/launch.h"
 #include "executor/kernel.h"
+#include "ir/ops/merged_updates.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cuda {
@@ -50,15 +51,20 @@ absl::Status SgdKernel(KernelContext& ctx) {
                     "sgd");
 }
 
+absl::StatusOr<MomentumConfig> MomentumConfigOf(const KernelContext& ctx) {
+  MomentumConfig config;
+  PDIST_ASSIGN_OR_RETURN(config.mu, ir::GetDouble(ctx.attrs(), "mu"));
+  PDIST_ASSIGN_OR_RETURN(config.nesterov, ir::GetBool(ctx.attrs(), "use_nesterov"));
+  PDIST_ASSIGN_OR_RETURN(config.regularization_coeff, ir::GetDouble(ctx.attrs(), "regularization_coeff"));
+  return config;
+}
+
 // (param, grad, velocity, learning_rate, skip_update?) → param_out, velocity_out.
 absl::Status MomentumKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("momentum", param.dtype()));
   PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
-  MomentumConfig config;
-  PDIST_ASSIGN_OR_RETURN(config.mu, ir::GetDouble(ctx.attrs(), "mu"));
-  PDIST_ASSIGN_OR_RETURN(config.nesterov, ir::GetBool(ctx.attrs(), "use_nesterov"));
-  PDIST_ASSIGN_OR_RETURN(config.regularization_coeff, ir::GetDouble(ctx.attrs(), "regularization_coeff"));
+  PDIST_ASSIGN_OR_RETURN(MomentumConfig config, MomentumConfigOf(ctx));
   PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 3, "learning_rate"));
   PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 4, "skip_update"));
   Tensor& param_out = ctx.AllocateOutput(0);
@@ -154,13 +160,59 @@ absl::Status MergedAdamWKernel(KernelContext& ctx) {
                     "merged_adamw");
 }
 
+// How many parameters a merged op updates (ir/ops/merged_updates.h).
+size_t MergedParameters(const KernelContext& ctx) {
+  const ir::MergedUpdate& m = *ir::MergedUpdateOfMerged(ctx.op().type());
+  return (ctx.num_inputs() - ir::kMergedSharedOperands) / m.per_parameter.size();
+}
+
+// (learning_rate, skip_update?, then per parameter: param, grad) → per parameter param_out.
+absl::Status MergedSgdKernel(KernelContext& ctx) {
+  const Tensor& first_param = *ctx.input(2);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_sgd", first_param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
+  std::vector<SgdTensors> tensors(MergedParameters(ctx));
+  for (size_t p = 0; p < tensors.size(); ++p) {
+    tensors[p] = {.param = ctx.input(2 + 2 * p)->raw(), .grad = ctx.input(3 + 2 * p)->raw(),
+                  .param_out = ctx.AllocateOutput(p).raw(), .n = ctx.input(2 + 2 * p)->num_elements()};
+  }
+  return CudaStatus(LaunchMergedSgd(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr, skip,
+                                    StreamOf(ctx)),
+                    "merged_sgd");
+}
+
+// (learning_rate, skip_update?, then per parameter: param, grad, velocity) → per parameter
+// param_out, velocity_out.
+absl::Status MergedMomentumKernel(KernelContext& ctx) {
+  const Tensor& first_param = *ctx.input(2);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_momentum", first_param.dtype()));
+  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
+  PDIST_ASSIGN_OR_RETURN(MomentumConfig config, MomentumConfigOf(ctx));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
+  std::vector<MomentumTensors> tensors(MergedParameters(ctx));
+  for (size_t p = 0; p < tensors.size(); ++p) {
+    const size_t at = 2 + 3 * p;
+    tensors[p] = {.param = ctx.input(at)->raw(), .grad = ctx.input(at + 1)->raw(), .velocity = ctx.input(at + 2)->raw(),
+                  .param_out = ctx.AllocateOutput(2 * p).raw(), .velocity_out = ctx.AllocateOutput(2 * p + 1).raw(),
+                  .n = ctx.input(at)->num_elements()};
+  }
+  return CudaStatus(LaunchMergedMomentum(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr,
+                                         skip, config, StreamOf(ctx)),
+                    "merged_momentum");
+}
+
 }  // namespace
 
 void RegisterOptimizerKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "adamw", AdamWKernel);
-  registry.Register(DeviceType::kCUDA, "merged_adamw", MergedAdamWKernel);
   registry.Register(DeviceType::kCUDA, "sgd", SgdKernel);
   registry.Register(DeviceType::kCUDA, "momentum", MomentumKernel);
+  registry.Register(DeviceType::kCUDA, "merged_adamw", MergedAdamWKernel);
+  registry.Register(DeviceType::kCUDA, "merged_sgd", MergedSgdKernel);
+  registry.Register(DeviceType::kCUDA, "merged_momentum", MergedMomentumKernel);
 }
 
 }  // namespace pdist::exec::cuda

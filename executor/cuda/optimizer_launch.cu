@@ -1,4 +1,4 @@
-// Device side of adamw, merged_adamw, sgd and momentum: one element per thread (merged_adamw: a
+// Device side of sgd, momentum, adamw and their merged forms: one element per thread (merged: a
 // block per 4,096 elements of one of up to 24 parameters per launch); the learning rate, the beta
 // powers and skip_update read from device scalars (adamw's factors in double, as the CPU kernel
 // computes them on the host). The gradient has its own type: an f32 master weight is updated
@@ -65,32 +65,16 @@ __global__ void AdamWKernel(const S* param, const G* grad, ScalarRef lr_ref, con
   if (blockIdx.x == 0 && threadIdx.x == 0) WriteBetaPowers(beta1_pow_out, beta2_pow_out, pow_type, s, cfg);
 }
 
-// Elements a block of a merged launch updates: kThreads threads, 16 elements each.
-constexpr int64_t kMergedChunk = int64_t{kThreads} * 16;
-
-// Up to kMergedAdamWTensors parameters; tensor t owns blocks [first_block[t], first_block[t + 1]).
-struct MergedAdamWBatch {
-  AdamWTensors tensors[kMergedAdamWTensors];
-  int64_t first_block[kMergedAdamWTensors + 1];
-  int count;
-};
-
+// sgd's element i (or its copy, for a skipped step).
 template <typename S, typename G>
-__global__ void MergedAdamWKernel(const __grid_constant__ MergedAdamWBatch batch, ScalarRef lr_ref, ScalarRef skip_ref,
-                                  ElemType pow_type, AdamWConfig cfg) {
-  const int64_t block = blockIdx.x;
-  int t = 0;
-  while (t + 1 < batch.count && batch.first_block[t + 1] <= block) ++t;
-  const AdamWTensors& p = batch.tensors[t];
-  const AdamWStep s = AdamWStepOf(lr_ref, p.beta1_pow, p.beta2_pow, skip_ref, cfg);
-  const int64_t begin = (block - batch.first_block[t]) * kMergedChunk;
-  const int64_t end = begin + kMergedChunk < p.n ? begin + kMergedChunk : p.n;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    AdamWElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.moment1),
-                 static_cast<const S*>(p.moment2), static_cast<S*>(p.param_out), static_cast<S*>(p.moment1_out),
-                 static_cast<S*>(p.moment2_out), i, s, cfg);
+__device__ void SgdElement(const S* param, const G* grad, S* param_out, int64_t i, bool skip,
+                           typename Compute<S>::type lr) {
+  using C = typename Compute<S>::type;
+  if (skip) {
+    param_out[i] = param[i];
+    return;
   }
-  if (begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_type, s, cfg);
+  Store(param_out, i, Load(param, i) - lr * static_cast<C>(Load(grad, i)));
 }
 
 template <typename S, typename G>
@@ -98,13 +82,25 @@ __global__ void SgdKernel(const S* param, const G* grad, ScalarRef lr_ref, Scala
   using C = typename Compute<S>::type;
   const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
   const C lr = static_cast<C>(ReadScalar(lr_ref));
-  PDIST_GRID_STRIDE_LOOP(i, n) {
-    if (skip) {
-      param_out[i] = param[i];
-      continue;
-    }
-    Store(param_out, i, Load(param, i) - lr * static_cast<C>(Load(grad, i)));
+  PDIST_GRID_STRIDE_LOOP(i, n) { SgdElement(param, grad, param_out, i, skip, lr); }
+}
+
+// momentum's element i (or its copy, for a skipped step).
+template <typename S, typename G>
+__device__ void MomentumElement(const S* param, const G* grad, const S* velocity, S* param_out, S* velocity_out,
+                                int64_t i, bool skip, typename Compute<S>::type lr, const MomentumConfig& cfg) {
+  using C = typename Compute<S>::type;
+  if (skip) {
+    param_out[i] = param[i];
+    velocity_out[i] = velocity[i];
+    return;
   }
+  const C mu = static_cast<C>(cfg.mu), coeff = static_cast<C>(cfg.regularization_coeff);
+  const C p = Load(param, i);
+  const C g = static_cast<C>(Load(grad, i)) + coeff * p;
+  const C v = mu * Load(velocity, i) + g;
+  Store(velocity_out, i, v);
+  Store(param_out, i, cfg.nesterov ? p - lr * (g + mu * v) : p - lr * v);
 }
 
 template <typename S, typename G>
@@ -112,19 +108,91 @@ __global__ void MomentumKernel(const S* param, const G* grad, const S* velocity,
                                S* param_out, S* velocity_out, int64_t n, MomentumConfig cfg) {
   using C = typename Compute<S>::type;
   const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
-  const C lr = static_cast<C>(ReadScalar(lr_ref)), mu = static_cast<C>(cfg.mu);
-  const C coeff = static_cast<C>(cfg.regularization_coeff);
-  PDIST_GRID_STRIDE_LOOP(i, n) {
-    if (skip) {
-      param_out[i] = param[i];
-      velocity_out[i] = velocity[i];
-      continue;
+  const C lr = static_cast<C>(ReadScalar(lr_ref));
+  PDIST_GRID_STRIDE_LOOP(i, n) { MomentumElement(param, grad, velocity, param_out, velocity_out, i, skip, lr, cfg); }
+}
+
+// Merged launches: up to kMergedUpdateTensors parameters per launch, their pointers in the
+// kernel's arguments; parameter t owns blocks [first_block[t], first_block[t + 1]), a block per
+// kMergedChunk of its elements (at least one, so that adamw's beta powers are written for an
+// empty parameter too).
+constexpr int64_t kMergedChunk = int64_t{kThreads} * 16;
+
+template <typename Tensors>
+struct MergedBatch {
+  Tensors tensors[kMergedUpdateTensors];
+  int64_t first_block[kMergedUpdateTensors + 1];
+  int count;
+};
+
+// The parameter block `block` works on, and the elements [begin, end) it updates.
+struct BlockShare {
+  int tensor;
+  int64_t begin, end;
+};
+template <typename Tensors>
+__device__ BlockShare ShareOf(const MergedBatch<Tensors>& batch, int64_t block) {
+  int t = 0;
+  while (t + 1 < batch.count && batch.first_block[t + 1] <= block) ++t;
+  const int64_t begin = (block - batch.first_block[t]) * kMergedChunk, n = batch.tensors[t].n;
+  return {t, begin, begin + kMergedChunk < n ? begin + kMergedChunk : n};
+}
+
+// Calls launch(batch, blocks) for each batch of up to kMergedUpdateTensors of `tensors`.
+template <typename Tensors, typename Launch>
+cudaError_t ForEachBatch(const Tensors* tensors, int64_t count, Launch&& launch) {
+  for (int64_t first = 0; first < count; first += kMergedUpdateTensors) {
+    MergedBatch<Tensors> batch{};
+    batch.count = static_cast<int>(count - first < kMergedUpdateTensors ? count - first : kMergedUpdateTensors);
+    for (int t = 0; t < batch.count; ++t) {
+      batch.tensors[t] = tensors[first + t];
+      const int64_t blocks = (batch.tensors[t].n + kMergedChunk - 1) / kMergedChunk;
+      batch.first_block[t + 1] = batch.first_block[t] + (blocks > 0 ? blocks : 1);
     }
-    const C p = Load(param, i);
-    const C g = static_cast<C>(Load(grad, i)) + coeff * p;
-    const C v = mu * Load(velocity, i) + g;
-    Store(velocity_out, i, v);
-    Store(param_out, i, cfg.nesterov ? p - lr * (g + mu * v) : p - lr * v);
+    const int64_t blocks = batch.first_block[batch.count];
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    const cudaError_t launched = launch(batch, static_cast<unsigned>(blocks));
+    if (launched != cudaSuccess) return launched;
+  }
+  return cudaSuccess;
+}
+
+template <typename S, typename G>
+__global__ void MergedAdamWKernel(const __grid_constant__ MergedBatch<AdamWTensors> batch, ScalarRef lr_ref,
+                                  ScalarRef skip_ref, ElemType pow_type, AdamWConfig cfg) {
+  const BlockShare share = ShareOf(batch, blockIdx.x);
+  const AdamWTensors& p = batch.tensors[share.tensor];
+  const AdamWStep s = AdamWStepOf(lr_ref, p.beta1_pow, p.beta2_pow, skip_ref, cfg);
+  for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
+    AdamWElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.moment1),
+                 static_cast<const S*>(p.moment2), static_cast<S*>(p.param_out), static_cast<S*>(p.moment1_out),
+                 static_cast<S*>(p.moment2_out), i, s, cfg);
+  }
+  if (share.begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_type, s, cfg);
+}
+
+template <typename S, typename G>
+__global__ void MergedSgdKernel(const __grid_constant__ MergedBatch<SgdTensors> batch, ScalarRef lr_ref,
+                                ScalarRef skip_ref) {
+  const BlockShare share = ShareOf(batch, blockIdx.x);
+  const SgdTensors& p = batch.tensors[share.tensor];
+  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  const auto lr = static_cast<typename Compute<S>::type>(ReadScalar(lr_ref));
+  for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
+    SgdElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<S*>(p.param_out), i, skip, lr);
+  }
+}
+
+template <typename S, typename G>
+__global__ void MergedMomentumKernel(const __grid_constant__ MergedBatch<MomentumTensors> batch, ScalarRef lr_ref,
+                                     ScalarRef skip_ref, MomentumConfig cfg) {
+  const BlockShare share = ShareOf(batch, blockIdx.x);
+  const MomentumTensors& p = batch.tensors[share.tensor];
+  const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
+  const auto lr = static_cast<typename Compute<S>::type>(ReadScalar(lr_ref));
+  for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
+    MomentumElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.velocity),
+                    static_cast<S*>(p.param_out), static_cast<S*>(p.velocity_out), i, skip, lr, cfg);
   }
 }
 
@@ -147,26 +215,32 @@ cudaError_t ByParamAndGrad(ElemType type, ElemType grad_type, Fn&& fn) {
 cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
                               ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
                               const AdamWConfig& config, cudaStream_t stream) {
-  for (int64_t first = 0; first < count; first += kMergedAdamWTensors) {
-    MergedAdamWBatch batch{};
-    batch.count = static_cast<int>(count - first < kMergedAdamWTensors ? count - first : kMergedAdamWTensors);
-    for (int t = 0; t < batch.count; ++t) {
-      batch.tensors[t] = tensors[first + t];
-      // At least one block per parameter, so that its beta powers are written when it is empty.
-      const int64_t blocks = (batch.tensors[t].n + kMergedChunk - 1) / kMergedChunk;
-      batch.first_block[t + 1] = batch.first_block[t] + (blocks > 0 ? blocks : 1);
-    }
-    const int64_t blocks = batch.first_block[batch.count];
-    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-    const cudaError_t launched = ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
-      using S = decltype(s);
-      using G = decltype(g);
-      MergedAdamWKernel<S, G><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(batch, learning_rate,
-                                                                                      skip_update, pow_type, config);
+  return ForEachBatch(tensors, count, [&](const MergedBatch<AdamWTensors>& batch, unsigned blocks) {
+    return ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
+      MergedAdamWKernel<decltype(s), decltype(g)><<<blocks, kThreads, 0, stream>>>(batch, learning_rate, skip_update,
+                                                                                 pow_type, config);
     });
-    if (launched != cudaSuccess) return launched;
-  }
-  return cudaSuccess;
+  });
+}
+
+cudaError_t LaunchMergedSgd(ElemType type, ElemType grad_type, const SgdTensors* tensors, int64_t count,
+                            ScalarRef learning_rate, ScalarRef skip_update, cudaStream_t stream) {
+  return ForEachBatch(tensors, count, [&](const MergedBatch<SgdTensors>& batch, unsigned blocks) {
+    return ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
+      MergedSgdKernel<decltype(s), decltype(g)><<<blocks, kThreads, 0, stream>>>(batch, learning_rate, skip_update);
+    });
+  });
+}
+
+cudaError_t LaunchMergedMomentum(ElemType type, ElemType grad_type, const MomentumTensors* tensors, int64_t count,
+                                 ScalarRef learning_rate, ScalarRef skip_update, const MomentumConfig& config,
+                                 cudaStream_t stream) {
+  return ForEachBatch(tensors, count, [&](const MergedBatch<MomentumTensors>& batch, unsigned blocks) {
+    return ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
+      MergedMomentumKernel<decltype(s), decltype(g)><<<blocks, kThreads, 0, stream>>>(batch, learning_rate, skip_update,
+                                                                                    config);
+    });
+  });
 }
 
 cudaError_t LaunchSgd(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,

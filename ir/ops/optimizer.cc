@@ -12,8 +12,11 @@
 // Paddle's adamw has the same input). Paddle's master_param / multi_precision inputs are not
 // needed: the optimizer pass runs the update on an f32 master weight as the param and casts the
 // result back (passes/optimizer.h). amsgrad is not supported.
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
+#include "ir/ops/merged_updates.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/spmd/rules_nn.h"
@@ -80,39 +83,74 @@ absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const At
   return std::vector<TensorType>{*in[0], *in[3], *in[4], *in[5], *in[6]};
 }
 
-// merged_adamw: (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2,
-// beta1_pow, beta2_pow) → per parameter: param_out, moment1_out, moment2_out, beta1_pow_out,
-// beta2_pow_out. Each group is checked as adamw checks its operands; all groups share the
-// parameter's and the gradient's dtypes, so that one kernel instance updates them all.
-constexpr size_t kMergedHead = 2, kMergedGroup = 6;
-
-absl::StatusOr<std::vector<TensorType>> MergedAdamWMeta(const InputTypes& in, const AttributeMap& attrs) {
-  const size_t tensors = in.size() < kMergedHead ? 0 : in.size() - kMergedHead;
-  if (tensors == 0 || tensors % kMergedGroup != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "merged_adamw takes learning_rate, skip_update (or none) and 6 operands per parameter (param, grad, "
-        "moment1, moment2, beta1_pow, beta2_pow); got ", in.size(), " operands"));
-  }
-  std::vector<TensorType> out;
-  for (size_t g = 0; g < tensors / kMergedGroup; ++g) {
-    const size_t at = kMergedHead + g * kMergedGroup;
-    const InputTypes group = {in[at], in[at + 1], in[0], in[at + 2], in[at + 3], in[at + 4], in[at + 5], in[1]};
-    absl::StatusOr<std::vector<TensorType>> results = AdamWMeta(group, attrs);
-    if (!results.ok()) return WithContext(results.status(), absl::StrCat("merged_adamw, parameter ", g));
-    if (g > 0 && (in[at]->dtype != in[kMergedHead]->dtype || in[at + 1]->dtype != in[kMergedHead + 1]->dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "merged_adamw, parameter ", g, ": ", DataTypeName(in[at]->dtype), " with a ",
-          DataTypeName(in[at + 1]->dtype), " gradient where parameter 0 is ", DataTypeName(in[kMergedHead]->dtype),
-          " with ", DataTypeName(in[kMergedHead + 1]->dtype), "; merge only parameters of one dtype"));
-    }
-    out.insert(out.end(), results->begin(), results->end());
-  }
-  return out;
+// Parameter p's operands of a merged op laid out as its base op takes them.
+InputTypes BaseInputs(const MergedUpdate& m, const InputTypes& in, size_t p) {
+  InputTypes base(m.skip_update + 1, nullptr);
+  base[m.learning_rate] = in[0];
+  base[m.skip_update] = in[1];
+  for (size_t k = 0; k < m.per_parameter.size(); ++k) base[m.per_parameter[k]] = in[MergedOperand(m, p, k)];
+  return base;
 }
 
-// adamw's and merged_adamw's hyper-parameters.
-std::vector<AttrSpec> AdamWAttrs() {
-  return {{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8}, {"lr_ratio", 1.0}, {"coeff", 0.01}, {"with_decay", true}};
+// A merged op's types (ir/ops/merged_updates.h): each parameter's group checked as its base op
+// checks its operands (`base_meta`), every group with the first one's dtypes, so that one kernel
+// instance updates them all.
+InferMetaFn MergedMeta(const MergedUpdate& m, InferMetaFn base_meta) {
+  return [m, base_meta](const InputTypes& in, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
+    const size_t group = m.per_parameter.size();
+    const size_t tensors = in.size() < kMergedSharedOperands ? 0 : in.size() - kMergedSharedOperands;
+    if (tensors == 0 || tensors % group != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(m.merged, " takes learning_rate, skip_update (or none) and ", group,
+                                                     " operands per parameter (those of ", m.base, "); got ",
+                                                     in.size(), " operands"));
+    }
+    std::vector<TensorType> out;
+    for (size_t p = 0; p < tensors / group; ++p) {
+      for (size_t k = 0; k < group; ++k) {
+        const TensorType* t = in[MergedOperand(m, p, k)];
+        const TensorType* first = in[MergedOperand(m, 0, k)];
+        if (t->dtype != first->dtype) {
+          return absl::InvalidArgumentError(absl::StrCat(m.merged, ", parameter ", p, ": operand ", k, " is ",
+                                                         DataTypeName(t->dtype), " where parameter 0's is ",
+                                                         DataTypeName(first->dtype), "; merge only like updates"));
+        }
+      }
+      absl::StatusOr<std::vector<TensorType>> results = base_meta(BaseInputs(m, in, p), attrs);
+      if (!results.ok()) return WithContext(results.status(), absl::StrCat(m.merged, ", parameter ", p));
+      out.insert(out.end(), results->begin(), results->end());
+    }
+    return out;
+  };
+}
+
+// The merged form of a registered base op: its attributes; its cost the base's summed over the
+// parameters.
+absl::Status RegisterMerged(OpRegistry& registry, const MergedUpdate& m) {
+  const OpDef* base = registry.Find(m.base);
+  if (base == nullptr) return absl::FailedPreconditionError(absl::StrCat(m.merged, " needs ", m.base, " registered first"));
+  OpDef merged{
+      .name = m.merged,
+      .inputs = {{"learning_rate"}, {.name = "skip_update", .optional = true}, {.name = "params_and_states", .variadic = true}},
+      .outputs = {{.name = "params_and_states_out", .variadic = true}},
+      .attrs = base->attrs,
+      .infer_meta = MergedMeta(m, base->infer_meta),
+      .cost = [m, base_cost = base->cost](const InputTypes& in, const std::vector<TensorType>& out,
+                                          const AttributeMap& attrs) {
+        OpCost total;
+        const size_t parameters = (in.size() - kMergedSharedOperands) / m.per_parameter.size();
+        for (size_t p = 0; p < parameters; ++p) {
+          const std::vector<TensorType> results(out.begin() + static_cast<std::ptrdiff_t>(p * m.results),
+                                                out.begin() + static_cast<std::ptrdiff_t>((p + 1) * m.results));
+          const OpCost one = base_cost(BaseInputs(m, in, p), results, attrs);
+          total.flops += one.flops;
+          total.bytes += one.bytes;
+        }
+        return total;
+      },
+  };
+  ops::MarkLocalOnly(merged, absl::StrCat(m.base, " on several parameters: each group of operands follows ", m.base,
+                                          "'s rule"));
+  return registry.Register(std::move(merged));
 }
 
 CostFn UpdateCost(double flops_per_element) {
@@ -177,7 +215,12 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .inputs = {{"param"}, {"grad"}, {"learning_rate"}, {"moment1"}, {"moment2"}, {"beta1_pow"}, {"beta2_pow"},
                  {.name = "skip_update", .optional = true}},
       .outputs = {{"param_out"}, {"moment1_out"}, {"moment2_out"}, {"beta1_pow_out"}, {"beta2_pow_out"}},
-      .attrs = AdamWAttrs(),
+      .attrs = {{"beta1", 0.9},
+                {"beta2", 0.999},
+                {"epsilon", 1e-8},
+                {"lr_ratio", 1.0},
+                {"coeff", 0.01},
+                {"with_decay", true}},
       .infer_meta = AdamWMeta,
       .grad_kind = GradKind::kNotDifferentiable,
       .grad = nullptr,
@@ -187,27 +230,11 @@ absl::Status RegisterOptimizerOps(OpRegistry& registry) {
       .describe_spmd = adamw_rule.describe,
   }));
 
-  // adamw on many parameters at once (Paddle's merged_adam, with adamw's decoupled decay): what
-  // the fuse-optimizer pass makes of a rank's adamw ops of one dtype, so that a GPU updates them
-  // in a few launches instead of one per parameter (passes/fuse_optimizer.h). Every parameter's
-  // results are bit for bit what its own adamw computes.
-  //   %w0', %m0', %v0', %b0', %c0', %w1', ... = merged_adamw(%lr, none, %w0, %g0, %m0, %v0, %b0, %c0, %w1, ...)
-  OpDef merged{
-      .name = "merged_adamw",
-      .inputs = {{"learning_rate"}, {.name = "skip_update", .optional = true}, {.name = "params_and_states", .variadic = true}},
-      .outputs = {{.name = "params_and_states_out", .variadic = true}},
-      .attrs = AdamWAttrs(),
-      .infer_meta = MergedAdamWMeta,
-      .cost = [](const InputTypes& in, const std::vector<TensorType>& out, const AttributeMap&) {
-        double elements = 0;
-        for (size_t at = kMergedHead; at + kMergedGroup <= in.size(); at += kMergedGroup) {
-          elements += static_cast<double>(in[at]->num_elements());
-        }
-        return OpCost{14 * elements, ops::TotalBytes(in, out)};
-      },
-  };
-  ops::MarkLocalOnly(merged, "adamw on several parameters: each group of operands follows adamw's rule");
-  return registry.Register(std::move(merged));
+  // The merged forms (ir/ops/merged_updates.h): what the fuse-optimizer pass makes of a rank's
+  // updates of one kind and dtype, so that a GPU runs them in a launch per 24 parameters instead
+  // of one each (passes/fuse_optimizer.h). Every parameter's results are bit for bit its own op's.
+  for (const MergedUpdate& m : MergedUpdates()) PDIST_RETURN_IF_ERROR(RegisterMerged(registry, m));
+  return absl::OkStatus();
 }
 
 }  // namespace pdist::ir

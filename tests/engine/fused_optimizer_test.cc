@@ -1,10 +1,12 @@
-// Multi-tensor adamw (passes/fuse_optimizer.h) is the same computation: with fuse_optimizer on,
-// every strategy trains bit for bit as with one adamw per parameter — losses, parameters and
-// optimizer states — in f32 and f64, under bf16 o2 (masters cast after the merged update), f16
-// with skipped steps (skip_update shared by every group), ZeRO 1/2/3 (all-gathers of updated
-// shards moved after it) and pipelines (one merged op per job); and the programs do merge.
+// Multi-tensor updates (passes/fuse_optimizer.h) are the same computation: with fuse_optimizer
+// on, every strategy trains bit for bit as with one update per parameter — losses, parameters
+// and optimizer states — with adamw, sgd and momentum (nesterov), in f32 and f64, under bf16 o2
+// (masters cast after the merged update), f16 with skipped steps (skip_update shared by every
+// group), ZeRO 1/2/3 (all-gathers of updated shards moved after it) and pipelines (one merged op
+// per job); and the programs do merge.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <utility>
 #include <string>
@@ -28,6 +30,7 @@ struct Case {
   std::string name;
   std::string strategy;
   ir::DataType dtype;
+  passes::OptimizerType optimizer = passes::OptimizerType::kAdamW;
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -35,12 +38,14 @@ RunOutcome Train(const Case& c, bool fuse) {
   EngineOptions o = testing::EquivalenceOptions();
   o.strategy_json = c.strategy;
   o.fuse_optimizer = fuse;
+  o.optimizer.type = c.optimizer;
+  o.optimizer.use_nesterov = c.optimizer == passes::OptimizerType::kMomentum;
   return testing::TrainSteps(testing::BuildSmallModel("gpt", c.dtype, 2, 8), o, kSteps, testing::kSmallVocab);
 }
 
 class FusedOptimizerTest : public ::testing::TestWithParam<Case> {};
 
-TEST_P(FusedOptimizerTest, TrainsBitForBitAsOneAdamwPerParameter) {
+TEST_P(FusedOptimizerTest, TrainsBitForBitAsOneUpdatePerParameter) {
   const RunOutcome separate = Train(GetParam(), false);
   const RunOutcome merged = Train(GetParam(), true);
   ASSERT_EQ(separate.losses.size(), static_cast<size_t>(kSteps));
@@ -63,6 +68,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"dp2_mp2", Json(R"("dp_degree": 2, "mp_degree": 2)"), ir::DataType::kFloat64},
         Case{"dp2_zero1", Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 1})"), ir::DataType::kFloat64},
         Case{"dp2_zero3", Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 3})"), ir::DataType::kFloat32},
+        Case{"sgd_dp2_zero1", Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 1})"), ir::DataType::kFloat64,
+             passes::OptimizerType::kSgd},
+        Case{"momentum_bf16_o2", Json(R"("amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"),
+             ir::DataType::kFloat32, passes::OptimizerType::kMomentum},
+        Case{"momentum_mp2", Json(R"("mp_degree": 2)"), ir::DataType::kFloat64, passes::OptimizerType::kMomentum},
         Case{"pp2_1f1b_dp2",
              Json(R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"enable": true, "schedule_mode": "1F1B", "accumulate_steps": 2})"),
              ir::DataType::kFloat64}),
@@ -116,6 +126,23 @@ TEST(FuseOptimizerTest, TheF16CaseSkipsSomeStepsAndUpdatesOthers) {
   }
   EXPECT_GT(skipped, 0);
   EXPECT_LT(skipped, kSteps);
+}
+
+// Every optimizer's updates merge into its own merged op.
+TEST(FuseOptimizerTest, EachOptimizerHasItsMergedOp) {
+  for (const auto& [type, merged] : {std::pair{passes::OptimizerType::kSgd, "merged_sgd"},
+                                     std::pair{passes::OptimizerType::kMomentum, "merged_momentum"},
+                                     std::pair{passes::OptimizerType::kAdamW, "merged_adamw"}}) {
+    ir::Program program = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+    passes::PassContext context;
+    ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({.type = type}, /*fuse_optimizer=*/true), program,
+                                    context, "training program")
+                    .ok());
+    std::map<std::string, int64_t> count;
+    for (const auto& op : program.block().ops()) ++count[op->type()];
+    EXPECT_EQ(count[merged], 1) << merged;
+    EXPECT_EQ(count[passes::OptimizerTypeName(type)], 0) << merged;
+  }
 }
 
 // Updates of different dtypes or hyper-parameters stay apart: one merged op per kind.

@@ -48,7 +48,7 @@ std::set<std::string> Covered() {
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
                                "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad_from_logits", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "merged_sgd", "merged_momentum", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad_from_logits", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
@@ -677,6 +677,41 @@ TEST_F(CudaKernelTest, MergedAdamWUpdatesEachParameterAsTheCpu) {
       ExpectSameOnGpu(p, feeds,
                       absl::StrCat("merged_adamw ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
                                    skip > 0 ? " skipped" : ""));
+    }
+  }
+}
+
+// merged_sgd and merged_momentum (nesterov) over 30 parameters, likewise.
+TEST_F(CudaKernelTest, MergedSgdAndMomentumUpdateEachParameterAsTheCpu) {
+  for (const auto& [dtype, grad_dtype] : kUpdateTypes) {
+    for (double skip : {0.0, 1.0}) {
+      for (const std::string op : {"merged_sgd", "merged_momentum"}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        const ir::TensorType scalar{{}, DataType::kFloat32};
+        std::vector<ir::Value*> operands = {b.Data("lr", scalar), b.Data("skip", scalar)};
+        Feeds feeds = {{"lr", Tensor::Scalar(DataType::kFloat32, 3e-3)},
+                       {"skip", Tensor::Scalar(DataType::kFloat32, skip)}};
+        for (int64_t i = 0; i < 30; ++i) {
+          const int64_t rows = i == 3 ? 0 : i == 7 ? 9000 : 1 + (i * 37) % 50;
+          const ir::TensorType type{{rows, 3}, dtype}, grad_type{{rows, 3}, grad_dtype};
+          const std::string n = absl::StrCat(i);
+          std::vector<std::tuple<std::string, ir::TensorType, uint64_t, double>> tensors = {
+              {"param" + n, type, 300 + 3 * i, 1}, {"grad" + n, grad_type, 301 + 3 * i, 0.1}};
+          if (op == "merged_momentum") tensors.push_back({"velocity" + n, type, 302 + 3 * i, 0.01});
+          for (const auto& [name, t, seed, scale] : tensors) {
+            operands.push_back(b.Data(name, t));
+            feeds[name] = Random(t, seed, -scale, scale);
+          }
+        }
+        const ir::AttributeMap attrs = op == "merged_sgd" ? ir::AttributeMap{}
+                                                          : ir::AttributeMap{{"mu", 0.9}, {"use_nesterov", true},
+                                                                             {"regularization_coeff", 0.01}};
+        ASSERT_TRUE(b.Create(op, operands, attrs).ok());
+        ExpectSameOnGpu(p, feeds,
+                        absl::StrCat(op, " ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
+                                     skip > 0 ? " skipped" : ""));
+      }
     }
   }
 }

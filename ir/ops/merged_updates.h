@@ -1,0 +1,41 @@
+// Merged (multi-tensor) optimizer ops: merged_sgd, merged_momentum, merged_adamw update many
+// parameters at once, each exactly as its own sgd / momentum / adamw would (Paddle's
+// merged_momentum and merged_adam). Their operands are the shared learning rate and skip_update
+// (or none), then each parameter's own operands of the base op; their results are each
+// parameter's base results in turn:
+//
+//   merged_adamw(%lr, none, %w0, %g0, %m0, %v0, %b0, %c0, %w1, %g1, ...)  → %w0', %m0', %v0', %b0', %c0', %w1', ...
+//
+// The table below is what the ops' registration (ir/ops/optimizer.cc), the fuse-optimizer pass
+// and the kernels read the layout from.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace pdist::ir {
+
+struct MergedUpdate {
+  std::string base;                    // "adamw"
+  std::string merged;                  // "merged_adamw"
+  size_t learning_rate;                // the base op's operand index of the learning rate
+  size_t skip_update;                  // and of its optional skip_update (the last operand)
+  std::vector<size_t> per_parameter;   // the base operands each parameter brings, in merged order
+  size_t results;                      // the base op's results, per parameter
+};
+
+// The merged ops' shared operands come first: learning_rate, skip_update (or none).
+inline constexpr size_t kMergedSharedOperands = 2;
+
+const std::vector<MergedUpdate>& MergedUpdates();
+// The entry whose base (or merged op) is `type`; null for another op.
+const MergedUpdate* MergedUpdateOfBase(const std::string& type);
+const MergedUpdate* MergedUpdateOfMerged(const std::string& type);
+
+// Operand `k` of parameter `p`'s group in a merged op.
+inline size_t MergedOperand(const MergedUpdate& m, size_t p, size_t k) {
+  return kMergedSharedOperands + p * m.per_parameter.size() + k;
+}
+
+}  // namespace pdist::ir
