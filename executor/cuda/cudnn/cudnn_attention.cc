@@ -53,6 +53,22 @@ const Library& OpenLibrary() {
                               "): put cuDNN 9's library directory, with its dependencies, on LD_LIBRARY_PATH");
       return l;
     }
+    // A cuDNN built for another CUDA major (a Python wheel's, say) loads and then fails inside
+    // its calls with errors that do not say so: refuse it here, naming both.
+    using VersionFn = size_t (*)();
+    auto cudart_version = reinterpret_cast<VersionFn>(dlsym(handle, "cudnnGetCudartVersion"));
+    auto version = reinterpret_cast<VersionFn>(dlsym(handle, "cudnnGetVersion"));
+    if (cudart_version == nullptr || version == nullptr) {
+      l->error = "the libcudnn.so.9 found lacks cudnnGetVersion / cudnnGetCudartVersion: not cuDNN 9";
+      return l;
+    }
+    const size_t built_for = cudart_version();
+    if (built_for / 1000 != static_cast<size_t>(CUDART_VERSION / 1000)) {
+      l->error = absl::StrCat("the libcudnn.so.9 found (cuDNN ", version(), ") is built for CUDA ", built_for / 1000,
+                              ", pdist for CUDA ", CUDART_VERSION / 1000, ": put a cuDNN 9 for CUDA ",
+                              CUDART_VERSION / 1000, " first on LD_LIBRARY_PATH");
+      return l;
+    }
     fe::cudnn_dlhandle = handle;
     return l;
   }();
