@@ -38,16 +38,28 @@ absl::StatusOr<ScalarRef> ScalarOf(const KernelContext& ctx, size_t input, const
   return ScalarRef{t->raw(), type};
 }
 
+// What every parameter of an update (or a merged one) shares: the element types of the parameter
+// at operand `param` and of its gradient at `grad`, the learning rate and skip_update.
+struct UpdateShared {
+  ElemType type, grad_type;
+  ScalarRef lr, skip;
+};
+absl::StatusOr<UpdateShared> UpdateSharedOf(const KernelContext& ctx, size_t param, size_t grad, size_t lr, size_t skip) {
+  UpdateShared u;
+  PDIST_ASSIGN_OR_RETURN(u.type, ElemTypeOf(ctx.op().type().c_str(), ctx.input(param)->dtype()));
+  PDIST_ASSIGN_OR_RETURN(u.grad_type, GradTypeOf(ctx, *ctx.input(param), *ctx.input(grad)));
+  PDIST_ASSIGN_OR_RETURN(u.lr, ScalarOf(ctx, lr, "learning_rate"));
+  PDIST_ASSIGN_OR_RETURN(u.skip, ScalarOf(ctx, skip, "skip_update"));
+  return u;
+}
+
 // (param, learning_rate, grad, skip_update?) → param_out.
 absl::Status SgdKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("sgd", param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(2)));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 1, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 3, "skip_update"));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 0, 2, 1, 3));
   Tensor& param_out = ctx.AllocateOutput(0);
-  return CudaStatus(LaunchSgd(type, grad_type, param.raw(), ctx.input(2)->raw(), lr, skip, param_out.raw(), param.num_elements(),
-                              StreamOf(ctx)),
+  return CudaStatus(LaunchSgd(u.type, u.grad_type, param.raw(), ctx.input(2)->raw(), u.lr, u.skip, param_out.raw(),
+                              param.num_elements(), StreamOf(ctx)),
                     "sgd");
 }
 
@@ -62,14 +74,11 @@ absl::StatusOr<MomentumConfig> MomentumConfigOf(const KernelContext& ctx) {
 // (param, grad, velocity, learning_rate, skip_update?) → param_out, velocity_out.
 absl::Status MomentumKernel(KernelContext& ctx) {
   const Tensor& param = *ctx.input(0);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("momentum", param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, param, *ctx.input(1)));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 0, 1, 3, 4));
   PDIST_ASSIGN_OR_RETURN(MomentumConfig config, MomentumConfigOf(ctx));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 3, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 4, "skip_update"));
   Tensor& param_out = ctx.AllocateOutput(0);
   Tensor& velocity_out = ctx.AllocateOutput(1);
-  return CudaStatus(LaunchMomentum(type, grad_type, param.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), lr, skip,
+  return CudaStatus(LaunchMomentum(u.type, u.grad_type, param.raw(), ctx.input(1)->raw(), ctx.input(2)->raw(), u.lr, u.skip,
                                    param_out.raw(), velocity_out.raw(), param.num_elements(), config, StreamOf(ctx)),
                     "momentum");
 }
@@ -109,39 +118,24 @@ absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array
   return t;
 }
 
-// What every parameter of an adamw or merged_adamw shares: the element types (of the parameter
-// at operand `param`, its gradient after it), the attributes, the learning rate and skip_update.
-struct AdamWShared {
-  ElemType type, grad_type;
-  AdamWConfig config;
-  ScalarRef lr, skip;
-};
-absl::StatusOr<AdamWShared> AdamWSharedOf(const KernelContext& ctx, size_t param, size_t grad, size_t lr, size_t skip) {
-  AdamWShared a;
-  PDIST_ASSIGN_OR_RETURN(a.type, ElemTypeOf(ctx.op().type().c_str(), ctx.input(param)->dtype()));
-  PDIST_ASSIGN_OR_RETURN(a.grad_type, GradTypeOf(ctx, *ctx.input(param), *ctx.input(grad)));
-  PDIST_ASSIGN_OR_RETURN(a.config, AdamWConfigOf(ctx));
-  PDIST_ASSIGN_OR_RETURN(a.lr, ScalarOf(ctx, lr, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(a.skip, ScalarOf(ctx, skip, "skip_update"));
-  return a;
-}
-
 // (param, grad, learning_rate, moment1, moment2, beta1_pow, beta2_pow, skip_update?)
 //   → param_out, moment1_out, moment2_out, beta1_pow_out, beta2_pow_out.
 absl::Status AdamWKernel(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(AdamWShared a, AdamWSharedOf(ctx, 0, 1, 2, 7));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 0, 1, 2, 7));
+  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
   ElemType pow_type;
   PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {0, 1, 3, 4, 5, 6}, 0, &pow_type));
-  return CudaStatus(LaunchAdamW(a.type, a.grad_type, t.param, t.grad, a.lr, t.moment1, t.moment2, t.beta1_pow,
-                                t.beta2_pow, a.skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out,
-                                t.beta2_pow_out, pow_type, t.n, a.config, StreamOf(ctx)),
+  return CudaStatus(LaunchAdamW(u.type, u.grad_type, t.param, t.grad, u.lr, t.moment1, t.moment2, t.beta1_pow,
+                                t.beta2_pow, u.skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out,
+                                t.beta2_pow_out, pow_type, t.n, config, StreamOf(ctx)),
                     "adamw");
 }
 
 // (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
 // beta2_pow) → per parameter adamw's five results, in a launch per 24 parameters.
 absl::Status MergedAdamWKernel(KernelContext& ctx) {
-  PDIST_ASSIGN_OR_RETURN(AdamWShared a, AdamWSharedOf(ctx, 2, 3, 0, 1));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
+  PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
   std::vector<AdamWTensors> tensors;
   ElemType pow_type = ElemType::kF32;
   for (size_t at = 2, result = 0; at + 6 <= ctx.num_inputs(); at += 6, result += 5) {
@@ -155,8 +149,8 @@ absl::Status MergedAdamWKernel(KernelContext& ctx) {
     pow_type = this_pow_type;
     tensors.push_back(t);
   }
-  return CudaStatus(LaunchMergedAdamW(a.type, a.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), a.lr,
-                                      a.skip, pow_type, a.config, StreamOf(ctx)),
+  return CudaStatus(LaunchMergedAdamW(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
+                                      u.skip, pow_type, config, StreamOf(ctx)),
                     "merged_adamw");
 }
 
@@ -168,30 +162,22 @@ size_t MergedParameters(const KernelContext& ctx) {
 
 // (learning_rate, skip_update?, then per parameter: param, grad) → per parameter param_out.
 absl::Status MergedSgdKernel(KernelContext& ctx) {
-  const Tensor& first_param = *ctx.input(2);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_sgd", first_param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   std::vector<SgdTensors> tensors(MergedParameters(ctx));
   for (size_t p = 0; p < tensors.size(); ++p) {
     tensors[p] = {.param = ctx.input(2 + 2 * p)->raw(), .grad = ctx.input(3 + 2 * p)->raw(),
                   .param_out = ctx.AllocateOutput(p).raw(), .n = ctx.input(2 + 2 * p)->num_elements()};
   }
-  return CudaStatus(LaunchMergedSgd(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr, skip,
-                                    StreamOf(ctx)),
+  return CudaStatus(LaunchMergedSgd(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
+                                    u.skip, StreamOf(ctx)),
                     "merged_sgd");
 }
 
 // (learning_rate, skip_update?, then per parameter: param, grad, velocity) → per parameter
 // param_out, velocity_out.
 absl::Status MergedMomentumKernel(KernelContext& ctx) {
-  const Tensor& first_param = *ctx.input(2);
-  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("merged_momentum", first_param.dtype()));
-  PDIST_ASSIGN_OR_RETURN(ElemType grad_type, GradTypeOf(ctx, first_param, *ctx.input(3)));
+  PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   PDIST_ASSIGN_OR_RETURN(MomentumConfig config, MomentumConfigOf(ctx));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef lr, ScalarOf(ctx, 0, "learning_rate"));
-  PDIST_ASSIGN_OR_RETURN(ScalarRef skip, ScalarOf(ctx, 1, "skip_update"));
   std::vector<MomentumTensors> tensors(MergedParameters(ctx));
   for (size_t p = 0; p < tensors.size(); ++p) {
     const size_t at = 2 + 3 * p;
@@ -199,8 +185,8 @@ absl::Status MergedMomentumKernel(KernelContext& ctx) {
                   .param_out = ctx.AllocateOutput(2 * p).raw(), .velocity_out = ctx.AllocateOutput(2 * p + 1).raw(),
                   .n = ctx.input(at)->num_elements()};
   }
-  return CudaStatus(LaunchMergedMomentum(type, grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), lr,
-                                         skip, config, StreamOf(ctx)),
+  return CudaStatus(LaunchMergedMomentum(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()),
+                                         u.lr, u.skip, config, StreamOf(ctx)),
                     "merged_momentum");
 }
 
