@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/ops/merged_updates.h"
 #include "benchmarks/measured_gpt.h"
 #include "calibration/fixed_token_batch.h"
 #include "engine/engine.h"
@@ -67,7 +68,9 @@ absl::StatusOr<RankMemory> Measure(const pdist::ir::Program& model, const std::s
     }
     double update_gradients = 0;
     for (const auto& op : ranks[k]->train_program().block().ops()) {
-      if (op->type() != "adamw" && op->type() != "momentum" && op->type() != "sgd") continue;
+      const bool update = pdist::ir::MergedUpdateOfBase(op->type()) != nullptr ||
+                          pdist::ir::MergedUpdateOfMerged(op->type()) != nullptr;  // merged_* on GPUs
+      if (!update) continue;
       for (const pdist::ir::Value* v : op->operands()) {
         if (v != nullptr && v->role() == pdist::ir::ValueRole::kGradient) update_gradients += static_cast<double>(v->type().num_bytes());
       }

@@ -28,8 +28,18 @@ std::string GroupKey(const ir::Operation& op, const ir::MergedUpdate& m) {
   return key;
 }
 
-// The members of the first mergeable group (two or more updates of one GroupKey), in program
-// order; empty when none is left.
+// New bytes an update makes (its results), all alive at once when it is a merged op's member:
+// the executor installs a merged op's new values, and frees the old ones, only once it has run.
+int64_t NewBytes(const ir::Operation& op) {
+  int64_t bytes = 0;
+  for (const ir::Value* r : op.results()) bytes += r->type().num_bytes();
+  return bytes;
+}
+
+// The members of the first mergeable group, in program order; empty when none is left. Updates
+// of one GroupKey are cut, in program order, into groups of at most kMergedUpdates members whose
+// new bytes stay within kMergedUpdateBytes (a member above it alone stays an update of its own);
+// the first group of two or more is the one whose first member comes first.
 std::vector<size_t> FirstGroup(const ir::Program& program) {
   const auto& ops = program.block().ops();
   std::map<std::string, std::vector<size_t>> by_key;
@@ -37,8 +47,21 @@ std::vector<size_t> FirstGroup(const ir::Program& program) {
     if (const ir::MergedUpdate* m = ir::MergedUpdateOfBase(ops[i]->type())) by_key[GroupKey(*ops[i], *m)].push_back(i);
   }
   std::vector<size_t> first;
-  for (auto& [key, members] : by_key) {
-    if (members.size() >= 2 && (first.empty() || members.front() < first.front())) first = std::move(members);
+  auto offer = [&first](std::vector<size_t>& group) {
+    if (group.size() >= 2 && (first.empty() || group.front() < first.front())) first = group;
+    group.clear();
+  };
+  for (const auto& [key, members] : by_key) {
+    std::vector<size_t> group;
+    int64_t bytes = 0;
+    for (size_t i : members) {
+      const int64_t more = NewBytes(*ops[i]);
+      if (!group.empty() && (group.size() == kMergedUpdates || bytes + more > kMergedUpdateBytes)) offer(group);
+      if (group.empty()) bytes = 0;
+      group.push_back(i);
+      bytes += more;
+    }
+    offer(group);
   }
   return first;
 }

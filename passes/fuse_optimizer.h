@@ -8,7 +8,8 @@
 //   %a1.. = adamw(%w1, %g1, %lr, %m1, %v1, %b1, %c1)    →      %w0, %g0, %m0, %v0, %b0, %c0,
 //                                                              %w1, %g1, %m1, %v1, %b1, %c1)
 //
-// A merged op takes the place of its last member and its members' results. The ops between its
+// Updates of one kind are cut into groups in program order (kMergedUpdates, kMergedUpdateBytes
+// below). A merged op takes the place of its last member and its members' results. The ops between its
 // first and last member that read a member's result (a master weight's cast to bf16, ZeRO's
 // all-gather of an updated shard), directly or through each other, move right after it in their
 // order; every other op keeps its place. Every rank moves the same ops, so collectives keep one
@@ -23,6 +24,14 @@
 #include "ir/program.h"
 
 namespace pdist::passes {
+
+// A merged op's new values are installed (and the old ones freed) once it has run, so its
+// members' results are alive together: a merged op takes at most kMergedUpdates updates (a CUDA
+// launch's worth) whose results hold at most kMergedUpdateBytes — a transient of that size beside
+// the largest single update, where one op per parameter had one update's. Without the bound one
+// merged op for a whole 1.3B model would hold a second copy of its f32 masters and moments.
+inline constexpr size_t kMergedUpdates = 24;
+inline constexpr int64_t kMergedUpdateBytes = int64_t{64} << 20;
 
 struct FuseOptimizerReport {
   int64_t merged_ops = 0;  // merged ops made

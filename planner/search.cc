@@ -50,9 +50,13 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
       if (!fixed.vpp || *fixed.vpp == 1) out.push_back({mode, 1});
       continue;
     }
+    if (fixed.vpp && *fixed.vpp < 2) {
+      skipped.insert(absl::StrCat("vpp ", *fixed.vpp, ": ", passes::ScheduleModeName(mode),
+                                  " interleaves at least 2 model chunks per stage"));
+      continue;
+    }
     // Searched up to kMaxVppDegree; a fixed degree is tried whatever it is.
-    for (int64_t v = 2; v <= (fixed.vpp ? *fixed.vpp : kMaxVppDegree); ++v) {
-      if (fixed.vpp && *fixed.vpp != v) continue;
+    for (int64_t v = fixed.vpp ? *fixed.vpp : 2; v <= (fixed.vpp ? *fixed.vpp : kMaxVppDegree); ++v) {
       if (pp * v > segments) {
         if (fixed.vpp) {
           skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ",

@@ -6,6 +6,7 @@
 // per job); and the programs do merge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "ir/models/gpt.h"
 #include "passes/distributed_programs.h"
 #include "passes/fuse_optimizer.h"
 #include "tests/engine/distributed_test_util.h"
@@ -96,13 +98,15 @@ TEST(FuseOptimizerTest, RankProgramsMergeTheirUpdates) {
     absl::StatusOr<ir::Program> local =
         passes::LocalProgram(programs->train, passes::RankPipeline(1, int64_t{1} << 20, /*fuse_optimizer=*/true), plans);
     ASSERT_TRUE(local.ok()) << local.status();
+    // Each kind's updates in groups of at most kMergedUpdates, in program order: a last group of
+    // one stays an adamw.
     int64_t adamw = 0;
     std::set<ir::DataType> gradient_dtypes;
     for (const auto& op : local->block().ops()) {
       adamw += op->type() == "adamw";
-      if (op->type() == "merged_adamw") EXPECT_TRUE(gradient_dtypes.insert(op->operand(3)->type().dtype).second);
+      if (op->type() == "merged_adamw") gradient_dtypes.insert(op->operand(3)->type().dtype);
     }
-    EXPECT_EQ(adamw, 0);
+    EXPECT_LE(adamw, kinds);
     EXPECT_EQ(static_cast<int>(gradient_dtypes.size()), kinds);
     EXPECT_EQ(local->updates().size(), programs->train.updates().size());
   }
@@ -140,9 +144,44 @@ TEST(FuseOptimizerTest, EachOptimizerHasItsMergedOp) {
                     .ok());
     std::map<std::string, int64_t> count;
     for (const auto& op : program.block().ops()) ++count[op->type()];
-    EXPECT_EQ(count[merged], 1) << merged;
-    EXPECT_EQ(count[passes::OptimizerTypeName(type)], 0) << merged;
+    EXPECT_GE(count[merged], 1) << merged;
+    EXPECT_LE(count[passes::OptimizerTypeName(type)], 1) << merged;  // a last group of one stays
   }
+}
+
+// A merged op's new values are alive together until it has run: each holds at most
+// kMergedUpdates updates and kMergedUpdateBytes of results. A GPT whose MLP weights make 48 MiB
+// of new values each (f32 weight and two moments of 1024 × 4096) cannot put two of them in one
+// op; and more updates than one op takes make several.
+TEST(FuseOptimizerTest, AMergedOpHoldsAtMostABoundedShareOfTheNewValues) {
+  ir::models::GptConfig cfg = testing::SmallConfig<ir::models::GptConfig>(ir::DataType::kFloat32, 12, 2);
+  cfg.hidden = 1024;
+  cfg.heads = 8;
+  absl::StatusOr<ir::Program> program = ir::models::BuildGpt(cfg);
+  ASSERT_TRUE(program.ok()) << program.status();
+  passes::PassContext context;
+  ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({}), *program, context, "training program").ok());
+  int64_t updates = 0, alone = 0, largest = 0;
+  for (const auto& op : program->block().ops()) {
+    if (op->type() != "adamw") continue;
+    ++updates;
+    int64_t bytes = 0;
+    for (const ir::Value* r : op->results()) bytes += r->type().num_bytes();
+    largest = std::max(largest, bytes);
+  }
+  ASSERT_GT(largest, passes::kMergedUpdateBytes / 2);
+  ASSERT_GT(updates, static_cast<int64_t>(passes::kMergedUpdates));
+  const passes::FuseOptimizerReport report = passes::FuseOptimizerUpdates(*program);
+  EXPECT_GE(report.merged_ops, 2);
+  for (const auto& op : program->block().ops()) {
+    alone += op->type() == "adamw";
+    if (op->type() != "merged_adamw") continue;
+    int64_t bytes = 0;
+    for (const ir::Value* r : op->results()) bytes += r->type().num_bytes();
+    EXPECT_LE(bytes, passes::kMergedUpdateBytes);
+    EXPECT_LE(op->num_results() / 5, passes::kMergedUpdates);
+  }
+  EXPECT_EQ(report.updates + alone, updates);
 }
 
 // Updates of different dtypes or hyper-parameters stay apart: one merged op per kind.
