@@ -46,22 +46,21 @@ std::vector<size_t> FirstGroup(const ir::Program& program) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (const ir::MergedUpdate* m = ir::MergedUpdateOfBase(ops[i]->type())) by_key[GroupKey(*ops[i], *m)].push_back(i);
   }
-  std::vector<size_t> first;
-  auto offer = [&first](std::vector<size_t>& group) {
+  std::vector<size_t> first, group;
+  int64_t bytes = 0;  // the new bytes of `group`
+  auto offer = [&] {
     if (group.size() >= 2 && (first.empty() || group.front() < first.front())) first = group;
     group.clear();
+    bytes = 0;
   };
   for (const auto& [key, members] : by_key) {
-    std::vector<size_t> group;
-    int64_t bytes = 0;
     for (size_t i : members) {
       const int64_t more = NewBytes(*ops[i]);
-      if (!group.empty() && (group.size() == kMergedUpdates || bytes + more > kMergedUpdateBytes)) offer(group);
-      if (group.empty()) bytes = 0;
+      if (!group.empty() && (group.size() == kMergedUpdates || bytes + more > kMergedUpdateBytes)) offer();
       group.push_back(i);
       bytes += more;
     }
-    offer(group);
+    offer();
   }
   return first;
 }
@@ -72,7 +71,7 @@ std::vector<size_t> FirstGroup(const ir::Program& program) {
 void MergeGroup(ir::Program& program, const std::vector<size_t>& members) {
   std::vector<std::unique_ptr<ir::Operation>> old = std::move(program.block().mutable_ops());
   program.block().mutable_ops().clear();
-  std::unordered_set<size_t> member(members.begin(), members.end());
+  const std::unordered_set<size_t> is_member(members.begin(), members.end());
   std::unordered_set<const ir::Value*> waits;  // results of members and of moved ops
   std::vector<std::unique_ptr<ir::Operation>> moved;
   for (size_t i = 0; i < old.size(); ++i) {
@@ -80,7 +79,7 @@ void MergeGroup(ir::Program& program, const std::vector<size_t>& members) {
       program.block().Append(std::move(old[i]));
       continue;
     }
-    if (member.count(i)) {
+    if (is_member.count(i)) {
       for (const ir::Value* r : old[i]->results()) waits.insert(r);
       if (i != members.back()) continue;
       const ir::Operation& last = *old[i];

@@ -135,12 +135,9 @@ absl::Status AdamWKernel(KernelContext& ctx) {
 // base op by construction.
 KernelFn MergedKernel(const ir::MergedUpdate& m, KernelFn base) {
   return [&m, base = std::move(base)](KernelContext& ctx) -> absl::Status {
-    const size_t group = m.per_parameter.size();
-    for (size_t p = 0; ir::MergedOperand(m, p, 0) < ctx.num_inputs(); ++p) {
-      std::vector<const Tensor*> inputs(m.skip_update + 1, nullptr);
-      inputs[m.learning_rate] = ctx.input(0);
-      inputs[m.skip_update] = ctx.input(1);
-      for (size_t k = 0; k < group; ++k) inputs[m.per_parameter[k]] = ctx.input(ir::MergedOperand(m, p, k));
+    for (size_t p = 0; p < ir::MergedParameters(m, ctx.num_inputs()); ++p) {
+      std::vector<const Tensor*> inputs =
+          ir::BaseOperands<const Tensor*>(m, p, [&ctx](size_t i) { return ctx.input(i); });
       std::vector<TensorType> types;
       for (size_t r = 0; r < m.results; ++r) types.push_back(ctx.output_type(p * m.results + r));
       std::vector<Tensor> results(m.results);

@@ -131,33 +131,28 @@ absl::Status AdamWKernel(KernelContext& ctx) {
                     "adamw");
 }
 
+// How many parameters a merged op updates (ir/ops/merged_updates.h).
+size_t MergedParameters(const KernelContext& ctx) {
+  return ir::MergedParameters(*ir::MergedUpdateOfMerged(ctx.op().type()), ctx.num_inputs());
+}
+
 // (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
 // beta2_pow) → per parameter adamw's five results, in a launch per 24 parameters.
 absl::Status MergedAdamWKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
-  std::vector<AdamWTensors> tensors;
+  // Every parameter's operands have the first one's dtypes (merged_adamw's shape inference), its
+  // beta powers included.
+  std::vector<AdamWTensors> tensors(MergedParameters(ctx));
   ElemType pow_type = ElemType::kF32;
-  for (size_t at = 2, result = 0; at + 6 <= ctx.num_inputs(); at += 6, result += 5) {
-    ElemType this_pow_type;
-    PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5}, result,
-                                                          &this_pow_type));
-    if (!tensors.empty() && this_pow_type != pow_type) {
-      return absl::InvalidArgumentError(absl::StrCat("merged_adamw: parameter ", tensors.size(),
-                                                     "'s beta powers are of another dtype than parameter 0's"));
-    }
-    pow_type = this_pow_type;
-    tensors.push_back(t);
+  for (size_t p = 0; p < tensors.size(); ++p) {
+    const size_t at = 2 + 6 * p;
+    PDIST_ASSIGN_OR_RETURN(tensors[p],
+                           AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5}, 5 * p, &pow_type));
   }
   return CudaStatus(LaunchMergedAdamW(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
                                       u.skip, pow_type, config, StreamOf(ctx)),
                     "merged_adamw");
-}
-
-// How many parameters a merged op updates (ir/ops/merged_updates.h).
-size_t MergedParameters(const KernelContext& ctx) {
-  const ir::MergedUpdate& m = *ir::MergedUpdateOfMerged(ctx.op().type());
-  return (ctx.num_inputs() - ir::kMergedSharedOperands) / m.per_parameter.size();
 }
 
 // (learning_rate, skip_update?, then per parameter: param, grad) → per parameter param_out.

@@ -38,4 +38,21 @@ inline size_t MergedOperand(const MergedUpdate& m, size_t p, size_t k) {
   return kMergedSharedOperands + p * m.per_parameter.size() + k;
 }
 
+// How many parameters a merged op of `operands` operands updates.
+inline size_t MergedParameters(const MergedUpdate& m, size_t operands) {
+  return operands < kMergedSharedOperands ? 0 : (operands - kMergedSharedOperands) / m.per_parameter.size();
+}
+
+// Parameter p's operands of a merged op — the shared learning rate and skip_update, and its
+// group — laid out as the base op takes them; operand(i) gives the merged op's operand i (its
+// type for shape inference, its tensor for a kernel).
+template <typename T, typename Operand>
+std::vector<T> BaseOperands(const MergedUpdate& m, size_t p, Operand operand) {
+  std::vector<T> base(m.skip_update + 1, nullptr);
+  base[m.learning_rate] = operand(0);
+  base[m.skip_update] = operand(1);
+  for (size_t k = 0; k < m.per_parameter.size(); ++k) base[m.per_parameter[k]] = operand(MergedOperand(m, p, k));
+  return base;
+}
+
 }  // namespace pdist::ir

@@ -83,13 +83,9 @@ absl::StatusOr<std::vector<TensorType>> AdamWMeta(const InputTypes& in, const At
   return std::vector<TensorType>{*in[0], *in[3], *in[4], *in[5], *in[6]};
 }
 
-// Parameter p's operands of a merged op laid out as its base op takes them.
+// Parameter p's operand types of a merged op laid out as its base op takes them.
 InputTypes BaseInputs(const MergedUpdate& m, const InputTypes& in, size_t p) {
-  InputTypes base(m.skip_update + 1, nullptr);
-  base[m.learning_rate] = in[0];
-  base[m.skip_update] = in[1];
-  for (size_t k = 0; k < m.per_parameter.size(); ++k) base[m.per_parameter[k]] = in[MergedOperand(m, p, k)];
-  return base;
+  return BaseOperands<const TensorType*>(m, p, [&in](size_t i) { return in[i]; });
 }
 
 // A merged op's types (ir/ops/merged_updates.h): each parameter's group checked as its base op
@@ -105,7 +101,7 @@ InferMetaFn MergedMeta(const MergedUpdate& m, InferMetaFn base_meta) {
                                                      in.size(), " operands"));
     }
     std::vector<TensorType> out;
-    for (size_t p = 0; p < tensors / group; ++p) {
+    for (size_t p = 0; p < MergedParameters(m, in.size()); ++p) {
       for (size_t k = 0; k < group; ++k) {
         const TensorType* t = in[MergedOperand(m, p, k)];
         const TensorType* first = in[MergedOperand(m, 0, k)];
@@ -137,8 +133,7 @@ absl::Status RegisterMerged(OpRegistry& registry, const MergedUpdate& m) {
       .cost = [m, base_cost = base->cost](const InputTypes& in, const std::vector<TensorType>& out,
                                           const AttributeMap& attrs) {
         OpCost total;
-        const size_t parameters = (in.size() - kMergedSharedOperands) / m.per_parameter.size();
-        for (size_t p = 0; p < parameters; ++p) {
+        for (size_t p = 0; p < MergedParameters(m, in.size()); ++p) {
           const std::vector<TensorType> results(out.begin() + static_cast<std::ptrdiff_t>(p * m.results),
                                                 out.begin() + static_cast<std::ptrdiff_t>((p + 1) * m.results));
           const OpCost one = base_cost(BaseInputs(m, in, p), results, attrs);
