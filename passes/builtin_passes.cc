@@ -79,7 +79,10 @@ class FuseOptimizerPass : public Pass {
   std::string_view name() const override { return "fuse-optimizer"; }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     const FuseOptimizerReport report = FuseOptimizerUpdates(program);
-    context.Explain(name(), absl::StrCat(report.updates, " updates merged into ", report.merged_ops, " merged ops"));
+    context.Explain(name(), absl::StrCat(report.updates, " updates merged into ", report.merged_ops, " merged ops",
+                                         report.roundings > 0 ? absl::StrCat(", ", report.roundings,
+                                                                             " master-weight casts taken in")
+                                                              : ""));
     return report.merged_ops > 0;
   }
 };

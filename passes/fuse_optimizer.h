@@ -8,6 +8,14 @@
 //   %a1.. = adamw(%w1, %g1, %lr, %m1, %v1, %b1, %c1)    →      %w0, %g0, %m0, %v0, %b0, %c0,
 //                                                              %w1, %g1, %m1, %v1, %b1, %c1)
 //
+// Under mixed precision an update's new f32 master weight is read only by its cast to the bf16/f16
+// parameter (passes/optimizer.h); the merged op takes those casts in (`multi_precision`), each
+// parameter's rounded copy one more result, so the master is not read back from memory by a
+// launch of its own (Paddle's multi_precision merged_adam):
+//
+//   %a0.. = adamw(%w0.master, %g0_bf16, ...)           %a0.., %w0', %a1.., %w1' = merged_adamw(...)
+//   %w0' = cast(%a0) {dtype = bf16}                →                               {multi_precision = true}
+//
 // Updates of one kind are cut into groups in program order (kMergedUpdates, kMergedUpdateBytes
 // below). A merged op takes the place of its last member and its members' results. The ops between its
 // first and last member that read a member's result (a master weight's cast to bf16, ZeRO's
@@ -36,6 +44,7 @@ inline constexpr int64_t kMergedUpdateBytes = int64_t{64} << 20;
 struct FuseOptimizerReport {
   int64_t merged_ops = 0;  // merged ops made
   int64_t updates = 0;     // sgd / momentum / adamw ops they replaced
+  int64_t roundings = 0;   // master-weight casts they took in (multi_precision)
 };
 
 FuseOptimizerReport FuseOptimizerUpdates(ir::Program& program);

@@ -131,21 +131,27 @@ absl::Status AdamWKernel(KernelContext& ctx) {
 }
 
 // merged_sgd / merged_momentum / merged_adamw (ir/ops/merged_updates.h): `base` run on each
-// parameter's operands in its own layout, its results those parameter's — the numbers of the
-// base op by construction.
+// parameter's operands in its own layout, its results those parameter's, and under
+// multi_precision the new master rounded as the cast kernel rounds it — the numbers of the base
+// op and the cast by construction.
 KernelFn MergedKernel(const ir::MergedUpdate& m, KernelFn base) {
   return [&m, base = std::move(base)](KernelContext& ctx) -> absl::Status {
+    const size_t per_parameter = ir::MergedResults(m, ctx.attrs());
     for (size_t p = 0; p < ir::MergedParameters(m, ctx.num_inputs()); ++p) {
+      const size_t first = p * per_parameter;
       std::vector<const Tensor*> inputs =
           ir::BaseOperands<const Tensor*>(m, p, [&ctx](size_t i) { return ctx.input(i); });
       std::vector<TensorType> types;
-      for (size_t r = 0; r < m.results; ++r) types.push_back(ctx.output_type(p * m.results + r));
+      for (size_t r = 0; r < m.results; ++r) types.push_back(ctx.output_type(first + r));
       std::vector<Tensor> results(m.results);
       KernelContext one(ctx.op(), std::move(inputs), &results);
       one.OverrideOutputTypes(std::move(types));
       one.set_placement(ctx.allocator(), ctx.stream());
       PDIST_RETURN_IF_ERROR(base(one));
-      for (size_t r = 0; r < m.results; ++r) ctx.SetOutput(p * m.results + r, std::move(results[r]));
+      if (per_parameter > m.results) {
+        ctx.SetOutput(first + m.results, CastTensor(results[0], ctx.output_type(first + m.results).dtype));
+      }
+      for (size_t r = 0; r < m.results; ++r) ctx.SetOutput(first + r, std::move(results[r]));
     }
     return absl::OkStatus();
   };

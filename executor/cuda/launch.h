@@ -250,12 +250,14 @@ struct AdamWTensors {
   void* moment2_out = nullptr;
   void* beta1_pow_out = nullptr;
   void* beta2_pow_out = nullptr;
+  void* rounded_out = nullptr;  // multi_precision: param_out rounded to the gradient's type, or null
   int64_t n = 0;
 };
 // The merged updates (merged_sgd, merged_momentum, merged_adamw): the base update on each of
 // `count` parameters of one storage and one gradient type, a launch per kMergedUpdateTensors of
 // them (their addresses travel as kernel arguments, no copy to the device first); every
-// parameter updated exactly as the single-parameter launch updates it.
+// parameter updated exactly as the single-parameter launch updates it, and its rounded_out (when
+// set: an f32 master with a bf16/f16 gradient) written as LaunchCast rounds param_out.
 inline constexpr int kMergedUpdateTensors = 24;
 cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
                               ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
@@ -264,6 +266,7 @@ struct SgdTensors {
   const void* param = nullptr;
   const void* grad = nullptr;
   void* param_out = nullptr;
+  void* rounded_out = nullptr;  // multi_precision: param_out rounded to the gradient's type, or null
   int64_t n = 0;
 };
 cudaError_t LaunchMergedSgd(ElemType type, ElemType grad_type, const SgdTensors* tensors, int64_t count,
@@ -286,6 +289,7 @@ struct MomentumTensors {
   const void* velocity = nullptr;
   void* param_out = nullptr;
   void* velocity_out = nullptr;
+  void* rounded_out = nullptr;  // multi_precision: param_out rounded to the gradient's type, or null
   int64_t n = 0;
 };
 cudaError_t LaunchMergedMomentum(ElemType type, ElemType grad_type, const MomentumTensors* tensors, int64_t count,

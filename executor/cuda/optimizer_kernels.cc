@@ -131,13 +131,24 @@ absl::Status AdamWKernel(KernelContext& ctx) {
                     "adamw");
 }
 
-// How many parameters a merged op updates (ir/ops/merged_updates.h).
+// How many parameters a merged op updates, and its results per parameter (ir/ops/merged_updates.h).
 size_t MergedParameters(const KernelContext& ctx) {
   return ir::MergedParameters(*ir::MergedUpdateOfMerged(ctx.op().type()), ctx.num_inputs());
 }
+size_t MergedResults(const KernelContext& ctx) {
+  return ir::MergedResults(*ir::MergedUpdateOfMerged(ctx.op().type()), ctx.attrs());
+}
+
+// Parameter p's rounded copy under multi_precision (its last result, allocated here), or null.
+void* RoundedOut(KernelContext& ctx, size_t p) {
+  const ir::MergedUpdate& m = *ir::MergedUpdateOfMerged(ctx.op().type());
+  const size_t per_parameter = ir::MergedResults(m, ctx.attrs());
+  return per_parameter > m.results ? ctx.AllocateOutput(p * per_parameter + m.results).raw() : nullptr;
+}
 
 // (learning_rate, skip_update?, then per parameter: param, grad, moment1, moment2, beta1_pow,
-// beta2_pow) → per parameter adamw's five results, in a launch per 24 parameters.
+// beta2_pow) → per parameter adamw's five results (and the rounded copy under multi_precision),
+// in a launch per 24 parameters.
 absl::Status MergedAdamWKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
@@ -147,21 +158,24 @@ absl::Status MergedAdamWKernel(KernelContext& ctx) {
   ElemType pow_type = ElemType::kF32;
   for (size_t p = 0; p < tensors.size(); ++p) {
     const size_t at = 2 + 6 * p;
-    PDIST_ASSIGN_OR_RETURN(tensors[p],
-                           AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5}, 5 * p, &pow_type));
+    PDIST_ASSIGN_OR_RETURN(tensors[p], AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5},
+                                                      MergedResults(ctx) * p, &pow_type));
+    tensors[p].rounded_out = RoundedOut(ctx, p);
   }
   return CudaStatus(LaunchMergedAdamW(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
                                       u.skip, pow_type, config, StreamOf(ctx)),
                     "merged_adamw");
 }
 
-// (learning_rate, skip_update?, then per parameter: param, grad) → per parameter param_out.
+// (learning_rate, skip_update?, then per parameter: param, grad) → per parameter param_out (and
+// the rounded copy under multi_precision).
 absl::Status MergedSgdKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   std::vector<SgdTensors> tensors(MergedParameters(ctx));
   for (size_t p = 0; p < tensors.size(); ++p) {
     tensors[p] = {.param = ctx.input(2 + 2 * p)->raw(), .grad = ctx.input(3 + 2 * p)->raw(),
-                  .param_out = ctx.AllocateOutput(p).raw(), .n = ctx.input(2 + 2 * p)->num_elements()};
+                  .param_out = ctx.AllocateOutput(MergedResults(ctx) * p).raw(), .rounded_out = RoundedOut(ctx, p),
+                  .n = ctx.input(2 + 2 * p)->num_elements()};
   }
   return CudaStatus(LaunchMergedSgd(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
                                     u.skip, StreamOf(ctx)),
@@ -169,16 +183,16 @@ absl::Status MergedSgdKernel(KernelContext& ctx) {
 }
 
 // (learning_rate, skip_update?, then per parameter: param, grad, velocity) → per parameter
-// param_out, velocity_out.
+// param_out, velocity_out (and the rounded copy under multi_precision).
 absl::Status MergedMomentumKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 2, 3, 0, 1));
   PDIST_ASSIGN_OR_RETURN(MomentumConfig config, MomentumConfigOf(ctx));
   std::vector<MomentumTensors> tensors(MergedParameters(ctx));
   for (size_t p = 0; p < tensors.size(); ++p) {
-    const size_t at = 2 + 3 * p;
+    const size_t at = 2 + 3 * p, first = MergedResults(ctx) * p;
     tensors[p] = {.param = ctx.input(at)->raw(), .grad = ctx.input(at + 1)->raw(), .velocity = ctx.input(at + 2)->raw(),
-                  .param_out = ctx.AllocateOutput(2 * p).raw(), .velocity_out = ctx.AllocateOutput(2 * p + 1).raw(),
-                  .n = ctx.input(at)->num_elements()};
+                  .param_out = ctx.AllocateOutput(first).raw(), .velocity_out = ctx.AllocateOutput(first + 1).raw(),
+                  .rounded_out = RoundedOut(ctx, p), .n = ctx.input(at)->num_elements()};
   }
   return CudaStatus(LaunchMergedMomentum(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()),
                                          u.lr, u.skip, config, StreamOf(ctx)),

@@ -28,24 +28,31 @@ __device__ AdamWStep AdamWStepOf(ScalarRef lr_ref, ScalarRef beta1_pow_ref, Scal
   return s;
 }
 
-// Element i of one parameter's update (or its copy, for a skipped step).
+// Element i of one parameter's update (or its copy, for a skipped step); the new parameter
+// element as stored.
 template <typename S, typename G>
-__device__ void AdamWElement(const S* param, const G* grad, const S* m1_in, const S* m2_in, S* param_out, S* m1_out,
-                             S* m2_out, int64_t i, const AdamWStep& s, const AdamWConfig& cfg) {
+__device__ S AdamWElement(const S* param, const G* grad, const S* m1_in, const S* m2_in, S* param_out, S* m1_out,
+                          S* m2_out, int64_t i, const AdamWStep& s, const AdamWConfig& cfg) {
   using C = typename Compute<S>::type;
   if (s.skip) {
-    param_out[i] = param[i];
     m1_out[i] = m1_in[i];
     m2_out[i] = m2_in[i];
-    return;
+    return param_out[i] = param[i];
   }
   const C g = static_cast<C>(Load(grad, i));
   const C m1 = static_cast<C>(cfg.beta1) * Load(m1_in, i) + static_cast<C>(1 - cfg.beta1) * g;
   const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * g * g;
   Store(m1_out, i, m1);
   Store(m2_out, i, m2);
-  Store(param_out, i,
-        static_cast<C>(s.decay) * Load(param, i) - static_cast<C>(s.lr_t) * m1 / (math::scalar::Sqrt(m2) + static_cast<C>(s.eps_t)));
+  return param_out[i] = static_cast<S>(static_cast<C>(s.decay) * Load(param, i) -
+                                       static_cast<C>(s.lr_t) * m1 / (math::scalar::Sqrt(m2) + static_cast<C>(s.eps_t)));
+}
+
+// multi_precision's rounded copy of a new master element: the cast kernel's conversion (an f32
+// master, a bf16/f16 gradient type G; LaunchCast's FromDouble of an f32 value is this cast).
+template <typename S, typename G>
+__device__ void StoreRounded(void* rounded_out, int64_t i, S value) {
+  if (rounded_out != nullptr) static_cast<G*>(rounded_out)[i] = static_cast<G>(value);
 }
 
 // The beta powers after the step (unchanged by a skipped one).
@@ -65,16 +72,13 @@ __global__ void AdamWKernel(const S* param, const G* grad, ScalarRef lr_ref, con
   if (blockIdx.x == 0 && threadIdx.x == 0) WriteBetaPowers(beta1_pow_out, beta2_pow_out, pow_type, s, cfg);
 }
 
-// sgd's element i (or its copy, for a skipped step).
+// sgd's element i (or its copy, for a skipped step); the new parameter element as stored.
 template <typename S, typename G>
-__device__ void SgdElement(const S* param, const G* grad, S* param_out, int64_t i, bool skip,
-                           typename Compute<S>::type lr) {
+__device__ S SgdElement(const S* param, const G* grad, S* param_out, int64_t i, bool skip,
+                        typename Compute<S>::type lr) {
   using C = typename Compute<S>::type;
-  if (skip) {
-    param_out[i] = param[i];
-    return;
-  }
-  Store(param_out, i, Load(param, i) - lr * static_cast<C>(Load(grad, i)));
+  if (skip) return param_out[i] = param[i];
+  return param_out[i] = static_cast<S>(Load(param, i) - lr * static_cast<C>(Load(grad, i)));
 }
 
 template <typename S, typename G>
@@ -85,22 +89,21 @@ __global__ void SgdKernel(const S* param, const G* grad, ScalarRef lr_ref, Scala
   PDIST_GRID_STRIDE_LOOP(i, n) { SgdElement(param, grad, param_out, i, skip, lr); }
 }
 
-// momentum's element i (or its copy, for a skipped step).
+// momentum's element i (or its copy, for a skipped step); the new parameter element as stored.
 template <typename S, typename G>
-__device__ void MomentumElement(const S* param, const G* grad, const S* velocity, S* param_out, S* velocity_out,
-                                int64_t i, bool skip, typename Compute<S>::type lr, const MomentumConfig& cfg) {
+__device__ S MomentumElement(const S* param, const G* grad, const S* velocity, S* param_out, S* velocity_out,
+                             int64_t i, bool skip, typename Compute<S>::type lr, const MomentumConfig& cfg) {
   using C = typename Compute<S>::type;
   if (skip) {
-    param_out[i] = param[i];
     velocity_out[i] = velocity[i];
-    return;
+    return param_out[i] = param[i];
   }
   const C mu = static_cast<C>(cfg.mu), coeff = static_cast<C>(cfg.regularization_coeff);
   const C p = Load(param, i);
   const C g = static_cast<C>(Load(grad, i)) + coeff * p;
   const C v = mu * Load(velocity, i) + g;
   Store(velocity_out, i, v);
-  Store(param_out, i, cfg.nesterov ? p - lr * (g + mu * v) : p - lr * v);
+  return param_out[i] = static_cast<S>(cfg.nesterov ? p - lr * (g + mu * v) : p - lr * v);
 }
 
 template <typename S, typename G>
@@ -164,9 +167,11 @@ __global__ void MergedAdamWKernel(const __grid_constant__ MergedBatch<AdamWTenso
   const AdamWTensors& p = batch.tensors[share.tensor];
   const AdamWStep s = AdamWStepOf(lr_ref, p.beta1_pow, p.beta2_pow, skip_ref, cfg);
   for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
-    AdamWElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.moment1),
-                 static_cast<const S*>(p.moment2), static_cast<S*>(p.param_out), static_cast<S*>(p.moment1_out),
-                 static_cast<S*>(p.moment2_out), i, s, cfg);
+    const S updated = AdamWElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad),
+                                   static_cast<const S*>(p.moment1), static_cast<const S*>(p.moment2),
+                                   static_cast<S*>(p.param_out), static_cast<S*>(p.moment1_out),
+                                   static_cast<S*>(p.moment2_out), i, s, cfg);
+    StoreRounded<S, G>(p.rounded_out, i, updated);
   }
   if (share.begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_type, s, cfg);
 }
@@ -179,7 +184,9 @@ __global__ void MergedSgdKernel(const __grid_constant__ MergedBatch<SgdTensors> 
   const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
   const auto lr = static_cast<typename Compute<S>::type>(ReadScalar(lr_ref));
   for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
-    SgdElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<S*>(p.param_out), i, skip, lr);
+    const S updated =
+        SgdElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<S*>(p.param_out), i, skip, lr);
+    StoreRounded<S, G>(p.rounded_out, i, updated);
   }
 }
 
@@ -191,8 +198,10 @@ __global__ void MergedMomentumKernel(const __grid_constant__ MergedBatch<Momentu
   const bool skip = skip_ref.data != nullptr && ReadScalar(skip_ref) > 0;
   const auto lr = static_cast<typename Compute<S>::type>(ReadScalar(lr_ref));
   for (int64_t i = share.begin + threadIdx.x; i < share.end; i += kThreads) {
-    MomentumElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad), static_cast<const S*>(p.velocity),
-                    static_cast<S*>(p.param_out), static_cast<S*>(p.velocity_out), i, skip, lr, cfg);
+    const S updated = MomentumElement(static_cast<const S*>(p.param), static_cast<const G*>(p.grad),
+                                      static_cast<const S*>(p.velocity), static_cast<S*>(p.param_out),
+                                      static_cast<S*>(p.velocity_out), i, skip, lr, cfg);
+    StoreRounded<S, G>(p.rounded_out, i, updated);
   }
 }
 

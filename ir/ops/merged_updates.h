@@ -6,6 +6,13 @@
 //
 //   merged_adamw(%lr, none, %w0, %g0, %m0, %v0, %b0, %c0, %w1, %g1, ...)  → %w0', %m0', %v0', %b0', %c0', %w1', ...
 //
+// With `multi_precision = true` (Paddle's attribute of the same name) every parameter is an f32
+// master weight updated from a bf16/f16 gradient, and brings one more result after its base
+// results: its new master rounded to the gradient's dtype — the low-precision parameter that a
+// separate `cast` would otherwise make, reading the master back from memory in a launch of its own:
+//
+//   merged_adamw(%lr, none, %w0, %g0, ...) {multi_precision = true}  → %w0', %m0', %v0', %b0', %c0', %w0_bf16', %w1', ...
+//
 // The table below is what the ops' registration (ir/ops/optimizer.cc), the fuse-optimizer pass
 // and the kernels read the layout from.
 #pragma once
@@ -14,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/attribute.h"
+
 namespace pdist::ir {
 
 struct MergedUpdate {
@@ -21,6 +30,7 @@ struct MergedUpdate {
   std::string merged;                  // "merged_adamw"
   size_t learning_rate;                // the base op's operand index of the learning rate
   size_t skip_update;                  // and of its optional skip_update (the last operand)
+  size_t grad;                         // and of the gradient (the parameter is operand 0)
   std::vector<size_t> per_parameter;   // the base operands each parameter brings, in merged order
   size_t results;                      // the base op's results, per parameter
 };
@@ -36,6 +46,20 @@ const MergedUpdate* MergedUpdateOfMerged(const std::string& type);
 // Operand `k` of parameter `p`'s group in a merged op.
 inline size_t MergedOperand(const MergedUpdate& m, size_t p, size_t k) {
   return kMergedSharedOperands + p * m.per_parameter.size() + k;
+}
+
+// The merged ops' attribute that adds each parameter's rounded copy (above).
+inline constexpr char kMultiPrecision[] = "multi_precision";
+
+// Whether a merged op's attributes ask for the rounded copies (absent: no).
+inline bool IsMultiPrecision(const AttributeMap& attrs) {
+  auto it = attrs.find(kMultiPrecision);
+  return it != attrs.end() && std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+// A merged op's results per parameter: the base op's, and the rounded copy under multi_precision.
+inline size_t MergedResults(const MergedUpdate& m, const AttributeMap& attrs) {
+  return m.results + (IsMultiPrecision(attrs) ? 1 : 0);
 }
 
 // How many parameters a merged op of `operands` operands updates.

@@ -9,9 +9,10 @@
 // velocity, learning_rate; adamw_: param, grad, learning_rate, moment1, moment2, beta1_pow,
 // beta2_pow), each followed by an optional skip_update: a scalar that, when > 0, makes every
 // result equal its operand (a step skipped after a gradient overflow under dynamic loss scaling;
-// Paddle's adamw has the same input). Paddle's master_param / multi_precision inputs are not
-// needed: the optimizer pass runs the update on an f32 master weight as the param and casts the
-// result back (passes/optimizer.h). amsgrad is not supported.
+// Paddle's adamw has the same input). Paddle's master_param input is not needed: the optimizer
+// pass runs the update on an f32 master weight as the param and casts the result back
+// (passes/optimizer.h); the merged forms fold that cast in (`multi_precision`,
+// ir/ops/merged_updates.h). amsgrad is not supported.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -111,34 +112,49 @@ InferMetaFn MergedMeta(const MergedUpdate& m, InferMetaFn base_meta) {
                                                          DataTypeName(first->dtype), "; merge only like updates"));
         }
       }
-      absl::StatusOr<std::vector<TensorType>> results = base_meta(BaseInputs(m, in, p), attrs);
+      const InputTypes base = BaseInputs(m, in, p);
+      absl::StatusOr<std::vector<TensorType>> results = base_meta(base, attrs);
       if (!results.ok()) return WithContext(results.status(), absl::StrCat(m.merged, ", parameter ", p));
       out.insert(out.end(), results->begin(), results->end());
+      if (IsMultiPrecision(attrs)) {
+        const TensorType& param = *base[0];
+        const TensorType& grad = *base[m.grad];
+        if (param.dtype != DataType::kFloat32 || !IsLowPrecisionFloat(grad.dtype)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              m.merged, ", parameter ", p, ": multi_precision updates an f32 master weight from a bf16/f16 gradient; got ",
+              param.ToString(), " and gradient ", grad.ToString(), " (leave multi_precision false)"));
+        }
+        out.push_back(TensorType{param.shape, grad.dtype});  // the master rounded to the gradient's dtype
+      }
     }
     return out;
   };
 }
 
-// The merged form of a registered base op: its attributes; its cost the base's summed over the
-// parameters.
+// The merged form of a registered base op: its attributes and multi_precision; its cost the
+// base's summed over the parameters, plus the rounded copies' writes.
 absl::Status RegisterMerged(OpRegistry& registry, const MergedUpdate& m) {
   const OpDef* base = registry.Find(m.base);
   if (base == nullptr) return absl::FailedPreconditionError(absl::StrCat(m.merged, " needs ", m.base, " registered first"));
+  std::vector<AttrSpec> attrs = base->attrs;
+  attrs.push_back({kMultiPrecision, false});
   OpDef merged{
       .name = m.merged,
       .inputs = {{"learning_rate"}, {.name = "skip_update", .optional = true}, {.name = "params_and_states", .variadic = true}},
       .outputs = {{.name = "params_and_states_out", .variadic = true}},
-      .attrs = base->attrs,
+      .attrs = std::move(attrs),
       .infer_meta = MergedMeta(m, base->infer_meta),
       .cost = [m, base_cost = base->cost](const InputTypes& in, const std::vector<TensorType>& out,
                                           const AttributeMap& attrs) {
         OpCost total;
+        const size_t per_parameter = MergedResults(m, attrs);
         for (size_t p = 0; p < MergedParameters(m, in.size()); ++p) {
-          const std::vector<TensorType> results(out.begin() + static_cast<std::ptrdiff_t>(p * m.results),
-                                                out.begin() + static_cast<std::ptrdiff_t>((p + 1) * m.results));
+          const auto first = out.begin() + static_cast<std::ptrdiff_t>(p * per_parameter);
+          const std::vector<TensorType> results(first, first + static_cast<std::ptrdiff_t>(m.results));
           const OpCost one = base_cost(BaseInputs(m, in, p), results, attrs);
           total.flops += one.flops;
           total.bytes += one.bytes;
+          if (per_parameter > m.results) total.bytes += static_cast<double>(out[p * per_parameter + m.results].num_bytes());
         }
         return total;
       },

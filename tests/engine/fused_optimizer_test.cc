@@ -1,7 +1,7 @@
 // Multi-tensor updates (passes/fuse_optimizer.h) are the same computation: with fuse_optimizer
 // on, every strategy trains bit for bit as with one update per parameter — losses, parameters
 // and optimizer states — with adamw, sgd and momentum (nesterov), in f32 and f64, under bf16 o2
-// (masters cast after the merged update), f16 with skipped steps (skip_update shared by every
+// (the masters' casts taken into the merged update: multi_precision), f16 with skipped steps (skip_update shared by every
 // group), ZeRO 1/2/3 (all-gathers of updated shards moved after it) and pipelines (one merged op
 // per job); and the programs do merge.
 #include <gtest/gtest.h>
@@ -14,7 +14,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "ir/builder.h"
 #include "ir/models/gpt.h"
+#include "ir/ops/merged_updates.h"
 #include "passes/distributed_programs.h"
 #include "passes/fuse_optimizer.h"
 #include "tests/engine/distributed_test_util.h"
@@ -74,6 +76,12 @@ INSTANTIATE_TEST_SUITE_P(
              passes::OptimizerType::kSgd},
         Case{"momentum_bf16_o2", Json(R"("amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"),
              ir::DataType::kFloat32, passes::OptimizerType::kMomentum},
+        Case{"bf16_o2_dp2_zero2",
+             Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 2}, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"),
+             ir::DataType::kFloat32},
+        Case{"sgd_bf16_o2_dp2_zero1",
+             Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 1}, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"),
+             ir::DataType::kFloat32, passes::OptimizerType::kSgd},
         Case{"momentum_mp2", Json(R"("mp_degree": 2)"), ir::DataType::kFloat64, passes::OptimizerType::kMomentum},
         Case{"pp2_1f1b_dp2",
              Json(R"("dp_degree": 2, "pp_degree": 2, "pipeline": {"enable": true, "schedule_mode": "1F1B", "accumulate_steps": 2})"),
@@ -182,6 +190,67 @@ TEST(FuseOptimizerTest, AMergedOpHoldsAtMostABoundedShareOfTheNewValues) {
     EXPECT_LE(op->num_results() / 5, passes::kMergedUpdates);
   }
   EXPECT_EQ(report.updates + alone, updates);
+}
+
+// Under bf16 o2 the merged updates of the f32 masters take in their casts to bf16: no cast of a
+// new master is left beside a merged op, each such op is multi_precision with one more result per
+// parameter, and those results are the bf16 parameters' new values (on ZeRO-2's shards too, whose
+// all-gathers read them, after the merged op).
+TEST(FuseOptimizerTest, MergedUpdatesTakeInTheMasterWeightCasts) {
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+  absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(Json(
+      R"("dp_degree": 2, "sharding": {"enable": true, "stage": 2}, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"));
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
+  ASSERT_TRUE(programs.ok()) << programs.status();
+  passes::ReshardPlanCache plans;
+  absl::StatusOr<ir::Program> local =
+      passes::LocalProgram(programs->train, passes::RankPipeline(0, int64_t{1} << 20, /*fuse_optimizer=*/true), plans);
+  ASSERT_TRUE(local.ok()) << local.status();
+  const ir::MergedUpdate& adamw = *ir::MergedUpdateOfMerged("merged_adamw");
+  std::set<const ir::Value*> copies, gathered;
+  for (const auto& op : local->block().ops()) {
+    if (op->type() == "cast") {
+      const ir::Operation* producer = op->operand(0)->producer();
+      EXPECT_FALSE(producer != nullptr && producer->type() == "merged_adamw") << op->Describe();
+    }
+    if (op->type() == "c_allgather" && copies.count(op->operand(0))) gathered.insert(op->operand(0));
+    if (op->type() != "merged_adamw" || op->operand(3)->type().dtype != ir::DataType::kBFloat16) continue;
+    EXPECT_TRUE(ir::IsMultiPrecision(op->attrs())) << op->Describe();
+    const size_t members = ir::MergedParameters(adamw, op->num_operands());
+    ASSERT_EQ(op->num_results(), 6 * members);
+    for (size_t p = 0; p < members; ++p) {
+      const ir::Value* copy = op->result(6 * p + 5);
+      EXPECT_EQ(copy->type(), (ir::TensorType{op->operand(ir::MergedOperand(adamw, p, 0))->type().shape,
+                                              ir::DataType::kBFloat16}));
+      copies.insert(copy);
+    }
+  }
+  // ZeRO-2 shards every matrix over dp 2: each rounded shard is gathered into its parameter.
+  EXPECT_GE(copies.size(), 8u);
+  EXPECT_EQ(gathered.size(), copies.size());
+}
+
+// multi_precision is for an f32 master weight with a bf16/f16 gradient; anything else is named.
+TEST(FuseOptimizerTest, MultiPrecisionNeedsAnF32MasterAndALowPrecisionGradient) {
+  ir::Program p;
+  ir::Builder b(&p);
+  const ir::TensorType scalar{{}, ir::DataType::kFloat32};
+  ir::Value* lr = b.Data("lr", scalar);
+  ir::Value* w = b.Data("w", {{4, 3}, ir::DataType::kFloat32});
+  ir::Value* g32 = b.Data("g32", {{4, 3}, ir::DataType::kFloat32});
+  ir::Value* g16 = b.Data("g16", {{4, 3}, ir::DataType::kBFloat16});
+  absl::StatusOr<std::vector<ir::Value*>> mixed =
+      b.Create("merged_sgd", {lr, nullptr, w, g16, w, g16}, {{ir::kMultiPrecision, true}});
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  ASSERT_EQ(mixed->size(), 4u);
+  EXPECT_EQ((*mixed)[1]->type(), (ir::TensorType{{4, 3}, ir::DataType::kBFloat16}));
+  absl::StatusOr<std::vector<ir::Value*>> plain =
+      b.Create("merged_sgd", {lr, nullptr, w, g32}, {{ir::kMultiPrecision, true}});
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("multi_precision updates an f32 master weight"), std::string::npos)
+      << plain.status();
+  EXPECT_NE(plain.status().message().find("parameter 0"), std::string::npos) << plain.status();
 }
 
 // Updates of different dtypes or hyper-parameters stay apart: one merged op per kind.

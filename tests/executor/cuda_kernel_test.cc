@@ -26,6 +26,7 @@
 #include "ir/builder.h"
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
+#include "ir/ops/merged_updates.h"
 #include "ir/status.h"
 #include "passes/distributed_programs.h"
 #include "passes/optimizer.h"
@@ -645,11 +646,24 @@ TEST_F(CudaKernelTest, AdamWStepsAndSkipsAsTheCpu) {
   }
 }
 
+// The multi_precision settings a merged update of these dtypes takes: false, and true for an f32
+// master weight with a bf16/f16 gradient (each parameter's new master also rounded to it).
+// With each, skip_update 0 and 1.
+std::vector<std::pair<double, bool>> SkipAndMultiPrecision(DataType dtype, DataType grad_dtype) {
+  std::vector<std::pair<double, bool>> settings;
+  const bool mixed = dtype == DataType::kFloat32 && ir::IsLowPrecisionFloat(grad_dtype);
+  for (bool multi_precision : mixed ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    for (double skip : {0.0, 1.0}) settings.push_back({skip, multi_precision});
+  }
+  return settings;
+}
+
 // merged_adamw over 30 parameters (two launches of up to 24), one of them empty and one of
-// several blocks, each with beta powers of its own: every parameter as the CPU updates it.
+// several blocks, each with beta powers of its own: every parameter as the CPU updates it (and
+// under multi_precision its rounded copy as the CPU's cast rounds it).
 TEST_F(CudaKernelTest, MergedAdamWUpdatesEachParameterAsTheCpu) {
   for (const auto& [dtype, grad_dtype] : kUpdateTypes) {
-    for (double skip : {0.0, 1.0}) {
+    for (const auto& [skip, multi_precision] : SkipAndMultiPrecision(dtype, grad_dtype)) {
       ir::Program p;
       ir::Builder b(&p);
       const ir::TensorType scalar{{}, DataType::kFloat32};
@@ -673,10 +687,13 @@ TEST_F(CudaKernelTest, MergedAdamWUpdatesEachParameterAsTheCpu) {
           feeds[pow + n] = Tensor::Scalar(DataType::kFloat32, std::string(pow) == "beta1_pow" ? 0.9 - 0.01 * i : 0.95 - 0.01 * i);
         }
       }
-      ASSERT_TRUE(b.Create("merged_adamw", operands, {{"beta1", 0.9}, {"beta2", 0.95}, {"epsilon", 1e-8}, {"coeff", 0.1}}).ok());
+      ASSERT_TRUE(b.Create("merged_adamw", operands,
+                           {{"beta1", 0.9}, {"beta2", 0.95}, {"epsilon", 1e-8}, {"coeff", 0.1},
+                            {ir::kMultiPrecision, multi_precision}})
+                      .ok());
       ExpectSameOnGpu(p, feeds,
                       absl::StrCat("merged_adamw ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
-                                   skip > 0 ? " skipped" : ""));
+                                   skip > 0 ? " skipped" : "", multi_precision ? " multi_precision" : ""));
     }
   }
 }
@@ -684,7 +701,7 @@ TEST_F(CudaKernelTest, MergedAdamWUpdatesEachParameterAsTheCpu) {
 // merged_sgd and merged_momentum (nesterov) over 30 parameters, likewise.
 TEST_F(CudaKernelTest, MergedSgdAndMomentumUpdateEachParameterAsTheCpu) {
   for (const auto& [dtype, grad_dtype] : kUpdateTypes) {
-    for (double skip : {0.0, 1.0}) {
+    for (const auto& [skip, multi_precision] : SkipAndMultiPrecision(dtype, grad_dtype)) {
       for (const std::string op : {"merged_sgd", "merged_momentum"}) {
         ir::Program p;
         ir::Builder b(&p);
@@ -704,13 +721,14 @@ TEST_F(CudaKernelTest, MergedSgdAndMomentumUpdateEachParameterAsTheCpu) {
             feeds[name] = Random(t, seed, -scale, scale);
           }
         }
-        const ir::AttributeMap attrs = op == "merged_sgd" ? ir::AttributeMap{}
-                                                          : ir::AttributeMap{{"mu", 0.9}, {"use_nesterov", true},
-                                                                             {"regularization_coeff", 0.01}};
+        ir::AttributeMap attrs = op == "merged_sgd" ? ir::AttributeMap{}
+                                                    : ir::AttributeMap{{"mu", 0.9}, {"use_nesterov", true},
+                                                                       {"regularization_coeff", 0.01}};
+        attrs[ir::kMultiPrecision] = multi_precision;
         ASSERT_TRUE(b.Create(op, operands, attrs).ok());
         ExpectSameOnGpu(p, feeds,
                         absl::StrCat(op, " ", ir::DataTypeName(dtype), " grad ", ir::DataTypeName(grad_dtype),
-                                     skip > 0 ? " skipped" : ""));
+                                     skip > 0 ? " skipped" : "", multi_precision ? " multi_precision" : ""));
       }
     }
   }
