@@ -29,16 +29,18 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
-// Multi-tensor updates where a launch costs something (a GPU), unless the options say.
-bool FusesOptimizer(const EngineOptions& o, const exec::Device& device) {
-  return o.fuse_optimizer.value_or(device.type == exec::DeviceType::kCUDA);
+// The kernel fusions, where a launch and a pass over memory cost something (a GPU), unless the
+// options say.
+passes::KernelFusions FusionsFor(const EngineOptions& o, const exec::Device& device) {
+  const bool gpu = device.type == exec::DeviceType::kCUDA;
+  return {.optimizer = o.fuse_optimizer.value_or(gpu), .gemm_epilogue = o.fuse_gemm_epilogue.value_or(gpu)};
 }
 
 RunnerOptions RunnerOptionsOf(const EngineOptions& o, const exec::Device& device) {
   return {.device = device,
           .profile = o.profile, .overlap_communication = o.overlap_communication,
           .gradient_bucket_bytes = o.gradient_bucket_bytes,
-          .fuse_optimizer = FusesOptimizer(o, device), .timeline = !o.timeline_dir.empty()};
+          .fusions = FusionsFor(o, device), .timeline = !o.timeline_dir.empty()};
 }
 
 }  // namespace
@@ -89,7 +91,7 @@ absl::Status Engine::PrepareSingleRank() {
   train_ = forward_.Clone();
   passes::PassContext context;
   PDIST_RETURN_IF_ERROR(
-      passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer, FusesOptimizer(options_, device_)), train_,
+      passes::RunPipeline(passes::SingleRankPipeline(options_.optimizer, FusionsFor(options_, device_)), train_,
                           context, "training program"));
   passes::ReshardPlanCache plans;
   ir::Program eval = forward_.Clone();

@@ -61,6 +61,10 @@ struct EngineOptions {
   // each; the same numbers bit for bit. Unset: on a
   // GPU, not on the CPU (where a launch costs nothing).
   std::optional<bool> fuse_optimizer;
+  // Add a matmul's bias in its GEMM's epilogue (fused_gemm_epilogue; passes/fuse_gemm_epilogue.h):
+  // on a GPU the product is written once instead of three times; on the CPU the same numbers bit
+  // for bit. Unset: on a GPU, not on the CPU.
+  std::optional<bool> fuse_gemm_epilogue;
   // When set, every train step writes its timeline here (executor/timeline.h): a Chrome trace
   // per rank (rank<k>.trace.json) and, with in-process ranks, pipeline.svg; the last step's stay.
   std::string timeline_dir;

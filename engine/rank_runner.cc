@@ -17,7 +17,7 @@ absl::StatusOr<std::unique_ptr<RankRunner>> RankRunner::Create(const ir::Program
     runner.reset(new RankRunner(train.Clone(), eval.Clone(), rank, options));
   } else {
     PDIST_ASSIGN_OR_RETURN(ir::Program local_train,
-                           passes::LocalProgram(train, passes::RankPipeline(rank, options.gradient_bucket_bytes, options.fuse_optimizer),
+                           passes::LocalProgram(train, passes::RankPipeline(rank, options.gradient_bucket_bytes, options.fusions),
                                                  plans));
     PDIST_ASSIGN_OR_RETURN(ir::Program local_eval, passes::LocalProgram(eval, passes::RankPipeline(rank, {}), plans));
     runner.reset(new RankRunner(std::move(local_train), std::move(local_eval), rank, options));

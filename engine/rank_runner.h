@@ -31,7 +31,7 @@ struct RunnerOptions {
   bool profile = false;                // time kernels
   bool overlap_communication = true;   // exec::ExecutorOptions::overlap_communication
   int64_t gradient_bucket_bytes = 0;   // passes/fuse_allreduce.h; 0: one all-reduce per gradient
-  bool fuse_optimizer = false;         // merged_adamw updates (passes/fuse_optimizer.h)
+  passes::KernelFusions fusions;       // of the training program (passes/distributed_programs.h)
   passes::PipelinePlan pipeline;               // micro-batches and schedule; disabled: whole-program steps
   bool timeline = false;               // record spans of jobs and communication (timeline())
 };

@@ -9,6 +9,7 @@
 #include "passes/annotate_from_strategy.h"
 #include "passes/autodiff.h"
 #include "passes/completion.h"
+#include "passes/fuse_gemm_epilogue.h"
 #include "passes/fuse_optimizer.h"
 #include "passes/optimizer.h"
 #include "passes/pass_registry.h"
@@ -84,6 +85,18 @@ class FuseOptimizerPass : public Pass {
                                                                              " master-weight casts taken in")
                                                               : ""));
     return report.merged_ops > 0;
+  }
+};
+
+// `fuse-gemm-epilogue`: matmul + bias add pairs made one fused_gemm_epilogue
+// (passes/fuse_gemm_epilogue.h).
+class FuseGemmEpiloguePass : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-gemm-epilogue"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    const FuseGemmEpilogueReport report = FuseGemmEpilogues(program);
+    context.Explain(name(), absl::StrCat(report.fused, " matmul + bias add pairs fused into GEMM epilogues"));
+    return report.fused > 0;
   }
 };
 
@@ -187,6 +200,9 @@ absl::Status RegisterBuiltinPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("fuse-optimizer",
                                           "merge sgd|momentum|adamw updates of one kind, dtype and job into multi-tensor merged ops",
                                           NoOptions<FuseOptimizerPass>("fuse-optimizer")));
+  PDIST_RETURN_IF_ERROR(registry.Register("fuse-gemm-epilogue",
+                                          "fuse a matmul and the bias add of its product into one fused_gemm_epilogue",
+                                          NoOptions<FuseGemmEpiloguePass>("fuse-gemm-epilogue")));
   PDIST_RETURN_IF_ERROR(registry.Register("annotate-strategy",
                                           "annotate data, Megatron tensor-parallel weights and sp activations from "
                                           "dp/mp/sp degrees",

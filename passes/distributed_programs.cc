@@ -118,16 +118,25 @@ absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, cons
   return predict;
 }
 
-std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, bool fuse_optimizer) {
+namespace {
+
+void AppendFusions(const KernelFusions& fusions, std::vector<PassSpec>& specs) {
+  if (fusions.optimizer) specs.push_back({"fuse-optimizer", {}});
+  if (fusions.gemm_epilogue) specs.push_back({"fuse-gemm-epilogue", {}});
+}
+
+}  // namespace
+
+std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, const KernelFusions& fusions) {
   std::vector<PassSpec> specs = {{"partition", {{"rank", absl::StrCat(rank)}}}};
   if (bucket_bytes) specs.push_back({"fuse-allreduce", {{"bucket_bytes", absl::StrCat(*bucket_bytes)}}});
-  if (fuse_optimizer) specs.push_back({"fuse-optimizer", {}});
+  AppendFusions(fusions, specs);
   return PrintPipeline(specs);
 }
 
-std::string SingleRankPipeline(const OptimizerConfig& optimizer, bool fuse_optimizer) {
+std::string SingleRankPipeline(const OptimizerConfig& optimizer, const KernelFusions& fusions) {
   std::vector<PassSpec> specs = {{"autodiff", {}}, {"optimizer", OptimizerPassOptions(optimizer)}};
-  if (fuse_optimizer) specs.push_back({"fuse-optimizer", {}});
+  AppendFusions(fusions, specs);
   return PrintPipeline(specs);
 }
 

@@ -94,18 +94,25 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
 absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, const strategy::Strategy& strategy,
                                                 const ir::Program& train, int64_t world_size);
 
+// The fusions that make a rank's program run as fewer, larger GPU kernels; none changes a
+// number on the CPU (each fused kernel there runs the kernels of what it fuses).
+struct KernelFusions {
+  bool optimizer = false;      // "fuse-optimizer": multi-tensor updates (passes/fuse_optimizer.h)
+  bool gemm_epilogue = false;  // "fuse-gemm-epilogue": bias adds in GEMM epilogues (passes/fuse_gemm_epilogue.h)
+};
+
 // What makes rank `rank`'s local program from a global one: "partition{rank=1}", and for a
 // training program ("fuse-allreduce{bucket_bytes=N}", bucket_bytes set) the gradient buckets;
-// with fuse_optimizer, "fuse-optimizer" last (multi-tensor adamw, passes/fuse_optimizer.h).
-std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, bool fuse_optimizer = false);
+// then the fusions asked for.
+std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, const KernelFusions& fusions = {});
 
 // Runs `pipeline` (RankPipeline's) on a copy of `global`; `plans` is shared between ranks.
 absl::StatusOr<ir::Program> LocalProgram(const ir::Program& global, const std::string& pipeline,
                                          ReshardPlanCache& plans);
 
-// A single-rank training program's pipeline: "autodiff,optimizer{type=adamw}" (and
-// ",fuse-optimizer" with fuse_optimizer).
-std::string SingleRankPipeline(const OptimizerConfig& optimizer, bool fuse_optimizer = false);
+// A single-rank training program's pipeline: "autodiff,optimizer{type=adamw}", then the fusions
+// asked for.
+std::string SingleRankPipeline(const OptimizerConfig& optimizer, const KernelFusions& fusions = {});
 
 // Runs `pipeline` on `program` through a PassManager; errors say `what` was being made.
 absl::Status RunPipeline(const std::string& pipeline, ir::Program& program, PassContext& context,

@@ -21,6 +21,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterCollectiveKernels(registry, DeviceType::kCPU);  // executor/collective_kernels.h: shared
   RegisterVocabParallelKernels(registry);
   UseFloatMathForLowPrecision(registry);  // bf16/f16: f32 math, rounded results
+  RegisterFusedKernels(registry);         // after: runs the kernels above as they are wrapped
 }
 
 }  // namespace pdist::exec::cpu

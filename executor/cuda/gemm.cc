@@ -100,6 +100,7 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   const cudaStream_t stream = StreamOf(ctx);
   if (m == 0 || n == 0 || g.batch == 0) return absl::OkStatus();
   if (k == 0) {  // an empty sum: zeros (or out unchanged), as the CPU's GEMM gives
+    if (g.bias != nullptr) return absl::InternalError(absl::StrCat(ctx.op().type(), ": a bias epilogue on an empty product"));
     if (g.beta != 0) return absl::OkStatus();
     for (int64_t b = 0; b < g.batch; ++b) {
       char* c = static_cast<char*>(g.out_data) + b * g.out_batch_stride * ElemTypeSize(g.out);
@@ -119,6 +120,16 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   const cublasOperation_t op_b = g.lhs.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   PDIST_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
   PDIST_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  if (g.bias != nullptr) {
+    if (g.batch != 1) return absl::InternalError(absl::StrCat(ctx.op().type(), ": a bias epilogue on ", g.batch, " GEMMs"));
+    // Column-major D is the row-major product transposed: its rows are the product's N columns,
+    // the length cuBLASLt's bias vector has. The bias has D's type (the default bias type).
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    PDIST_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    PDIST_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  }
   const cudaDataType in = CudaDataTypeOf(g.in), out = CudaDataTypeOf(g.out);
   PDIST_RETURN_IF_ERROR(Layout(&d.a, in, g.rhs.rows, g.rhs.cols, g.rhs.ld, g.batch, g.rhs.batch_stride));
   PDIST_RETURN_IF_ERROR(Layout(&d.b, in, g.lhs.rows, g.lhs.cols, g.lhs.ld, g.batch, g.lhs.batch_stride));
@@ -140,11 +151,15 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   }
   cublasLtMatmulHeuristicResult_t heuristic = {};
   int found = 0;
-  PDIST_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &heuristic, &found));
-  if (found == 0) {
+  // No algorithm for the configuration comes back as found == 0 or as CUBLAS_STATUS_NOT_SUPPORTED
+  // (the latter documented, and seen for bias epilogues): both are Unimplemented, which a caller
+  // with another way to compute it may catch.
+  const cublasStatus_t searched =
+      cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &heuristic, &found);
+  if (searched != CUBLAS_STATUS_NOT_SUPPORTED) PDIST_RETURN_IF_ERROR(CublasStatus(searched, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0 || searched == CUBLAS_STATUS_NOT_SUPPORTED) {
     return absl::UnimplementedError(absl::StrCat("cuBLASLt has no algorithm for ", ctx.op().type(), " [", m, ",", k,
-                                                 "]·[", k, ",", n, "] x ", g.batch));
+                                                 "]·[", k, ",", n, "] x ", g.batch, g.bias != nullptr ? " with a bias" : ""));
   }
   Allocator& allocator = ctx.allocator();
   void* workspace = allocator.Allocate(kWorkspaceBytes, ctx.stream());

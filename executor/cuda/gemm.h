@@ -1,7 +1,7 @@
 // Row-major GEMMs through cuBLASLt, for every CUDA kernel that multiplies matrices (matmul and
 // its gradient, attention's scores and products):
 //
-//   out[b] = alpha · op(lhs[b]) · op(rhs[b]) + beta · out[b],   b < batch
+//   out[b] = alpha · op(lhs[b]) · op(rhs[b]) + beta · out[b] (+ bias on every row),   b < batch
 //
 // Each matrix is row-major with its own leading dimension (elements between rows), so a head of
 // a [batch, seq, heads, dim] activation is a matrix without a copy (ld = heads · dim). Inputs of
@@ -35,9 +35,13 @@ struct GemmCall {
   int64_t out_ld = 0, out_batch_stride = 0;
   int64_t batch = 1;
   double alpha = 1, beta = 0;
+  // A vector of `out`'s type and length N (the product's columns) added to every row in the
+  // GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS), or null. One matrix only (batch 1).
+  const void* bias = nullptr;
 };
 
 // Runs `call` on the kernel's stream; the cuBLASLt workspace comes from its allocator.
+// Unimplemented when cuBLASLt has no algorithm for it (the caller may fall back).
 absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& call);
 
 }  // namespace pdist::exec::cuda

@@ -9,6 +9,7 @@
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/gemm.h"
+#include "executor/cuda/strided_walk.h"
 #include "executor/kernel.h"
 #include "executor/matmul_plan.h"
 #include "ir/status.h"
@@ -98,11 +99,38 @@ absl::Status MatmulGradKernel(KernelContext& ctx) {
                  [&](int64_t b) { return p.YGrad(b); });
 }
 
+// (x, y, bias) → x·y + bias (ir/ops/fused.cc): one GEMM (the op folds x's rows), the bias added
+// in cuBLASLt's epilogue. Where cuBLASLt has no bias epilogue for the type, the bias is copied
+// to every row first and the GEMM adds its product to it (beta = 1): the same sum, one more pass
+// over the output.
+absl::Status FusedGemmEpilogueKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(MatmulPlan p, PlanMatmul(ctx));
+  if (!p.fold) return absl::InternalError("fused_gemm_epilogue: the product does not fold into one GEMM");
+  Tensor& out = ctx.AllocateOutput(0);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("fused_gemm_epilogue", out.dtype()));
+  const Operands of{ctx.input(0), ctx.input(1), nullptr, ir::DataTypeSize(out.dtype())};
+  const auto [lhs, rhs] = p.Forward(0);
+  const int64_t rows = lhs.product_rows(), cols = rhs.product_cols();
+  auto bias_on_every_row = [&] {
+    return StridedCopy(ctx, {rows, cols}, ctx.input(2)->raw(), {0, 1}, out.raw(), {cols, 1}, of.element_size);
+  };
+  if (lhs.product_cols() == 0) return bias_on_every_row();  // an empty product: the bias alone
+  GemmCall call{.in = type, .out = type, .lhs = MatrixOf(of, lhs), .rhs = MatrixOf(of, rhs), .out_data = out.raw(),
+                .out_ld = cols, .bias = ctx.input(2)->raw()};
+  const absl::Status fused = RowMajorGemm(ctx, call);
+  if (!absl::IsUnimplemented(fused)) return fused;
+  PDIST_RETURN_IF_ERROR(bias_on_every_row());
+  call.bias = nullptr;
+  call.beta = 1;
+  return RowMajorGemm(ctx, call);
+}
+
 }  // namespace
 
 void RegisterMatmulKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "matmul", MatmulKernel);
   registry.Register(DeviceType::kCUDA, "matmul_grad", MatmulGradKernel);
+  registry.Register(DeviceType::kCUDA, "fused_gemm_epilogue", FusedGemmEpilogueKernel);
 }
 
 }  // namespace pdist::exec::cuda

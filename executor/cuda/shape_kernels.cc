@@ -48,17 +48,6 @@ absl::Status ConcatKernel(KernelContext& ctx) {
   return CopyPieces(c.layout, c.whole, c.pieces, /*to_pieces=*/false, StreamOf(ctx));
 }
 
-// dst[walk of `shape` by dst_strides] = src[walk by src_strides], the tensors' element size.
-absl::Status StridedCopy(const KernelContext& ctx, const ir::Shape& shape, const void* src,
-                         std::vector<int64_t> src_strides, void* dst, std::vector<int64_t> dst_strides,
-                         int64_t element_size) {
-  const char* op = ctx.op().type().c_str();
-  PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index, Walk<2>(op, shape, {std::move(src_strides), std::move(dst_strides)}));
-  return CudaStatus(LaunchStridedCopy(static_cast<int>(element_size), src, dst, ir::NumElements(shape), index,
-                                      StreamOf(ctx)),
-                    op);
-}
-
 absl::Status TransposeKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.input(0);
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ir::GetIntList(ctx.attrs(), "perm"));
@@ -123,6 +112,16 @@ absl::Status FullKernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+absl::Status StridedCopy(const KernelContext& ctx, const ir::Shape& shape, const void* src,
+                         std::vector<int64_t> src_strides, void* dst, std::vector<int64_t> dst_strides,
+                         int64_t element_size) {
+  const char* op = ctx.op().type().c_str();
+  PDIST_ASSIGN_OR_RETURN(StridedIndex<2> index, Walk<2>(op, shape, {std::move(src_strides), std::move(dst_strides)}));
+  return CudaStatus(LaunchStridedCopy(static_cast<int>(element_size), src, dst, ir::NumElements(shape), index,
+                                      StreamOf(ctx)),
+                    op);
+}
 
 void RegisterShapeKernels(KernelRegistry& registry) {
   RegisterViewKernels(registry, DeviceType::kCUDA);

@@ -9,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "executor/cuda/launch.h"
+#include "executor/kernel.h"
+#include "ir/types.h"
 
 namespace pdist::exec::cuda {
 
@@ -43,5 +45,11 @@ inline absl::StatusOr<StridedIndex<N>> Walk(const char* op, const std::vector<in
   index.narrow = elements <= int64_t{UINT32_MAX};
   return index;
 }
+
+// dst[walk of `shape` by dst_strides] = src[walk by src_strides], elements of `element_size`
+// bytes moved as bits, on the kernel's stream (executor/cuda/shape_kernels.cc).
+absl::Status StridedCopy(const KernelContext& ctx, const ir::Shape& shape, const void* src,
+                         std::vector<int64_t> src_strides, void* dst, std::vector<int64_t> dst_strides,
+                         int64_t element_size);
 
 }  // namespace pdist::exec::cuda

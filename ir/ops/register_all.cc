@@ -11,6 +11,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(RegisterGatherOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterActivationOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterMatmulOps(registry));
+  PDIST_RETURN_IF_ERROR(RegisterFusedOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterReductionOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterShapeOps(registry));
   PDIST_RETURN_IF_ERROR(RegisterNormOps(registry));

@@ -104,7 +104,7 @@ TEST(FuseOptimizerTest, RankProgramsMergeTheirUpdates) {
     ASSERT_TRUE(programs.ok()) << programs.status();
     passes::ReshardPlanCache plans;
     absl::StatusOr<ir::Program> local =
-        passes::LocalProgram(programs->train, passes::RankPipeline(1, int64_t{1} << 20, /*fuse_optimizer=*/true), plans);
+        passes::LocalProgram(programs->train, passes::RankPipeline(1, int64_t{1} << 20, {.optimizer = true}), plans);
     ASSERT_TRUE(local.ok()) << local.status();
     // Each kind's updates in groups of at most kMergedUpdates, in program order: a last group of
     // one stays an adamw.
@@ -147,7 +147,7 @@ TEST(FuseOptimizerTest, EachOptimizerHasItsMergedOp) {
                                      std::pair{passes::OptimizerType::kAdamW, "merged_adamw"}}) {
     ir::Program program = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
     passes::PassContext context;
-    ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({.type = type}, /*fuse_optimizer=*/true), program,
+    ASSERT_TRUE(passes::RunPipeline(passes::SingleRankPipeline({.type = type}, {.optimizer = true}), program,
                                     context, "training program")
                     .ok());
     std::map<std::string, int64_t> count;
@@ -205,7 +205,7 @@ TEST(FuseOptimizerTest, MergedUpdatesTakeInTheMasterWeightCasts) {
   ASSERT_TRUE(programs.ok()) << programs.status();
   passes::ReshardPlanCache plans;
   absl::StatusOr<ir::Program> local =
-      passes::LocalProgram(programs->train, passes::RankPipeline(0, int64_t{1} << 20, /*fuse_optimizer=*/true), plans);
+      passes::LocalProgram(programs->train, passes::RankPipeline(0, int64_t{1} << 20, {.optimizer = true}), plans);
   ASSERT_TRUE(local.ok()) << local.status();
   const ir::MergedUpdate& adamw = *ir::MergedUpdateOfMerged("merged_adamw");
   std::set<const ir::Value*> copies, gathered;

@@ -49,7 +49,7 @@ std::set<std::string> Covered() {
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
                                "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad_from_logits", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "merged_sgd", "merged_momentum", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "fused_gemm_epilogue", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "merged_sgd", "merged_momentum", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad_from_logits", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
@@ -88,7 +88,8 @@ TEST(CudaKernelListTest, EveryCudaKernelIsComparedWithTheCpus) {
 }
 
 // The README's GPT (4 layers, hidden 128, 4 heads, vocab 256, seq 64, batch 16) as one rank's
-// training program with AdamW, its updates merged as the engine merges them on a GPU.
+// training program with AdamW, fused as the engine fuses it on a GPU (merged updates, bias adds
+// in GEMM epilogues).
 absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
   ir::models::GptConfig config;
   config.layers = 4;
@@ -99,7 +100,7 @@ absl::StatusOr<ir::Program> ReadmeGptTrainingProgram() {
   config.batch = 16;
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::models::BuildGpt(config));
   passes::PassContext context;
-  PDIST_RETURN_IF_ERROR(passes::RunPipeline(passes::SingleRankPipeline({}, /*fuse_optimizer=*/true), program,
+  PDIST_RETURN_IF_ERROR(passes::RunPipeline(passes::SingleRankPipeline({}, {.optimizer = true, .gemm_epilogue = true}), program,
                                             context, "training program"));
   return program;
 }
@@ -525,6 +526,36 @@ TEST_F(CudaKernelTest, MatmulAndItsGradientMatchTheCpuFoldedBatchedBroadcastAndT
                       absl::StrCat("matmul ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x),
                                    c.trans_x ? "ᵀ" : "", " · ", ir::ShapeToString(c.y), c.trans_y ? "ᵀ" : ""),
                       Compare::kNorm);
+    }
+  }
+}
+
+// fused_gemm_epilogue: the bias in cuBLASLt's epilogue (or, for a type cuBLASLt offers no bias
+// epilogue for, copied to every row with the GEMM adding to it) against the CPU's matmul then add.
+// bf16 rounds the sum once on the GPU, the product and the sum on the CPU: two roundings apart at
+// most. An empty contraction is the bias alone.
+TEST_F(CudaKernelTest, FusedGemmEpilogueMatchesTheCpu) {
+  const std::vector<MatmulCase> cases = {
+      {{8, 16}, {16, 12}, false, false},      // one GEMM
+      {{4, 8, 16}, {12, 16}, false, true},    // batch folded into m, y transposed
+      {{2, 3, 40}, {40, 96}, false, false},   // a GPT block's shape, small
+      {{3, 0}, {0, 4}, false, false},         // empty contraction: the bias alone
+  };
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
+    for (const MatmulCase& c : cases) {
+      ir::Program p;
+      ir::Builder b(&p);
+      ir::Value* x = b.Data("x", {c.x, dtype});
+      ir::Value* y = b.Data("y", {c.y, dtype});
+      const int64_t n = c.trans_y ? c.y[0] : c.y[1];
+      ir::Value* bias = b.Data("bias", {{n}, dtype});
+      ASSERT_TRUE(b.Op1("fused_gemm_epilogue", {x, y, bias}, {{"trans_x", false}, {"trans_y", c.trans_y}}).ok());
+      ExpectSameOnGpu(p,
+                      {{"x", Random(x->type(), 18, -1, 1)}, {"y", Random(y->type(), 19, -1, 1)},
+                       {"bias", Random(bias->type(), 20, -1, 1)}},
+                      absl::StrCat("fused_gemm_epilogue ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x), " · ",
+                                   ir::ShapeToString(c.y), c.trans_y ? "ᵀ" : ""),
+                      Compare::kNorm, /*bf16_roundings=*/2);
     }
   }
 }
