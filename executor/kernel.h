@@ -37,7 +37,9 @@ class KernelContext {
   size_t num_inputs() const { return inputs_.size(); }
   // nullptr for an absent optional operand.
   const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
-  size_t num_outputs() const { return op_.num_results(); }
+  // The op's results, or as many as the caller's types where it overrode them (a fused or merged
+  // op's kernel running another op's kernel on its share).
+  size_t num_outputs() const { return output_types_.empty() ? op_.num_results() : output_types_.size(); }
   // The type result `i` is allocated with: the static type from shape inference, unless the
   // caller overrode it (cpu/float_math.h runs a bf16 op's f32 kernel with f32 results).
   const TensorType& output_type(size_t i) const {

@@ -95,8 +95,10 @@ class FuseGemmEpiloguePass : public Pass {
   std::string_view name() const override { return "fuse-gemm-epilogue"; }
   absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
     const FuseGemmEpilogueReport report = FuseGemmEpilogues(program);
-    context.Explain(name(), absl::StrCat(report.fused, " matmul + bias add pairs fused into GEMM epilogues"));
-    return report.fused > 0;
+    context.Explain(name(), absl::StrCat(report.bias_adds, " matmul + bias add pairs fused into GEMM epilogues, ",
+                                         report.gelus, " with their GELU; ", report.bias_grads,
+                                         " bias gradients fused into weight-gradient GEMMs"));
+    return report.bias_adds + report.bias_grads > 0;
   }
 };
 

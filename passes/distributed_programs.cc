@@ -118,25 +118,21 @@ absl::StatusOr<ir::Program> BuildPredictProgram(const ir::Program& forward, cons
   return predict;
 }
 
-namespace {
-
-void AppendFusions(const KernelFusions& fusions, std::vector<PassSpec>& specs) {
-  if (fusions.optimizer) specs.push_back({"fuse-optimizer", {}});
-  if (fusions.gemm_epilogue) specs.push_back({"fuse-gemm-epilogue", {}});
-}
-
-}  // namespace
-
+// The GEMM epilogues fuse before fuse-allreduce moves each gradient's collective to right after
+// its producer: a bias gradient's all-reduce between its add_grad and the matmul_grad would keep
+// the pair apart; after, it follows the fused op.
 std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, const KernelFusions& fusions) {
   std::vector<PassSpec> specs = {{"partition", {{"rank", absl::StrCat(rank)}}}};
+  if (fusions.gemm_epilogue) specs.push_back({"fuse-gemm-epilogue", {}});
   if (bucket_bytes) specs.push_back({"fuse-allreduce", {{"bucket_bytes", absl::StrCat(*bucket_bytes)}}});
-  AppendFusions(fusions, specs);
+  if (fusions.optimizer) specs.push_back({"fuse-optimizer", {}});
   return PrintPipeline(specs);
 }
 
 std::string SingleRankPipeline(const OptimizerConfig& optimizer, const KernelFusions& fusions) {
   std::vector<PassSpec> specs = {{"autodiff", {}}, {"optimizer", OptimizerPassOptions(optimizer)}};
-  AppendFusions(fusions, specs);
+  if (fusions.gemm_epilogue) specs.push_back({"fuse-gemm-epilogue", {}});
+  if (fusions.optimizer) specs.push_back({"fuse-optimizer", {}});
   return PrintPipeline(specs);
 }
 

@@ -103,7 +103,7 @@ struct KernelFusions {
 
 // What makes rank `rank`'s local program from a global one: "partition{rank=1}", and for a
 // training program ("fuse-allreduce{bucket_bytes=N}", bucket_bytes set) the gradient buckets;
-// then the fusions asked for.
+// with the fusions asked for ("fuse-gemm-epilogue" before the buckets, "fuse-optimizer" last).
 std::string RankPipeline(int64_t rank, std::optional<int64_t> bucket_bytes, const KernelFusions& fusions = {});
 
 // Runs `pipeline` (RankPipeline's) on a copy of `global`; `plans` is shared between ranks.

@@ -66,15 +66,54 @@ const ir::Operation* FusableMatmul(const ir::Operation& add, size_t product, con
   return reads == 1 ? matmul : nullptr;
 }
 
-}  // namespace
+// The GELU (tanh form) of a bias-fused op's sum — gelu's operand a fused_gemm_epilogue without
+// an activation makes, in the gelu's role and job, every other reader of the sum after the gelu
+// (the fused op, now at the gelu's place, still makes the sum for them) — or null.
+const ir::Operation* FusableGemm(const ir::Operation& gelu, const Uses& uses,
+                                 const std::unordered_map<const ir::Operation*, size_t>& position) {
+  const absl::StatusOr<bool> tanh_form = ir::GetBool(gelu.attrs(), "approximate");
+  if (gelu.num_operands() != 1 || !tanh_form.ok() || !*tanh_form) return nullptr;
+  const ir::Value* sum = gelu.operand(0);
+  const ir::Operation* gemm = sum->producer();
+  if (gemm == nullptr || gemm->type() != "fused_gemm_epilogue" || gemm->num_results() != 1) return nullptr;
+  if (gemm->role() != gelu.role() || gemm->chunk() != gelu.chunk()) return nullptr;
+  for (const Use& use : uses.at(sum)) {
+    if (use.op != &gelu && position.at(use.op) < position.at(&gelu)) return nullptr;
+  }
+  return gemm;
+}
 
-FuseGemmEpilogueReport FuseGemmEpilogues(ir::Program& program) {
-  FuseGemmEpilogueReport report;
-  const Uses uses = UsesOf(program);
-  const std::unordered_set<const ir::Value*> bound = BoundValues(program);
+// The program with each op of `fused_for`'s keys replaced by its fused op and each op of
+// `replaced` dropped; a dropped op's results that no fused op took stay among the program's
+// values, made by nothing and read by nothing (as split-weight-grad leaves the values it drops).
+void Rebuild(ir::Program& program,
+             std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>>& fused_for,
+             const std::unordered_set<const ir::Operation*>& replaced) {
+  std::vector<std::unique_ptr<ir::Operation>> old = std::move(program.block().mutable_ops());
+  program.block().mutable_ops().clear();
+  for (auto& op : old) {
+    if (replaced.count(op.get())) {
+      for (ir::Value* r : op->results()) {
+        if (r->producer() == op.get()) r->set_producer(nullptr, 0);
+      }
+      continue;
+    }
+    auto fused = fused_for.find(op.get());
+    program.block().Append(fused == fused_for.end() ? std::move(op) : std::move(fused->second));
+  }
+}
+
+std::unordered_map<const ir::Operation*, size_t> Positions(const ir::Program& program) {
   std::unordered_map<const ir::Operation*, size_t> position;
   for (size_t i = 0; i < program.block().ops().size(); ++i) position[program.block().ops()[i].get()] = i;
-  // Each fusable add's fused op, and the matmuls they replace.
+  return position;
+}
+
+// add(matmul(x, w), b) → fused_gemm_epilogue(x, w, b); how many.
+int64_t FuseBiasAdds(ir::Program& program) {
+  const Uses uses = UsesOf(program);
+  const std::unordered_set<const ir::Value*> bound = BoundValues(program);
+  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
   std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
   std::unordered_set<const ir::Operation*> replaced;
   for (const auto& op : program.block().ops()) {
@@ -84,9 +123,11 @@ FuseGemmEpilogueReport FuseGemmEpilogues(ir::Program& program) {
       if (matmul == nullptr) continue;
       ir::Value* p = op->operand(product);
       ir::Value* sum = op->result(0);
+      ir::AttributeMap attrs = matmul->attrs();
+      attrs["activation"] = std::string("none");
       auto fused = std::make_unique<ir::Operation>(
           "fused_gemm_epilogue", std::vector<ir::Value*>{matmul->operand(0), matmul->operand(1), op->operand(1 - product)},
-          matmul->attrs());
+          std::move(attrs));
       fused->CopyRoleAndChunk(*op);
       fused->add_result(sum);
       for (const Use& use : uses.at(p)) {
@@ -94,23 +135,108 @@ FuseGemmEpilogueReport FuseGemmEpilogues(ir::Program& program) {
       }
       replaced.insert(matmul);
       fused_for[op.get()] = std::move(fused);
-      ++report.fused;
       break;
     }
   }
-  if (report.fused == 0) return report;
-  std::vector<std::unique_ptr<ir::Operation>> old = std::move(program.block().mutable_ops());
-  program.block().mutable_ops().clear();
-  for (auto& op : old) {
-    if (replaced.count(op.get())) {
-      // The product stays among the program's values, made by nothing and read by nothing (as
-      // split-weight-grad leaves the values it drops).
-      for (ir::Value* r : op->results()) r->set_producer(nullptr, 0);
-      continue;
-    }
-    auto fused = fused_for.find(op.get());
-    program.block().Append(fused == fused_for.end() ? std::move(op) : std::move(fused->second));
+  const auto fused = static_cast<int64_t>(fused_for.size());
+  if (fused > 0) Rebuild(program, fused_for, replaced);
+  return fused;
+}
+
+// gelu(fused_gemm_epilogue(x, w, b)) → fused_gemm_epilogue(x, w, b) {activation = "gelu"}, its
+// results the gelu's and the sum; how many.
+int64_t FuseGelus(ir::Program& program) {
+  const Uses uses = UsesOf(program);
+  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
+  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
+  std::unordered_set<const ir::Operation*> replaced;
+  for (const auto& op : program.block().ops()) {
+    if (op->type() != "gelu") continue;
+    const ir::Operation* gemm = FusableGemm(*op, uses, position);
+    if (gemm == nullptr) continue;
+    ir::AttributeMap attrs = gemm->attrs();
+    attrs["activation"] = std::string("gelu");
+    auto fused = std::make_unique<ir::Operation>("fused_gemm_epilogue", gemm->operands(), std::move(attrs));
+    fused->CopyRoleAndChunk(*op);
+    fused->add_result(op->result(0));
+    fused->add_result(gemm->result(0));
+    replaced.insert(gemm);
+    fused_for[op.get()] = std::move(fused);
   }
+  const auto fused = static_cast<int64_t>(fused_for.size());
+  if (fused > 0) Rebuild(program, fused_for, replaced);
+  return fused;
+}
+
+// The matmul_grad that reads `add_grad`'s x_grad — out_grad itself, the bias's sum having no
+// broadcast in x — as its out_grad, when the pair fuses: y_grad one column sum per out_grad column
+// (a bias), x_grad read by nothing else and not handed out, the product one GEMM, one role and
+// job, every reader of the bias gradient after the matmul_grad (where the fused op goes); null
+// otherwise.
+const ir::Operation* FusableMatmulGrad(const ir::Operation& add_grad, const Uses& uses,
+                                       const std::unordered_set<const ir::Value*>& bound,
+                                       const std::unordered_map<const ir::Operation*, size_t>& position) {
+  if (add_grad.num_operands() != 3 || add_grad.num_results() != 2) return nullptr;
+  const ir::Value* out_grad = add_grad.operand(2);
+  const ir::Value* x_grad = add_grad.result(0);
+  const ir::Value* bias_grad = add_grad.result(1);
+  const ir::TensorType& g = out_grad->type();
+  if (g.rank() < 2 || x_grad->type() != g || bias_grad->type() != ir::TensorType{{g.shape.back()}, g.dtype}) {
+    return nullptr;
+  }
+  auto readers = uses.find(x_grad);
+  if (readers == uses.end() || readers->second.size() != 1 || bound.count(x_grad)) return nullptr;
+  const Use& use = readers->second.front();
+  const ir::Operation* matmul_grad = use.op;
+  if (matmul_grad->type() != "matmul_grad" || use.operand != 2) return nullptr;
+  if (matmul_grad->role() != add_grad.role() || matmul_grad->chunk() != add_grad.chunk()) return nullptr;
+  const absl::StatusOr<bool> trans_x = ir::GetBool(matmul_grad->attrs(), "trans_x");
+  if (matmul_grad->operand(0)->type().rank() < 2 || matmul_grad->operand(1)->type().rank() != 2 || !trans_x.ok() ||
+      *trans_x) {
+    return nullptr;
+  }
+  if (auto bias_readers = uses.find(bias_grad); bias_readers != uses.end()) {
+    for (const Use& reader : bias_readers->second) {
+      if (position.at(reader.op) < position.at(matmul_grad)) return nullptr;
+    }
+  }
+  return matmul_grad;
+}
+
+// add_grad(z, b, g) and matmul_grad(x, w, add_grad's x_grad) → fused_gemm_epilogue_grad(x, w, g),
+// its results matmul_grad's and the bias gradient; how many.
+int64_t FuseBiasGrads(ir::Program& program) {
+  const Uses uses = UsesOf(program);
+  const std::unordered_set<const ir::Value*> bound = BoundValues(program);
+  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
+  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
+  std::unordered_set<const ir::Operation*> replaced;
+  for (const auto& op : program.block().ops()) {
+    if (op->type() != "add_grad") continue;
+    const ir::Operation* matmul_grad = FusableMatmulGrad(*op, uses, bound, position);
+    if (matmul_grad == nullptr || fused_for.count(matmul_grad)) continue;
+    auto fused = std::make_unique<ir::Operation>(
+        "fused_gemm_epilogue_grad",
+        std::vector<ir::Value*>{matmul_grad->operand(0), matmul_grad->operand(1), op->operand(2)}, matmul_grad->attrs());
+    fused->CopyRoleAndChunk(*matmul_grad);
+    fused->add_result(matmul_grad->result(0));
+    fused->add_result(matmul_grad->result(1));
+    fused->add_result(op->result(1));
+    replaced.insert(op.get());
+    fused_for[matmul_grad] = std::move(fused);
+  }
+  const auto fused = static_cast<int64_t>(fused_for.size());
+  if (fused > 0) Rebuild(program, fused_for, replaced);
+  return fused;
+}
+
+}  // namespace
+
+FuseGemmEpilogueReport FuseGemmEpilogues(ir::Program& program) {
+  FuseGemmEpilogueReport report;
+  report.bias_adds = FuseBiasAdds(program);
+  report.gelus = FuseGelus(program);
+  report.bias_grads = FuseBiasGrads(program);
   return report;
 }
 

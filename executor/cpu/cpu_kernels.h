@@ -21,7 +21,7 @@ void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterLossScalingKernels(KernelRegistry& registry);
 void RegisterReshardKernels(KernelRegistry& registry);
 void RegisterVocabParallelKernels(KernelRegistry& registry);
-// fused_gemm_epilogue: the registered (float-math) kernels of what it fuses; register it last.
+// fused_gemm_epilogue(_grad): the registered (float-math) kernels of what they fuse; register them last.
 void RegisterFusedKernels(KernelRegistry& registry);
 
 }  // namespace pdist::exec::cpu

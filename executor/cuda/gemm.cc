@@ -100,7 +100,9 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   const cudaStream_t stream = StreamOf(ctx);
   if (m == 0 || n == 0 || g.batch == 0) return absl::OkStatus();
   if (k == 0) {  // an empty sum: zeros (or out unchanged), as the CPU's GEMM gives
-    if (g.bias != nullptr) return absl::InternalError(absl::StrCat(ctx.op().type(), ": a bias epilogue on an empty product"));
+    if (g.bias != nullptr || g.bias_grad != nullptr) {
+      return absl::InternalError(absl::StrCat(ctx.op().type(), ": an epilogue on an empty product"));
+    }
     if (g.beta != 0) return absl::OkStatus();
     for (int64_t b = 0; b < g.batch; ++b) {
       char* c = static_cast<char*>(g.out_data) + b * g.out_batch_stride * ElemTypeSize(g.out);
@@ -123,12 +125,39 @@ absl::Status RowMajorGemm(KernelContext& ctx, const GemmCall& g) {
   if (g.bias != nullptr) {
     if (g.batch != 1) return absl::InternalError(absl::StrCat(ctx.op().type(), ": a bias epilogue on ", g.batch, " GEMMs"));
     // Column-major D is the row-major product transposed: its rows are the product's N columns,
-    // the length cuBLASLt's bias vector has. The bias has D's type (the default bias type).
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    // the length cuBLASLt's bias vector has. The bias has D's type (the default bias type); so
+    // has the GELU's input, kept in D's layout (leading dimension N, which cuBLASLt wants a
+    // multiple of 8).
+    const cublasLtEpilogue_t epilogue = g.gelu_input != nullptr ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
     PDIST_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     PDIST_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    if (g.gelu_input != nullptr) {
+      if (n % 8 != 0) {
+        return absl::UnimplementedError(absl::StrCat(ctx.op().type(), ": cuBLASLt keeps a GELU's input only with a ",
+                                                     "multiple of 8 columns, not ", n));
+      }
+      const int64_t aux_ld = g.out_ld;
+      PDIST_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                                  &g.gelu_input, sizeof(g.gelu_input)));
+      PDIST_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
+  } else if (g.gelu_input != nullptr) {
+    return absl::InternalError(absl::StrCat(ctx.op().type(), ": a GELU epilogue without a bias"));
+  }
+  if (g.bias_grad != nullptr) {
+    if (g.batch != 1 || g.bias != nullptr) {
+      return absl::InternalError(absl::StrCat(ctx.op().type(), ": a bias-gradient epilogue on ", g.batch,
+                                              " GEMMs or with a bias"));
+    }
+    // Column-major A is rhs's storage, B is lhs's (above): the summed factor's letter.
+    const cublasLtEpilogue_t epilogue = g.bias_grad_of_rhs ? CUBLASLT_EPILOGUE_BGRADA : CUBLASLT_EPILOGUE_BGRADB;
+    PDIST_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    PDIST_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias_grad, sizeof(g.bias_grad)));
   }
   const cudaDataType in = CudaDataTypeOf(g.in), out = CudaDataTypeOf(g.out);
   PDIST_RETURN_IF_ERROR(Layout(&d.a, in, g.rhs.rows, g.rhs.cols, g.rhs.ld, g.batch, g.rhs.batch_stride));

@@ -38,6 +38,14 @@ struct GemmCall {
   // A vector of `out`'s type and length N (the product's columns) added to every row in the
   // GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS), or null. One matrix only (batch 1).
   const void* bias = nullptr;
+  // With a bias: where to write the sum, out receiving its GELU (tanh form) instead
+  // (CUBLASLT_EPILOGUE_GELU_AUX_BIAS; the product's columns a multiple of 8), or null.
+  void* gelu_input = nullptr;
+  // A vector of out's type receiving the column sums of the factor that is out_grad — rhs
+  // (CUBLASLT_EPILOGUE_BGRADA: the column-major A) or lhs (BGRADB) — over the GEMM's reduced
+  // dimension: a bias's gradient out of the weight gradient's GEMM. Null: none. Not with `bias`.
+  void* bias_grad = nullptr;
+  bool bias_grad_of_rhs = true;
 };
 
 // Runs `call` on the kernel's stream; the cuBLASLt workspace comes from its allocator.

@@ -3,6 +3,8 @@
 // one per output batch, summed into each destination in increasing batch order (beta = 1 after
 // the first).
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
@@ -12,6 +14,7 @@
 #include "executor/cuda/strided_walk.h"
 #include "executor/kernel.h"
 #include "executor/matmul_plan.h"
+#include "executor/sub_kernel.h"
 #include "ir/status.h"
 
 namespace pdist::exec::cuda {
@@ -99,30 +102,81 @@ absl::Status MatmulGradKernel(KernelContext& ctx) {
                  [&](int64_t b) { return p.YGrad(b); });
 }
 
-// (x, y, bias) → x·y + bias (ir/ops/fused.cc): one GEMM (the op folds x's rows), the bias added
-// in cuBLASLt's epilogue. Where cuBLASLt has no bias epilogue for the type, the bias is copied
-// to every row first and the GEMM adds its product to it (beta = 1): the same sum, one more pass
-// over the output.
+// (x, y, bias) → x·y + bias (ir/ops/fused.cc), or with activation "gelu" its GELU (tanh form) and
+// the sum: one GEMM (the op folds x's rows), the bias and the GELU in cuBLASLt's epilogue. Where
+// cuBLASLt has no such epilogue for the call (a type, a column count not a multiple of 8 for the
+// GELU's kept input), the bias is copied to every row and the GEMM adds its product to it
+// (beta = 1), then the GELU kernel runs: the same values, more passes over memory.
 absl::Status FusedGemmEpilogueKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(MatmulPlan p, PlanMatmul(ctx));
   if (!p.fold) return absl::InternalError("fused_gemm_epilogue: the product does not fold into one GEMM");
+  const bool gelu = ctx.num_outputs() == 2;
   Tensor& out = ctx.AllocateOutput(0);
+  void* sum = gelu ? ctx.AllocateOutput(1).raw() : out.raw();
   PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("fused_gemm_epilogue", out.dtype()));
   const Operands of{ctx.input(0), ctx.input(1), nullptr, ir::DataTypeSize(out.dtype())};
   const auto [lhs, rhs] = p.Forward(0);
   const int64_t rows = lhs.product_rows(), cols = rhs.product_cols();
-  auto bias_on_every_row = [&] {
-    return StridedCopy(ctx, {rows, cols}, ctx.input(2)->raw(), {0, 1}, out.raw(), {cols, 1}, of.element_size);
+  auto apply_gelu = [&]() -> absl::Status {
+    if (!gelu) return absl::OkStatus();
+    return CudaStatus(LaunchUnary(UnaryOp::kGeluTanh, type, sum, out.raw(), rows * cols, StreamOf(ctx)),
+                      "fused_gemm_epilogue's gelu");
   };
-  if (lhs.product_cols() == 0) return bias_on_every_row();  // an empty product: the bias alone
+  auto bias_on_every_row = [&] {
+    return StridedCopy(ctx, {rows, cols}, ctx.input(2)->raw(), {0, 1}, sum, {cols, 1}, of.element_size);
+  };
+  if (lhs.product_cols() == 0) {  // an empty product: the bias alone
+    PDIST_RETURN_IF_ERROR(bias_on_every_row());
+    return apply_gelu();
+  }
   GemmCall call{.in = type, .out = type, .lhs = MatrixOf(of, lhs), .rhs = MatrixOf(of, rhs), .out_data = out.raw(),
-                .out_ld = cols, .bias = ctx.input(2)->raw()};
+                .out_ld = cols, .bias = ctx.input(2)->raw(), .gelu_input = gelu ? sum : nullptr};
   const absl::Status fused = RowMajorGemm(ctx, call);
   if (!absl::IsUnimplemented(fused)) return fused;
   PDIST_RETURN_IF_ERROR(bias_on_every_row());
+  call.out_data = sum;
   call.bias = nullptr;
+  call.gelu_input = nullptr;
   call.beta = 1;
-  return RowMajorGemm(ctx, call);
+  PDIST_RETURN_IF_ERROR(RowMajorGemm(ctx, call));
+  return apply_gelu();
+}
+
+// (x, y, out_grad) → matmul_grad's x_grad and y_grad, and the bias's gradient (out_grad's column
+// sums) from the y_grad GEMM's epilogue, which reads out_grad anyway (ir/ops/fused.cc). Where
+// cuBLASLt offers no bias-gradient epilogue for the call (or the sum is empty), the GEMM runs
+// plain and the bias gradient is add_grad's own kernel's.
+absl::Status FusedGemmEpilogueGradKernel(KernelContext& ctx) {
+  PDIST_ASSIGN_OR_RETURN(MatmulPlan p, PlanMatmul(ctx));
+  if (!p.fold) return absl::InternalError("fused_gemm_epilogue_grad: the product does not fold into one GEMM");
+  Tensor& dx = ctx.AllocateOutput(0);
+  Tensor& dy = ctx.AllocateOutput(1);
+  Tensor& bias_grad = ctx.AllocateOutput(2);
+  PDIST_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf("fused_gemm_epilogue_grad", dx.dtype()));
+  const Operands of{ctx.input(0), ctx.input(1), ctx.input(2), ir::DataTypeSize(dx.dtype())};
+  const auto [xa, xb] = p.XGrad(0);
+  PDIST_RETURN_IF_ERROR(Gemm(ctx, type, of, xa, xb, static_cast<char*>(dx.raw()), false));
+  const auto [ya, yb] = p.YGrad(0);
+  if (ya.source != MatrixRef::kG && yb.source != MatrixRef::kG) {
+    return absl::InternalError("fused_gemm_epilogue_grad: out_grad is neither factor of y_grad");
+  }
+  GemmCall call{.in = type, .out = type, .lhs = MatrixOf(of, ya), .rhs = MatrixOf(of, yb), .out_data = dy.raw(),
+                .out_ld = yb.product_cols(), .bias_grad = bias_grad.raw(), .bias_grad_of_rhs = yb.source == MatrixRef::kG};
+  // An empty GEMM (no rows to sum, or no weight gradient to write) runs no epilogue: the fallback.
+  if (ya.product_rows() > 0 && ya.product_cols() > 0 && yb.product_cols() > 0) {
+    const absl::Status fused = RowMajorGemm(ctx, call);
+    if (!absl::IsUnimplemented(fused)) return fused;
+  }
+  call.bias_grad = nullptr;
+  PDIST_RETURN_IF_ERROR(RowMajorGemm(ctx, call));
+  const KernelFn* add_grad = KernelRegistry::Global().Find(DeviceType::kCUDA, "add_grad");
+  if (add_grad == nullptr) return absl::InternalError("fused_gemm_epilogue_grad: no CUDA add_grad kernel");
+  const Tensor& out_grad = *ctx.input(2);
+  const BiasAddGradOp op(out_grad.type(), bias_grad.type());
+  PDIST_ASSIGN_OR_RETURN(std::vector<Tensor> grads,
+                         RunKernelAs(*add_grad, op.op(), ctx, {nullptr, nullptr, &out_grad}, {out_grad.type(), bias_grad.type()}));
+  ctx.SetOutput(2, std::move(grads[1]));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -131,6 +185,7 @@ void RegisterMatmulKernels(KernelRegistry& registry) {
   registry.Register(DeviceType::kCUDA, "matmul", MatmulKernel);
   registry.Register(DeviceType::kCUDA, "matmul_grad", MatmulGradKernel);
   registry.Register(DeviceType::kCUDA, "fused_gemm_epilogue", FusedGemmEpilogueKernel);
+  registry.Register(DeviceType::kCUDA, "fused_gemm_epilogue_grad", FusedGemmEpilogueGradKernel);
 }
 
 }  // namespace pdist::exec::cuda

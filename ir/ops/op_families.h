@@ -15,7 +15,7 @@ absl::Status RegisterBroadcastOps(OpRegistry& registry);    // expand where
 absl::Status RegisterGatherOps(OpRegistry& registry);       // gather gather_grad
 absl::Status RegisterActivationOps(OpRegistry& registry);   // scale relu gelu silu tanh exp cast dropout
 absl::Status RegisterMatmulOps(OpRegistry& registry);       // matmul
-absl::Status RegisterFusedOps(OpRegistry& registry);        // fused_gemm_epilogue (after matmul)
+absl::Status RegisterFusedOps(OpRegistry& registry);        // fused_gemm_epilogue(_grad) (after matmul, gelu)
 absl::Status RegisterReductionOps(OpRegistry& registry);    // sum mean max min full
 absl::Status RegisterShapeOps(OpRegistry& registry);        // reshape (un)squeeze transpose split concat slice
 absl::Status RegisterNormOps(OpRegistry& registry);         // softmax log_softmax layer_norm rms_norm

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,8 +76,9 @@ std::map<std::string, int64_t> OpCounts(const ir::Program& program) {
 }
 
 // One rank of the 2-layer GPT: every linear layer's bias add fuses (qkv, out-projection, two MLP
-// layers per block; the head has no bias), and the sums' gradients read the fused results. With
-// mp 2 the row-parallel layers' biases are added after their all-reduce: half of them stay adds.
+// layers per block; the head has no bias), the MLP's GELU (tanh form) with its first layer, the
+// sums' gradients read the fused results, and the bias gradients join the weight gradients. With mp 2 the row-parallel layers' biases are added
+// after their all-reduce: half of them stay adds.
 TEST(FuseGemmEpilogueTest, EveryLinearLayersBiasAddFuses) {
   for (const auto& [strategy_json, fused_per_layer] : {std::pair{std::string(), 4}, std::pair{Json(R"("mp_degree": 2)"), 2}}) {
     SCOPED_TRACE(strategy_json);
@@ -95,13 +97,55 @@ TEST(FuseGemmEpilogueTest, EveryLinearLayersBiasAddFuses) {
     EXPECT_EQ(after["fused_gemm_epilogue"], 2 * fused_per_layer);
     EXPECT_EQ(after["matmul"], before["matmul"] - after["fused_gemm_epilogue"]);
     EXPECT_EQ(after["add"], before["add"] - after["fused_gemm_epilogue"]);
+    EXPECT_EQ(before["gelu"], 2);
+    EXPECT_EQ(after["gelu"], 0);
+    int64_t with_gelu = 0;
+    for (const auto& op : fused->block().ops()) {
+      if (op->type() != "fused_gemm_epilogue" || std::get<std::string>(op->attrs().at("activation")) != "gelu") continue;
+      ++with_gelu;
+      ASSERT_EQ(op->num_results(), 2u);
+      bool read_by_gelu_grad = false;  // the kept sum is what the GELU's gradient reads
+      for (const auto& reader : fused->block().ops()) {
+        read_by_gelu_grad |= reader->type() == "gelu_grad" && reader->operand(0) == op->result(1);
+      }
+      EXPECT_TRUE(read_by_gelu_grad) << op->Describe();
+    }
+    EXPECT_EQ(with_gelu, 2);
+    // The backward: each fused pair's bias gradient comes out of its weight gradient's GEMM.
+    EXPECT_GE(after["fused_gemm_epilogue_grad"], after["fused_gemm_epilogue"]);
+    EXPECT_EQ(after["matmul_grad"], before["matmul_grad"] - after["fused_gemm_epilogue_grad"]);
+    EXPECT_EQ(after["add_grad"], before["add_grad"] - after["fused_gemm_epilogue_grad"]);
     for (const auto& op : fused->block().ops()) {
       if (op->type() != "add_grad") continue;
       const ir::Operation* producer = op->operand(0)->producer();
       EXPECT_TRUE(producer == nullptr || producer->type() != "matmul" || op->operand(1)->type().rank() != 1)
           << "an add_grad still reads a fused product: " << op->Describe();
     }
-    EXPECT_EQ(passes::FuseGemmEpilogues(*fused).fused, 0);  // nothing left to fuse
+    const passes::FuseGemmEpilogueReport again = passes::FuseGemmEpilogues(*fused);  // nothing left to fuse
+    EXPECT_EQ(again.bias_adds, 0);
+    EXPECT_EQ(again.gelus, 0);
+    EXPECT_EQ(again.bias_grads, 0);
+  }
+}
+
+// With data parallelism the bias gradients' all-reduces (bucketed or not) follow the fused ops:
+// the epilogues fuse before fuse-allreduce moves each collective next to its gradient's producer,
+// which would otherwise sit between a bias's add_grad and its matmul_grad.
+TEST(FuseGemmEpilogueTest, BiasGradientsFuseUnderDataParallelBuckets) {
+  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
+  absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(Json(R"("dp_degree": 2)"));
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
+  ASSERT_TRUE(programs.ok()) << programs.status();
+  for (int64_t bucket_bytes : {int64_t{0}, int64_t{1} << 20}) {
+    SCOPED_TRACE(bucket_bytes);
+    passes::ReshardPlanCache plans;
+    absl::StatusOr<ir::Program> local =
+        passes::LocalProgram(programs->train, passes::RankPipeline(0, bucket_bytes, {.gemm_epilogue = true}), plans);
+    ASSERT_TRUE(local.ok()) << local.status();
+    std::map<std::string, int64_t> count = OpCounts(*local);
+    EXPECT_EQ(count["fused_gemm_epilogue_grad"], 8);  // 4 per block
+    EXPECT_GT(count["c_allreduce"] + count["c_allreduce_coalesced"], 0);
   }
 }
 
@@ -119,11 +163,12 @@ TEST(FuseGemmEpilogueTest, AProductReadElsewhereStaysAMatmul) {
   ASSERT_TRUE(sum.ok() && other.ok());
   p.add_output("sum", *sum);
   p.add_output("other", *other);
-  EXPECT_EQ(passes::FuseGemmEpilogues(p).fused, 0);
+  EXPECT_EQ(passes::FuseGemmEpilogues(p).bias_adds, 0);
   EXPECT_EQ(OpCounts(p)["matmul"], 1);
 }
 
-// Shape inference names what does not fold into one GEMM with a bias per column.
+// Shape inference names what does not fold into one GEMM with a bias per column, forward and
+// backward.
 TEST(FuseGemmEpilogueTest, TheOpRefusesWhatIsNotOneGemmWithAColumnBias) {
   ir::Program p;
   ir::Builder b(&p);
@@ -144,11 +189,30 @@ TEST(FuseGemmEpilogueTest, TheOpRefusesWhatIsNotOneGemmWithAColumnBias) {
                                                 {{"trans_x", true}, {"trans_y", false}});
   ASSERT_FALSE(transposed.ok());
   EXPECT_NE(transposed.status().message().find("transposed"), std::string::npos) << transposed.status();
+  absl::StatusOr<std::vector<ir::Value*>> gelu = b.Create(
+      "fused_gemm_epilogue", {x, w, b.Data("b8", {{6}, f32})}, {{"trans_x", false}, {"trans_y", false}, {"activation", std::string("gelu")}});
+  ASSERT_TRUE(gelu.ok()) << gelu.status();
+  EXPECT_EQ(gelu->size(), 2u);  // gelu(sum), and the sum
+  absl::StatusOr<std::vector<ir::Value*>> grads =
+      b.Create("fused_gemm_epilogue_grad", {x, w, b.Data("g", {{2, 4, 6}, f32})}, {{"trans_x", false}, {"trans_y", false}});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ((*grads)[2]->type(), (ir::TensorType{{6}, f32}));  // the bias's gradient
+  absl::StatusOr<std::vector<ir::Value*>> batched_grads =
+      b.Create("fused_gemm_epilogue_grad", {x, b.Data("w4", {{2, 8, 6}, f32}), b.Data("g2", {{2, 4, 6}, f32})},
+               {{"trans_x", false}, {"trans_y", false}});
+  ASSERT_FALSE(batched_grads.ok());
+  EXPECT_NE(batched_grads.status().message().find("fused_gemm_epilogue_grad multiplies"), std::string::npos)
+      << batched_grads.status();
+  absl::StatusOr<ir::Value*> relu = b.Op1("fused_gemm_epilogue", {x, w, b.Data("b9", {{6}, f32})},
+                                          {{"trans_x", false}, {"trans_y", false}, {"activation", std::string("relu")}});
+  ASSERT_FALSE(relu.ok());
+  EXPECT_NE(relu.status().message().find("activation must be none or gelu, got 'relu'"), std::string::npos)
+      << relu.status();
 }
 
-// A one-layer program, its bias added by fused_gemm_epilogue or by matmul and add, trained
-// through loss = sum(out²): its gradients.
-std::map<std::string, exec::Tensor> LinearGradients(bool fused) {
+// A one-layer program, its bias (and a GELU, with `gelu`) applied by fused_gemm_epilogue or by
+// matmul, add (and gelu), trained through loss = sum(out²): its gradients.
+std::map<std::string, exec::Tensor> LinearGradients(bool fused, bool gelu) {
   ir::Program p;
   ir::Builder b(&p);
   const ir::DataType f64 = ir::DataType::kFloat64;
@@ -156,16 +220,26 @@ std::map<std::string, exec::Tensor> LinearGradients(bool fused) {
   ir::Value* w = b.Parameter("w", {{8, 6}, f64}, "normal(0.5)");
   ir::Value* bias = b.Parameter("b", {{6}, f64}, "normal(0.5)");
   const ir::AttributeMap attrs = {{"trans_x", false}, {"trans_y", false}};
-  absl::StatusOr<ir::Value*> out = fused ? b.Op1("fused_gemm_epilogue", {x, w, bias}, attrs)
-                                         : b.Op1("matmul", {x, w}, attrs);
-  if (!fused && out.ok()) out = b.Op1("add", {*out, bias});
+  ir::AttributeMap fused_attrs = attrs;
+  fused_attrs["activation"] = std::string(gelu ? "gelu" : "none");
+  absl::StatusOr<ir::Value*> out;
+  if (fused) {
+    absl::StatusOr<std::vector<ir::Value*>> results = b.Create("fused_gemm_epilogue", {x, w, bias}, fused_attrs);
+    EXPECT_TRUE(results.ok()) << results.status();
+    out = results->front();  // gelu(sum), or the sum
+  } else {
+    out = b.Op1("matmul", {x, w}, attrs);
+    if (out.ok()) out = b.Op1("add", {*out, bias});
+    if (gelu && out.ok()) out = b.Op1("gelu", {*out}, {{"approximate", true}});
+  }
   EXPECT_TRUE(out.ok()) << out.status();
   absl::StatusOr<ir::Value*> square = b.Op1("multiply", {*out, *out});
   absl::StatusOr<ir::Value*> loss =
       b.Op1("sum", {*square}, {{"axis", std::vector<int64_t>{}}, {"keep_dim", false}});
   EXPECT_TRUE(loss.ok()) << loss.status();
   p.set_loss(*loss);
-  EXPECT_TRUE(passes::AppendBackward(p, *loss).ok());
+  const absl::Status backward = passes::AppendBackward(p, *loss);
+  EXPECT_TRUE(backward.ok()) << backward;
   std::vector<int64_t> fetch;
   for (const ir::StateUpdate& g : p.gradients()) fetch.push_back(g.new_value->id());
   absl::StatusOr<exec::Executor> executor = exec::Executor::Create(p, {.fetch_ids = fetch});
@@ -181,10 +255,12 @@ std::map<std::string, exec::Tensor> LinearGradients(bool fused) {
   return grads;
 }
 
-// Its gradient is matmul's for x and w and the output gradient's column sums for the bias: a
-// program holding one differentiates to the gradients of the matmul and add it stands for.
+// Its gradient is the GELU's (with "gelu"), then matmul's for x and w and the column sums for the
+// bias: a program holding one differentiates to the gradients of the ops it stands for.
 TEST(FuseGemmEpilogueTest, ItDifferentiatesAsAMatmulAndABiasAdd) {
-  const std::map<std::string, exec::Tensor> fused = LinearGradients(true), separate = LinearGradients(false);
+  for (bool gelu : {false, true}) {
+  SCOPED_TRACE(gelu ? "with gelu" : "without an activation");
+  const std::map<std::string, exec::Tensor> fused = LinearGradients(true, gelu), separate = LinearGradients(false, gelu);
   ASSERT_EQ(fused.size(), 2u);
   ASSERT_EQ(separate.size(), 2u);
   for (const auto& [name, expected] : separate) {
@@ -197,6 +273,7 @@ TEST(FuseGemmEpilogueTest, ItDifferentiatesAsAMatmulAndABiasAdd) {
     }
     EXPECT_GT(norm, 0) << name;
     EXPECT_LE(std::sqrt(diff), 1e-12 * std::sqrt(norm)) << name;  // the bias's sum may add in another order
+  }
   }
 }
 

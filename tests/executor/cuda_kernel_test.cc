@@ -49,7 +49,7 @@ std::set<std::string> Covered() {
                                "sgd", "momentum", "count_nonfinite", "update_loss_scaling", "max", "min", "max_grad",
                                "min_grad", "greater_than", "less_than", "equal", "where", "gather", "gather_grad",
                                "c_embedding", "c_embedding_grad", "c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad_from_logits", "reshape", "unsqueeze", "squeeze",
-                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "fused_gemm_epilogue", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "merged_sgd", "merged_momentum", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
+                               "split", "split_with_num", "concat", "full", "matmul", "matmul_grad", "fused_gemm_epilogue", "fused_gemm_epilogue_grad", "layer_norm", "layer_norm_grad", "adamw", "merged_adamw", "merged_sgd", "merged_momentum", "sum", "mean", "sum_grad", "mean_grad", "embedding", "embedding_grad", "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
                                "cross_entropy_with_softmax", "cross_entropy_with_softmax_grad", "cross_entropy_with_softmax_grad_from_logits", "flash_attn", "flash_attention", "flash_attn_grad", "rms_norm", "rms_norm_grad", "fused_rope", "fused_rope_grad"};
   for (const std::string& op : kActivations) {
     ops.insert(op);
@@ -530,10 +530,12 @@ TEST_F(CudaKernelTest, MatmulAndItsGradientMatchTheCpuFoldedBatchedBroadcastAndT
   }
 }
 
-// fused_gemm_epilogue: the bias in cuBLASLt's epilogue (or, for a type cuBLASLt offers no bias
-// epilogue for, copied to every row with the GEMM adding to it) against the CPU's matmul then add.
-// bf16 rounds the sum once on the GPU, the product and the sum on the CPU: two roundings apart at
-// most. An empty contraction is the bias alone.
+// fused_gemm_epilogue and its gradient op: the bias (and the GELU; in the gradient the bias's
+// column sums) in cuBLASLt's epilogue (or, where cuBLASLt offers
+// none — a type, a GELU over columns not a multiple of 8, as 12 below — the bias copied to every
+// row with the GEMM adding to it, then the GELU kernel) against the CPU's matmul, add and gelu.
+// bf16 rounds the sum once on the GPU, the product and the sum on the CPU (and the GELU reads the
+// rounded sum there): three roundings apart at most. An empty contraction is the bias alone.
 TEST_F(CudaKernelTest, FusedGemmEpilogueMatchesTheCpu) {
   const std::vector<MatmulCase> cases = {
       {{8, 16}, {16, 12}, false, false},      // one GEMM
@@ -543,19 +545,25 @@ TEST_F(CudaKernelTest, FusedGemmEpilogueMatchesTheCpu) {
   };
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}) {
     for (const MatmulCase& c : cases) {
-      ir::Program p;
-      ir::Builder b(&p);
-      ir::Value* x = b.Data("x", {c.x, dtype});
-      ir::Value* y = b.Data("y", {c.y, dtype});
-      const int64_t n = c.trans_y ? c.y[0] : c.y[1];
-      ir::Value* bias = b.Data("bias", {{n}, dtype});
-      ASSERT_TRUE(b.Op1("fused_gemm_epilogue", {x, y, bias}, {{"trans_x", false}, {"trans_y", c.trans_y}}).ok());
-      ExpectSameOnGpu(p,
-                      {{"x", Random(x->type(), 18, -1, 1)}, {"y", Random(y->type(), 19, -1, 1)},
-                       {"bias", Random(bias->type(), 20, -1, 1)}},
-                      absl::StrCat("fused_gemm_epilogue ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x), " · ",
-                                   ir::ShapeToString(c.y), c.trans_y ? "ᵀ" : ""),
-                      Compare::kNorm, /*bf16_roundings=*/2);
+      for (const std::string activation : {"none", "gelu"}) {
+        ir::Program p;
+        ir::Builder b(&p);
+        ir::Value* x = b.Data("x", {c.x, dtype});
+        ir::Value* y = b.Data("y", {c.y, dtype});
+        const int64_t n = c.trans_y ? c.y[0] : c.y[1];
+        ir::Value* bias = b.Data("bias", {{n}, dtype});
+        absl::StatusOr<std::vector<ir::Value*>> out = b.Create(
+            "fused_gemm_epilogue", {x, y, bias}, {{"trans_x", false}, {"trans_y", c.trans_y}, {"activation", activation}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        ir::Value* g = b.Data("g", out->front()->type());  // and the gradient: the bias's from the GEMM
+        ASSERT_TRUE(b.Create("fused_gemm_epilogue_grad", {x, y, g}, {{"trans_x", false}, {"trans_y", c.trans_y}}).ok());
+        ExpectSameOnGpu(p,
+                        {{"x", Random(x->type(), 18, -1, 1)}, {"y", Random(y->type(), 19, -1, 1)},
+                         {"bias", Random(bias->type(), 20, -1, 1)}, {"g", Random(g->type(), 21, -1, 1)}},
+                        absl::StrCat("fused_gemm_epilogue ", ir::DataTypeName(dtype), " ", ir::ShapeToString(c.x),
+                                     " · ", ir::ShapeToString(c.y), c.trans_y ? "ᵀ" : "", " activation ", activation),
+                        Compare::kNorm, /*bf16_roundings=*/3);
+      }
     }
   }
 }
