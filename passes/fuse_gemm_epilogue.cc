@@ -83,43 +83,63 @@ const ir::Operation* FusableGemm(const ir::Operation& gelu, const Uses& uses,
   return gemm;
 }
 
-// The program with each op of `fused_for`'s keys replaced by its fused op and each op of
-// `replaced` dropped; a dropped op's results that no fused op took stay among the program's
-// values, made by nothing and read by nothing (as split-weight-grad leaves the values it drops).
-void Rebuild(ir::Program& program,
-             std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>>& fused_for,
-             const std::unordered_set<const ir::Operation*>& replaced) {
-  std::vector<std::unique_ptr<ir::Operation>> old = std::move(program.block().mutable_ops());
-  program.block().mutable_ops().clear();
-  for (auto& op : old) {
-    if (replaced.count(op.get())) {
-      for (ir::Value* r : op->results()) {
-        if (r->producer() == op.get()) r->set_producer(nullptr, 0);
-      }
-      continue;
-    }
-    auto fused = fused_for.find(op.get());
-    program.block().Append(fused == fused_for.end() ? std::move(op) : std::move(fused->second));
-  }
-}
-
 std::unordered_map<const ir::Operation*, size_t> Positions(const ir::Program& program) {
   std::unordered_map<const ir::Operation*, size_t> position;
   for (size_t i = 0; i < program.block().ops().size(); ++i) position[program.block().ops()[i].get()] = i;
   return position;
 }
 
+// One sweep of a fusion over a program: what it reads of the program before changing anything
+// (readers, bound values, op positions), the fused ops it makes, and the rebuild at the end.
+class FusionRound {
+ public:
+  explicit FusionRound(const ir::Program& program)
+      : uses(UsesOf(program)), bound(BoundValues(program)), position(Positions(program)) {}
+
+  const Uses uses;
+  const std::unordered_set<const ir::Value*> bound;
+  const std::unordered_map<const ir::Operation*, size_t> position;
+
+  // `fused` takes `at`'s place; `dropped` goes.
+  void Replace(const ir::Operation* at, std::unique_ptr<ir::Operation> fused, const ir::Operation* dropped) {
+    fused_for_[at] = std::move(fused);
+    dropped_.insert(dropped);
+  }
+  bool Replaces(const ir::Operation* op) const { return fused_for_.count(op) > 0; }
+
+  // Rewrites the program; how many fused ops it made. A dropped op's results that no fused op
+  // took stay among the program's values, made by nothing and read by nothing (as
+  // split-weight-grad leaves the values it drops).
+  int64_t Finish(ir::Program& program) {
+    const auto fused = static_cast<int64_t>(fused_for_.size());
+    if (fused == 0) return 0;
+    std::vector<std::unique_ptr<ir::Operation>> old = std::move(program.block().mutable_ops());
+    program.block().mutable_ops().clear();
+    for (auto& op : old) {
+      if (dropped_.count(op.get())) {
+        for (ir::Value* r : op->results()) {
+          if (r->producer() == op.get()) r->set_producer(nullptr, 0);
+        }
+        continue;
+      }
+      auto it = fused_for_.find(op.get());
+      program.block().Append(it == fused_for_.end() ? std::move(op) : std::move(it->second));
+    }
+    return fused;
+  }
+
+ private:
+  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for_;
+  std::unordered_set<const ir::Operation*> dropped_;
+};
+
 // add(matmul(x, w), b) → fused_gemm_epilogue(x, w, b); how many.
 int64_t FuseBiasAdds(ir::Program& program) {
-  const Uses uses = UsesOf(program);
-  const std::unordered_set<const ir::Value*> bound = BoundValues(program);
-  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
-  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
-  std::unordered_set<const ir::Operation*> replaced;
+  FusionRound round(program);
   for (const auto& op : program.block().ops()) {
     if (op->type() != "add" || op->num_operands() != 2 || op->num_results() != 1) continue;
     for (size_t product = 0; product < 2; ++product) {
-      const ir::Operation* matmul = FusableMatmul(*op, product, uses, bound, position);
+      const ir::Operation* matmul = FusableMatmul(*op, product, round.uses, round.bound, round.position);
       if (matmul == nullptr) continue;
       ir::Value* p = op->operand(product);
       ir::Value* sum = op->result(0);
@@ -130,29 +150,23 @@ int64_t FuseBiasAdds(ir::Program& program) {
           std::move(attrs));
       fused->CopyRoleAndChunk(*op);
       fused->add_result(sum);
-      for (const Use& use : uses.at(p)) {
+      for (const Use& use : round.uses.at(p)) {
         if (use.op != op.get()) use.op->set_operand(use.operand, sum);  // a type-only reader: the same type
       }
-      replaced.insert(matmul);
-      fused_for[op.get()] = std::move(fused);
+      round.Replace(op.get(), std::move(fused), matmul);
       break;
     }
   }
-  const auto fused = static_cast<int64_t>(fused_for.size());
-  if (fused > 0) Rebuild(program, fused_for, replaced);
-  return fused;
+  return round.Finish(program);
 }
 
 // gelu(fused_gemm_epilogue(x, w, b)) → fused_gemm_epilogue(x, w, b) {activation = "gelu"}, its
 // results the gelu's and the sum; how many.
 int64_t FuseGelus(ir::Program& program) {
-  const Uses uses = UsesOf(program);
-  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
-  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
-  std::unordered_set<const ir::Operation*> replaced;
+  FusionRound round(program);
   for (const auto& op : program.block().ops()) {
     if (op->type() != "gelu") continue;
-    const ir::Operation* gemm = FusableGemm(*op, uses, position);
+    const ir::Operation* gemm = FusableGemm(*op, round.uses, round.position);
     if (gemm == nullptr) continue;
     ir::AttributeMap attrs = gemm->attrs();
     attrs["activation"] = std::string("gelu");
@@ -160,12 +174,9 @@ int64_t FuseGelus(ir::Program& program) {
     fused->CopyRoleAndChunk(*op);
     fused->add_result(op->result(0));
     fused->add_result(gemm->result(0));
-    replaced.insert(gemm);
-    fused_for[op.get()] = std::move(fused);
+    round.Replace(op.get(), std::move(fused), gemm);
   }
-  const auto fused = static_cast<int64_t>(fused_for.size());
-  if (fused > 0) Rebuild(program, fused_for, replaced);
-  return fused;
+  return round.Finish(program);
 }
 
 // The matmul_grad that reads `add_grad`'s x_grad — out_grad itself, the bias's sum having no
@@ -206,15 +217,11 @@ const ir::Operation* FusableMatmulGrad(const ir::Operation& add_grad, const Uses
 // add_grad(z, b, g) and matmul_grad(x, w, add_grad's x_grad) → fused_gemm_epilogue_grad(x, w, g),
 // its results matmul_grad's and the bias gradient; how many.
 int64_t FuseBiasGrads(ir::Program& program) {
-  const Uses uses = UsesOf(program);
-  const std::unordered_set<const ir::Value*> bound = BoundValues(program);
-  const std::unordered_map<const ir::Operation*, size_t> position = Positions(program);
-  std::unordered_map<const ir::Operation*, std::unique_ptr<ir::Operation>> fused_for;
-  std::unordered_set<const ir::Operation*> replaced;
+  FusionRound round(program);
   for (const auto& op : program.block().ops()) {
     if (op->type() != "add_grad") continue;
-    const ir::Operation* matmul_grad = FusableMatmulGrad(*op, uses, bound, position);
-    if (matmul_grad == nullptr || fused_for.count(matmul_grad)) continue;
+    const ir::Operation* matmul_grad = FusableMatmulGrad(*op, round.uses, round.bound, round.position);
+    if (matmul_grad == nullptr || round.Replaces(matmul_grad)) continue;
     auto fused = std::make_unique<ir::Operation>(
         "fused_gemm_epilogue_grad",
         std::vector<ir::Value*>{matmul_grad->operand(0), matmul_grad->operand(1), op->operand(2)}, matmul_grad->attrs());
@@ -222,12 +229,9 @@ int64_t FuseBiasGrads(ir::Program& program) {
     fused->add_result(matmul_grad->result(0));
     fused->add_result(matmul_grad->result(1));
     fused->add_result(op->result(1));
-    replaced.insert(op.get());
-    fused_for[matmul_grad] = std::move(fused);
+    round.Replace(matmul_grad, std::move(fused), op.get());
   }
-  const auto fused = static_cast<int64_t>(fused_for.size());
-  if (fused > 0) Rebuild(program, fused_for, replaced);
-  return fused;
+  return round.Finish(program);
 }
 
 }  // namespace

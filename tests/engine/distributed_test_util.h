@@ -18,6 +18,9 @@
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
 #include "ir/program.h"
+#include "ir/status.h"
+#include "passes/distributed_programs.h"
+#include "strategy/strategy.h"
 
 namespace pdist::engine::testing {
 
@@ -224,6 +227,26 @@ inline void ExpectSameTraining(const RunOutcome& got, const RunOutcome& want, co
     ++compared;
   }
   EXPECT_GT(compared, 0);
+}
+
+// `got` trained exactly as `want` did: `steps` losses and every state tensor equal bit for bit
+// (a rewrite that must not change a number: fused kernels, merged updates).
+inline void ExpectBitForBit(const RunOutcome& got, const RunOutcome& want, int64_t steps) {
+  ASSERT_EQ(want.losses.size(), static_cast<size_t>(steps));
+  EXPECT_EQ(got.losses, want.losses);
+  EXPECT_EQ(ExpectSameState(got.state, want.state), static_cast<int64_t>(want.state.size()));
+  EXPECT_EQ(got.state.size(), want.state.size());
+}
+
+// Rank `rank`'s local training program of `model` under `strategy_json` (a JSON object), made as
+// the engine makes it (passes::RankPipeline with `bucket_bytes` and `fusions`).
+inline absl::StatusOr<ir::Program> LocalTrainProgram(const ir::Program& model, const std::string& strategy_json,
+                                                     int64_t rank, std::optional<int64_t> bucket_bytes,
+                                                     const passes::KernelFusions& fusions) {
+  PDIST_ASSIGN_OR_RETURN(strategy::Strategy strategy, strategy::ParseStrategy(strategy_json));
+  PDIST_ASSIGN_OR_RETURN(passes::DistributedPrograms programs, passes::BuildDistributedPrograms(model, strategy, {}));
+  passes::ReshardPlanCache plans;
+  return passes::LocalProgram(programs.train, passes::RankPipeline(rank, bucket_bytes, fusions), plans);
 }
 
 }  // namespace pdist::engine::testing

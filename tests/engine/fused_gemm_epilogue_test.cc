@@ -44,12 +44,7 @@ RunOutcome Train(const Case& c, bool fuse) {
 class FusedGemmEpilogueTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FusedGemmEpilogueTest, TrainsBitForBitAsAMatmulAndAnAdd) {
-  const RunOutcome separate = Train(GetParam(), false);
-  const RunOutcome fused = Train(GetParam(), true);
-  ASSERT_EQ(separate.losses.size(), static_cast<size_t>(kSteps));
-  EXPECT_EQ(fused.losses, separate.losses);
-  EXPECT_EQ(testing::ExpectSameState(fused.state, separate.state), static_cast<int64_t>(separate.state.size()));
-  EXPECT_EQ(fused.state.size(), separate.state.size());
+  testing::ExpectBitForBit(Train(GetParam(), true), Train(GetParam(), false), kSteps);
 }
 
 std::string Json(const std::string& body) { return absl::StrCat("{", body, "}"); }
@@ -77,20 +72,15 @@ std::map<std::string, int64_t> OpCounts(const ir::Program& program) {
 
 // One rank of the 2-layer GPT: every linear layer's bias add fuses (qkv, out-projection, two MLP
 // layers per block; the head has no bias), the MLP's GELU (tanh form) with its first layer, the
-// sums' gradients read the fused results, and the bias gradients join the weight gradients. With mp 2 the row-parallel layers' biases are added
-// after their all-reduce: half of them stay adds.
+// sums' gradients read the fused results, and the bias gradients join the weight gradients. With
+// mp 2 the row-parallel layers' biases are added after their all-reduce: half of them stay adds.
 TEST(FuseGemmEpilogueTest, EveryLinearLayersBiasAddFuses) {
-  for (const auto& [strategy_json, fused_per_layer] : {std::pair{std::string(), 4}, std::pair{Json(R"("mp_degree": 2)"), 2}}) {
+  for (const auto& [strategy_json, fused_per_layer] : {std::pair{std::string("{}"), 4}, std::pair{Json(R"("mp_degree": 2)"), 2}}) {
     SCOPED_TRACE(strategy_json);
     const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
-    absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(strategy_json.empty() ? "{}" : strategy_json);
-    ASSERT_TRUE(strategy.ok()) << strategy.status();
-    absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
-    ASSERT_TRUE(programs.ok()) << programs.status();
-    passes::ReshardPlanCache plans;
-    absl::StatusOr<ir::Program> plain = passes::LocalProgram(programs->train, passes::RankPipeline(0, std::nullopt), plans);
+    absl::StatusOr<ir::Program> plain = testing::LocalTrainProgram(model, strategy_json, 0, std::nullopt, {});
     absl::StatusOr<ir::Program> fused =
-        passes::LocalProgram(programs->train, passes::RankPipeline(0, std::nullopt, {.gemm_epilogue = true}), plans);
+        testing::LocalTrainProgram(model, strategy_json, 0, std::nullopt, {.gemm_epilogue = true});
     ASSERT_TRUE(plain.ok()) << plain.status();
     ASSERT_TRUE(fused.ok()) << fused.status();
     std::map<std::string, int64_t> before = OpCounts(*plain), after = OpCounts(*fused);
@@ -133,15 +123,10 @@ TEST(FuseGemmEpilogueTest, EveryLinearLayersBiasAddFuses) {
 // which would otherwise sit between a bias's add_grad and its matmul_grad.
 TEST(FuseGemmEpilogueTest, BiasGradientsFuseUnderDataParallelBuckets) {
   const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
-  absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(Json(R"("dp_degree": 2)"));
-  ASSERT_TRUE(strategy.ok()) << strategy.status();
-  absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
-  ASSERT_TRUE(programs.ok()) << programs.status();
   for (int64_t bucket_bytes : {int64_t{0}, int64_t{1} << 20}) {
     SCOPED_TRACE(bucket_bytes);
-    passes::ReshardPlanCache plans;
     absl::StatusOr<ir::Program> local =
-        passes::LocalProgram(programs->train, passes::RankPipeline(0, bucket_bytes, {.gemm_epilogue = true}), plans);
+        testing::LocalTrainProgram(model, Json(R"("dp_degree": 2)"), 0, bucket_bytes, {.gemm_epilogue = true});
     ASSERT_TRUE(local.ok()) << local.status();
     std::map<std::string, int64_t> count = OpCounts(*local);
     EXPECT_EQ(count["fused_gemm_epilogue_grad"], 8);  // 4 per block

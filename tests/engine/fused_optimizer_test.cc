@@ -50,12 +50,7 @@ RunOutcome Train(const Case& c, bool fuse) {
 class FusedOptimizerTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FusedOptimizerTest, TrainsBitForBitAsOneUpdatePerParameter) {
-  const RunOutcome separate = Train(GetParam(), false);
-  const RunOutcome merged = Train(GetParam(), true);
-  ASSERT_EQ(separate.losses.size(), static_cast<size_t>(kSteps));
-  EXPECT_EQ(merged.losses, separate.losses);
-  EXPECT_EQ(testing::ExpectSameState(merged.state, separate.state), static_cast<int64_t>(separate.state.size()));
-  EXPECT_EQ(merged.state.size(), separate.state.size());
+  testing::ExpectBitForBit(Train(GetParam(), true), Train(GetParam(), false), kSteps);
 }
 
 std::string Json(const std::string& body) { return absl::StrCat("{", body, "}"); }
@@ -98,14 +93,11 @@ TEST(FuseOptimizerTest, RankProgramsMergeTheirUpdates) {
         std::pair{Json(R"("dp_degree": 2, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"), 2}}) {
     SCOPED_TRACE(strategy_json);
     const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
-    absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(strategy_json);
-    ASSERT_TRUE(strategy.ok()) << strategy.status();
-    absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
-    ASSERT_TRUE(programs.ok()) << programs.status();
-    passes::ReshardPlanCache plans;
     absl::StatusOr<ir::Program> local =
-        passes::LocalProgram(programs->train, passes::RankPipeline(1, int64_t{1} << 20, {.optimizer = true}), plans);
+        testing::LocalTrainProgram(model, strategy_json, 1, int64_t{1} << 20, {.optimizer = true});
     ASSERT_TRUE(local.ok()) << local.status();
+    absl::StatusOr<ir::Program> unmerged = testing::LocalTrainProgram(model, strategy_json, 1, int64_t{1} << 20, {});
+    ASSERT_TRUE(unmerged.ok()) << unmerged.status();
     // Each kind's updates in groups of at most kMergedUpdates, in program order: a last group of
     // one stays an adamw.
     int64_t adamw = 0;
@@ -116,7 +108,7 @@ TEST(FuseOptimizerTest, RankProgramsMergeTheirUpdates) {
     }
     EXPECT_LE(adamw, kinds);
     EXPECT_EQ(static_cast<int>(gradient_dtypes.size()), kinds);
-    EXPECT_EQ(local->updates().size(), programs->train.updates().size());
+    EXPECT_EQ(local->updates().size(), unmerged->updates().size());
   }
 }
 
@@ -197,15 +189,10 @@ TEST(FuseOptimizerTest, AMergedOpHoldsAtMostABoundedShareOfTheNewValues) {
 // parameter, and those results are the bf16 parameters' new values (on ZeRO-2's shards too, whose
 // all-gathers read them, after the merged op).
 TEST(FuseOptimizerTest, MergedUpdatesTakeInTheMasterWeightCasts) {
-  const ir::Program model = testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8);
-  absl::StatusOr<strategy::Strategy> strategy = strategy::ParseStrategy(Json(
-      R"("dp_degree": 2, "sharding": {"enable": true, "stage": 2}, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"));
-  ASSERT_TRUE(strategy.ok()) << strategy.status();
-  absl::StatusOr<passes::DistributedPrograms> programs = passes::BuildDistributedPrograms(model, *strategy, {});
-  ASSERT_TRUE(programs.ok()) << programs.status();
-  passes::ReshardPlanCache plans;
-  absl::StatusOr<ir::Program> local =
-      passes::LocalProgram(programs->train, passes::RankPipeline(0, int64_t{1} << 20, {.optimizer = true}), plans);
+  absl::StatusOr<ir::Program> local = testing::LocalTrainProgram(
+      testing::BuildSmallModel("gpt", ir::DataType::kFloat32, 2, 8),
+      Json(R"("dp_degree": 2, "sharding": {"enable": true, "stage": 2}, "amp": {"enable": true, "dtype": "bfloat16", "level": "o2"})"),
+      0, int64_t{1} << 20, {.optimizer = true});
   ASSERT_TRUE(local.ok()) << local.status();
   const ir::MergedUpdate& adamw = *ir::MergedUpdateOfMerged("merged_adamw");
   std::set<const ir::Value*> copies, gathered;
