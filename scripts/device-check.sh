@@ -29,7 +29,8 @@
 # C_PROFILE=1 (then a second, 3-step run times every kernel, the stream synchronised after each:
 # milliseconds per op type; its losses must equal the timed run's); C_ATTENTION=gemm (or cudnn:
 # PDIST_CUDA_ATTENTION for pdist's runs; by default cuDNN's fused attention where it loads, and
-# where it ran, the same run again with the GEMM form for comparison).
+# where it ran, the same run again with the GEMM form for comparison); C_UNFUSED=1 (the same run
+# again with --fusions none: no merged updates, no GEMM epilogues — the fusions' gain in one lease).
 # Results go to $OUT (device-check.log and the files above); copy the numbers to docs/benchmarks.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -165,6 +166,14 @@ PY
           PDIST_CUDA_ATTENTION=gemm pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" "$out/gpt-1.3b.pb" \
             --data data/essay.txt --steps "${C_STEPS:-6}" --device cuda --peak-tflops $h200_bf16_peak 2>&1 |
             tee "$out/pdist-1.3b-b$batch-gemm-attention.log" || echo "device-check: the GEMM-attention run failed"
+        fi
+        # The fusions' gain (docs/gpu.md): the same steps without merged updates or GEMM epilogues.
+        # Its losses may differ in the last bits (bf16 rounds a fused sum once).
+        if [ -n "${C_UNFUSED:-}" ]; then
+          PDIST_CUDA_ATTENTION=${C_ATTENTION:-auto} pdist timeout "${C_SECONDS:-200}" "$dir/pdist-train" \
+            "$out/gpt-1.3b.pb" --data data/essay.txt --steps "${C_STEPS:-6}" --device cuda --fusions none \
+            --peak-tflops $h200_bf16_peak 2>&1 | tee "$out/pdist-1.3b-b$batch-unfused.log" ||
+            echo "device-check: the unfused run failed"
         fi
         # Where the time goes, in a run of its own: the profile waits for every kernel. Its losses
         # must be the timed run's (the same steps, the same kernels): a difference is a race.

@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "engine/comm_backend.h"
 #include "engine/launched_rank.h"
 #include "engine/engine.h"
@@ -64,6 +67,7 @@ struct TrainFlags {
   std::string backend = "inproc";
   std::string device = "cpu";
   std::string timeline;
+  std::string fusions = "auto";
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
   double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25, peak_tflops = 0;
   bool quiet = false, profile = false;
@@ -93,6 +97,10 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
                "(the host, state kept apart as on a GPU: for testing). On cuda, bf16/f16 attention runs on cuDNN's "
                "fused attention where libcudnn.so.9 loads; PDIST_CUDA_ATTENTION=gemm|cudnn in the environment "
                "overrides (docs/gpu.md)");
+  flags.String("fusions", &f->fusions,
+               "kernel fusions of each rank's program: auto (all on cuda, none on cpu), all, none, or a comma list "
+               "of optimizer (multi-tensor updates) and gemm-epilogue (bias, GELU and bias gradient in GEMM "
+               "epilogues); on the CPU they change no number (docs/gpu.md)");
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
@@ -108,6 +116,25 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
                "a cluster file (pdist-plan --calibrate -o writes one) or preset: its device's peak for the model's "
                "dtype gives MFU, as the planner computes it");
   flags.Bool("profile", &f->profile, "time every kernel and print the time per op type (steps after the first)");
+}
+
+// --fusions into the engine's options: auto leaves both unset (the device decides).
+absl::Status ApplyFusions(const std::string& value, pdist::engine::EngineOptions& options) {
+  if (value == "auto") return absl::OkStatus();
+  options.fuse_optimizer = false;
+  options.fuse_gemm_epilogue = false;
+  if (value == "none") return absl::OkStatus();
+  const std::vector<std::string> names = absl::StrSplit(value, ',');
+  for (const std::string& name : names) {
+    if (name == "all" || name == "optimizer") options.fuse_optimizer = true;
+    if (name == "all" || name == "gemm-epilogue") options.fuse_gemm_epilogue = true;
+    if (name != "all" && name != "optimizer" && name != "gemm-epilogue") {
+      return absl::InvalidArgumentError(absl::StrCat("--fusions: unknown fusion '", name,
+                                                     "' (expected auto, all, none, or a comma list of optimizer and "
+                                                     "gemm-epilogue)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The engine's options from the flags; errors name the flag.
@@ -132,6 +159,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.device = f.device;
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
+  PDIST_RETURN_IF_ERROR(ApplyFusions(f.fusions, options));
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
   if (f.peak_tflops < 0) return absl::InvalidArgumentError(absl::StrFormat("--peak-tflops %g must be >= 0", f.peak_tflops));
   if (f.eval_every < 0) return absl::InvalidArgumentError(absl::StrFormat("--eval-every %d must be >= 0", f.eval_every));
