@@ -65,6 +65,7 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   if (c.strategy_json) o.strategy_json = c.strategy_json;
   o.backend = c.backend != nullptr ? c.backend : pdist::engine::BackendFromEnvironment();
   if (c.device != nullptr) o.device = c.device;
+  if (c.fusions != nullptr) PDIST_RETURN_IF_ERROR(pdist::WithContext(o.SetFusions(c.fusions), "fusions"));
   return o;
 }
 

@@ -65,6 +65,9 @@ typedef struct {
    * "cuda:N", or a host device "cpu:N" (the host, state kept apart as on a GPU). A device this
    * build or machine lacks fails pdist_engine_create, saying what is missing (docs/gpu.md). */
   const char* device;
+  /* The GPU's kernel fusions (docs/gpu.md): "auto" (default, also for NULL: all on cuda, none on
+   * cpu), "all", "none", or a comma list of "optimizer" and "gemm-epilogue". */
+  const char* fusions;
 } pdist_engine_config;
 
 typedef struct pdist_engine pdist_engine;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "engine/checkpoint.h"
 #include "engine/sharded_checkpoint.h"
 #include "passes/distributed_programs.h"
@@ -47,6 +48,30 @@ RunnerOptions RunnerOptionsOf(const EngineOptions& o, const exec::Device& device
 
 Engine::Engine(ir::Program forward, EngineOptions options, const CommBackend* backend, exec::Device device)
     : forward_(std::move(forward)), options_(std::move(options)), backend_(backend), device_(device) {}
+
+absl::Status EngineOptions::SetFusions(const std::string& spec) {
+  if (spec == "auto") {
+    fuse_optimizer.reset();
+    fuse_gemm_epilogue.reset();
+    return absl::OkStatus();
+  }
+  bool optimizer = false, gemm_epilogue = false;
+  if (spec != "none") {
+    const std::vector<std::string> names = absl::StrSplit(spec, ',');
+    for (const std::string& name : names) {
+      optimizer |= name == "all" || name == "optimizer";
+      gemm_epilogue |= name == "all" || name == "gemm-epilogue";
+      if (name != "all" && name != "optimizer" && name != "gemm-epilogue") {
+        return absl::InvalidArgumentError(absl::StrCat("unknown fusion '", name,
+                                                       "' (expected auto, all, none, or a comma list of optimizer and "
+                                                       "gemm-epilogue)"));
+      }
+    }
+  }
+  fuse_optimizer = optimizer;
+  fuse_gemm_epilogue = gemm_epilogue;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, EngineOptions options) {
   if (forward.loss() == nullptr) return absl::InvalidArgumentError("the model has no loss");

@@ -65,6 +65,10 @@ struct EngineOptions {
   // on a GPU the product is written once instead of three times; on the CPU the same numbers bit
   // for bit. Unset: on a GPU, not on the CPU.
   std::optional<bool> fuse_gemm_epilogue;
+  // Both from one word, as pdist-train's --fusions, the C API's and Python's `fusions` give them:
+  // "auto" (unset: the device decides), "all", "none", or a comma list of "optimizer" and
+  // "gemm-epilogue"; anything else is an error naming it.
+  absl::Status SetFusions(const std::string& spec);
   // When set, every train step writes its timeline here (executor/timeline.h): a Chrome trace
   // per rank (rank<k>.trace.json) and, with in-process ranks, pipeline.svg; the last step's stay.
   std::string timeline_dir;

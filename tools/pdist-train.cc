@@ -16,7 +16,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "engine/comm_backend.h"
 #include "engine/launched_rank.h"
 #include "engine/engine.h"
@@ -118,25 +117,6 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.Bool("profile", &f->profile, "time every kernel and print the time per op type (steps after the first)");
 }
 
-// --fusions into the engine's options: auto leaves both unset (the device decides).
-absl::Status ApplyFusions(const std::string& value, pdist::engine::EngineOptions& options) {
-  if (value == "auto") return absl::OkStatus();
-  options.fuse_optimizer = false;
-  options.fuse_gemm_epilogue = false;
-  if (value == "none") return absl::OkStatus();
-  const std::vector<std::string> names = absl::StrSplit(value, ',');
-  for (const std::string& name : names) {
-    if (name == "all" || name == "optimizer") options.fuse_optimizer = true;
-    if (name == "all" || name == "gemm-epilogue") options.fuse_gemm_epilogue = true;
-    if (name != "all" && name != "optimizer" && name != "gemm-epilogue") {
-      return absl::InvalidArgumentError(absl::StrCat("--fusions: unknown fusion '", name,
-                                                     "' (expected auto, all, none, or a comma list of optimizer and "
-                                                     "gemm-epilogue)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The engine's options from the flags; errors name the flag.
 absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags& f) {
   using namespace pdist;
@@ -159,7 +139,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.device = f.device;
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
-  PDIST_RETURN_IF_ERROR(ApplyFusions(f.fusions, options));
+  PDIST_RETURN_IF_ERROR(pdist::WithContext(options.SetFusions(f.fusions), "--fusions"));
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
   if (f.peak_tflops < 0) return absl::InvalidArgumentError(absl::StrFormat("--peak-tflops %g must be >= 0", f.peak_tflops));
   if (f.eval_every < 0) return absl::InvalidArgumentError(absl::StrFormat("--eval-every %d must be >= 0", f.eval_every));

@@ -74,6 +74,7 @@ class EngineConfig(ctypes.Structure):
         ("strategy_json", ctypes.c_char_p),
         ("backend", ctypes.c_char_p),
         ("device", ctypes.c_char_p),
+        ("fusions", ctypes.c_char_p),
     ]
 
 

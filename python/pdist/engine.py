@@ -60,11 +60,13 @@ class Engine:
     environment; "gloo", "nccl" (one GPU per rank) or "inproc" to say it) — this process is one
     rank of the job; "inproc-rendezvous" runs the ranks as threads with NCCL's point-to-point
     semantics, a CPU check that a pipeline runs over NCCL (docs/communicators.md). `device`: "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N";
-    one this build or machine lacks is an error saying what is missing (docs/gpu.md)."""
+    one this build or machine lacks is an error saying what is missing (docs/gpu.md). `fusions`: the
+    GPU's kernel fusions, "auto" (all on cuda, none on cpu), "all", "none", or a comma list of
+    "optimizer" and "gemm-epilogue"; on the CPU they change no number."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
                  weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1, backend=None,
-                 device="cpu"):
+                 device="cpu", fusions="auto"):
         config = _native.EngineConfig()
         _native.lib.pdist_engine_config_init(ctypes.byref(config))
         # The config holds pointers into these bytes: keep them as long as the call needs them.
@@ -86,6 +88,8 @@ class Engine:
         config.backend = self._backend
         self._device = _native.encode(device)
         config.device = self._device
+        self._fusions = _native.encode(fusions)
+        config.fusions = self._fusions
         handle = ctypes.c_void_p()
         if isinstance(model, Program):
             with tempfile.TemporaryDirectory() as tmp:

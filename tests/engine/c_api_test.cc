@@ -74,6 +74,11 @@ TEST(CApiTest, BadConfigNamesTheField) {
   EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pdist_last_error()).find("learning_rate"), std::string::npos);
   pdist_engine_config_init(&cfg);
+  cfg.fusions = "optimizer,flash";
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("fusions: unknown fusion 'flash'"), std::string::npos)
+      << pdist_last_error();
+  pdist_engine_config_init(&cfg);
   cfg.device = "gpu0";
   EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pdist_last_error()).find("unknown device 'gpu0'"), std::string::npos);

@@ -301,6 +301,14 @@ class NumpyBatchTest(unittest.TestCase):
         on_host = pdist.Engine(self.mlp(), device="cpu").fit(self.batches, steps=2)
         self.assertEqual(pdist.Engine(self.mlp(), device="cpu:1").fit(self.batches, steps=2), on_host)
 
+    def test_the_gpus_fusions_change_no_number_on_the_cpu(self):
+        # Merged updates and bias adds in GEMM epilogues (docs/gpu.md), asked for on the CPU.
+        fused = pdist.Engine(self.mlp(), strategy={"dp_degree": 2}, fusions="all").fit(self.batches, steps=3)
+        plain = pdist.Engine(self.mlp(), strategy={"dp_degree": 2}, fusions="none").fit(self.batches, steps=3)
+        self.assertEqual(fused, plain)
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "fusions: unknown fusion 'flash'"):
+            pdist.Engine(self.mlp(), fusions="optimizer,flash")
+
     def test_bad_batches_raise_naming_the_input(self):
         engine = pdist.Engine(self.mlp())
         batch = self.batches[0]
