@@ -14,10 +14,7 @@
 // mask's zeros are multiplied); docs/gpu.md says what it costs.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <mutex>
-#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +25,7 @@
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/launch.h"
+#include "executor/cuda/say_once.h"
 #include "executor/kernel.h"
 #include "ir/status.h"
 #if PDIST_HAVE_CUDNN
@@ -51,15 +49,6 @@ constexpr bool kCudnnBuilt = true;
 #else
 constexpr bool kCudnnBuilt = false;
 #endif
-
-// Says `message` on stderr once per process: which attention form runs is worth knowing (a
-// timing means little without it), not worth repeating every step.
-void SayOnce(const std::string& message) {
-  static std::mutex mu;
-  static auto* said = new std::set<std::string>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (said->insert(message).second) std::fprintf(stderr, "pdist: %s\n", message.c_str());
-}
 
 // The form this op runs in (executor/cuda/attention_choice.h), and whether cuDNN was insisted on.
 struct Form {

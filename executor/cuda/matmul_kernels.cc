@@ -6,11 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_kernels.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/gemm.h"
+#include "executor/cuda/say_once.h"
 #include "executor/cuda/strided_walk.h"
 #include "executor/kernel.h"
 #include "executor/matmul_plan.h"
@@ -132,7 +134,11 @@ absl::Status FusedGemmEpilogueKernel(KernelContext& ctx) {
   GemmCall call{.in = type, .out = type, .lhs = MatrixOf(of, lhs), .rhs = MatrixOf(of, rhs), .out_data = out.raw(),
                 .out_ld = cols, .bias = ctx.input(2)->raw(), .gelu_input = gelu ? sum : nullptr};
   const absl::Status fused = RowMajorGemm(ctx, call);
-  if (!absl::IsUnimplemented(fused)) return fused;
+  if (!absl::IsUnimplemented(fused)) {
+    if (fused.ok()) SayOnce(absl::StrCat("fused_gemm_epilogue runs its bias", gelu ? " and GELU" : "", " in cuBLASLt's epilogue"));
+    return fused;
+  }
+  SayOnce(absl::StrCat(fused.message(), "; the bias is added by the GEMM (beta = 1)", gelu ? ", then the GELU kernel" : ""));
   PDIST_RETURN_IF_ERROR(bias_on_every_row());
   call.out_data = sum;
   call.bias = nullptr;
@@ -165,7 +171,11 @@ absl::Status FusedGemmEpilogueGradKernel(KernelContext& ctx) {
   // An empty GEMM (no rows to sum, or no weight gradient to write) runs no epilogue: the fallback.
   if (ya.product_rows() > 0 && ya.product_cols() > 0 && yb.product_cols() > 0) {
     const absl::Status fused = RowMajorGemm(ctx, call);
-    if (!absl::IsUnimplemented(fused)) return fused;
+    if (!absl::IsUnimplemented(fused)) {
+      if (fused.ok()) SayOnce("fused_gemm_epilogue_grad takes the bias gradient from cuBLASLt's epilogue");
+      return fused;
+    }
+    SayOnce(absl::StrCat(fused.message(), "; the bias gradient runs as add_grad"));
   }
   call.bias_grad = nullptr;
   PDIST_RETURN_IF_ERROR(RowMajorGemm(ctx, call));
