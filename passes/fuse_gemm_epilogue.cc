@@ -8,24 +8,16 @@
 
 #include "ir/attribute.h"
 #include "ir/op_def.h"
+#include "ir/ops/matmul.h"
+#include "passes/uses.h"
 
 namespace pdist::passes {
 namespace {
 
-struct Use {
-  ir::Operation* op;
-  size_t operand;
-};
-using Uses = std::unordered_map<const ir::Value*, std::vector<Use>>;
-
-Uses UsesOf(const ir::Program& program) {
-  Uses uses;
-  for (const auto& op : program.block().ops()) {
-    for (size_t i = 0; i < op->num_operands(); ++i) {
-      if (op->operand(i) != nullptr) uses[op->operand(i)].push_back({op.get(), i});
-    }
-  }
-  return uses;
+// The matmul or matmul_grad `op` is one GEMM over x's folded rows (what the fused ops take).
+bool OneGemm(const ir::Operation& op) {
+  const absl::StatusOr<bool> trans_x = ir::GetBool(op.attrs(), "trans_x");
+  return trans_x.ok() && ir::ops::FoldsIntoOneGemm(op.operand(0)->type().shape, op.operand(1)->type().shape, *trans_x);
 }
 
 // Values the program hands out or binds: outputs, updated states' new values, gradients.
@@ -51,10 +43,7 @@ const ir::Operation* FusableMatmul(const ir::Operation& add, size_t product, con
   const ir::TensorType& out = p->type();
   if (add.result(0)->type() != out || out.rank() < 2) return nullptr;
   if (bias->type() != ir::TensorType{{out.shape.back()}, out.dtype}) return nullptr;
-  const ir::TensorType& x = matmul->operand(0)->type();
-  const ir::TensorType& w = matmul->operand(1)->type();
-  const absl::StatusOr<bool> trans_x = ir::GetBool(matmul->attrs(), "trans_x");
-  if (x.rank() < 2 || w.rank() != 2 || !trans_x.ok() || *trans_x) return nullptr;
+  if (!OneGemm(*matmul)) return nullptr;
   int64_t reads = 0;
   for (const Use& use : uses.at(p)) {
     if (use.op == &add) {
@@ -201,11 +190,7 @@ const ir::Operation* FusableMatmulGrad(const ir::Operation& add_grad, const Uses
   const ir::Operation* matmul_grad = use.op;
   if (matmul_grad->type() != "matmul_grad" || use.operand != 2) return nullptr;
   if (matmul_grad->role() != add_grad.role() || matmul_grad->chunk() != add_grad.chunk()) return nullptr;
-  const absl::StatusOr<bool> trans_x = ir::GetBool(matmul_grad->attrs(), "trans_x");
-  if (matmul_grad->operand(0)->type().rank() < 2 || matmul_grad->operand(1)->type().rank() != 2 || !trans_x.ok() ||
-      *trans_x) {
-    return nullptr;
-  }
+  if (!OneGemm(*matmul_grad)) return nullptr;
   if (auto bias_readers = uses.find(bias_grad); bias_readers != uses.end()) {
     for (const Use& reader : bias_readers->second) {
       if (position.at(reader.op) < position.at(matmul_grad)) return nullptr;

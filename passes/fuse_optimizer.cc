@@ -12,37 +12,26 @@
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
 #include "ir/ops/merged_updates.h"
+#include "passes/uses.h"
 
 namespace pdist::passes {
 namespace {
 
 const ir::Value* OperandOrNull(const ir::Operation& op, size_t i) { return i < op.num_operands() ? op.operand(i) : nullptr; }
 
-using Readers = std::unordered_map<const ir::Value*, std::vector<const ir::Operation*>>;
-
-Readers ReadersOf(const ir::Program& program) {
-  Readers readers;
-  for (const auto& op : program.block().ops()) {
-    for (const ir::Value* v : op->operands()) {
-      if (v != nullptr) readers[v].push_back(op.get());
-    }
-  }
-  return readers;
-}
-
 // The cast that rounds an update's new master weight to its bf16/f16 parameter under mixed
 // precision (`cast(adamw(%w.master, %g_bf16, ...)) {dtype = bf16}`, passes/optimizer.h) when the
 // new master has no other reader and the cast runs in the update's job: a merged op takes it in
 // (multi_precision, ir/ops/merged_updates.h). Null otherwise.
-const ir::Operation* RoundingOf(const ir::Operation& update, const ir::MergedUpdate& m, const Readers& readers) {
+const ir::Operation* RoundingOf(const ir::Operation& update, const ir::MergedUpdate& m, const Uses& uses) {
   const ir::Value* grad = OperandOrNull(update, m.grad);
   if (update.num_operands() == 0 || update.operand(0)->type().dtype != ir::DataType::kFloat32 || grad == nullptr ||
       !ir::IsLowPrecisionFloat(grad->type().dtype)) {
     return nullptr;
   }
-  auto it = readers.find(update.result(0));
-  if (it == readers.end() || it->second.size() != 1) return nullptr;
-  const ir::Operation* cast = it->second.front();
+  auto it = uses.find(update.result(0));
+  if (it == uses.end() || it->second.size() != 1) return nullptr;
+  const ir::Operation* cast = it->second.front().op;
   const bool rounds = cast->type() == "cast" && cast->num_operands() == 1 && cast->num_results() == 1 &&
                       cast->result(0)->type() == ir::TensorType{update.result(0)->type().shape, grad->type().dtype};
   return rounds && cast->role() == update.role() && cast->chunk() == update.chunk() ? cast : nullptr;
@@ -81,12 +70,12 @@ struct Group {
 // or more is the one whose first member comes first.
 Group FirstGroup(const ir::Program& program) {
   const auto& ops = program.block().ops();
-  const Readers readers = ReadersOf(program);
+  const Uses uses = UsesOf(program);
   std::map<std::string, Group> by_key;
   for (size_t i = 0; i < ops.size(); ++i) {
     const ir::MergedUpdate* m = ir::MergedUpdateOfBase(ops[i]->type());
     if (m == nullptr) continue;
-    const ir::Operation* rounding = RoundingOf(*ops[i], *m, readers);
+    const ir::Operation* rounding = RoundingOf(*ops[i], *m, uses);
     Group& g = by_key[GroupKey(*ops[i], *m, rounding != nullptr)];
     g.members.push_back(i);
     g.roundings.push_back(rounding);

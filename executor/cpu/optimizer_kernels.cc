@@ -11,6 +11,7 @@
 #include "executor/cpu/cpu_kernels.h"
 #include "executor/dtype_dispatch.h"
 #include "executor/kernel.h"
+#include "executor/sub_kernel.h"
 #include "ir/attribute.h"
 #include "ir/ops/merged_updates.h"
 #include "ir/status.h"
@@ -139,15 +140,12 @@ KernelFn MergedKernel(const ir::MergedUpdate& m, KernelFn base) {
     const size_t per_parameter = ir::MergedResults(m, ctx.attrs());
     for (size_t p = 0; p < ir::MergedParameters(m, ctx.num_inputs()); ++p) {
       const size_t first = p * per_parameter;
-      std::vector<const Tensor*> inputs =
-          ir::BaseOperands<const Tensor*>(m, p, [&ctx](size_t i) { return ctx.input(i); });
       std::vector<TensorType> types;
       for (size_t r = 0; r < m.results; ++r) types.push_back(ctx.output_type(first + r));
-      std::vector<Tensor> results(m.results);
-      KernelContext one(ctx.op(), std::move(inputs), &results);
-      one.OverrideOutputTypes(std::move(types));
-      one.set_placement(ctx.allocator(), ctx.stream());
-      PDIST_RETURN_IF_ERROR(base(one));
+      PDIST_ASSIGN_OR_RETURN(
+          std::vector<Tensor> results,
+          RunKernelAs(base, ctx.op(), ctx,
+                      ir::BaseOperands<const Tensor*>(m, p, [&ctx](size_t i) { return ctx.input(i); }), std::move(types)));
       if (per_parameter > m.results) {
         ctx.SetOutput(first + m.results, CastTensor(results[0], ctx.output_type(first + m.results).dtype));
       }

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "ir/op_def.h"
+#include "ir/ops/matmul.h"
 #include "ir/ops/op_families.h"
 #include "ir/ops/op_helpers.h"
 #include "ir/status.h"
@@ -36,7 +37,7 @@ namespace {
 // one matrix y.
 absl::Status ExpectOneGemm(const std::string& op, const TensorType& x, const TensorType& y, const AttributeMap& attrs) {
   PDIST_ASSIGN_OR_RETURN(bool trans_x, GetBool(attrs, "trans_x"));
-  if (x.rank() >= 2 && y.rank() == 2 && !trans_x) return absl::OkStatus();
+  if (ops::FoldsIntoOneGemm(x.shape, y.shape, trans_x)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(op, " multiplies an untransposed x of rank >= 2 by one matrix y (one ",
                                                  "GEMM); got x ", x.ToString(), trans_x ? " transposed" : "", " and y ",
                                                  y.ToString(), " (use matmul and add)"));

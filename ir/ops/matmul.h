@@ -29,4 +29,10 @@ struct MatmulDims {
 // batch dims that do not broadcast.
 absl::StatusOr<MatmulDims> InferMatmulDims(const Shape& x, const Shape& y, bool trans_x, bool trans_y);
 
+// Whether x·y is one GEMM over x's folded rows: x untransposed of rank >= 2, y one matrix — what
+// the fused GEMM-epilogue ops take (ir/ops/fused.cc) and their pass looks for.
+inline bool FoldsIntoOneGemm(const Shape& x, const Shape& y, bool trans_x) {
+  return x.size() >= 2 && y.size() == 2 && !trans_x;
+}
+
 }  // namespace pdist::ir::ops
