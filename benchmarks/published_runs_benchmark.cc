@@ -147,7 +147,7 @@ absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
 
 std::string Spec(const Row& r) {
   return absl::StrCat("gpt:layers=", r.layers, ",hidden=", r.hidden, ",heads=", r.heads, ",vocab=", r.vocab,
-                      ",seq=", r.seq, ",tied=1,dtype=bf16");
+                      ",seq=", r.seq, ",tied=1,dtype=bf16,f32_loss=1");
 }
 
 // The row's system: its cluster preset (with the preset's efficiencies, or `efficiency` where
@@ -233,25 +233,29 @@ std::vector<std::string> Distinct(const std::vector<Row>& rows, std::string Row:
   return names;
 }
 
-// The efficiencies tried in the fit: gemm × memory, and the fused attention kernel's fraction of
-// peak only where a row runs attention fused (the others never price it). The rest (the
+// The efficiencies tried in the fit: gemm × memory × gemm_half_intensity (0 or 64: off, or the
+// value a sweep of 32, 64, 96 and 128 over the H100 rows liked best), and the fused attention
+// kernel's fraction of peak only where a row runs attention fused (the others never price it). The rest (the
 // attention backward's rate against its forward's, the size factor, the overhead) stay the
 // group's preset's.
 std::vector<pdist::strategy::Efficiency> Grid(const std::vector<const Row*>& group) {
   const bool fused = std::any_of(group.begin(), group.end(), [](const Row* r) { return !r->unfused_attention; });
   absl::StatusOr<pdist::strategy::Cluster> preset = pdist::strategy::ClusterPreset(group.front()->cluster, 8);
-  const pdist::strategy::Efficiency base = preset.ok() ? preset->device.efficiency : pdist::strategy::Efficiency{};
+  pdist::strategy::Efficiency base = preset.ok() ? preset->device.efficiency : pdist::strategy::Efficiency{};
   std::vector<double> attention = {pdist::strategy::Efficiency{}.fused_attention};
   if (fused) attention = {0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25, 0.275, 0.3, 0.35, 0.4, 0.45, 0.5};
   std::vector<pdist::strategy::Efficiency> grid;
   for (double g = 0.40; g <= 0.951; g += 0.025) {
     for (double m : {0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
       for (double a : attention) {
-        pdist::strategy::Efficiency e = base;
-        e.gemm = g;
-        e.memory = m;
-        e.fused_attention = a;
-        grid.push_back(e);
+        for (double intensity : {0.0, 64.0}) {  // without and with the narrow dimensions' toll
+          pdist::strategy::Efficiency e = base;
+          e.gemm = g;
+          e.memory = m;
+          e.fused_attention = a;
+          e.gemm_half_intensity = intensity;
+          grid.push_back(e);
+        }
       }
     }
   }
@@ -306,9 +310,9 @@ int main(int argc, char** argv) {
   for (const std::string& name : Distinct(*rows, &Row::cluster)) {
     const pdist::strategy::Efficiency e = pdist::strategy::ClusterPreset(name, 8)->device.efficiency;
     std::printf("  %-9s gemm %.3f, fused attention %.3f (backward %.2f of it), memory %.2f, gemm_half_flops %.2g, "
-                "op_overhead %.0f us\n",
+                "gemm_half_intensity %.0f, op_overhead %.0f us\n",
                 name.c_str(), e.gemm, e.fused_attention, e.fused_attention_backward, e.memory, e.gemm_half_flops,
-                e.op_overhead * 1e6);
+                e.gemm_half_intensity, e.op_overhead * 1e6);
   }
   std::printf("%-22s %-30s %10s %10s %7s   %s\n", "row", "plan", "published", "predicted", "error",
               "compute / recompute / tp / dp / pp / bubble (s), memory GB");
@@ -341,7 +345,8 @@ int main(int argc, char** argv) {
   // efficiencies are its kernels' as much as its own): each row predicted with the efficiencies
   // that minimise the mean |error| of the other rows of its file. The grid is priced once per row.
   std::printf("Leave one out (each row predicted with the constants fitted on the other rows of its file):\n");
-  std::printf("%-22s %8s %8s %8s %10s %10s %7s\n", "row", "gemm", "attn", "memory", "published", "predicted", "error");
+  std::printf("%-22s %8s %8s %8s %9s %10s %10s %7s\n", "row", "gemm", "attn", "memory", "intensity", "published",
+              "predicted", "error");
   sum = 0;
   worst = 0;
   for (const std::string& name : Distinct(*rows, &Row::system)) {
@@ -388,15 +393,17 @@ int main(int argc, char** argv) {
       return best;
     };
     const pdist::strategy::Efficiency& all = grid[best_without(group.size())];
-    std::printf("%s, fitted on all %zu of its rows: gemm %.3f, fused attention %.3f, memory %.2f\n", name.c_str(),
-                group.size(), all.gemm, all.fused_attention, all.memory);
+    std::printf("%s, fitted on all %zu of its rows: gemm %.3f, fused attention %.3f, memory %.2f, "
+                "gemm_half_intensity %.0f\n",
+                name.c_str(), group.size(), all.gemm, all.fused_attention, all.memory, all.gemm_half_intensity);
     for (size_t i = 0; i < group.size(); ++i) {
       const pdist::strategy::Efficiency& e = grid[best_without(i)];
       const double err = error[i][best_without(i)];
       sum += std::abs(err);
       worst = std::max(worst, std::abs(err));
-      std::printf("%-22s %8.3f %8.3f %8.2f %10.3f %10.3f %+6.1f%%\n", group[i]->id.c_str(), e.gemm, e.fused_attention,
-                  e.memory, group[i]->published_seconds, group[i]->published_seconds * (1 + err), 100 * err);
+      std::printf("%-22s %8.3f %8.3f %8.2f %9.0f %10.3f %10.3f %+6.1f%%\n", group[i]->id.c_str(), e.gemm,
+                  e.fused_attention, e.memory, e.gemm_half_intensity, group[i]->published_seconds,
+                  group[i]->published_seconds * (1 + err), 100 * err);
     }
   }
   std::printf("out of sample: mean |error| %.1f%%, max %.1f%% over %zu rows\n\n",

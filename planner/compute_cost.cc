@@ -34,6 +34,10 @@ absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataTy
   double efficiency = at_scale;
   if (IsMatmulLike(cost)) {
     efficiency = at_scale * cost.flops / (cost.flops + e.gemm_half_flops);
+    if (e.gemm_half_intensity > 0 && cost.bytes > 0) {  // the narrow dimensions' toll
+      const double intensity = cost.flops / cost.bytes;
+      efficiency *= intensity / (intensity + e.gemm_half_intensity);
+    }
   }
   const double compute = cost.flops > 0 ? cost.flops / (peak->second * efficiency) : 0;
   const double memory = cost.bytes / (device.memory_bandwidth * e.memory);

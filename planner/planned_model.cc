@@ -17,7 +17,7 @@ namespace {
 
 struct SpecFields {
   std::map<std::string, int64_t> ints{{"layers", 0}, {"hidden", 0}, {"heads", 0}, {"vocab", 0},
-                                      {"seq", 0},    {"ffn", 0},    {"tied", 0}};
+                                      {"seq", 0},    {"ffn", 0},    {"tied", 0}, {"f32_loss", 0}};
   std::string dtype = "f32";
 };
 
@@ -32,7 +32,7 @@ absl::StatusOr<SpecFields> ParseSpecFields(const std::string& spec, const std::s
     auto it = f.ints.find(kv.first);
     if (it == f.ints.end()) {
       return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': unknown key '", kv.first,
-                                                     "' (keys: layers, hidden, heads, vocab, seq, ffn, tied, dtype)"));
+                                                     "' (keys: layers, hidden, heads, vocab, seq, ffn, tied, f32_loss, dtype)"));
     }
     if (!absl::SimpleAtoi(kv.second, &it->second) || it->second < 0) {
       return absl::InvalidArgumentError(
@@ -98,6 +98,9 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
         absl::StrCat("global batch must be in [1, ", ir::models::kMaxModelDim, "], got ", global_batch));
   }
   PDIST_ASSIGN_OR_RETURN(SpecFields f, ParseSpecFields(spec, colon == std::string::npos ? "" : spec.substr(colon + 1)));
+  if (f.ints["f32_loss"] > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': f32_loss must be 0 or 1"));
+  }
   absl::StatusOr<ir::DataType> dtype = ir::ParseDataType(f.dtype);
   if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': dtype '", f.dtype, "' is not a dtype"));
   PlannedModel m;
@@ -128,17 +131,17 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
     p.stage_kind = {kEmbeddingKind, kLayerKind, kHeadKind};
     const int64_t layers = 1, hidden = f.ints["hidden"], heads = f.ints["heads"], vocab = f.ints["vocab"],
                   seq = f.ints["seq"], ffn = f.ints["ffn"];
-    const bool tied = f.ints["tied"] != 0;
+    const bool tied = f.ints["tied"] != 0, f32_loss = f.ints["f32_loss"] != 0;
     if (llama) {
       PDIST_ASSIGN_OR_RETURN(p.forward, ir::models::BuildLlama({.vocab = vocab, .hidden = hidden, .layers = layers,
                                                                 .heads = heads, .ffn_hidden = ffn, .seq_len = seq,
                                                                 .batch = micro_batch, .tied_embeddings = tied,
-                                                                .dtype = dtype}));
+                                                                .dtype = dtype, .f32_loss = f32_loss}));
     } else {
       PDIST_ASSIGN_OR_RETURN(p.forward, ir::models::BuildGpt({.vocab = vocab, .hidden = hidden, .layers = layers,
                                                               .heads = heads, .ffn_hidden = ffn, .seq_len = seq,
                                                               .batch = micro_batch, .tied_embeddings = tied,
-                                                              .dtype = dtype}));
+                                                              .f32_loss = f32_loss, .dtype = dtype}));
     }
     return p;
   };

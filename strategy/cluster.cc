@@ -65,6 +65,18 @@ auto Positive(double& field, double scale) {
   };
 }
 
+// 0 (off) or a positive number within [1e-12, 1e12] (FLOPs per byte).
+auto NonNegative(double& field) {
+  return [&field](const Json& v, const std::string& path) -> absl::Status {
+    if (!v.is_number() || !(v.get<double>() == 0 || (v.get<double>() >= 1e-12 && v.get<double>() <= 1e12))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster key '", path, "' must be 0 or a positive number in [1e-12, 1e12], got ", v.dump()));
+    }
+    field = v.get<double>();
+    return absl::OkStatus();
+  };
+}
+
 auto Count(int64_t& field) {
   return [&field](const Json& v, const std::string& path) -> absl::Status {
     const int64_t max = ir::ProcessMesh::kMaxProcesses;
@@ -109,6 +121,7 @@ auto EfficiencyOf(Efficiency& e) {
     return ReadObject(v, path,
                       {{"gemm", Fraction(e.gemm)},
                        {"gemm_half_gflop", Positive(e.gemm_half_flops, kGiga)},
+                       {"gemm_half_intensity", NonNegative(e.gemm_half_intensity)},
                        {"memory", Fraction(e.memory)},
                        {"fused_attention", Fraction(e.fused_attention)},
                        {"fused_attention_backward", Fraction(e.fused_attention_backward)},
@@ -223,6 +236,7 @@ std::string ClusterToJson(const Cluster& c) {
                     {"efficiency",
                      {{"gemm", c.device.efficiency.gemm},
                       {"gemm_half_gflop", c.device.efficiency.gemm_half_flops / kGiga},
+                      {"gemm_half_intensity", c.device.efficiency.gemm_half_intensity},
                       {"memory", c.device.efficiency.memory},
                       {"fused_attention", c.device.efficiency.fused_attention},
                       {"fused_attention_backward", c.device.efficiency.fused_attention_backward},

@@ -39,6 +39,11 @@ struct Link {
 struct Efficiency {
   double gemm = 0.75;
   double gemm_half_flops = 5e8;
+  // A matmul's efficiency also falls with its arithmetic intensity I = flops / bytes (for an
+  // m×k·k×n product with m large, about k·n / (k + n): the narrow dimensions): it is scaled by
+  // I / (I + gemm_half_intensity), so a GEMM pays its bytes at an extra rate besides its FLOPs.
+  // 0 (the default) leaves it out; fitted on published runs (docs/cost_model.md, "Compute").
+  double gemm_half_intensity = 0;
   double memory = 0.7;
   double op_overhead = 5e-6;  // seconds
   // How the attention core runs: fused (FlashAttention, what pdist's flash_attn is) or unfused

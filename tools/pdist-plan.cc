@@ -86,7 +86,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 
 void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.String("model", &o->model_spec, "a built-in model instead of a file: gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S"
-                                        "[,ffn=F,tied=1,dtype=bf16] (or llama:...)");
+                                        "[,ffn=F,tied=1,dtype=bf16,f32_loss=1] (or llama:...; f32_loss: the loss on f32 logits)");
   flags.Int("gpus", &o->gpus, "devices: N of the --cluster preset, filled 8 per node");
   flags.String("cluster", &o->cluster, "a cluster JSON file or a preset: dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200, cpu-local "
                                        "(this machine as --gpus CPU ranks, measured now)");

@@ -117,7 +117,11 @@ absl::StatusOr<Program> BuildDecoder(const DecoderSpec& spec) {
   }
   // cross_entropy_with_softmax takes hard labels with a trailing 1 (Paddle's layout).
   PDIST_ASSIGN_OR_RETURN(Value * labels3, lb.Reshape(labels, {spec.batch, spec.seq_len, 1}));
-  PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(logits, labels3));
+  Value* loss_logits = logits;
+  if (spec.f32_loss && spec.dtype != DataType::kFloat32) {
+    PDIST_ASSIGN_OR_RETURN(loss_logits, lb.builder().Op1("cast", {logits}, {{"dtype", DataType::kFloat32}}));
+  }
+  PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(loss_logits, labels3));
   program.set_loss(loss);
   program.add_output("logits", logits);
   return program;

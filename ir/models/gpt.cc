@@ -25,7 +25,8 @@ DecoderSpec ToSpec(const GptConfig& c) {
                      .bias = true,
                      .learned_positions = true,
                      .rope = false,
-                     .mlp = MlpKind::kGelu};
+                     .mlp = MlpKind::kGelu,
+                     .f32_loss = c.f32_loss};
 }
 
 }  // namespace

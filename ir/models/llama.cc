@@ -26,7 +26,8 @@ DecoderSpec ToSpec(const LlamaConfig& c) {
                      .learned_positions = false,
                      .rope = true,
                      .rope_theta = c.rope_theta,
-                     .mlp = MlpKind::kSwiGlu};
+                     .mlp = MlpKind::kSwiGlu,
+                     .f32_loss = c.f32_loss};
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct LlamaConfig {
   double attention_dropout = 0.0;  // inside flash_attn (no CPU kernel yet; see gpt.h)
   double rms_epsilon = 1e-6;
   double rope_theta = 10000.0;  // fused_rope's rotary_emb_base
+  bool f32_loss = false;        // the loss on logits cast to f32 (as GptConfig::f32_loss)
 };
 
 // LLaMA's SwiGLU width: 2/3 of 4h (same parameter count as a 4h GELU MLP), rounded up to a

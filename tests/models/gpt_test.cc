@@ -95,6 +95,31 @@ TEST(GptTest, TiedHeadReusesTheTokenTable) {
   EXPECT_EQ(Logits(*p)->type().shape, (Shape{8, 32, 256}));
 }
 
+// f32_loss: the loss reads the logits cast to f32 (Megatron-LM's output.float()); the logits
+// output stays the model's dtype, and an f32 model gets no cast.
+TEST(GptTest, F32LossCastsTheLogitsOfALowPrecisionModel) {
+  GptConfig c = Small();
+  c.dtype = DataType::kBFloat16;
+  c.f32_loss = true;
+  absl::StatusOr<Program> p = BuildGpt(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(VerifyProgram(*p).ok()) << VerifyProgram(*p);
+  // The loss reads a cast to f32 of the bf16 logits.
+  const Value* loss_input = Logits(*p);
+  ASSERT_NE(loss_input, nullptr);
+  EXPECT_EQ(loss_input->type().dtype, DataType::kFloat32);
+  const Operation* cast = loss_input->producer();
+  ASSERT_EQ(cast->type(), "cast");
+  EXPECT_EQ(cast->operand(0)->type().dtype, DataType::kBFloat16);
+  EXPECT_EQ(cast->operand(0)->type().shape, loss_input->type().shape);
+  EXPECT_EQ(cast->operand(0)->producer()->type(), "matmul");
+
+  c.dtype = DataType::kFloat32;
+  p = BuildGpt(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const auto& op : p->block().ops()) EXPECT_NE(op->type(), "cast");
+}
+
 TEST(GptTest, DropoutAddsOpsAndStillVerifies) {
   GptConfig c = Small();
   c.dropout = 0.1;

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +34,43 @@ TEST(ComputeCostTest, RooflineWithASizeDependentMatmulRate) {
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
               5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
   EXPECT_FALSE(ComputeSeconds(a100, ir::DataType::kInt64, {.flops = 1, .bytes = 1}).ok());
+}
+
+// gemm_half_intensity: a matmul's rate also falls with its FLOPs per byte; streaming ops and the
+// default (0) are untouched.
+TEST(ComputeCostTest, NarrowMatmulsPayTheirBytesWhenGemmHalfIntensityIsSet) {
+  strategy::Device a100 = Cluster(1).device;
+  a100.efficiency = {.gemm = 0.8, .gemm_half_flops = 5e8, .gemm_half_intensity = 64, .memory = 0.8, .op_overhead = 5e-6};
+  const double size = 1e10 / (1e10 + 5e8);
+  // 1e10 FLOPs over 1e8 bytes: intensity 100, so 100 / 164 of the size-scaled rate.
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}),
+              5e-6 + 1e10 / (19.5e12 * 0.8 * size * 100.0 / 164.0), 1e-12);
+  // Twice the bytes for the same FLOPs (narrower dimensions): slower.
+  EXPECT_GT(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 2e8}),
+            *ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}));
+  // A streaming op stays memory-bound at the memory rate.
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
+              5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
+  a100.efficiency.gemm_half_intensity = 0;
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}),
+              5e-6 + 1e10 / (19.5e12 * 0.8 * size), 1e-12);
+}
+
+// f32_loss=1 prices the loss on f32 logits: a cast more in the profile, the same FLOPs, more bytes.
+TEST(ModelFromSpecTest, F32LossAddsTheLogitsCastAndIsChecked) {
+  const PlannedModel bf16 = *ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16", 8);
+  const PlannedModel f32_loss = *ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16,f32_loss=1", 8);
+  auto casts = [](const PlannedModel& m) {
+    int n = 0;
+    absl::StatusOr<ProfileProgram> p = m.profile_program(1);
+    for (const auto& op : p->forward.block().ops()) n += op->type() == "cast";
+    return n;
+  };
+  EXPECT_EQ(casts(f32_loss), casts(bf16) + 1);
+  absl::StatusOr<PlannedModel> bad = ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,f32_loss=2", 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("f32_loss must be 0 or 1"));
+  EXPECT_TRUE(ModelFromSpec("llama:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16,f32_loss=1", 8).ok());
 }
 
 // A low-precision op takes its dtype's calibrated factor where there is one, else its type's.

@@ -59,6 +59,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     preset->shared_cores_efficiency = 0.8;
     preset->device.efficiency.gemm = 0.75;
     preset->device.efficiency.fused_attention = 0.3;
+    preset->device.efficiency.gemm_half_intensity = 64;
     preset->device.efficiency.fused_attention_backward = 0.6;
     preset->device.efficiency.attention = Efficiency::Attention::kUnfused;
     preset->device.efficiency.op_scale = {{"add", 1.5}, {"add@bf16", 4.25}};
@@ -75,6 +76,7 @@ TEST(ParseClusterTest, WrittenJsonReadsBack) {
     EXPECT_DOUBLE_EQ(back->shared_cores_efficiency, 0.8);
     EXPECT_DOUBLE_EQ(back->device.efficiency.gemm, 0.75);
     EXPECT_DOUBLE_EQ(back->device.efficiency.fused_attention, 0.3);
+    EXPECT_DOUBLE_EQ(back->device.efficiency.gemm_half_intensity, 64);
     EXPECT_DOUBLE_EQ(back->device.efficiency.fused_attention_backward, 0.6);
     EXPECT_EQ(back->device.efficiency.attention, Efficiency::Attention::kUnfused);
     EXPECT_EQ(back->device.efficiency.op_scale, preset->device.efficiency.op_scale);
@@ -108,6 +110,9 @@ TEST(ParseClusterTest, ErrorsNameTheKeyPath) {
        "'shared_cores' must be an integer in [1, 1048576], got 0"},
       {"{\"nodes\": 1, \"devices_per_node\": 4, \"shared_cores_efficiency\": 1.2, " + good_device + ", " + links + "}",
        "'shared_cores_efficiency' must be a number in (0, 1], got 1.2"},
+      {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
+          "peak_tflops": {"f32": 1}, "efficiency": {"gemm_half_intensity": -3}}, )" + links + "}",
+       "'device.efficiency.gemm_half_intensity' must be 0 or a positive number in [1e-12, 1e12], got -3"},
       {R"({"nodes": 1, "devices_per_node": 1, "device": {"name": "x", "memory_gb": 1, "memory_bandwidth_gbps": 1,
           "peak_tflops": {"f32": 1}, "efficiency": {"gemm": 1.5}}, )" + links + "}",
        "'device.efficiency.gemm' must be a number in (0, 1], got 1.5"},
