@@ -54,6 +54,7 @@ struct Row {
   int64_t gpus = 0, layers = 0, hidden = 0, heads = 0, vocab = 0, seq = 0, global_batch = 0;
   Candidate candidate;
   bool unfused_attention = false;
+  bool f32_loss = false;  // the loss on an f32 copy of the logits (the `loss` column)
   bool sync_after_backward = false;
   std::optional<pdist::ir::DataType> fsdp_reduce;  // PyTorch FSDP's schedule, reducing in this dtype
   double published_seconds = 0;
@@ -69,7 +70,7 @@ double HardwareFlopsWithRecompute(const Row& r) {
 absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   const std::vector<std::string> f = absl::StrSplit(line, '\t');
   const std::string where = absl::StrCat("line ", line_number);
-  if (f.size() != 21) return absl::InvalidArgumentError(absl::StrCat(where, ": ", f.size(), " columns, expected 21"));
+  if (f.size() != 22) return absl::InvalidArgumentError(absl::StrCat(where, ": ", f.size(), " columns, expected 22"));
   Row r;
   r.id = f[0];
   r.cluster = f[1];
@@ -113,6 +114,8 @@ absl::StatusOr<Row> ParseRow(const std::string& line, int line_number) {
   }
   // FSDP reduce-scatters every micro-batch's gradients and sums the shards.
   c.accumulate_shards = r.fsdp_reduce.has_value() && c.zero >= 2;
+  if (f[21] != "f32" && f[21] != "bf16") return absl::InvalidArgumentError(absl::StrCat(where, ": loss '", f[21], "' (f32|bf16)"));
+  r.f32_loss = f[21] == "f32";
   double value = 0;
   if (!absl::SimpleAtod(f[20], &value) || value <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": measured value '", f[20], "'"));
@@ -147,7 +150,7 @@ absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
 
 std::string Spec(const Row& r) {
   return absl::StrCat("gpt:layers=", r.layers, ",hidden=", r.hidden, ",heads=", r.heads, ",vocab=", r.vocab,
-                      ",seq=", r.seq, ",tied=1,dtype=bf16,f32_loss=1");
+                      ",seq=", r.seq, ",tied=1,dtype=bf16,f32_loss=", r.f32_loss ? 1 : 0);
 }
 
 // The row's system: its cluster preset (with the preset's efficiencies, or `efficiency` where

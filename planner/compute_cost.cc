@@ -34,7 +34,8 @@ absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataTy
   double efficiency = at_scale;
   if (IsMatmulLike(cost)) {
     efficiency = at_scale * cost.flops / (cost.flops + e.gemm_half_flops);
-    if (e.gemm_half_intensity > 0 && cost.bytes > 0) {  // the narrow dimensions' toll
+    // The narrow dimensions' toll, a GEMM's: an attention kernel's rate is its own (fused_attention).
+    if (e.gemm_half_intensity > 0 && cost.bytes > 0 && attention == FusedAttention::kNone) {
       const double intensity = cost.flops / cost.bytes;
       efficiency *= intensity / (intensity + e.gemm_half_intensity);
     }

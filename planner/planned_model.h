@@ -46,8 +46,9 @@ struct PlannedModel {
 // The segment kinds of a model from a spec: embedding, one per layer, head.
 inline constexpr int64_t kEmbeddingKind = 0, kLayerKind = 1, kHeadKind = 2;
 
-// "gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S[,ffn=F][,tied=0|1][,dtype=f32|bf16|f16|f64]" and
-// the same for "llama:". InvalidArgument naming an unknown model or key or a bad value.
+// "gpt:layers=L,hidden=H,heads=A,vocab=V,seq=S[,ffn=F][,tied=0|1][,dtype=f32|bf16|f16|f64]
+// [,f32_loss=0|1]" and the same for "llama:" (f32_loss: the loss on an f32 copy of bf16/f16
+// logits, as Megatron-LM computes it; GptConfig::f32_loss). InvalidArgument naming an unknown model or key or a bad value.
 absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t global_batch);
 
 // A forward program with a loss (a model.pb), of any structure and parameter names: its

@@ -39,10 +39,12 @@ struct Link {
 struct Efficiency {
   double gemm = 0.75;
   double gemm_half_flops = 5e8;
-  // A matmul's efficiency also falls with its arithmetic intensity I = flops / bytes (for an
-  // m×k·k×n product with m large, about k·n / (k + n): the narrow dimensions): it is scaled by
+  // A matmul's efficiency also falls with its arithmetic intensity I = flops / bytes (for a
+  // 2-byte m×k·k×n product with m large, about k·n / (k + n): the narrow dimensions; half that
+  // in f32): it is scaled by
   // I / (I + gemm_half_intensity), so a GEMM pays its bytes at an extra rate besides its FLOPs.
-  // 0 (the default) leaves it out; fitted on published runs (docs/cost_model.md, "Compute").
+  // 0 (the default) leaves it out; fused attention kernels keep their own rate. Fitted on
+  // published runs (docs/cost_model.md, "Compute").
   double gemm_half_intensity = 0;
   double memory = 0.7;
   double op_overhead = 5e-6;  // seconds

@@ -117,11 +117,14 @@ absl::StatusOr<Program> BuildDecoder(const DecoderSpec& spec) {
   }
   // cross_entropy_with_softmax takes hard labels with a trailing 1 (Paddle's layout).
   PDIST_ASSIGN_OR_RETURN(Value * labels3, lb.Reshape(labels, {spec.batch, spec.seq_len, 1}));
+  // f32_loss: the loss on an f32 copy of low-precision logits, kept for the backward, which
+  // writes its gradient over it (Megatron-LM's output.float() and in-place cross entropy).
   Value* loss_logits = logits;
-  if (spec.f32_loss && spec.dtype != DataType::kFloat32) {
+  const bool f32_loss = spec.f32_loss && IsLowPrecisionFloat(spec.dtype);
+  if (f32_loss) {
     PDIST_ASSIGN_OR_RETURN(loss_logits, lb.builder().Op1("cast", {logits}, {{"dtype", DataType::kFloat32}}));
   }
-  PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(loss_logits, labels3));
+  PDIST_ASSIGN_OR_RETURN(Value * loss, lb.SoftmaxCrossEntropyMean(loss_logits, labels3, /*from_logits=*/f32_loss));
   program.set_loss(loss);
   program.add_output("logits", logits);
   return program;

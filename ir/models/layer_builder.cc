@@ -87,11 +87,11 @@ absl::StatusOr<Value*> LayerBuilder::Embedding(Value* ids, Value* table) {
   return builder_.Op1("embedding", {ids, table});
 }
 
-absl::StatusOr<Value*> LayerBuilder::SoftmaxCrossEntropyMean(Value* logits, Value* labels) {
+absl::StatusOr<Value*> LayerBuilder::SoftmaxCrossEntropyMean(Value* logits, Value* labels, bool from_logits) {
   // A bf16/f16 model's backward recomputes the softmax from the logits (ir/ops/nn.cc): none is
-  // made. An f32 one keeps the softmax for its backward, as Paddle's op does.
+  // made. An f32 one keeps the softmax for its backward, as Paddle's op does, unless from_logits.
   AttributeMap attrs;
-  if (IsLowPrecisionFloat(logits->type().dtype)) attrs["return_softmax"] = false;
+  if (from_logits || IsLowPrecisionFloat(logits->type().dtype)) attrs["return_softmax"] = false;
   PDIST_ASSIGN_OR_RETURN(std::vector<Value*> r, builder_.Create("cross_entropy_with_softmax", {logits, labels}, attrs));
   return builder_.Op1("mean", {r[1]});  // r[0] is the softmax (or f[0]), r[1] the per-row loss [..., 1]
 }

@@ -86,7 +86,9 @@ class LayerBuilder {
   // Rows of `table` [V, h] gathered by integer ids [...] → [..., h].
   absl::StatusOr<Value*> Embedding(Value* ids, Value* table);
   // mean(cross_entropy_with_softmax(logits [..., C], labels [..., 1])) → a scalar.
-  absl::StatusOr<Value*> SoftmaxCrossEntropyMean(Value* logits, Value* labels);
+  // from_logits: make no softmax whatever the dtype; the backward recomputes it from the logits
+  // and writes its gradient over them (Megatron-LM's in-place loss on its f32 copy of the logits).
+  absl::StatusOr<Value*> SoftmaxCrossEntropyMean(Value* logits, Value* labels, bool from_logits = false);
   // reshape without copying; `shape` as Paddle's reshape takes it.
   absl::StatusOr<Value*> Reshape(Value* x, const Shape& shape);
 

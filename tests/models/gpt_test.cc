@@ -113,11 +113,16 @@ TEST(GptTest, F32LossCastsTheLogitsOfALowPrecisionModel) {
   EXPECT_EQ(cast->operand(0)->type().dtype, DataType::kBFloat16);
   EXPECT_EQ(cast->operand(0)->type().shape, loss_input->type().shape);
   EXPECT_EQ(cast->operand(0)->producer()->type(), "matmul");
+  // No softmax is kept: the backward writes its gradient over the f32 copy.
+  const Operation* ce = FindOp(*p, "cross_entropy_with_softmax");
+  EXPECT_EQ(ce->result(0)->type().num_elements(), 0);
 
-  c.dtype = DataType::kFloat32;
-  p = BuildGpt(c);
-  ASSERT_TRUE(p.ok()) << p.status();
-  for (const auto& op : p->block().ops()) EXPECT_NE(op->type(), "cast");
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {  // no cast, no downcast
+    c.dtype = dtype;
+    p = BuildGpt(c);
+    ASSERT_TRUE(p.ok()) << p.status();
+    for (const auto& op : p->block().ops()) EXPECT_NE(op->type(), "cast");
+  }
 }
 
 TEST(GptTest, DropoutAddsOpsAndStillVerifies) {

@@ -51,26 +51,50 @@ TEST(ComputeCostTest, NarrowMatmulsPayTheirBytesWhenGemmHalfIntensityIsSet) {
   // A streaming op stays memory-bound at the memory rate.
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
               5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
+  // A fused attention kernel keeps its own rate.
+  a100.efficiency.fused_attention = 0.4;
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}, FusedAttention::kForward),
+              5e-6 + 1e10 / (19.5e12 * 0.4 * size), 1e-12);
   a100.efficiency.gemm_half_intensity = 0;
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}),
               5e-6 + 1e10 / (19.5e12 * 0.8 * size), 1e-12);
 }
 
-// f32_loss=1 prices the loss on f32 logits: a cast more in the profile, the same FLOPs, more bytes.
+// f32_loss=1 prices the loss on f32 logits: one more cast in the profile (GPT and LLaMA), and
+// the cross entropy makes no softmax (its backward writes over the f32 copy); f32 and f64
+// models get no cast.
 TEST(ModelFromSpecTest, F32LossAddsTheLogitsCastAndIsChecked) {
-  const PlannedModel bf16 = *ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16", 8);
-  const PlannedModel f32_loss = *ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16,f32_loss=1", 8);
-  auto casts = [](const PlannedModel& m) {
-    int n = 0;
-    absl::StatusOr<ProfileProgram> p = m.profile_program(1);
-    for (const auto& op : p->forward.block().ops()) n += op->type() == "cast";
-    return n;
+  auto casts_and_softmax = [](const std::string& spec) -> std::pair<int, bool> {
+    absl::StatusOr<PlannedModel> m = ModelFromSpec(spec, 8);
+    EXPECT_TRUE(m.ok()) << m.status();
+    if (!m.ok()) return {-1, false};
+    absl::StatusOr<ProfileProgram> p = m->profile_program(1);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {-1, false};
+    int casts = 0;
+    bool softmax = false;
+    for (const auto& op : p->forward.block().ops()) {
+      casts += op->type() == "cast";
+      if (op->type() == "cross_entropy_with_softmax") softmax = op->result(0)->type().num_elements() > 0;
+    }
+    return {casts, softmax};
   };
-  EXPECT_EQ(casts(f32_loss), casts(bf16) + 1);
+  for (const std::string model : {"gpt", "llama"}) {
+    const std::string shape = model + ":layers=2,hidden=64,heads=4,vocab=128,seq=32";
+    const auto [plain_casts, plain_softmax] = casts_and_softmax(shape + ",dtype=bf16");
+    const auto [casts, softmax] = casts_and_softmax(shape + ",dtype=bf16,f32_loss=1");
+    EXPECT_EQ(casts, plain_casts + 1) << model;
+    EXPECT_FALSE(plain_softmax) << model;
+    EXPECT_FALSE(softmax) << model << ": the f32 loss keeps its copy of the logits, not a softmax";
+    for (const char* dtype : {"f32", "f64"}) {
+      EXPECT_EQ(casts_and_softmax(shape + ",dtype=" + dtype + ",f32_loss=1").first,
+                casts_and_softmax(shape + ",dtype=" + dtype).first)
+          << model << " " << dtype;
+    }
+  }
   absl::StatusOr<PlannedModel> bad = ModelFromSpec("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=32,f32_loss=2", 8);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("f32_loss must be 0 or 1"));
-  EXPECT_TRUE(ModelFromSpec("llama:layers=2,hidden=64,heads=4,vocab=128,seq=32,dtype=bf16,f32_loss=1", 8).ok());
 }
 
 // A low-precision op takes its dtype's calibrated factor where there is one, else its type's.
