@@ -28,13 +28,15 @@ absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataTy
     return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype)));
   }
   const strategy::Efficiency& e = device.efficiency;
-  const double at_scale = attention == FusedAttention::kNone      ? e.gemm
+  const bool gemm_rate = attention == FusedAttention::kNone || attention == FusedAttention::kUnfusedCore;
+  const double at_scale = gemm_rate                                 ? e.gemm
                           : attention == FusedAttention::kForward ? e.fused_attention
                                                                   : e.fused_attention * e.fused_attention_backward;
   double efficiency = at_scale;
   if (IsMatmulLike(cost)) {
     efficiency = at_scale * cost.flops / (cost.flops + e.gemm_half_flops);
-    // The narrow dimensions' toll, a GEMM's: an attention kernel's rate is its own (fused_attention).
+    // The narrow dimensions' toll, a GEMM's: an attention core's rate is its own (fused_attention,
+    // or, unfused, its s² bytes under the memory roof).
     if (e.gemm_half_intensity > 0 && cost.bytes > 0 && attention == FusedAttention::kNone) {
       const double intensity = cost.flops / cost.bytes;
       efficiency *= intensity / (intensity + e.gemm_half_intensity);
@@ -71,9 +73,8 @@ bool IsAttentionCore(const ir::Operation& op) { return IsAttentionForward(op) ||
 }  // namespace
 
 FusedAttention FusedAttentionOf(const ir::Operation& op, const strategy::Efficiency& efficiency) {
-  if (!IsAttentionCore(op) || efficiency.attention != strategy::Efficiency::Attention::kFused) {
-    return FusedAttention::kNone;
-  }
+  if (!IsAttentionCore(op)) return FusedAttention::kNone;
+  if (efficiency.attention != strategy::Efficiency::Attention::kFused) return FusedAttention::kUnfusedCore;
   return IsAttentionForward(op) ? FusedAttention::kForward : FusedAttention::kBackward;
 }
 

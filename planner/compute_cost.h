@@ -27,8 +27,10 @@ namespace pdist::planner {
 // matmul, a fused attention. Selective recompute keeps these ops' results and redoes the rest.
 bool IsMatmulLike(const ir::OpCost& cost);
 
-// Which fused attention kernel an op is, if any: its forward or its backward.
-enum class FusedAttention : int8_t { kNone, kForward, kBackward };
+// Which fused attention kernel an op is, if any: its forward or its backward; kUnfusedCore: an
+// attention core on a device that runs it unfused (priced at `gemm` like any op, but its s²
+// bytes are the memory roof's, not a narrow GEMM's toll).
+enum class FusedAttention : int8_t { kNone, kForward, kBackward, kUnfusedCore };
 
 // Seconds of an op with `cost`, computing in `dtype`; a fused attention core reaches
 // Efficiency::fused_attention of peak in its forward (times fused_attention_backward in its
@@ -36,7 +38,7 @@ enum class FusedAttention : int8_t { kNone, kForward, kBackward };
 absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
                                       FusedAttention attention = FusedAttention::kNone);
 // The fused attention kernel `op` is (flash_attn, its gradient) on a device that runs attention
-// fused; kNone for any other op or an unfused device.
+// fused; kUnfusedCore for those ops on an unfused device; kNone for any other op.
 FusedAttention FusedAttentionOf(const ir::Operation& op, const strategy::Efficiency& efficiency);
 
 // The registered cost of `op` on its (local) operand and result types. NotFound for an op the

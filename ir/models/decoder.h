@@ -48,7 +48,7 @@ struct DecoderSpec {
   bool rope = false;              // rotary embedding of q and k
   double rope_theta = 10000.0;
   MlpKind mlp = MlpKind::kGelu;
-  bool f32_loss = false;  // the loss on logits cast to f32 (PyTorch autocast runs cross_entropy in f32)
+  bool f32_loss = false;  // the loss on bf16/f16 logits cast to f32, as Megatron-LM computes it
 };
 
 // InvalidArgument naming "<config_name>.<field>" and its value for the first bad field.

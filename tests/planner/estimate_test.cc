@@ -51,10 +51,15 @@ TEST(ComputeCostTest, NarrowMatmulsPayTheirBytesWhenGemmHalfIntensityIsSet) {
   // A streaming op stays memory-bound at the memory rate.
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e6, .bytes = 8e6}),
               5e-6 + 8e6 / (2039e9 * 0.8), 1e-12);
-  // A fused attention kernel keeps its own rate.
+  // An attention core keeps its own rate: fused (forward and backward) and unfused alike.
   a100.efficiency.fused_attention = 0.4;
+  a100.efficiency.fused_attention_backward = 0.5;
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}, FusedAttention::kForward),
               5e-6 + 1e10 / (19.5e12 * 0.4 * size), 1e-12);
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}, FusedAttention::kBackward),
+              5e-6 + 1e10 / (19.5e12 * 0.4 * 0.5 * size), 1e-12);
+  EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}, FusedAttention::kUnfusedCore),
+              5e-6 + 1e10 / (19.5e12 * 0.8 * size), 1e-12);
   a100.efficiency.gemm_half_intensity = 0;
   EXPECT_NEAR(*ComputeSeconds(a100, ir::DataType::kFloat32, {.flops = 1e10, .bytes = 1e8}),
               5e-6 + 1e10 / (19.5e12 * 0.8 * size), 1e-12);
@@ -165,7 +170,11 @@ TEST(ComputeCostTest, AFusedAttentionCoreRunsAtItsKernelsRate) {
               1e12 / (peak * 0.2 * 0.5 * factor), 1e-12);
   EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big), 1e12 / (peak * 0.6 * factor), 1e-12);
   h100.efficiency.attention = strategy::Efficiency::Attention::kUnfused;
-  EXPECT_EQ(FusedAttentionOf(attention, h100.efficiency), FusedAttention::kNone);
+  EXPECT_EQ(FusedAttentionOf(attention, h100.efficiency), FusedAttention::kUnfusedCore);
+  EXPECT_EQ(FusedAttentionOf(matmul, h100.efficiency), FusedAttention::kNone);
+  // An unfused core runs at `gemm` like any op.
+  EXPECT_NEAR(*ComputeSeconds(h100, ir::DataType::kBFloat16, big, FusedAttention::kUnfusedCore),
+              1e12 / (peak * 0.6 * factor), 1e-12);
 }
 
 TEST(DataParallelSyncTest, AnAllReduceAfterTheBackwardIsExposedWhole) {
