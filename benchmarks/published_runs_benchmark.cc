@@ -237,10 +237,10 @@ std::vector<std::string> Distinct(const std::vector<Row>& rows, std::string Row:
 }
 
 // The efficiencies tried in the fit: gemm × memory × gemm_half_intensity (0 or 64: off, or the
-// value a sweep of 32, 64, 96 and 128 over the H100 rows liked best; docs/cost_model.md), and the fused attention
-// kernel's fraction of peak only where a row runs attention fused (the others never price it). The rest (the
-// attention backward's rate against its forward's, the size factor, the overhead) stay the
-// group's preset's.
+// value a sweep of 32, 64, 96 and 128 over the H100 rows liked best; docs/cost_model.md), and
+// the fused attention kernel's fraction of peak only where a row runs attention fused (the
+// others never price it). The rest (the attention backward's rate against its forward's, the
+// size factor, the overhead) stay the group's preset's.
 std::vector<pdist::strategy::Efficiency> Grid(const std::vector<const Row*>& group) {
   const bool fused = std::any_of(group.begin(), group.end(), [](const Row* r) { return !r->unfused_attention; });
   absl::StatusOr<pdist::strategy::Cluster> preset = pdist::strategy::ClusterPreset(group.front()->cluster, 8);

@@ -4,7 +4,7 @@
 //   t = op_overhead + max(flops / (peak(dtype) · e(flops)),  bytes / (memory_bandwidth · memory))
 //   e(f) = gemm · f / (f + gemm_half_flops)       for matmul-like ops (flops ≥ 4 · bytes),
 //          · I / (I + gemm_half_intensity)        I = flops / bytes (where gemm_half_intensity > 0;
-//                                                 not for a fused attention kernel, priced at its own rate)
+//                                                 not for an attention core: its own rate prices it)
 //   e(f) = gemm                                   otherwise (they are memory-bound anyway)
 //
 // so a 4096³ matmul on an A100 (137 GFLOP) runs at 0.8 · 312 TFLOP/s, a 256³ one (34 MFLOP) at a

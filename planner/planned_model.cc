@@ -141,7 +141,7 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
       PDIST_ASSIGN_OR_RETURN(p.forward, ir::models::BuildGpt({.vocab = vocab, .hidden = hidden, .layers = layers,
                                                               .heads = heads, .ffn_hidden = ffn, .seq_len = seq,
                                                               .batch = micro_batch, .tied_embeddings = tied,
-                                                              .f32_loss = f32_loss, .dtype = dtype}));
+                                                              .dtype = dtype, .f32_loss = f32_loss}));
     }
     return p;
   };

@@ -22,14 +22,14 @@ struct GptConfig {
   int64_t seq_len = 32;
   int64_t batch = 8;       // micro-batch
   bool tied_embeddings = false;  // true: the head is matmul(x, wte, trans_y), as in GPT-2
-  // The loss on logits cast to f32: Megatron-LM's `output.float()` before its cross entropy,
-  // PyTorch autocast's cross_entropy; a bf16 model's own fused loss reads the bf16 logits.
-  bool f32_loss = false;
   DataType dtype = DataType::kFloat32;
   double dropout = 0.0;    // embedding and residual dropout
   // Dropout of attention probabilities, inside flash_attn: the CPU kernel does not have it yet
   // (training such a model on CPU ranks fails, naming the op), so it is separate and off.
   double attention_dropout = 0.0;
+  // The loss on bf16/f16 logits cast to f32, as Megatron-LM (`output.float()`) and Megatron core's
+  // cross entropy compute it; without it the loss reads the low-precision logits.
+  bool f32_loss = false;
 };
 
 // LayerNorm epsilon of every GPT norm (GPT-2's value).
