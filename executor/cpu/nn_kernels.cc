@@ -133,28 +133,29 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(0);
   const Tensor& label = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, logits.shape()));
-  Tensor& softmax_out = ctx.AllocateOutput(0);
+  Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
-  // Without return_softmax the result is an empty f[0]: the same softmax goes to a temporary
-  // (the same numbers as with it; a device kernel writes none).
-  Tensor softmax = softmax_out.num_elements() == logits.num_elements() ? softmax_out : Tensor::Empty(logits.type());
+  // Without return_softmax the result is an empty f[0] and the loss needs only each lane's
+  // logsumexp: nothing of the logits' size is made (the bytes the planner counts; a bf16 head's
+  // f32 loss would otherwise hold a second f32 copy of its logits for the kernel's length).
+  const bool keep_softmax = softmax.num_elements() == logits.num_elements();
   const AxisView& v = c.view;
   const Eigen::InnerStride<> stride(v.inner);
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
     return ForEachLane(label, c, [&](int64_t lane, int64_t cls) {
       const int64_t s = v.LaneStart(lane);
       ConstLaneMap<T> x(logits.data<T>() + s, v.n, stride);
-      LaneMap<T> p(softmax.data<T>() + s, v.n, stride);
       T& l = loss.data<T>()[lane];
       if (c.use_softmax) {
-        const T lse = SoftmaxLane(logits.data<T>() + s, softmax.data<T>() + s, v.n, v.inner, false);
+        const T lse = keep_softmax ? SoftmaxLane(logits.data<T>() + s, softmax.data<T>() + s, v.n, v.inner, false)
+                                   : LogSumExpLane(logits.data<T>() + s, v.n, v.inner);
         if (c.soft_label) {
           l = (ConstLaneMap<T>(label.data<T>() + s, v.n, stride) * (lse - x)).sum();
         } else {
           l = cls < 0 ? T(0) : lse - x(cls);
         }
       } else {
-        p = x;
+        if (keep_softmax) LaneMap<T>(softmax.data<T>() + s, v.n, stride) = x;
         if (c.soft_label) {
           l = -(ConstLaneMap<T>(label.data<T>() + s, v.n, stride) * x.log()).sum();
         } else {
@@ -170,11 +171,11 @@ absl::Status CrossEntropyKernel(KernelContext& ctx) {
 //   use_softmax, hard: g * (p - onehot(label));   soft: g * (p * sum(label) - label)
 //   probabilities, hard: -g / p[label] at the label; soft: -g * label / p
 // (Paddle's soft-label gradient assumes sum(label) = 1; this one is exact for any label.)
-absl::Status CrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
+// logits_grad may be softmax's storage: each element is read before it is written.
+absl::Status CrossEntropyGradInto(KernelContext& ctx, const Tensor& softmax, Tensor& logits_grad) {
   const Tensor& label = *ctx.input(0);
   const Tensor& loss_grad = *ctx.input(2);
   PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, softmax.shape()));
-  Tensor& logits_grad = ctx.AllocateOutput(0);
   const AxisView& v = c.view;
   const Eigen::InnerStride<> stride(v.inner);
   PDIST_DISPATCH_FLOAT(softmax.dtype(), T, {
@@ -207,27 +208,30 @@ absl::Status CrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
   return absl::OkStatus();
 }
 
-absl::Status CrossEntropyGradKernel(KernelContext& ctx) { return CrossEntropyGradOf(ctx, *ctx.input(1)); }
+absl::Status CrossEntropyGradKernel(KernelContext& ctx) {
+  return CrossEntropyGradInto(ctx, *ctx.input(1), ctx.AllocateOutput(0));
+}
 
-// (label, logits, loss_grad) → logits_grad: the forward's softmax again, then the gradient above.
-// Without use_softmax the logits are the probabilities. logits_grad may be the logits' storage
-// (ir::OpDef::overwrites_dying_operand): every element is read before it is written.
+// (label, logits, loss_grad) → logits_grad: the forward's softmax again, written straight into
+// logits_grad, then the gradient above over it — no temporary of the logits' size. Without
+// use_softmax the logits are the probabilities. logits_grad may be the logits' storage
+// (ir::OpDef::overwrites_dying_operand): SoftmaxLane reads each element before it writes it.
 absl::Status CrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(1);
   PDIST_ASSIGN_OR_RETURN(bool use_softmax, ir::GetBool(ctx.attrs(), "use_softmax"));
-  if (!use_softmax) return CrossEntropyGradOf(ctx, logits);
+  Tensor& logits_grad = ctx.AllocateOutput(0);
+  if (!use_softmax) return CrossEntropyGradInto(ctx, logits, logits_grad);
   PDIST_ASSIGN_OR_RETURN(CrossEntropyConfig c, GetCrossEntropyConfig(ctx, logits.shape()));
-  Tensor softmax = Tensor::Empty(logits.type());
   const AxisView& v = c.view;
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
     ParallelFor(v.lanes(), RowGrain(v.n), [&](int64_t begin, int64_t end) {
       for (int64_t lane = begin; lane < end; ++lane) {
         const int64_t s = v.LaneStart(lane);
-        SoftmaxLane(logits.data<T>() + s, softmax.data<T>() + s, v.n, v.inner, false);
+        SoftmaxLane(logits.data<T>() + s, logits_grad.data<T>() + s, v.n, v.inner, false);
       }
     });
   });
-  return CrossEntropyGradOf(ctx, softmax);
+  return CrossEntropyGradInto(ctx, logits_grad, logits_grad);
 }
 
 }  // namespace

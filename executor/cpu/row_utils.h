@@ -27,8 +27,17 @@ using LaneMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Unaligned,
 template <typename T>
 using ConstLaneMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Unaligned, Eigen::InnerStride<>>;
 
+// The lane's logsumexp, max + log(sum(exp(x - max))), with nothing written.
+template <typename T>
+T LogSumExpLane(const T* x, int64_t n, int64_t stride) {
+  ConstLaneMap<T> in(x, n, Eigen::InnerStride<>(stride));
+  const T max = in.maxCoeff();
+  return max + std::log((in - max).exp().sum());
+}
+
 // Numerically stable softmax (or log_softmax) of one lane: subtract the max before exp.
-// Returns log(sum(exp(x - max))) + max, the lane's logsumexp.
+// Returns log(sum(exp(x - max))) + max, the lane's logsumexp. y may be x for the softmax (each
+// element is read before it is written), not for the log_softmax.
 template <typename T>
 T SoftmaxLane(const T* x, T* y, int64_t n, int64_t stride, bool log) {
   ConstLaneMap<T> in(x, n, Eigen::InnerStride<>(stride));

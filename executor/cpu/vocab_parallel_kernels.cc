@@ -82,11 +82,13 @@ absl::Status CEmbeddingGradKernel(KernelContext& ctx) {
 
 // The global softmax of a vocab piece over `ranks`: the row max in one all-reduce, then the sum
 // of exponentials and the label's logit (where held here) in another. Fills `softmax` (the
-// piece's probabilities) and returns per lane log Σ exp + max − the label's logit, the loss
-// before ignore_index. Shared by the forward and the gradient that recomputes it from the logits.
+// piece's probabilities; nullptr: the loss alone, nothing of the piece's size written) and
+// returns per lane log Σ exp + max − the label's logit, the loss before ignore_index. Shared by
+// the forward and the gradient that recomputes it from the logits; softmax may be the logits'
+// storage (each logit is read before its probability is written).
 template <typename T>
 absl::StatusOr<std::vector<T>> GlobalSoftmaxPiece(const KernelContext& ctx, const Tensor& logits,
-                                                  const std::vector<int64_t>& cls, Tensor& softmax) {
+                                                  const std::vector<int64_t>& cls, T* softmax) {
   PDIST_ASSIGN_OR_RETURN(int64_t start, ir::GetInt(ctx.attrs(), "start_index"));
   PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, ir::GetIntList(ctx.attrs(), "ranks"));
   if (ctx.comm_groups() == nullptr) {
@@ -104,21 +106,24 @@ absl::StatusOr<std::vector<T>> GlobalSoftmaxPiece(const KernelContext& ctx, cons
   // sums [0, lanes): Σ exp(x − max);  [lanes, 2·lanes): the label's logit where held here.
   Tensor sums = Tensor::Zeros({{2 * lanes}, logits.dtype()});
   T* s = sums.data<T>();
-  T* p = softmax.data<T>();
+  T* p = softmax;
   for (int64_t lane = 0; lane < lanes; ++lane) {
     const T m = max.data<T>()[lane];
-    for (int64_t j = 0; j < n; ++j) {
-      p[lane * n + j] = std::exp(x[lane * n + j] - m);
-      s[lane] += p[lane * n + j];
-    }
     const int64_t local = LocalIndex(cls[lane], start, n);
-    if (local >= 0) s[lanes + lane] = x[lane * n + local];
+    if (local >= 0) s[lanes + lane] = x[lane * n + local];  // before p may write over it
+    for (int64_t j = 0; j < n; ++j) {
+      const T e = std::exp(x[lane * n + j] - m);
+      if (p != nullptr) p[lane * n + j] = e;
+      s[lane] += e;
+    }
   }
   PDIST_RETURN_IF_ERROR(group->AllReduce(sums, sums, comm::ReduceOp::kSum));
   std::vector<T> loss(static_cast<size_t>(lanes));
   for (int64_t lane = 0; lane < lanes; ++lane) {
     const T total = s[lane];
-    for (int64_t j = 0; j < n; ++j) p[lane * n + j] /= total;
+    if (p != nullptr) {
+      for (int64_t j = 0; j < n; ++j) p[lane * n + j] /= total;
+    }
     loss[lane] = std::log(total) + max.data<T>()[lane] - s[lanes + lane];
   }
   return loss;
@@ -139,19 +144,21 @@ absl::Status CSoftmaxCrossEntropyKernel(KernelContext& ctx) {
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(logits.shape().size())));
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   PDIST_ASSIGN_OR_RETURN(const std::vector<int64_t> cls, HardLabels(*ctx.input(1)));
-  Tensor& softmax_out = ctx.AllocateOutput(0);
+  Tensor& softmax = ctx.AllocateOutput(0);
   Tensor& loss = ctx.AllocateOutput(1);
-  // Without return_softmax (an empty f[0] result) the piece goes to a temporary.
-  Tensor softmax = softmax_out.num_elements() == logits.num_elements() ? softmax_out : Tensor::Empty(logits.type());
+  // Without return_softmax (an empty f[0] result) only the loss is computed.
+  const bool keep_softmax = softmax.num_elements() == logits.num_elements();
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
-    PDIST_ASSIGN_OR_RETURN(std::vector<T> l, GlobalSoftmaxPiece<T>(ctx, logits, cls, softmax));
+    PDIST_ASSIGN_OR_RETURN(std::vector<T> l,
+                           GlobalSoftmaxPiece<T>(ctx, logits, cls, keep_softmax ? softmax.data<T>() : nullptr));
     for (size_t lane = 0; lane < cls.size(); ++lane) loss.data<T>()[lane] = cls[lane] == ignore_index ? T(0) : l[lane];
   });
   return absl::OkStatus();
 }
 
-// logits_grad piece = g · (p − onehot(label − start)), from the softmax piece p.
-absl::Status CSoftmaxCrossEntropyGradOf(KernelContext& ctx, const Tensor& softmax) {
+// logits_grad piece = g · (p − onehot(label − start)), from the softmax piece p; dx may be p's
+// storage.
+absl::Status CSoftmaxCrossEntropyGradInto(KernelContext& ctx, const Tensor& softmax, Tensor& dx) {
   const Tensor& label = *ctx.input(0);
   const Tensor& loss_grad = *ctx.input(2);
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(softmax.shape().size())));
@@ -159,7 +166,6 @@ absl::Status CSoftmaxCrossEntropyGradOf(KernelContext& ctx, const Tensor& softma
   PDIST_ASSIGN_OR_RETURN(int64_t ignore_index, ir::GetInt(ctx.attrs(), "ignore_index"));
   const int64_t n = softmax.shape().back();
   const int64_t lanes = softmax.num_elements() / std::max<int64_t>(n, 1);
-  Tensor& dx = ctx.AllocateOutput(0);
   PDIST_DISPATCH_INDEX(label.dtype(), I, {
     PDIST_DISPATCH_FLOAT(softmax.dtype(), T, {
       const T* p = softmax.data<T>();
@@ -177,19 +183,22 @@ absl::Status CSoftmaxCrossEntropyGradOf(KernelContext& ctx, const Tensor& softma
 }
 
 // (label, softmax piece, loss_grad) → logits_grad piece.
-absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) { return CSoftmaxCrossEntropyGradOf(ctx, *ctx.input(1)); }
+absl::Status CSoftmaxCrossEntropyGradKernel(KernelContext& ctx) {
+  return CSoftmaxCrossEntropyGradInto(ctx, *ctx.input(1), ctx.AllocateOutput(0));
+}
 
 // (label, logits piece, loss_grad) → logits_grad piece: the forward's two all-reduces again for
-// the softmax piece, then its gradient.
+// the softmax piece, written straight into the gradient, then the gradient over it (no
+// temporary of the piece's size).
 absl::Status CSoftmaxCrossEntropyGradFromLogitsKernel(KernelContext& ctx) {
   const Tensor& logits = *ctx.input(1);
   PDIST_RETURN_IF_ERROR(CheckHardLabelLastAxis(ctx, static_cast<int64_t>(logits.shape().size())));
   PDIST_ASSIGN_OR_RETURN(const std::vector<int64_t> cls, HardLabels(*ctx.input(0)));
-  Tensor softmax = Tensor::Empty(logits.type());
+  Tensor& dx = ctx.AllocateOutput(0);
   PDIST_DISPATCH_FLOAT(logits.dtype(), T, {
-    PDIST_RETURN_IF_ERROR(GlobalSoftmaxPiece<T>(ctx, logits, cls, softmax).status());
+    PDIST_RETURN_IF_ERROR(GlobalSoftmaxPiece<T>(ctx, logits, cls, dx.data<T>()).status());
   });
-  return CSoftmaxCrossEntropyGradOf(ctx, softmax);
+  return CSoftmaxCrossEntropyGradInto(ctx, dx, dx);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "executor/executor.h"
 #include "executor/random.h"
 #include "ir/builder.h"
+#include "ir/op_def.h"
 
 namespace pdist::exec {
 namespace {
@@ -169,6 +170,42 @@ TEST(VocabParallelKernelTest, TwoRanksGradientsFromTheLogitsArePiecesOfTheWholeG
     ASSERT_EQ(pieces[r].size(), 1u) << "rank " << r;
     ExpectNear(TensorToDoubles(pieces[r][0]), ColumnsOf(whole[0], r), absl::StrCat("rank ", r, " gradient piece"));
   }
+}
+
+// The gradient from the logits piece written over the piece (ir::OpDef::overwrites_dying_operand,
+// inherited from cross_entropy_with_softmax_grad_from_logits): the softmax goes straight into the
+// storage it reads, each logit read before its probability is written, and gives the numbers of
+// a run into a buffer of its own.
+TEST(VocabParallelKernelTest, TheGradientWrittenOverItsLogitsIsTheSame) {
+  auto comm = comm::CreateInprocCommunicator(std::make_shared<comm::InprocWorld>(1), 0);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  auto groups = comm::CommGroups::Create(*comm, {ir::ProcessMesh::Range({1})});
+  ASSERT_TRUE(groups.ok()) << groups.status();
+  ir::Program p;
+  ir::Builder b(&p);
+  const Tensor logits = Logits(0, kClasses), labels = Labels();
+  const Tensor g = TensorFromDoubles({{kLanes, 1}, DataType::kFloat64}, {0.5, -1, 2, 3, 0.25, 1});
+  absl::StatusOr<std::vector<ir::Value*>> grad =
+      b.Create("c_softmax_with_cross_entropy_grad_from_logits",
+               {b.Data("label", labels.type()), b.Data("logits", logits.type()), b.Data("loss_grad", g.type())},
+               PieceAttrs(0, {0}));
+  ASSERT_TRUE(grad.ok()) << grad.status();
+  const ir::Operation& op = *(*grad)[0]->producer();
+  ASSERT_EQ(ir::OverwritableOperands(op), (std::vector<std::pair<size_t, size_t>>{{0, 1}}));
+  auto run = [&](const Tensor& x, const Tensor* donated) {
+    std::vector<Tensor> out(1);
+    KernelContext ctx(op, {&labels, &x, &g}, &out);
+    ctx.set_comm_groups(groups->get());
+    if (donated != nullptr) ctx.Donate(0, *donated);
+    const absl::Status status = (*KernelRegistry::Global().Find(DeviceType::kCPU, op.type()))(ctx);
+    EXPECT_TRUE(status.ok()) << status;
+    return out[0];
+  };
+  const Tensor fresh = run(logits, nullptr);
+  Tensor storage = Logits(0, kClasses);
+  const Tensor over = run(storage, &storage);
+  EXPECT_EQ(over.raw(), storage.raw());
+  EXPECT_EQ(TensorToDoubles(over), TensorToDoubles(fresh));
 }
 
 }  // namespace
