@@ -30,8 +30,6 @@ struct Checkpoint {
 };
 
 absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
-// PATH.tmp written and flushed, renamed over PATH, the directory synced (as above).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
 // Errors name the path and what is wrong (not a checkpoint, truncated, a checksum that does not
 // match and in which tensor, an unknown version, a field out of range, trailing bytes). A
 // directory is read as a sharded checkpoint (engine/sharded_checkpoint.h), every tensor whole.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/checked_math.h"
 #include "ir/input_file.h"
+#include "ir/output_file.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -120,11 +121,7 @@ absl::StatusOr<Batch> TokenDataset::Next() {
 absl::Status WriteTokenFile(const std::string& path, const std::vector<uint32_t>& tokens, int width) {
   absl::StatusOr<std::string> bytes = EncodePdtok(tokens, width);
   if (!bytes.ok()) return WithContext(bytes.status(), absl::StrCat("token file '", path, "'"));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write token file '", path, "'"));
-  return absl::OkStatus();
+  return WithContext(ir::WriteFileAtomically(path, *bytes), "token file");
 }
 
 }  // namespace pdist::engine

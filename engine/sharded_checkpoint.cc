@@ -14,6 +14,7 @@
 #include "engine/shard_io.h"
 #include "ir/dist/local_slice.h"
 #include "ir/input_file.h"
+#include "ir/output_file.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -232,7 +233,7 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
       t.pieces.push_back({file_of.at(p.owner), p.box, offset, size});
     }
   }
-  return WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index));
+  return ir::WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index));
 }
 
 absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/input_file.h"
 #include "ir/json_reader.h"
+#include "ir/output_file.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -81,15 +81,7 @@ absl::Status PathError(absl::string_view action, const fs::path& path, int err) 
                                          err != 0 ? std::strerror(err) : "I/O error"));
 }
 
-absl::Status WriteFile(const fs::path& path, const std::string& text) {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return PathError("open", path, errno);
-  out << text;
-  out.close();
-  if (!out) return PathError("write", path, errno);
-  return absl::OkStatus();
-}
+
 
 }  // namespace
 
@@ -238,14 +230,15 @@ absl::Status WriteTimelines(const std::string& dir, const TimelineRows& rows,
     }
   }
   for (const auto& [rank, spans] : rows) PDIST_RETURN_IF_ERROR(WriteChromeTrace(dir, rank, spans));
-  return WriteFile(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
+  return ir::WriteFileAtomically(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
 }
 
 absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::vector<TimelineSpan>& spans) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return PathError("create directory", dir, ec.value());
-  return WriteFile(fs::path(dir) / absl::StrCat("rank", rank, ".trace.json"), ChromeTraceJson(rank, spans));
+  return ir::WriteFileAtomically(fs::path(dir) / absl::StrCat("rank", rank, ".trace.json"),
+                                 ChromeTraceJson(rank, spans));
 }
 
 absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir) {
@@ -293,7 +286,7 @@ absl::StatusOr<TimelineRows> ReadChromeTraces(const std::string& dir) {
 absl::Status DrawPipelineFromTraces(const std::string& dir, const PipelineSvgOptions& options) {
   PDIST_ASSIGN_OR_RETURN(TimelineRows rows, ReadChromeTraces(dir));
   if (rows.empty()) return absl::NotFoundError(absl::StrCat("no rank<k>.trace.json in ", dir));
-  return WriteFile(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
+  return ir::WriteFileAtomically(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
 }
 
 }  // namespace pdist::engine

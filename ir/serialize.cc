@@ -1,10 +1,6 @@
 // model.pb (de)serialisation: Program ⇄ proto::Program with validation, checksum, file I/O.
 #include "ir/serialize.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -15,11 +11,12 @@
 #include "ir/checksum.h"
 #include "ir/legacy_types.h"
 #include "ir/op_def.h"
+#include "ir/output_file.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "program.pb.h"  // generated from ir/proto/program.proto into the build root
 #include "ir/status.h"
 #include "ir/verifier.h"
+#include "program.pb.h"  // generated from ir/proto/program.proto into the build root
 
 namespace pdist::ir {
 
@@ -382,18 +379,7 @@ absl::StatusOr<Program> DecodeProgram(std::string_view content) {
 
 absl::Status SaveProgram(const Program& program, const std::string& path) {
   PDIST_ASSIGN_OR_RETURN(std::string bytes, SerializeProgram(program));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write '", tmp, "'"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, bytes);
 }
 
 absl::StatusOr<Program> LoadProgram(const std::string& path) {

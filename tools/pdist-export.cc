@@ -8,7 +8,6 @@
 // Exit status: 0 success, 1 the file cannot be written, 2 bad usage (unknown flag, bad value,
 // an invalid model config — the message names the field).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/models/model_stats.h"
+#include "ir/output_file.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
@@ -40,10 +40,7 @@ absl::Status Write(const ir::Program& program, const std::string& emit, const st
     std::cout.flush();
     return std::cout ? absl::OkStatus() : absl::UnavailableError("cannot write to stdout");
   }
-  std::ofstream out(output, std::ios::trunc);
-  out << text;
-  out.close();
-  return out ? absl::OkStatus() : absl::UnavailableError(absl::StrCat("cannot write '", output, "'"));
+  return ir::WriteFileAtomically(output, text);
 }
 
 // The strategy's global training (or evaluation) program, completed, or one rank's piece of it

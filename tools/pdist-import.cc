@@ -8,7 +8,6 @@
 // Exit status: 0 success, 1 the output cannot be written, 2 bad usage or a model pdist cannot
 // import (the message names the operator, node, input or flag).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "import/onnx_import.h"
 #include "ir/models/model_stats.h"
+#include "ir/output_file.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "tools/cli.h"
@@ -79,11 +79,8 @@ int Main(int argc, char** argv) {
     const std::string text = ir::PrintProgram(imported->program);
     if (output.empty() || output == "-") {
       std::cout << text << std::flush;
-    } else {
-      std::ofstream out(output, std::ios::trunc);
-      out << text;
-      out.close();
-      if (!out) return Fail(1, absl::StrCat("cannot write '", output, "'"));
+    } else if (absl::Status s = ir::WriteFileAtomically(output, text); !s.ok()) {
+      return Fail(1, std::string(s.message()));
     }
   }
   std::fprintf(stderr, "pdist-import: %s (opset %lld): %lld nodes, %lld parameters (%lld numbers)%s -> %s\n",

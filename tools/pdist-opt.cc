@@ -9,11 +9,11 @@
 // Exit status: 0 success, 1 a bad input file or a failing pass (message names the file),
 // 2 bad usage (unknown flag, bad flag value or pipeline).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "ir/output_file.h"
 #include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
@@ -52,11 +52,7 @@ absl::Status WriteOutput(const ir::Program& program, const std::string& emit, co
     std::cout.flush();
     return std::cout ? absl::OkStatus() : absl::InternalError("cannot write to stdout");
   }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write '", output, "'"));
-  return absl::OkStatus();
+  return ir::WriteFileAtomically(output, bytes);
 }
 
 int Main(int argc, char** argv) {

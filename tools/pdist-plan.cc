@@ -8,14 +8,14 @@
 //   pdist-plan --calibrate --gpus 4 -o cpu4.json                 # this machine as 4 CPU ranks
 //   pdist-plan model.pb --cluster cpu-local --gpus 4              # measure, then plan
 #include <cstdio>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "calibration/calibrate.h"
+#include "ir/output_file.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
-#include "calibration/calibrate.h"
 #include "planner/fixed_choices.h"
 #include "planner/report.h"
 #include "planner/search.h"
@@ -77,11 +77,7 @@ absl::StatusOr<planner::PlannedModel> ResolveModel(const Options& o, const std::
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text << "\n";
-  out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write -o file '", path, "'"));
-  return absl::OkStatus();
+  return WithContext(ir::WriteFileAtomically(path, text + "\n"), "-o");
 }
 
 void RegisterFlags(cli::FlagSet& flags, Options* o) {
@@ -113,6 +109,16 @@ absl::Status CheckOptions(const Options& o, const std::vector<std::string>& args
     return absl::InvalidArgumentError(absl::StrFormat("--memory-margin %g must be in [0, 1)", o.memory_margin));
   }
   if (o.top < 1) return absl::InvalidArgumentError(absl::StrCat("--top ", o.top, " must be >= 1"));
+  // 0 means "not given" for these (the model's own, or the preset's default); below it is a typo,
+  // not a request to use the default.
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--gpus", o.gpus},
+                                    {"--global-batch", o.global_batch},
+                                    {"--seq", o.seq}}) {
+    if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, " ", value, " must be >= 1"));
+  }
+  if (o.max_micro_batch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-micro-batch ", o.max_micro_batch, " must be >= 1"));
+  }
   if (o.calibrate && (!args.empty() || !o.model_spec.empty())) {
     return absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL");
   }

@@ -10,17 +10,17 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/comm_backend.h"
-#include "engine/launched_rank.h"
 #include "engine/engine.h"
+#include "engine/launched_rank.h"
 #include "engine/token_batches.h"
 #include "ir/models/model_stats.h"
+#include "ir/output_file.h"
 #include "ir/serialize.h"
 #include "ir/status.h"
 #include "strategy/cluster.h"
@@ -38,10 +38,8 @@ int Fail(const absl::Status& status) {
 absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engine::StepResult>& results) {
   nlohmann::json losses = nlohmann::json::array();
   for (const auto& r : results) losses.push_back(r.loss);
-  std::ofstream out(path);
-  out << nlohmann::json{{"losses", losses}}.dump() << "\n";
-  if (!out) return absl::InvalidArgumentError("cannot write --losses-out file '" + path + "'");
-  return absl::OkStatus();
+  const std::string json = nlohmann::json{{"losses", losses}}.dump() + "\n";
+  return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
 }
 
 // Kernel time per op type, largest first, per step.

@@ -1,5 +1,6 @@
 // Reading what a user wrote: JSON bounded in depth, size and count with duplicate keys
-// rejected, and files whose path is wrong named as such — a clean error, never a crash.
+// rejected, and files whose path is wrong named as such — a clean error, never a crash. Writing
+// where a user said: whole or not at all.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "ir/input_file.h"
 #include "ir/json_reader.h"
+#include "ir/output_file.h"
 #include "tests/testing/temp_path.h"
 
 namespace pdist::ir {
@@ -75,6 +77,37 @@ TEST(InputFileTest, NamesWhatIsWrongWithThePath) {
   EXPECT_EQ(*ReadFileToString(file), "0123456789");
   EXPECT_TRUE(CheckReadableFile(file).ok());
   EXPECT_EQ(ReadFileToString(file, 9).status().message(), "'" + file + "' is 10 bytes, more than the limit of 9");
+  std::filesystem::remove_all(dir);
+}
+
+// A write names what is wrong with the path, and a failed one leaves the file as it was with no
+// PATH.tmp beside it (pdist-export -o DIR used to leave DIR.tmp).
+TEST(OutputFileTest, WritesWholeOrNotAtAll) {
+  const std::string dir = testing::UniqueTempPath("out");
+  std::filesystem::create_directories(dir);
+  const absl::Status into_dir = WriteFileAtomically(dir, "x");
+  EXPECT_EQ(into_dir.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(into_dir.message(), "'" + dir + "' is a directory, not a file");
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+
+  const std::string file = dir + "/plan.json";
+  ASSERT_TRUE(WriteFileAtomically(file, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(file, "second").ok());  // replaces, not appends
+  EXPECT_EQ(*ReadFileToString(file), "second");
+  EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
+
+  // The temporary cannot be made (a directory sits at PATH.tmp): an error naming it, and the
+  // last good file untouched.
+  std::filesystem::create_directories(file + ".tmp");
+  const absl::Status blocked = WriteFileAtomically(file, "third");
+  EXPECT_EQ(blocked.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(blocked.message(), "cannot write '" + file + ".tmp': Is a directory");
+  EXPECT_EQ(*ReadFileToString(file), "second");
+  EXPECT_TRUE(std::filesystem::is_directory(file + ".tmp"));  // not this write's to remove
+
+  const std::string orphan = dir + "/missing/plan.json";  // a parent that does not exist
+  EXPECT_EQ(WriteFileAtomically(orphan, "x").message(), "cannot write '" + orphan + ".tmp': No such file or directory");
+  EXPECT_EQ(WriteFileAtomically("", "x").message(), "an empty output path");
   std::filesystem::remove_all(dir);
 }
 

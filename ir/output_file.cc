@@ -1,0 +1,81 @@
+// WriteFileAtomically: write(2) and fsync(2) on a temporary beside the target, then rename(2),
+// which replaces the target in one step on a POSIX file system.
+#include "ir/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "ir/status.h"
+
+namespace pdist::ir {
+namespace {
+
+absl::Status WriteError(const std::string& action, const std::string& path, int err) {
+  return absl::UnavailableError(absl::StrCat("cannot ", action, " '", path, "': ", std::strerror(err)));
+}
+
+// Writes `bytes` to `path` and flushes them to the disk. Where the file was opened and a later
+// step fails, it is removed (nothing half-written left behind); where it could not be opened,
+// whatever is at `path` is not this call's to remove.
+absl::Status WriteDurably(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return WriteError("write", path, errno);
+  auto fail = [&](const std::string& action, int err) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return WriteError(action, path, err);
+  };
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("write", n < 0 ? errno : ENOSPC);
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail("flush", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    return WriteError("close", path, err);
+  }
+  return absl::OkStatus();
+}
+
+// Makes a rename in `file`'s directory durable.
+void SyncDirectoryOf(const std::string& file) {
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: the data itself is already synced
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return absl::InvalidArgumentError("an empty output path");
+  // Checked first: renaming a file over a directory fails only after the temporary is written.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a file"));
+  }
+  const std::string tmp = path + ".tmp";
+  PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return WriteError(absl::StrCat("rename '", tmp, "' to"), path, err);
+  }
+  SyncDirectoryOf(path);
+  return absl::OkStatus();
+}
+
+}  // namespace pdist::ir
