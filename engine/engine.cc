@@ -44,6 +44,33 @@ RunnerOptions RunnerOptionsOf(const EngineOptions& o, const exec::Device& device
           .fusions = FusionsFor(o, device), .timeline = !o.timeline_dir.empty()};
 }
 
+// The options outside the optimizer's hyper-parameters (the optimizer pass checks those, for
+// every front end and pipeline string): each refused naming its value, so a typo such as a
+// negative learning rate (gradient ascent) or a zero timeout is an error, not a strange run.
+absl::Status CheckEngineOptions(const EngineOptions& o) {
+  const LearningRateSchedule& lr = o.lr;
+  if (!std::isfinite(lr.base) || lr.base < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("learning rate ", lr.base, " must be >= 0 and finite"));
+  }
+  if (lr.warmup_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("warm-up steps ", lr.warmup_steps, " must be >= 0"));
+  }
+  if (lr.decay_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("decay steps ", lr.decay_steps, " must be >= 0"));
+  }
+  if (!(lr.min_ratio >= 0 && lr.min_ratio <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("the decay's min_ratio ", lr.min_ratio, " must be in [0, 1]"));
+  }
+  if (!std::isfinite(o.collective_timeout_s) || o.collective_timeout_s <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("collective timeout ", o.collective_timeout_s, " s must be > 0 and finite"));
+  }
+  if (o.gradient_bucket_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gradient bucket of ", o.gradient_bucket_bytes, " bytes must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Engine::Engine(ir::Program forward, EngineOptions options, const CommBackend* backend, exec::Device device)
@@ -74,6 +101,7 @@ absl::Status EngineOptions::SetFusions(const std::string& spec) {
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, EngineOptions options) {
+  PDIST_RETURN_IF_ERROR(CheckEngineOptions(options));
   if (forward.loss() == nullptr) return absl::InvalidArgumentError("the model has no loss");
   if (!forward.gradients().empty() || !forward.updates().empty()) {
     return absl::InvalidArgumentError("the model already has backward or optimizer ops; give the forward program");

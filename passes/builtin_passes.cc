@@ -55,6 +55,7 @@ class OptimizerPass : public Pass {
     PDIST_RETURN_IF_ERROR(reader.Read("momentum", &config.momentum));
     PDIST_RETURN_IF_ERROR(reader.Read("use_nesterov", &config.use_nesterov));
     PDIST_RETURN_IF_ERROR(reader.Finish());
+    PDIST_RETURN_IF_ERROR(WithContext(CheckOptimizerConfig(config), "pass 'optimizer'"));
     return std::make_unique<OptimizerPass>(config);
   }
 

@@ -1,6 +1,9 @@
 // AppendOptimizer: one sgd / momentum / adamw op per trainable parameter.
 #include "passes/optimizer.h"
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
 #include "ir/builder.h"
@@ -31,6 +34,19 @@ namespace {
 ir::DataType UpdateDtype(ir::DataType param) { return ir::ComputeDtype(param); }
 
 }  // namespace
+
+absl::Status CheckOptimizerConfig(const OptimizerConfig& config) {
+  auto in = [](const char* field, double value, double low, double high, const char* range) -> absl::Status {
+    if (std::isfinite(value) && value >= low && value < high) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(field, " ", value, " must be ", range));
+  };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  PDIST_RETURN_IF_ERROR(in("beta1", config.beta1, 0, 1, "in [0, 1)"));
+  PDIST_RETURN_IF_ERROR(in("beta2", config.beta2, 0, 1, "in [0, 1)"));
+  PDIST_RETURN_IF_ERROR(in("epsilon", config.epsilon, 0, kInf, ">= 0 and finite"));
+  PDIST_RETURN_IF_ERROR(in("weight_decay", config.weight_decay, 0, kInf, ">= 0 and finite"));
+  return in("momentum", config.momentum, 0, kInf, ">= 0 and finite");
+}
 
 absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config) {
   if (program.gradients().empty()) {

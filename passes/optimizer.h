@@ -28,6 +28,10 @@ struct OptimizerConfig {
 };
 
 absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);  // sgd | momentum | adamw
+// OK where every hyper-parameter is one an optimizer can run with — the ranges PyTorch's
+// optimizers check at construction: betas in [0, 1), epsilon, weight_decay and momentum >= 0,
+// all finite; otherwise an error naming the field and its value ("beta1 1.5 must be in [0, 1)").
+absl::Status CheckOptimizerConfig(const OptimizerConfig& config);
 std::string OptimizerTypeName(OptimizerType type);
 
 // The `optimizer` pass's options for `config`: the type always (so a pipeline says which

@@ -2,7 +2,9 @@
 // deterministic, and a checkpoint resumes to the identical next-step loss.
 #include "engine/engine.h"
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -189,6 +191,47 @@ TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {
   EXPECT_NEAR(s.At(9), 0.1 + 0.9 * 0.5, 1e-12);
   EXPECT_DOUBLE_EQ(s.At(14), 0.1);
   EXPECT_DOUBLE_EQ(s.At(100), 0.1);
+}
+
+// Options no run can mean are refused at Create, naming the value: pdist-train's flags, the C
+// API's config and Python's keywords all arrive here (the optimizer's through its pass).
+TEST(EngineTest, OptionsOutOfRangeAreRefusedNamingTheValue) {
+  struct Case {
+    std::function<void(EngineOptions&)> set;
+    std::string error;
+  };
+  const double nan = std::nan("");
+  const std::vector<Case> cases = {
+      {[](EngineOptions& o) { o.lr.base = -0.1; }, "learning rate -0.1 must be >= 0 and finite"},
+      {[&](EngineOptions& o) { o.lr.base = nan; }, "learning rate nan must be >= 0 and finite"},
+      {[](EngineOptions& o) { o.lr.warmup_steps = -5; }, "warm-up steps -5 must be >= 0"},
+      {[](EngineOptions& o) { o.lr.decay_steps = -1; }, "decay steps -1 must be >= 0"},
+      {[](EngineOptions& o) { o.lr.min_ratio = 2; }, "the decay's min_ratio 2 must be in [0, 1]"},
+      {[](EngineOptions& o) { o.collective_timeout_s = 0; }, "collective timeout 0 s must be > 0 and finite"},
+      {[](EngineOptions& o) { o.gradient_bucket_bytes = -1; }, "gradient bucket of -1 bytes must be >= 0"},
+      {[](EngineOptions& o) { o.optimizer.beta1 = 1.5; }, "pass 'optimizer': beta1 1.5 must be in [0, 1)"},
+      {[](EngineOptions& o) { o.optimizer.beta2 = 1; }, "pass 'optimizer': beta2 1 must be in [0, 1)"},
+      {[](EngineOptions& o) { o.optimizer.epsilon = -1e-8; }, "epsilon -1e-08 must be >= 0 and finite"},
+      {[](EngineOptions& o) { o.optimizer.weight_decay = -1; }, "weight_decay -1 must be >= 0 and finite"},
+      {[](EngineOptions& o) {
+         o.optimizer.type = passes::OptimizerType::kMomentum;
+         o.optimizer.momentum = -0.9;
+       },
+       "momentum -0.9 must be >= 0 and finite"},
+  };
+  absl::StatusOr<ir::Program> model = ir::models::BuildGpt(SmallGpt());
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (const Case& c : cases) {
+    EngineOptions options;
+    c.set(options);
+    auto engine = Engine::Create(model->Clone(), options);
+    ASSERT_FALSE(engine.ok()) << c.error;
+    EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument) << engine.status();
+    EXPECT_THAT(std::string(engine.status().message()), ::testing::HasSubstr(c.error));
+  }
+  EngineOptions zero_lr;  // a learning rate of 0 is a run that changes nothing: allowed
+  zero_lr.lr.base = 0;
+  EXPECT_TRUE(Engine::Create(model->Clone(), zero_lr).ok());
 }
 
 }  // namespace
