@@ -269,12 +269,15 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
   const Link nvlink_a100{230 * kGiga, 3.4 * kMicro}, nvlink_h100{365 * kGiga, 3.4 * kMicro};
   const Link hdr{23.5 * kGiga, 9.6 * kMicro}, ndr{47 * kGiga, 9.6 * kMicro};
   // Hopper's efficiencies, fitted to 52 published H100 runs (MosaicML's FSDP benchmarks; out of
-  // sample 2.6% mean, docs/benchmarks.md): the FlashAttention kernels of those runs reach 0.175
-  // of the H100's peak, where its GEMMs reach 0.8 — in both passes: a backward at 0.85 of the
-  // forward's rate (FlashAttention-2's on an H100, Shah et al. 2024) fits these runs worse
-  // (2.6% → 3.2% mean, docs/benchmarks.md).
+  // sample 2.5% mean, docs/benchmarks.md): the FlashAttention kernels of those runs reach 0.175
+  // of the H100's peak, where its GEMMs reach 0.825 less a toll on narrow ones (FLOPs per byte
+  // I: a factor I / (I + 64), session 27; 0.8 and no toll before) — in both passes: a backward
+  // at 0.85 of the forward's rate (FlashAttention-2's on an H100, Shah et al. 2024) fits these
+  // runs worse (2.6% → 3.2% mean). Checked on another stack's rows (NeMo's GPT-3 175B on H100s,
+  // not fitted): 5.3% mean, 9.5% max (6.0% / 10.2% with the old pair).
   Efficiency hopper;
-  hopper.gemm = 0.8;
+  hopper.gemm = 0.825;
+  hopper.gemm_half_intensity = 64;
   hopper.fused_attention = 0.175;
   hopper.memory = 0.5;
   // Ampere keeps the Megatron-LM fit (its fused attention priced as a GEMM); FlashAttention-2's

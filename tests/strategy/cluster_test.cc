@@ -25,7 +25,9 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_DOUBLE_EQ(h200->intra_node.bandwidth, 365e9);  // NVLink4 with the ring (no NVLS)
   // Hopper's own efficiencies, fitted to the published H100 runs; the A100 keeps the defaults
   // but for FlashAttention-2's slower backward there.
-  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.8);
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm, 0.825);
+  EXPECT_DOUBLE_EQ(h200->device.efficiency.gemm_half_intensity, 64);  // narrow GEMMs' toll
+  EXPECT_DOUBLE_EQ(a100->device.efficiency.gemm_half_intensity, 0);
   EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention, 0.175);
   EXPECT_DOUBLE_EQ(h200->device.efficiency.fused_attention_backward, 1);
   EXPECT_EQ(ClusterPreset("dgx-h100", 8)->device.efficiency, h200->device.efficiency);
