@@ -214,7 +214,10 @@ absl::StatusOr<std::map<std::string, double>> LowPrecisionOpScales(const strateg
 }  // namespace
 
 absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::function<void(const std::string&)>& progress) {
-  if (ranks < 1) return absl::InvalidArgumentError(absl::StrCat("calibration needs ranks >= 1, got ", ranks));
+  // The ranks run as threads of this process (as the engine's in-process ranks, at most 1024).
+  if (ranks < 1 || ranks > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("calibration runs 1..1024 ranks as threads, got ", ranks));
+  }
   auto say = [&](const std::string& what) {
     if (progress) progress(what);
   };

@@ -136,7 +136,16 @@ absl::Status Engine::Prepare() {
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
   // One rank runs the plain pipeline unless the strategy rewrites its program.
   const bool rewritten = strategy.MicroBatches() > 1 || strategy.recompute.enable || strategy.amp.enable;
-  if (passes::WorldSizeOf(strategy, forward_) == 1 && !annotated && !rewritten) return PrepareSingleRank();
+  const int64_t world_size = passes::WorldSizeOf(strategy, forward_);
+  // Each in-process rank is a thread with its own copy of its programs and state: past this, a
+  // job exhausts the process (threads, memory) before its first step, and crashes rather than
+  // saying so.
+  if (!backend_->process_per_rank && world_size > kMaxInProcessRanks) {
+    return absl::InvalidArgumentError(absl::StrCat("a job of ", world_size, " ranks as threads of one process (backend '",
+                                                   backend_->name, "'): at most ", kMaxInProcessRanks,
+                                                   "; run more as processes under pdist-run"));
+  }
+  if (world_size == 1 && !annotated && !rewritten) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
 
@@ -294,8 +303,12 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   }));
   const exec::RunResult& run = runs.front();
   if (!std::isfinite(run.loss)) {
-    return absl::InvalidArgumentError(absl::StrCat("loss is ", run.loss, " at step ", step_,
-                                                   " (diverged: lower the learning rate)"));
+    // The first step's loss comes before any update: the model or its initial values make it
+    // (a nan or inf initialiser, an attribute such as a negative norm epsilon), not the rate.
+    return absl::InvalidArgumentError(
+        absl::StrCat("loss is ", run.loss, " at step ", step_,
+                     step_ == 0 ? " (before any update: check the model's initialisers and attributes)"
+                                : " (diverged: lower the learning rate)"));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = run.loss;

@@ -33,6 +33,9 @@ struct LearningRateSchedule {
   double At(int64_t step) const;
 };
 
+// The most ranks an in-process backend ("inproc", "inproc-rendezvous") runs as threads.
+inline constexpr int64_t kMaxInProcessRanks = 1024;
+
 struct EngineOptions {
   passes::OptimizerConfig optimizer;
   LearningRateSchedule lr;

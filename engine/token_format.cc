@@ -22,7 +22,7 @@ absl::StatusOr<std::vector<uint32_t>> DecodeFixedWidth(std::string_view bytes, i
   if (bytes.size() % static_cast<size_t>(width) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has ", bytes.size(),
                                                    " bytes of tokens, not a multiple of the token width ", width,
-                                                   " (wrong --format?)"));
+                                                   " (wrong --data-format?)"));
   }
   std::vector<uint32_t> tokens(bytes.size() / static_cast<size_t>(width));
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());

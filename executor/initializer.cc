@@ -10,6 +10,7 @@
 // the parameter's tensor (ZeRO shards the master where the parameter is whole).
 #include <unistd.h>
 
+#include <cmath>
 #include <charconv>
 #include <cstring>
 
@@ -59,6 +60,13 @@ absl::StatusOr<InitSpec> ParseInit(const ir::Program& program, const std::string
     InitSpec spec{init.substr(0, open), 0.0};
     const std::string arg = init.substr(open + 1, init.size() - open - 2);
     if ((spec.kind == "const" || spec.kind == "normal" || spec.kind == "uniform") && absl::SimpleAtod(arg, &spec.arg)) {
+      // A nan or inf value, or a negative spread, would start the run from numbers no step can
+      // mend; each surfaced as "loss is nan at step 0".
+      if (!std::isfinite(spec.arg) || (spec.kind != "const" && spec.arg < 0)) {
+        return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init, "': ",
+                                                       spec.kind == "const" ? "the value must be finite"
+                                                                            : "the spread must be >= 0 and finite"));
+      }
       return spec;
     }
   }

@@ -60,13 +60,23 @@ void SyncDirectoryOf(const std::string& file) {
 
 }  // namespace
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+absl::Status CheckOutputPath(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("an empty output path");
-  // Checked first: renaming a file over a directory fails only after the temporary is written.
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a file"));
   }
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) return absl::OkStatus();
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("'", path, "': its directory '", dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  // Checked first: renaming a file over a directory fails only after the temporary is written.
+  PDIST_RETURN_IF_ERROR(CheckOutputPath(path));
   const std::string tmp = path + ".tmp";
   PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

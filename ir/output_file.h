@@ -18,4 +18,8 @@ namespace pdist::ir {
 // PATH.tmp written and flushed, renamed over PATH, PATH's directory synced.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 
+// The checks WriteFileAtomically makes before writing, for a tool to make before hours of work
+// whose result goes to `path`: not empty, not a directory, in a directory that exists.
+absl::Status CheckOutputPath(const std::string& path);
+
 }  // namespace pdist::ir

@@ -301,7 +301,13 @@ class LossScalingPass : public Pass {
  private:
   static absl::Status Read(PassOptionReader& reader, LossScalingConfig& c) {
     PDIST_RETURN_IF_ERROR(reader.Read("init", &c.init_loss_scaling));
-    // Out-of-range values are refused by update_loss_scaling's shape inference, naming them.
+    // The range the strategy's amp.init_loss_scaling takes: a scale below 1 (or nan, inf) would be
+    // a state the update op starts from and never questions.
+    if (!(c.init_loss_scaling >= 1.0 && c.init_loss_scaling <= 3.0e38)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pass 'loss-scaling': init ", c.init_loss_scaling, " must be in [1, 3e38]"));
+    }
+    // Out-of-range values of the rest are refused by update_loss_scaling's shape inference.
     PDIST_RETURN_IF_ERROR(reader.Read("incr_every", &c.incr_every_n_steps));
     PDIST_RETURN_IF_ERROR(reader.Read("decr_every", &c.decr_every_n_nan_or_inf));
     PDIST_RETURN_IF_ERROR(reader.Read("incr_ratio", &c.incr_ratio));

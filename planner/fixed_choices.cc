@@ -9,17 +9,44 @@
 namespace pdist::planner {
 
 absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& json_text) {
-  PDIST_ASSIGN_OR_RETURN(strategy::Strategy s, strategy::ParseStrategy(json_text));
+  PDIST_ASSIGN_OR_RETURN(const nlohmann::json j, ir::ParseJson(json_text, "strategy"));
+  // ParseStrategy checks keys against each other with defaults for the absent ones (dp_degree 1),
+  // but here an absent degree is the search's to choose: "sharding.degree 2" alone is no error.
+  // The checks see, for a degree left out, a value that meets them; the choices read `j`.
+  nlohmann::json checked = j;
+  if (checked.is_object()) {
+    const nlohmann::json* sharding = checked.contains("sharding") ? &checked["sharding"] : nullptr;
+    if (!checked.contains("dp_degree") && sharding != nullptr && sharding->is_object() &&
+        sharding->contains("degree") && (*sharding)["degree"].is_number_integer()) {
+      checked["dp_degree"] = (*sharding)["degree"];
+    }
+    if (!checked.contains("mp_degree") && checked.contains("sp") && checked["sp"] == true) checked["mp_degree"] = 2;
+  }
+  PDIST_ASSIGN_OR_RETURN(strategy::Strategy s, strategy::ParseStrategy(checked.dump()));
   if (!s.annotations.empty()) {
     return absl::InvalidArgumentError("the planner chooses placements itself: remove the strategy's 'annotations'");
   }
-  if (s.amp.enable || s.gradient_merge.enable) {
-    return absl::InvalidArgumentError("the planner does not plan 'amp' or 'gradient_merge'; set the model's dtype instead");
+  if (s.amp.enable) {
+    return absl::InvalidArgumentError("the planner does not plan 'amp'; set the model's dtype instead");
   }
-  PDIST_ASSIGN_OR_RETURN(const nlohmann::json j, ir::ParseJson(json_text, "strategy"));
+  if (s.gradient_merge.enable) {
+    return absl::InvalidArgumentError(
+        "the planner does not plan 'gradient_merge'; fix the micro-batches with 'pipeline.accumulate_steps' instead");
+  }
   auto has = [&j](const char* section, const char* key) {
     return j.contains(section) && j[section].is_object() && j[section].contains(key);
   };
+  // Keys the search has no choice for are refused, not dropped: the plan would not be the one
+  // asked for, and -o would write the planner's value in place of the user's.
+  if (has("pipeline", "split_before")) {
+    return absl::InvalidArgumentError(
+        "the planner cuts the pipeline itself (balanced by priced time): remove 'pipeline.split_before', or run that "
+        "cut with pdist-train --strategy");
+  }
+  if (has("recompute", "segments") && s.recompute.segments != "layers") {
+    return absl::InvalidArgumentError(absl::StrCat("the planner prices recompute by layers: 'recompute.segments' '",
+                                                   s.recompute.segments, "' cannot be kept (remove it)"));
+  }
   FixedChoices f;
   if (j.contains("dp_degree")) f.dp = s.dp_degree;
   if (j.contains("mp_degree")) f.mp = s.mp_degree;

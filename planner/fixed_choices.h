@@ -13,8 +13,9 @@
 
 namespace pdist::planner {
 
-// The file is first read as a Strategy (its errors name the key); per-tensor annotations, amp
-// and gradient merge are InvalidArgument: the planner does not plan them.
+// The file is first read as a Strategy (its errors name the key); per-tensor annotations, amp,
+// gradient merge, a fixed stage cut (pipeline.split_before) and recompute segments other than
+// layers are InvalidArgument: the planner does not plan them, and would drop them.
 absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& json_text);
 
 }  // namespace pdist::planner

@@ -163,6 +163,14 @@ class SearchRun {
       skipped_.insert(absl::StrCat("dp ", dp, ": does not divide the global batch ", batch));
       return absl::OkStatus();
     }
+    if (fixed_.micro_batch && (batch / dp) % *fixed_.micro_batch != 0) {
+      skipped_.insert(absl::StrCat("dp ", dp, ": micro_batch_size ", *fixed_.micro_batch,
+                                   " does not divide the batch per replica, ", batch / dp));
+    }
+    if (fixed_.micro_batches && (batch / dp) % *fixed_.micro_batches != 0) {
+      skipped_.insert(absl::StrCat("dp ", dp, ": accumulate_steps ", *fixed_.micro_batches,
+                                   " does not divide the batch per replica, ", batch / dp));
+    }
     for (int64_t b : Choices<int64_t>(fixed_.micro_batch, Divisors(batch / dp))) {
       if (b > options_.max_micro_batch && !fixed_.micro_batch) continue;
       if ((batch / dp) % b != 0) continue;
@@ -192,6 +200,11 @@ class SearchRun {
   // hidden behind compute, and can be the fastest (13B on 64 H100s, micro-batch 2: ZeRO-3 fits
   // at 0.672 s where ZeRO-1's gather alone makes it slower; docs/benchmarks.md).
   absl::Status SearchMemorySavings(const Candidate& base, LayoutOutcome& layout) {
+    if (fixed_.zero && *fixed_.zero > 0 && base.dp == 1) {
+      // A layout without data parallelism has nothing to shard: another layout may.
+      skipped_.insert(absl::StrCat("dp 1: ZeRO stage ", *fixed_.zero, " needs dp > 1"));
+      return absl::OkStatus();
+    }
     for (int64_t zero : Choices<int64_t>(fixed_.zero, base.dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
                                                                    : std::vector<int64_t>{0})) {
       Candidate with_zero = base;

@@ -1,6 +1,7 @@
 // FlagSet: registration, argv parsing and generated --help for the pdist tools.
 #include "tools/cli.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,7 +16,13 @@ void FlagSet::Add(Flag flag) { flags_.push_back(std::move(flag)); }
 
 void FlagSet::String(const std::string& name, std::string* target, const std::string& help) {
   Add({name, "STRING", help, target->empty() ? "" : absl::StrCat("\"", *target, "\""),
-       [target](const std::string& v) {
+       [name, target](const std::string& v) {
+         // An empty value is almost always an unset shell variable (`--save "$DIR"`): taken as the
+         // flag's absence, a checkpoint would silently not be written.
+         if (v.empty()) {
+           return absl::InvalidArgumentError(
+               absl::StrCat("flag --", name, ": an empty value (leave the flag out for its default)"));
+         }
          *target = v;
          return absl::OkStatus();
        }});
@@ -47,6 +54,10 @@ void FlagSet::Double(const std::string& name, double* target, const std::string&
   Add({name, "NUMBER", help, ir::DoubleToString(*target), [name, target](const std::string& v) {
          if (!absl::SimpleAtod(v, target)) {
            return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not a number"));
+         }
+         // No flag means anything by nan or inf, and each would pass a `< 0` check unseen.
+         if (!std::isfinite(*target)) {
+           return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not a finite number"));
          }
          return absl::OkStatus();
        }});

@@ -27,7 +27,8 @@ class FlagSet {
       : program_(std::move(program)), usage_(std::move(usage)), description_(std::move(description)) {}
 
   // Each registers --name, writing the parsed value to *target; the value *target holds at
-  // registration is the default shown by --help.
+  // registration is the default shown by --help. A string flag given an empty value and a number
+  // flag given nan or inf are errors naming the flag.
   void String(const std::string& name, std::string* target, const std::string& help);
   void Bool(const std::string& name, bool* target, const std::string& help);
   void Int(const std::string& name, int64_t* target, const std::string& help);

@@ -98,6 +98,7 @@ int Main(int argc, char** argv) {
   if (emit == "pb" && (output.empty() || output == "-")) return Fail(2, "--emit pb needs an output file: -o model.pb");
   options.model = args[0];
 
+  if (rank < -1) return Fail(2, absl::StrCat("--rank ", rank, ": must be >= 0"));  // -1: not given
   if (rank >= 0 && strategy_path.empty()) return Fail(2, "--rank needs --strategy");
   if (which != "train" && which != "eval") return Fail(2, absl::StrCat("flag --program: '", which, "' is not train or eval"));
   absl::StatusOr<ir::Program> program = tools::BuildExportModel(options);

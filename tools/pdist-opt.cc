@@ -69,7 +69,7 @@ int Main(int argc, char** argv) {
                "strategy JSON file (or the JSON itself) the passes follow where their options leave a choice "
                "(annotate-strategy, micro-batch, "
                "replicate-loss without options); pdist-export --strategy prints the engine's pipeline for it");
-  flags.Bool("verify-only", &verify_only, "parse and verify the input, write nothing");
+  flags.Bool("verify-only", &verify_only, "parse and verify the input and the --passes pipeline, run nothing, write nothing");
   flags.Bool("print-before-all", &print_before_all, "print the IR to stderr before each pass");
   flags.Bool("print-after-all", &print_after_all, "print the IR to stderr after each pass");
   flags.Bool("time-passes", &time_passes, "print each pass's wall time to stderr");
@@ -91,17 +91,21 @@ int Main(int argc, char** argv) {
     context.strategy = *std::move(parsed);
   }
 
-  const std::string& input = args[0];
-  absl::StatusOr<ir::Program> program = ReadInput(input);
-  if (!program.ok()) return Fail(1, std::string(program.status().message()));
-  if (verify_only) return 0;
-
+  if (verify_only && !output.empty()) return Fail(2, "--verify-only writes nothing: drop -o");
+  // The pipeline is read before the input, and under --verify-only too: an unknown pass or a bad
+  // option is an error either way.
   passes::PassManager pm({.verify_each = true,
                           .print_before_all = print_before_all ? &std::cerr : nullptr,
                           .print_after_all = print_after_all ? &std::cerr : nullptr,
                           .time_passes = time_passes});
   absl::Status added = pm.AddPipeline(passes);
   if (!added.ok()) return Fail(2, absl::StrCat("flag --passes: ", added.message()));
+
+  const std::string& input = args[0];
+  absl::StatusOr<ir::Program> program = ReadInput(input);
+  if (!program.ok()) return Fail(1, std::string(program.status().message()));
+  if (verify_only) return 0;
+
   absl::StatusOr<bool> ran = pm.Run(*program, context);
   if (time_passes) std::cerr << pm.TimingReport();
   if (explain) {

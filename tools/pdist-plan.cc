@@ -51,7 +51,7 @@ absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
 absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   if (o.cluster == "cpu-local") return CalibrateHere(o);
   absl::StatusOr<strategy::Cluster> c = strategy::ClusterFromFileOrPreset(o.cluster, o.gpus);
-  if (!c.ok()) return WithContext(c.status(), "--cluster (with --gpus)");
+  if (!c.ok()) return WithContext(c.status(), o.gpus > 0 ? "--cluster (with --gpus)" : "--cluster");
   return c;
 }
 
@@ -122,6 +122,8 @@ absl::Status CheckOptions(const Options& o, const std::vector<std::string>& args
   if (o.calibrate && (!args.empty() || !o.model_spec.empty())) {
     return absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL");
   }
+  // Before the search or the calibration, not after it.
+  if (!o.output.empty()) PDIST_RETURN_IF_ERROR(WithContext(ir::CheckOutputPath(o.output), "-o"));
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -144,9 +145,24 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   if (f.eval_batches < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("--eval-batches %d must be >= 1", f.eval_batches));
   }
-  if (f.bucket_mb < 0) return absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be >= 0", f.bucket_mb));
+  // Bounded above too: MiB × 2^20 past int64 overflowed into a negative byte count.
+  if (f.bucket_mb < 0 || f.bucket_mb > 1 << 20) {
+    return absl::InvalidArgumentError(absl::StrFormat("--bucket-mb %g must be in [0, 1048576]", f.bucket_mb));
+  }
   options.gradient_bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
   if (f.ranks < 0) return absl::InvalidArgumentError(absl::StrFormat("--ranks %d must be positive", f.ranks));
+  if (f.eval_every > 0 && f.eval_data.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--eval-every %d needs --eval-data", f.eval_every));
+  }
+  // Where the results go, checked before the training rather than after it.
+  if (!f.losses_out.empty()) {
+    PDIST_RETURN_IF_ERROR(pdist::WithContext(pdist::ir::CheckOutputPath(f.losses_out), "--losses-out"));
+  }
+  std::error_code ec;
+  if (!f.save.empty() && std::filesystem::exists(f.save, ec) && !std::filesystem::is_directory(f.save, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save '", f.save, "' is a file: a checkpoint is a directory (each rank writes its pieces)"));
+  }
   PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
   if (f.ranks > 0 && backend->process_per_rank) {
     return absl::InvalidArgumentError(
@@ -294,6 +310,12 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
     absl::StatusOr<engine::TokenDataset> opened = OpenDataset(f, program, /*eval=*/true);
     if (!opened.ok()) return WithContext(opened.status(), "--eval-data");
     held_out = *std::move(opened);
+    // An evaluation reads the held-out batches in order from the start: more than the file holds
+    // would count its batches again (and a huge count would run for hours).
+    if (f.eval_batches > held_out->batches_per_epoch()) {
+      return absl::InvalidArgumentError(absl::StrFormat("--eval-batches %d: %s holds %d batches of this model's shape",
+                                                        f.eval_batches, f.eval_data, held_out->batches_per_epoch()));
+    }
   }
   PDIST_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> trainer, engine::Engine::Create(std::move(program), options));
   TrainFlags with_peak = f;

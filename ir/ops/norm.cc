@@ -9,6 +9,8 @@
 // and bias may be f32 — the amp pass's o2 keeps them so, as Apex's mixed fused LayerNorm and
 // PyTorch's native_layer_norm (f32 mean and rstd for half inputs) do:
 //   %2, %3, %4 = layer_norm(%0, %w, %b) : bf16[8,32,64], f32[8,32], f32[8,32]   (%w, %b : f32[64])
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "ir/op_def.h"
 #include "ir/ops/op_families.h"
@@ -43,6 +45,12 @@ absl::StatusOr<NormSplit> SplitAtNormAxis(const TensorType& x, const AttributeMa
         absl::StrCat("begin_norm_axis ", begin, " out of range for x of rank ", x.rank()));
   }
   if (begin < 0) begin += x.rank();
+  // Both norms add epsilon under a square root: a negative one makes a constant row's statistics
+  // nan, which surfaced as a loss of nan at the first step.
+  PDIST_ASSIGN_OR_RETURN(double epsilon, GetDouble(attrs, "epsilon"));
+  if (!(std::isfinite(epsilon) && epsilon >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("epsilon ", epsilon, " must be >= 0 and finite"));
+  }
   NormSplit split;
   for (int64_t i = 0; i < x.rank(); ++i) (i < begin ? split.rows : split.cols) *= x.shape[static_cast<size_t>(i)];
   split.leading.assign(x.shape.begin(), x.shape.begin() + begin);

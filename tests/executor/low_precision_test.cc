@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "executor/executor.h"
 #include "executor/kernel.h"
 #include "executor/random.h"
@@ -187,6 +188,25 @@ TEST(MasterWeightInitTest, CastOfAValueThatIsNotAParameterNamesIt) {
   EXPECT_NE(std::string(status.message()).find("'w.master' has initialiser 'cast_of(w)' but 'w' is not a parameter"),
             std::string::npos)
       << status;
+}
+
+// A value no step can mend is refused before the run, naming the value: nan and inf, and a
+// negative spread (each trained to "loss is nan at step 0", or ran with a sign-flipped draw).
+TEST(InitializerTest, NonFiniteValuesAndNegativeSpreadsAreRefused) {
+  for (const char* init : {"normal(-1)", "uniform(-3)", "normal(nan)", "const(inf)", "uniform(1e400)"}) {
+    ir::Program p;
+    ir::Builder(&p).Parameter("w", {{4}, DataType::kFloat32}, init);
+    Workspace ws;
+    const absl::Status status = InitializeWorkspace(p, 1, ws);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << init;
+    EXPECT_NE(std::string(status.message()).find(absl::StrCat("'w' has initialiser '", init, "'")), std::string::npos)
+        << status;
+  }
+  ir::Program p;
+  ir::Builder(&p).Parameter("w", {{4}, DataType::kFloat32}, "const(-2.5)");  // a negative constant is a value
+  Workspace ws;
+  ASSERT_TRUE(InitializeWorkspace(p, 1, ws).ok());
+  EXPECT_EQ(ws.at("w").At(3), -2.5);
 }
 
 }  // namespace

@@ -106,7 +106,11 @@ TEST(OutputFileTest, WritesWholeOrNotAtAll) {
   EXPECT_TRUE(std::filesystem::is_directory(file + ".tmp"));  // not this write's to remove
 
   const std::string orphan = dir + "/missing/plan.json";  // a parent that does not exist
-  EXPECT_EQ(WriteFileAtomically(orphan, "x").message(), "cannot write '" + orphan + ".tmp': No such file or directory");
+  EXPECT_EQ(WriteFileAtomically(orphan, "x").message(),
+            "'" + orphan + "': its directory '" + dir + "/missing' does not exist");
+  EXPECT_EQ(CheckOutputPath(orphan).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(CheckOutputPath(dir + "/new.json").ok());
+  EXPECT_TRUE(CheckOutputPath("relative.json").ok());  // the working directory
   EXPECT_EQ(WriteFileAtomically("", "x").message(), "an empty output path");
   std::filesystem::remove_all(dir);
 }

@@ -82,6 +82,11 @@ TEST(LayerNormTest, ShapeErrors) {
   ExpectBuildError("layer_norm", {&x}, {{"begin_norm_axis", int64_t{3}}}, "begin_norm_axis 3 out of range");
   const ir::TensorType f64_scale{{4}, DataType::kFloat64};
   ExpectBuildError("layer_norm", {&x, &f64_scale}, {{"begin_norm_axis", int64_t{2}}}, "scale must be f32");
+  // A negative or non-finite epsilon (under the square root) made nan statistics at run time.
+  ExpectBuildError("layer_norm", {&x}, {{"begin_norm_axis", int64_t{2}}, {"epsilon", -1.0}},
+                   "epsilon -1 must be >= 0 and finite");
+  ExpectBuildError("rms_norm", {&x, &bad_scale}, {{"begin_norm_axis", int64_t{2}}, {"epsilon", std::nan("")}},
+                   "epsilon nan must be >= 0 and finite");
 }
 
 // A bf16/f16 norm computes in f32: f32 statistics, and f32 or x-typed parameters (amp o2's form).

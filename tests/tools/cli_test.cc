@@ -55,6 +55,13 @@ TEST(CliTest, ErrorsNameTheFlagAndValue) {
   EXPECT_EQ(f.Parse({"--lr", "fast"}).status().message(), "flag --lr: 'fast' is not a number");
   EXPECT_EQ(f.Parse({"--verify=maybe"}).status().message(), "flag --verify: 'maybe' is not true or false");
   EXPECT_EQ(f.Parse({"--steps"}).status().message(), "flag --steps needs a value (INT)");
+  // An unset shell variable (`--save "$DIR"`) and nan/inf are mistakes, not defaults.
+  EXPECT_EQ(f.Parse({"--passes="}).status().message(),
+            "flag --passes: an empty value (leave the flag out for its default)");
+  EXPECT_EQ(f.Parse({"-o", ""}).status().message(), "flag --o: an empty value (leave the flag out for its default)");
+  EXPECT_EQ(f.Parse({"--lr=nan"}).status().message(), "flag --lr: 'nan' is not a finite number");
+  EXPECT_EQ(f.Parse({"--lr", "-inf"}).status().message(), "flag --lr: '-inf' is not a finite number");
+  EXPECT_EQ(f.Parse({"--lr", "1e400"}).status().message(), "flag --lr: '1e400' is not a finite number");
 }
 
 TEST(CliTest, HelpIsGenerated) {

@@ -1,0 +1,64 @@
+// FixedChoicesFromStrategyJson (pdist-plan --strategy): the keys a strategy sets are kept as the
+// search's fixed choices, the rest left to it; keys the search has no choice for are refused by
+// name rather than dropped (a dropped key made a plan other than the one asked for, and -o
+// wrote the planner's value in its place).
+#include "planner/fixed_choices.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace pdist::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(FixedChoicesTest, KeepsTheKeysGivenAndOnlyThose) {
+  absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(
+      R"({"pp_degree": 2, "sharding": {"enable": true, "stage": 2}, "pipeline": {"vpp_degree": 2},
+          "recompute": {"enable": true, "granularity": "selective"}})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->pp, 2);
+  EXPECT_EQ(f->zero, 2);
+  EXPECT_EQ(f->vpp, 2);
+  EXPECT_EQ(f->recompute, Recompute::kSelective);
+  EXPECT_FALSE(f->dp.has_value());
+  EXPECT_FALSE(f->mp.has_value());
+  EXPECT_FALSE(f->micro_batches.has_value());
+  EXPECT_FALSE(f->schedule.has_value());
+  // recompute.segments "layers" is what the planner prices: kept silently.
+  EXPECT_TRUE(FixedChoicesFromStrategyJson(R"({"recompute": {"enable": true, "segments": "layers"}})").ok());
+}
+
+TEST(FixedChoicesTest, KeysTheSearchCannotKeepAreRefusedByName) {
+  auto error = [](const char* json) {
+    absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(json);
+    EXPECT_FALSE(f.ok()) << json;
+    return f.ok() ? std::string() : std::string(f.status().message());
+  };
+  EXPECT_THAT(error(R"({"pp_degree": 2, "pipeline": {"split_before": ["gpt.h.0.*"]}})"),
+              HasSubstr("remove 'pipeline.split_before'"));
+  EXPECT_THAT(error(R"({"recompute": {"enable": true, "segments": "stages"}})"),
+              HasSubstr("'recompute.segments' 'stages' cannot be kept"));
+  EXPECT_THAT(error(R"({"amp": {"enable": true, "dtype": "bfloat16"}})"), HasSubstr("does not plan 'amp'"));
+  EXPECT_THAT(error(R"({"gradient_merge": {"enable": true, "k_steps": 2}})"),
+              HasSubstr("fix the micro-batches with 'pipeline.accumulate_steps'"));
+}
+
+// Checks between keys see the keys given: a degree left to the search is not taken as 1.
+TEST(FixedChoicesTest, ADegreeLeftOutIsNotCheckedAsOne) {
+  absl::StatusOr<FixedChoices> f =
+      FixedChoicesFromStrategyJson(R"({"sharding": {"enable": true, "stage": 2, "degree": 2}})");
+  ASSERT_TRUE(f.ok()) << f.status();  // was "'sharding.degree' (2) exceeds dp_degree (1)"
+  EXPECT_EQ(f->zero_degree, 2);
+  EXPECT_FALSE(f->dp.has_value());
+  f = FixedChoicesFromStrategyJson(R"({"sp": true})");
+  ASSERT_TRUE(f.ok()) << f.status();  // was "'sp' needs mp_degree > 1"
+  EXPECT_EQ(f->sp, true);
+  EXPECT_FALSE(f->mp.has_value());
+  // Given, they are checked as given.
+  EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"dp_degree": 1, "sharding": {"enable": true, "degree": 2}})").ok());
+  EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"mp_degree": 1, "sp": true})").ok());
+}
+
+}  // namespace
+}  // namespace pdist::planner
