@@ -1,12 +1,15 @@
 // The sharded-checkpoint index: JSON out, and JSON in through the bounded reader, checked.
 #include "engine/shard_index.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint_format.h"
 #include "ir/checked_math.h"
 #include "ir/json_reader.h"
+#include "ir/status.h"
 
 namespace pdist::engine {
 namespace {
@@ -46,6 +49,21 @@ std::string EncodeShardIndex(const ShardIndex& index) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+
+// The index is written by pdist alone: a key it does not write means another writer, a newer
+// format or an edit, and is named rather than skipped.
+absl::Status OnlyKeys(const Json& object, std::initializer_list<const char*> keys, const std::string& where) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find_if(keys.begin(), keys.end(), [&key](const char* k) { return key == k; }) == keys.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key '", key, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::string& what) {
   absl::StatusOr<Json> parsed = ir::ParseJson(text, what);
   if (!parsed.ok()) return parsed.status();
@@ -54,6 +72,7 @@ absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::st
   if (!j.is_object() || !j.contains("format") || j["format"] != "pdist-sharded-checkpoint") {
     return bad("not a pdist sharded checkpoint index");
   }
+  PDIST_RETURN_IF_ERROR(OnlyKeys(j, {"format", "version", "step", "files", "tensors"}, what));
   if (!j.contains("version") || j["version"] != 1) {
     return bad(absl::StrCat("version ", j.contains("version") ? j["version"].dump() : "(none)",
                             " is not supported (this build reads 1)"));
@@ -76,6 +95,7 @@ absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::st
   for (const auto& [name, t] : j["tensors"].items()) {
     const std::string at = absl::StrCat("tensor '", name, "'");
     if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string()) return bad(at + " needs a 'dtype'");
+    PDIST_RETURN_IF_ERROR(OnlyKeys(t, {"dtype", "shape", "dist_attr", "pieces"}, absl::StrCat(what, ": ", at)));
     absl::StatusOr<ir::DataType> dtype = ir::ParseDataType(t["dtype"].get<std::string>());
     if (!dtype.ok()) return bad(absl::StrCat(at, ": ", dtype.status().message()));
     absl::StatusOr<ir::Shape> shape = ReadShape(t.contains("shape") ? t["shape"] : Json(), at + " 'shape'");
@@ -91,6 +111,7 @@ absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::st
           p["file"].get<int64_t>() >= static_cast<int64_t>(index.files.size())) {
         return bad(at + ": a piece's 'file' must index 'files'");
       }
+      PDIST_RETURN_IF_ERROR(OnlyKeys(p, {"file", "offsets", "sizes", "bytes"}, absl::StrCat(what, ": ", at, " piece")));
       absl::StatusOr<ir::Shape> offsets = ReadShape(p.contains("offsets") ? p["offsets"] : Json(), at + " piece 'offsets'");
       absl::StatusOr<ir::Shape> sizes = ReadShape(p.contains("sizes") ? p["sizes"] : Json(), at + " piece 'sizes'");
       if (!offsets.ok() || !sizes.ok()) return bad(std::string((offsets.ok() ? sizes : offsets).status().message()));

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,8 +24,15 @@ struct SpecFields {
 
 absl::StatusOr<SpecFields> ParseSpecFields(const std::string& spec, const std::string& body) {
   SpecFields f;
-  for (absl::string_view item : absl::StrSplit(body, ',', absl::SkipEmpty())) {
+  std::set<std::string> seen;
+  for (absl::string_view item : absl::StrSplit(body, ',')) {
+    if (body.empty()) break;  // "gpt" alone: the keys it needs are named below
+    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': an empty item (',,')"));
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    // As a strategy's JSON refuses a duplicate key: which of two values was meant is a guess.
+    if (!seen.insert(kv.first).second) {
+      return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': '", kv.first, "' given twice"));
+    }
     if (kv.first == "dtype") {
       f.dtype = kv.second;
       continue;
@@ -98,11 +106,16 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
         absl::StrCat("global batch must be in [1, ", ir::models::kMaxModelDim, "], got ", global_batch));
   }
   PDIST_ASSIGN_OR_RETURN(SpecFields f, ParseSpecFields(spec, colon == std::string::npos ? "" : spec.substr(colon + 1)));
-  if (f.ints["f32_loss"] > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': f32_loss must be 0 or 1"));
+  for (const char* flag : {"tied", "f32_loss"}) {
+    if (f.ints[flag] > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': ", flag, " must be 0 or 1"));
+    }
   }
   absl::StatusOr<ir::DataType> dtype = ir::ParseDataType(f.dtype);
-  if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': dtype '", f.dtype, "' is not a dtype"));
+  if (!dtype.ok() || !ir::IsFloatingPoint(*dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model spec '", spec, "': dtype '", f.dtype, "' is not a floating-point dtype (f32, f64, bf16, f16)"));
+  }
   PlannedModel m;
   m.description = spec;
   m.layers = f.ints["layers"];

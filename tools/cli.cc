@@ -71,6 +71,7 @@ const FlagSet::Flag* FlagSet::Find(const std::string& name) const {
 }
 
 absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc, const char* const* argv) {
+  given_.clear();
   std::vector<std::string> positional;
   bool flags_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -107,6 +108,7 @@ absl::StatusOr<std::vector<std::string>> FlagSet::Parse(int argc, const char* co
     }
     absl::Status status = flag->set(value);
     if (!status.ok()) return status;
+    given_.insert(flag->name);
   }
   return positional;
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ class FlagSet {
   // After `--help` it returns no error and help_requested() is true.
   absl::StatusOr<std::vector<std::string>> Parse(int argc, const char* const* argv);
   bool help_requested() const { return help_requested_; }
+  // Whether the last Parse saw --name (for flags whose default cannot say "not given", and for
+  // two names of one value given together).
+  bool Given(const std::string& name) const { return given_.contains(name); }
 
   // Parse, or exit: --help prints Help() to stdout and exits 0; an error prints
   // "<program>: <error>" and a hint to stderr and exits 2.
@@ -64,6 +68,7 @@ class FlagSet {
   std::string description_;
   std::vector<Flag> flags_;
   bool help_requested_ = false;
+  std::set<std::string> given_;
 };
 
 }  // namespace pdist::cli

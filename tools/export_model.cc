@@ -1,6 +1,10 @@
 // pdist-export's flags → ir::models::ModelOptions → Program.
 #include "tools/export_model.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "engine/model_program.h"
 #include "ir/status.h"
 
@@ -21,6 +25,18 @@ void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* o) {
   flags.String("dtype", &o->dtype,
                "f32, f64, or bf16: mixed precision o2 (bf16 parameters and matmuls; norms, softmax and the loss in "
                "f32; training adds f32 master weights)");
+}
+
+absl::Status CheckFlagsApply(const cli::FlagSet& flags, const std::string& model) {
+  const std::vector<std::string> unused = model == "mlp" ? std::vector<std::string>{"heads", "vocab", "seq", "ffn",
+                                                                                      "tied", "dropout"}
+                                                         : std::vector<std::string>{"input", "classes"};
+  for (const std::string& name : unused) {
+    if (flags.Given(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " does not apply to ", model, " (see --help)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {

@@ -24,6 +24,10 @@ using ExportOptions = ir::models::ModelOptions;
 // --layers --hidden --heads --vocab --seq --batch --ffn --tied --dropout --input --classes --dtype.
 void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* options);
 
+// OK unless the last parse gave a flag `model` has no use for (mlp: --heads --vocab --seq --ffn
+// --tied --dropout; gpt and llama: --input --classes): it would be ignored, checks and all.
+absl::Status CheckFlagsApply(const cli::FlagSet& flags, const std::string& model);
+
 // engine::BuildModelProgram (bf16: the f32 model through the amp pass at o2); a bad dtype's
 // error names the flag.
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& options);

@@ -100,6 +100,8 @@ int Main(int argc, char** argv) {
 
   if (rank < -1) return Fail(2, absl::StrCat("--rank ", rank, ": must be >= 0"));  // -1: not given
   if (rank >= 0 && strategy_path.empty()) return Fail(2, "--rank needs --strategy");
+  if (flags.Given("program") && strategy_path.empty()) return Fail(2, "--program needs --strategy");
+  if (absl::Status s = tools::CheckFlagsApply(flags, options.model); !s.ok()) return Fail(2, std::string(s.message()));
   if (which != "train" && which != "eval") return Fail(2, absl::StrCat("flag --program: '", which, "' is not train or eval"));
   absl::StatusOr<ir::Program> program = tools::BuildExportModel(options);
   if (!program.ok()) return Fail(2, std::string(program.status().message()));

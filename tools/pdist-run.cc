@@ -78,6 +78,10 @@ int Main(int argc, char** argv) {
   }
   options.command.assign(argv + split + 1, argv + argc);
 
+  // Two names for one count: both given is a contradiction or a copy-paste, not "the last wins".
+  if (flags.Given("nprocs") && flags.Given("nproc-per-node")) {
+    return UsageError("--nprocs and --nproc-per-node are the same count: give one of them");
+  }
   // Out-of-range values keep their own number in the message (the struct holds an int).
   auto narrow = [](int64_t v) { return v < INT_MIN || v > INT_MAX ? INT_MIN : static_cast<int>(v); };
   if (narrow(nprocs) == INT_MIN) return UsageError(absl::StrCat("--nprocs ", nprocs, ": must be 1..", tools::kMaxProcs));

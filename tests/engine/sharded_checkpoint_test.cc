@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "engine/checkpoint_format.h"
@@ -171,6 +172,19 @@ TEST(ShardedCheckpointTest, EachRankReadsOnlyThePiecesItNeeds) {
       "tensors": {"w": {"dtype": "f32", "shape": [2], "pieces": [{"file": 0, "offsets": [0], "sizes": [2], "bytes": [-1, 8]}]}}})";
   const absl::Status refused = DecodeShardIndex(bad_range, "index").status();
   EXPECT_NE(refused.message().find("'bytes' must be [offset, size]"), std::string::npos) << refused;
+  // A key pdist does not write, at any level, is named (it was skipped).
+  const std::string whole = R"({"format": "pdist-sharded-checkpoint", "version": 1, "step": 0, "files": ["rank0.ckpt"],
+      "tensors": {"w": {"dtype": "f32", "shape": [2], "pieces": [{"file": 0, "offsets": [0], "sizes": [2]}]}}})";
+  ASSERT_TRUE(DecodeShardIndex(whole, "index").ok());
+  for (const auto& [from, to, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {R"("step": 0,)", R"("step": 0, "zzz": 1,)", "index: unknown key 'zzz'"},
+           {R"("shape": [2],)", R"("shape": [2], "layout": "nhwc",)", "index: tensor 'w': unknown key 'layout'"},
+           {R"("sizes": [2])", R"("sizes": [2], "crc": 7)", "piece: unknown key 'crc'"}}) {
+    std::string text = whole;
+    text.replace(text.find(from), from.size(), to);
+    const absl::Status status = DecodeShardIndex(text, "index").status();
+    EXPECT_NE(status.message().find(message), std::string::npos) << status;
+  }
 }
 
 TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {

@@ -64,6 +64,17 @@ TEST(CliTest, ErrorsNameTheFlagAndValue) {
   EXPECT_EQ(f.Parse({"--lr", "1e400"}).status().message(), "flag --lr: '1e400' is not a finite number");
 }
 
+TEST(CliTest, GivenSaysWhichFlagsTheLastParseSaw) {
+  Flags f;
+  ASSERT_TRUE(f.Parse({"--steps", "10", "--verify"}).ok());
+  EXPECT_TRUE(f.set.Given("steps"));  // given, though equal to the default
+  EXPECT_TRUE(f.set.Given("verify"));
+  EXPECT_FALSE(f.set.Given("lr"));
+  ASSERT_TRUE(f.Parse({"--lr=1"}).ok());
+  EXPECT_FALSE(f.set.Given("steps"));
+  EXPECT_TRUE(f.set.Given("lr"));
+}
+
 TEST(CliTest, HelpIsGenerated) {
   Flags f;
   ASSERT_TRUE(f.Parse({"--help"}).ok());

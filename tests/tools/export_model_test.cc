@@ -9,6 +9,7 @@
 #include "ir/models/gpt.h"
 #include "ir/models/model_stats.h"
 #include "ir/serialize.h"
+#include "ir/status.h"
 
 namespace pdist::tools {
 namespace {
@@ -24,7 +25,17 @@ absl::StatusOr<ir::Program> Export(std::vector<const char*> args) {
   absl::StatusOr<std::vector<std::string>> positional = flags.Parse(static_cast<int>(args.size()), args.data());
   if (!positional.ok()) return positional.status();
   o.model = positional->empty() ? "" : positional->front();
+  PDIST_RETURN_IF_ERROR(CheckFlagsApply(flags, o.model));
   return BuildExportModel(o);
+}
+
+// A flag the model has no use for was ignored, its own checks too (mlp --seq 0 exported).
+TEST(ExportModelTest, FlagsAModelHasNoUseForAreRefused) {
+  EXPECT_EQ(Export({"mlp", "--seq", "0"}).status().message(), "--seq does not apply to mlp (see --help)");
+  EXPECT_EQ(Export({"mlp", "--heads", "3"}).status().message(), "--heads does not apply to mlp (see --help)");
+  EXPECT_EQ(Export({"gpt", "--input", "0"}).status().message(), "--input does not apply to gpt (see --help)");
+  EXPECT_EQ(Export({"llama", "--classes", "2"}).status().message(), "--classes does not apply to llama (see --help)");
+  EXPECT_TRUE(Export({"mlp", "--layers", "2", "--hidden", "8", "--batch", "4"}).ok());  // shared flags
 }
 
 TEST(ExportModelTest, GptFlagsBecomeTheConfig) {
