@@ -1,10 +1,8 @@
 // InitializeWorkspace: parameters and optimizer states from their `init` strings.
 //
-// Grammar: zeros | ones | const(X) | normal(STD) | uniform(LIMIT)   (uniform in [-LIMIT, LIMIT))
-//          | stored          the numbers the program carries (Value::stored(): imported weights)
-//          | cast_of(NAME)   the values of parameter NAME, as its dtype holds them, in this value's
-//                            dtype (an f32 master weight of a bf16 parameter: Paddle and Megatron
-//                            alike start the master from the low-precision parameter)
+// Grammar: ir/init_spec.h (checked by the verifier too). cast_of(NAME) draws parameter NAME's
+// values, as its dtype holds them, in this value's dtype (an f32 master weight of a bf16
+// parameter: Paddle and Megatron alike start the master from the low-precision parameter).
 // Element i of value "name" depends only on (seed, name, i), so a shard of a parameter can be
 // initialised by evaluating the same indices on any rank — a master weight's shard too, without
 // the parameter's tensor (ZeRO shards the master where the parameter is whole).
@@ -22,57 +20,43 @@
 #include "executor/executor.h"
 #include "executor/random.h"
 #include "ir/dist/local_slice.h"
+#include "ir/init_spec.h"
 #include "ir/status.h"
 
 namespace pdist::exec {
 
 namespace {
 
+// A value's parsed init (ir/init_spec.h) with its cast_of source resolved.
 struct InitSpec {
-  std::string kind;  // const, normal, uniform, stored
-  double arg = 0;
+  ir::InitSpec parsed;
   const ir::Value* source = nullptr;  // cast_of(NAME): draw NAME's numbers, rounded to its dtype
 };
 
 absl::StatusOr<InitSpec> ParseInit(const ir::Program& program, const std::string& init, const std::string& name) {
-  if (init == "zeros") return InitSpec{"const", 0.0};
-  if (init == "ones") return InitSpec{"const", 1.0};
-  if (init == ir::kStoredInit) {
+  absl::StatusOr<ir::InitSpec> parsed = ir::ParseInitSpec(init);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has ", parsed.status().message()));
+  }
+  InitSpec spec{*parsed};
+  if (spec.parsed.kind == ir::InitSpec::Kind::kStored) {
     const ir::Value* v = program.FindArgument(name);
     if (v == nullptr || v->stored() == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has init \"stored\" but the program carries no numbers for it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("value '", name, "' has init \"stored\" but the program carries no numbers for it"));
     }
-    return InitSpec{"stored", 0.0};
   }
-  if (init.starts_with("cast_of(") && init.back() == ')') {
-    const std::string of = init.substr(8, init.size() - 9);
+  if (spec.parsed.kind == ir::InitSpec::Kind::kCastOf) {
+    const std::string of = spec.parsed.of;  // a copy: spec is assigned below
     const ir::Value* source = program.FindArgument(of);
     if (source == nullptr || !source->is_persistent() || source->init().starts_with("cast_of(")) {
       return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init, "' but '", of,
                                                      "' is not a parameter or state of the program with its own initialiser"));
     }
-    PDIST_ASSIGN_OR_RETURN(InitSpec spec, ParseInit(program, source->init(), of));
+    PDIST_ASSIGN_OR_RETURN(spec, ParseInit(program, source->init(), of));
     spec.source = source;
-    return spec;
   }
-  const size_t open = init.find('(');
-  if (open != std::string::npos && init.back() == ')') {
-    InitSpec spec{init.substr(0, open), 0.0};
-    const std::string arg = init.substr(open + 1, init.size() - open - 2);
-    if ((spec.kind == "const" || spec.kind == "normal" || spec.kind == "uniform") && absl::SimpleAtod(arg, &spec.arg)) {
-      // A nan or inf value, or a negative spread, would start the run from numbers no step can
-      // mend; each surfaced as "loss is nan at step 0".
-      if (!std::isfinite(spec.arg) || (spec.kind != "const" && spec.arg < 0)) {
-        return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init, "': ",
-                                                       spec.kind == "const" ? "the value must be finite"
-                                                                            : "the spread must be >= 0 and finite"));
-      }
-      return spec;
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat("value '", name, "' has initialiser '", init,
-                                                 "'; expected zeros, ones, const(X), normal(STD), uniform(LIMIT), stored or "
-                                                 "cast_of(NAME)"));
+  return spec;
 }
 
 // Element `flat` of a value's stored numbers, as a double.
@@ -101,11 +85,8 @@ absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, 
   const auto rank = static_cast<int64_t>(global.size());
   std::vector<int64_t> stride(global.size(), 1);  // the global tensor's
   for (int64_t d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * global[d + 1];
-  enum class Kind { kConst, kNormal, kUniform, kStored };
-  const Kind kind = spec.kind == "normal"    ? Kind::kNormal
-                    : spec.kind == "uniform" ? Kind::kUniform
-                    : spec.kind == "stored"  ? Kind::kStored
-                                             : Kind::kConst;
+  using Kind = ir::InitSpec::Kind;
+  const Kind kind = spec.parsed.kind;  // not kCastOf: ParseInit resolved it to its source's kind
   const int64_t n = t.num_elements();
   // Every element is a function of its global position alone, so the piece is filled on all
   // cores (a 1.3B-parameter model's weights take a minute on one) with the same values.
@@ -120,9 +101,9 @@ absl::Status FillPiece(const ir::Value& v, const InitSpec& spec, uint64_t seed, 
       for (int64_t i = begin; i < end; ++i) {
         int64_t flat = 0;
         for (int64_t d = 0; d < rank; ++d) flat += (slice.offsets[d] + index[d]) * stride[d];
-        double x = spec.arg;
-        if (kind == Kind::kNormal) x = spec.arg * NormalAt(key, static_cast<uint64_t>(flat));
-        if (kind == Kind::kUniform) x = spec.arg * (2.0 * UniformAt(key, static_cast<uint64_t>(flat)) - 1.0);
+        double x = spec.parsed.arg;
+        if (kind == Kind::kNormal) x = spec.parsed.arg * NormalAt(key, static_cast<uint64_t>(flat));
+        if (kind == Kind::kUniform) x = spec.parsed.arg * (2.0 * UniformAt(key, static_cast<uint64_t>(flat)) - 1.0);
         if (kind == Kind::kStored) x = StoredAt(drawn, flat);
         out[i] = static_cast<T>(as_drawn(x));
         for (int64_t d = rank - 1; d >= 0 && ++index[d] == slice.sizes[d]; --d) index[d] = 0;

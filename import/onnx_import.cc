@@ -20,6 +20,9 @@ namespace {
 // The oldest default-domain opset whose operator definitions the converters implement
 // (Squeeze/Unsqueeze/Split/ReduceSum take their axes as inputs from 13 on).
 constexpr int64_t kMinOpset = 13;
+// The newest whose definitions were checked against the converters (ONNX 1.18's opset 23): an
+// operator a later opset redefines would be imported with the old meaning.
+constexpr int64_t kMaxOpset = 23;
 
 absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& model) {
   for (const onnx::OperatorSetIdProto& set : model.opset_import()) {
@@ -28,6 +31,12 @@ absl::StatusOr<int64_t> DefaultOpset(const onnx::ModelProto& model) {
         return absl::UnimplementedError(absl::StrCat(
             "the model uses opset ", set.version(), "; pdist imports opset ", kMinOpset,
             " and newer (re-export with torch.onnx.export(..., opset_version=17) or convert with "
+            "onnx.version_converter.convert_version(model, 17))"));
+      }
+      if (set.version() > kMaxOpset) {
+        return absl::UnimplementedError(absl::StrCat(
+            "the model uses opset ", set.version(), "; pdist knows operator definitions up to opset ", kMaxOpset,
+            " (re-export with torch.onnx.export(..., opset_version=17) or convert with "
             "onnx.version_converter.convert_version(model, 17))"));
       }
       return set.version();
@@ -170,6 +179,10 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
   ImportContext ctx(&out.program, options);
   ctx.set_opset(out.opset);
   for (const onnx::TensorProto& init : graph.initializer()) {
+    // A second initializer of one name replaced the first's numbers without a word.
+    if (ctx.IsDefined(init.name())) {
+      return absl::InvalidArgumentError(absl::StrCat("initializer '", init.name(), "' is defined twice"));
+    }
     PDIST_ASSIGN_OR_RETURN(OnnxTensor t, ReadOnnxTensor(init));
     ctx.DefineKnown(init.name(), std::move(t), /*initializer=*/true);
   }
@@ -201,6 +214,7 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
     PDIST_RETURN_IF_ERROR(Converters().at(node.op_type())(ctx, node));
     ++out.nodes;
   }
+  if (graph.output_size() == 0) return absl::InvalidArgumentError("the ONNX graph has no outputs: nothing to compute");
   for (const onnx::ValueInfoProto& output : graph.output()) {
     PDIST_ASSIGN_OR_RETURN(ir::Value * v, ctx.ValueOf(output.name()));
     out.program.add_output(output.name(), v);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "ir/dist/local_slice.h"
+#include "ir/init_spec.h"
 #include "ir/op_def.h"
 #include "ir/printer.h"
 #include "ir/status.h"
@@ -100,6 +101,14 @@ absl::Status Verifier::CheckDefinition(const Value* v, const std::string& where)
   }
   PDIST_RETURN_IF_ERROR(CheckUtf8(v->name(), absl::StrCat(where, ": the name of ", Name(v))));
   PDIST_RETURN_IF_ERROR(CheckUtf8(v->init(), absl::StrCat(where, ": the init of ", Name(v))));
+  // Its grammar here, so that a program that verifies (pdist-opt --verify-only) initialises;
+  // whether a cast_of names a parameter is the initialiser's to say.
+  if (!v->init().empty()) {
+    absl::StatusOr<InitSpec> init = ParseInitSpec(v->init());
+    if (!init.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", init.status().message()));
+    }
+  }
   absl::Status type = CheckTensorType(v->type());
   if (!type.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", type.message()));
   PDIST_RETURN_IF_ERROR(CheckDistAttr(*v, where));

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -100,7 +101,16 @@ int Main(int argc, char** argv) {
   options.timeout = absl::Seconds(timeout_s);
   if (absl::Status s = tools::ValidateLaunchOptions(options); !s.ok()) return UsageError(std::string(s.message()));
 
-  if (!timeline.empty()) ::setenv("PDIST_TIMELINE_DIR", timeline.c_str(), 1);  // the ranks inherit it
+  if (!timeline.empty()) {
+    // Made before the job, so that a path that cannot be a directory fails now, not after it.
+    std::error_code ec;
+    std::filesystem::create_directories(timeline, ec);
+    if (ec || !std::filesystem::is_directory(timeline)) {
+      return UsageError(absl::StrCat("--timeline '", timeline, "': cannot make the directory",
+                                     ec ? absl::StrCat(" (", ec.message(), ")") : ""));
+    }
+    ::setenv("PDIST_TIMELINE_DIR", timeline.c_str(), 1);  // the ranks inherit it
+  }
   absl::StatusOr<tools::LaunchResult> result = tools::Launch(options);
   if (!result.ok()) {
     std::fprintf(stderr, "pdist-run: %s\n", std::string(result.status().message()).c_str());

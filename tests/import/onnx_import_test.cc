@@ -288,6 +288,26 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   EXPECT_THAT(std::string(Import(bad_reshape).status().message()),
               HasSubstr("node '/reshape' (Reshape): cannot reshape i64[4] (4 elements) to [1099511627776]"));
 
+  // Each imported at rc 0: an opset newer than the converters know, a graph with no outputs, a
+  // second initializer of one name (its numbers replaced the first's).
+  onnx::ModelProto future = Model(9999);
+  AddInput(future, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(future, "Relu", {"x"}, {"y"});
+  AddOutput(future, "y");
+  EXPECT_THAT(std::string(Import(future).status().message()),
+              HasSubstr("the model uses opset 9999; pdist knows operator definitions up to opset 23"));
+  onnx::ModelProto no_outputs = Model();
+  AddInput(no_outputs, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(no_outputs, "Relu", {"x"}, {"y"});
+  EXPECT_THAT(std::string(Import(no_outputs).status().message()), HasSubstr("the ONNX graph has no outputs"));
+  onnx::ModelProto two_ws = Model();
+  AddInitializer(two_ws, "w", {2}, {1, 2});
+  AddInitializer(two_ws, "w", {2}, {3, 4});
+  AddInput(two_ws, "x", onnx::TensorProto::FLOAT, {2});
+  AddNode(two_ws, "Add", {"x", "w"}, {"y"});
+  AddOutput(two_ws, "y");
+  EXPECT_THAT(std::string(Import(two_ws).status().message()), HasSubstr("initializer 'w' is defined twice"));
+
   // Found by fuzz_onnx_import: nodes without the inputs or outputs their operator needs.
   onnx::ModelProto no_output = Model();
   AddInput(no_output, "x", onnx::TensorProto::FLOAT, {2});

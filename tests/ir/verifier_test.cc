@@ -135,6 +135,28 @@ TEST(VerifierTest, StringsMustBeUtf8) {
   EXPECT_THAT(ErrorOf(q), HasSubstr("attribute 'mode' is not valid UTF-8"));
 }
 
+// An init string the initialiser cannot read verified (pdist-opt --verify-only) and failed only
+// when a run began; its grammar and ranges are the verifier's now (ir/init_spec.h).
+TEST(VerifierTest, InitStringsFollowTheGrammar) {
+  for (const char* init : {"zeros", "ones", "const(-2.5)", "normal(0.02)", "uniform(0.1)", "cast_of(w)"}) {
+    Program p = testing::MatmulSumProgram();
+    p.FindValue(1)->set_init(init);
+    EXPECT_TRUE(VerifyProgram(p).ok()) << init << ": " << VerifyProgram(p);
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"normal(0.02!", "initialiser 'normal(0.02!': expected zeros, ones, const(X)"},
+      {"gaussian(1)", "initialiser 'gaussian(1)': expected"},
+      {"cast_of()", "initialiser 'cast_of()': expected"},
+      {"normal(-1)", "initialiser 'normal(-1)': the spread must be >= 0 and finite"},
+      {"const(nan)", "initialiser 'const(nan)': the value must be finite"},
+  };
+  for (const auto& [init, message] : bad) {
+    Program p = testing::MatmulSumProgram();
+    p.FindValue(1)->set_init(init);
+    EXPECT_THAT(ErrorOf(p), HasSubstr(message)) << init;
+  }
+}
+
 TEST(VerifierTest, LossMustBeFloatScalar) {
   Program p = Parse("program {\n  %0 = data \"x\" : f32[1]\n  %1 = data \"y\" : i64[]\n  loss %0\n}");
   EXPECT_TRUE(VerifyProgram(p).ok());
