@@ -24,6 +24,20 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
   return ir::WriteFileAtomically(path, out);
 }
 
+absl::Status UnknownCheckpointTensor(const std::string& source, const std::string& name, const ir::Program& program) {
+  std::string owner;  // the longest parameter name that `name` extends by ".<state>"
+  for (const ir::Value* p : program.Parameters()) {
+    if (p->name().size() > owner.size() && name.size() > p->name().size() && name.starts_with(p->name()) &&
+        name[p->name().size()] == '.') {
+      owner = p->name();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      source, " has tensor '", name, "' that the model does not have",
+      owner.empty() ? "" : absl::StrCat(": a state of parameter '", owner,
+                                        "' this run's optimizer does not keep (saved with another --optimizer?)")));
+}
+
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
   if (IsShardedCheckpoint(path)) return ReadShardedWhole(path);
   std::error_code ec;

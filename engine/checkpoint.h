@@ -30,6 +30,10 @@ struct Checkpoint {
 };
 
 absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
+// The error for checkpoint tensor `name`, which `program` holds no parameter or state of; where
+// the name is a state of one of its parameters ("w.beta1_pow"), it says so: a checkpoint of
+// another optimizer.
+absl::Status UnknownCheckpointTensor(const std::string& source, const std::string& name, const ir::Program& program);
 // Errors name the path and what is wrong (not a checkpoint, truncated, a checksum that does not
 // match and in which tensor, an unknown version, a field out of range, trailing bytes). A
 // directory is read as a sharded checkpoint (engine/sharded_checkpoint.h), every tensor whole.

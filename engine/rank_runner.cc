@@ -2,8 +2,9 @@
 #include "engine/rank_runner.h"
 
 #include "absl/strings/str_cat.h"
-#include "executor/backend.h"
+#include "engine/checkpoint.h"
 #include "engine/shard_io.h"
+#include "executor/backend.h"
 #include "ir/dist/local_slice.h"
 #include "ir/status.h"
 
@@ -236,7 +237,7 @@ absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std:
   }
   for (const auto& [name, tensor] : whole) {
     if (!next.count(name)) {
-      return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have"));
+      return UnknownCheckpointTensor(source, name, train_);
     }
   }
   return AdoptState(next);

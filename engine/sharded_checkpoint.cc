@@ -245,7 +245,7 @@ absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Progr
   for (const auto& [name, entry] : index.tensors) {
     const ir::Value* v = global.FindArgument(name);
     if (v == nullptr || !v->is_persistent()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have"));
+      return UnknownCheckpointTensor(source, name, global);
     }
   }
   for (const ir::Value* v : local_program.block().arguments()) {

@@ -2,6 +2,8 @@
 #include "passes/pass.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -33,13 +35,20 @@ absl::Status PassOptionReader::Read(const std::string& key, double* value) {
   const std::string* text = Find(key);
   if (text == nullptr) return absl::OkStatus();
   if (!absl::SimpleAtod(*text, value)) return BadValue(pass_, key, *text, "a number");
+  if (!std::isfinite(*value)) return BadValue(pass_, key, *text, "a finite number");
   return absl::OkStatus();
 }
 
 absl::Status PassOptionReader::Read(const std::string& key, int64_t* value) {
   const std::string* text = Find(key);
   if (text == nullptr) return absl::OkStatus();
-  if (!absl::SimpleAtoi(*text, value)) return BadValue(pass_, key, *text, "an integer");
+  if (!absl::SimpleAtoi(*text, value)) {
+    // Digits that do not fit are a value out of range, not a word that is not a number.
+    const size_t sign = !text->empty() && ((*text)[0] == '-' || (*text)[0] == '+') ? 1 : 0;
+    const bool digits = text->size() > sign && std::all_of(text->begin() + static_cast<std::ptrdiff_t>(sign), text->end(),
+                                                           [](char c) { return c >= '0' && c <= '9'; });
+    return BadValue(pass_, key, *text, digits ? "an integer within int64's range" : "an integer");
+  }
   return absl::OkStatus();
 }
 

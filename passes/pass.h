@@ -83,6 +83,8 @@ class Pass {
 class PassOptionReader {
  public:
   PassOptionReader(std::string pass, const PassOptions& options) : pass_(std::move(pass)), options_(options) {}
+  // It keeps a reference: options made for the call would be gone before the first Read.
+  PassOptionReader(std::string pass, PassOptions&& options) = delete;
 
   absl::Status Read(const std::string& key, std::string* value);
   absl::Status Read(const std::string& key, double* value);

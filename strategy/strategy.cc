@@ -275,7 +275,7 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
       .Int("pp_degree", s.pp_degree, 1)
       .Bool("sp", s.sp)
       .Object("sharding", [&s](Section& x) {
-        return x.Bool("enable", s.sharding.enable).Int("stage", s.sharding.stage, 1).Int("degree", s.sharding.degree, 1)
+        return x.Bool("enable", s.sharding.enable).Int("stage", s.sharding.stage, 1, 3).Int("degree", s.sharding.degree, 1)
             .Bool("accumulate_shards", s.sharding.accumulate_shards)
             .Read();
       })

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "ir/builder.h"
 #include "tests/testing/temp_path.h"
 
 namespace pdist::engine {
@@ -127,6 +128,19 @@ TEST(CheckpointTest, HeaderFieldsAreCheckedBeforeUse) {
   std::filesystem::create_directories(path + ".d");
   EXPECT_THAT(LoadError(path + ".d"), HasSubstr("is a directory without index.json"));
   EXPECT_THAT(std::string(SaveCheckpoint({.step = -1}, path).message()), HasSubstr("checkpoint step -1 is outside"));
+}
+
+// A tensor the model has no value for: where it is a state of one of the model's parameters
+// (another optimizer's), the error says so rather than only naming the tensor.
+TEST(CheckpointTest, AnotherOptimizersStateIsNamedAsSuch) {
+  ir::Program p;
+  ir::Builder b(&p);
+  b.Parameter("h.0.w", {{4}, ir::DataType::kFloat32}, "zeros");
+  b.Parameter("h.0.w.scale", {{4}, ir::DataType::kFloat32}, "ones");  // a parameter whose name extends another's
+  EXPECT_EQ(UnknownCheckpointTensor("ckpt", "h.0.w.scale.beta1_pow", p).message(),
+            "ckpt has tensor 'h.0.w.scale.beta1_pow' that the model does not have: a state of parameter 'h.0.w.scale' "
+            "this run's optimizer does not keep (saved with another --optimizer?)");
+  EXPECT_EQ(UnknownCheckpointTensor("ckpt", "h.1.w", p).message(), "ckpt has tensor 'h.1.w' that the model does not have");
 }
 
 }  // namespace

@@ -52,8 +52,15 @@ TEST(PassOptionReaderTest, TypedValuesAndUnknownKeys) {
   EXPECT_TRUE(b);
   EXPECT_EQ(absent, "kept");
 
-  PassOptionReader bad("p", {{"n", "ten"}});
+  // The reader keeps a reference to its options: they must outlive it.
+  const PassOptions ten = {{"n", "ten"}};
+  PassOptionReader bad("p", ten);
   EXPECT_EQ(bad.Read("n", &n).message(), "pass 'p': option n=ten is not an integer");
+  const PassOptions out_of_range = {{"n", "99999999999999999999"}, {"m", "-"}, {"f", "nan"}};
+  PassOptionReader huge("p", out_of_range);
+  EXPECT_EQ(huge.Read("n", &n).message(), "pass 'p': option n=99999999999999999999 is not an integer within int64's range");
+  EXPECT_EQ(huge.Read("m", &n).message(), "pass 'p': option m=- is not an integer");
+  EXPECT_EQ(huge.Read("f", &f).message(), "pass 'p': option f=nan is not a finite number");
 }
 
 // Test passes: one that renames nothing (no change) and one that breaks the IR.
