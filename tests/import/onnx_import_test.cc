@@ -243,11 +243,15 @@ TEST(OnnxImportTest, UnsupportedOperatorsAreListedWithCountsAndFirstNodes) {
 }
 
 TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
-  onnx::ModelProto old = Model(11);
-  AddInput(old, "x", onnx::TensorProto::FLOAT, {2});
-  AddNode(old, "Relu", {"x"}, {"y"});
-  AddOutput(old, "y");
-  EXPECT_THAT(std::string(Import(old).status().message()),
+  // y = Relu(x) declaring `opset`.
+  auto relu_of_opset = [](int64_t opset) {
+    onnx::ModelProto m = Model(opset);
+    AddInput(m, "x", onnx::TensorProto::FLOAT, {2});
+    AddNode(m, "Relu", {"x"}, {"y"});
+    AddOutput(m, "y");
+    return m;
+  };
+  EXPECT_THAT(std::string(Import(relu_of_opset(11)).status().message()),
               HasSubstr("the model uses opset 11; pdist imports opset 13 and newer (re-export with"));
 
   onnx::ModelProto symbolic = Model();
@@ -290,11 +294,7 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
 
   // Each imported at rc 0: an opset newer than the converters know, a graph with no outputs, a
   // second initializer of one name (its numbers replaced the first's).
-  onnx::ModelProto future = Model(9999);
-  AddInput(future, "x", onnx::TensorProto::FLOAT, {2});
-  AddNode(future, "Relu", {"x"}, {"y"});
-  AddOutput(future, "y");
-  EXPECT_THAT(std::string(Import(future).status().message()),
+  EXPECT_THAT(std::string(Import(relu_of_opset(9999)).status().message()),
               HasSubstr("the model uses opset 9999; pdist knows operator definitions up to opset 23"));
   onnx::ModelProto no_outputs = Model();
   AddInput(no_outputs, "x", onnx::TensorProto::FLOAT, {2});
