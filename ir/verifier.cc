@@ -219,6 +219,12 @@ absl::Status Verifier::CheckOp(size_t index, const Operation& op) {
     if (r->producer() != &op || r->result_index() != static_cast<int>(i)) {
       return error(absl::StrCat("result ", i, " ", Name(r), " does not point back at this op"));
     }
+    // Data, parameters and states are the program's arguments (fed, or kept across steps): an
+    // op's result in one of those roles would be taken for persistent state it is not.
+    if (r->role() != ValueRole::kActivation && r->role() != ValueRole::kGradient) {
+      return error(absl::StrCat("result ", Name(r), " has role '", ValueRoleName(r->role()),
+                                "': an op makes activations and gradients; arguments are data, parameters and states"));
+    }
   }
   absl::StatusOr<std::vector<TensorType>> inferred = InferResultTypes(**def, op.operands(), op.attrs());
   if (!inferred.ok()) return error(inferred.status().message());

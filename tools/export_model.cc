@@ -1,6 +1,8 @@
 // pdist-export's flags → ir::models::ModelOptions → Program.
 #include "tools/export_model.h"
 
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -39,9 +41,33 @@ absl::Status CheckFlagsApply(const cli::FlagSet& flags, const std::string& model
   return absl::OkStatus();
 }
 
+namespace {
+
+// The builders name their config's fields ("GptConfig.seq_len must be in [1, ...], got 0"); a
+// pdist-export user gave flags, so the message names the flag (--seq) instead.
+std::string InFlagNames(std::string message) {
+  static const std::regex field(R"((?:Gpt|Llama|Mlp)Config\.([a-z_]+)(?:\[[0-9]+\])?)");
+  static const std::map<std::string, std::string> flag_of = {
+      {"vocab", "vocab"},   {"hidden", "hidden"}, {"heads", "heads"},     {"ffn_hidden", "ffn"}, {"seq_len", "seq"},
+      {"batch", "batch"},   {"layers", "layers"}, {"dropout", "dropout"}, {"input", "input"},    {"classes", "classes"}};
+  std::string out;
+  auto begin = std::sregex_iterator(message.begin(), message.end(), field);
+  size_t last = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    const auto flag = flag_of.find((*it)[1].str());
+    out += message.substr(last, static_cast<size_t>(it->position()) - last);
+    out += flag != flag_of.end() ? "--" + flag->second : it->str();
+    last = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + message.substr(last);
+}
+
+}  // namespace
+
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {
   absl::StatusOr<ir::Program> program = engine::BuildModelProgram(o);
   if (!engine::IsModelDtype(o.dtype)) return WithContext(program.status(), "flag --dtype");
+  if (!program.ok()) return absl::Status(program.status().code(), InFlagNames(std::string(program.status().message())));
   return program;
 }
 

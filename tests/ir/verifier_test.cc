@@ -1,4 +1,5 @@
 // Verifier: each invariant broken once; the error names the op (as printed) and the values.
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
@@ -154,6 +155,17 @@ TEST(VerifierTest, InitStringsFollowTheGrammar) {
     Program p = testing::MatmulSumProgram();
     p.FindValue(1)->set_init(init);
     EXPECT_THAT(ErrorOf(p), HasSubstr(message)) << init;
+  }
+}
+
+// `%2 = add(%0, %1) : param f32[4]` parsed and trained: an op result in an argument's role.
+TEST(VerifierTest, AnOpMakesActivationsAndGradientsOnly) {
+  for (const char* role : {"param", "state", "data"}) {
+    const std::string text = absl::StrCat("program {\n  %0 = data \"x\" : f32[4]\n  %1 = relu(%0) : ", role,
+                                          " f32[4]\n}");
+    absl::StatusOr<Program> p = ParseProgram(text);
+    const absl::Status status = p.ok() ? VerifyProgram(*p) : p.status();
+    EXPECT_THAT(std::string(status.message()), HasSubstr("an op makes activations and gradients")) << role;
   }
 }
 

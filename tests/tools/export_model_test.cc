@@ -90,13 +90,16 @@ TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(p.status().message());
   };
-  EXPECT_THAT(error({"gpt", "--heads", "5"}), HasSubstr("GptConfig.hidden (64) must be divisible by GptConfig.heads (5)"));
+  // The builders' field names read as the flags the user gave (GptConfig.seq_len → --seq).
+  EXPECT_THAT(error({"gpt", "--heads", "5"}), HasSubstr("--hidden (64) must be divisible by --heads (5)"));
   EXPECT_THAT(error({"gpt", "--dtype", "f16"}), HasSubstr("flag --dtype: dtype 'f16' is not f32, f64 or bf16"));
   EXPECT_THAT(error({"bert"}), HasSubstr("unknown model 'bert'; expected gpt, llama or mlp"));
   EXPECT_THAT(error({"gpt", "--layer", "2"}), HasSubstr("--layer"));
   EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
   EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("layers must be >= 0"));
-  EXPECT_THAT(error({"llama", "--seq", "0"}), HasSubstr("LlamaConfig.seq_len must be in [1, 16777216], got 0"));
+  EXPECT_EQ(error({"llama", "--seq", "0"}), "--seq must be in [1, 16777216], got 0");
+  EXPECT_EQ(error({"gpt", "--ffn", "-2"}), "--ffn must be in [1, 16777216], got -2");
+  EXPECT_THAT(error({"mlp", "--classes", "0"}), HasSubstr("--classes must be in [1, 16777216], got 0"));
 }
 
 }  // namespace
