@@ -25,11 +25,16 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
 }
 
 absl::Status UnknownCheckpointTensor(const std::string& source, const std::string& name, const ir::Program& program) {
-  std::string owner;  // the longest parameter name that `name` extends by ".<state>"
-  for (const ir::Value* p : program.Parameters()) {
-    if (p->name().size() > owner.size() && name.size() > p->name().size() && name.starts_with(p->name()) &&
-        name[p->name().size()] == '.') {
-      owner = p->name();
+  // The states the optimizer pass names after their parameter (passes/optimizer.cc): momentum's
+  // velocity, AdamW's moments and beta powers. A master weight ("w.master") is amp's, kept by
+  // every optimizer: not this hint's.
+  std::string owner;
+  for (const char* state : {".velocity", ".moment1", ".moment2", ".beta1_pow", ".beta2_pow"}) {
+    const std::string suffix = state;
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      const std::string param = name.substr(0, name.size() - suffix.size());
+      const ir::Value* v = program.FindArgument(param);
+      if (v != nullptr && v->role() == ir::ValueRole::kParameter) owner = param;
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -74,17 +74,50 @@ absl::Status CheckOutputPath(const std::string& path) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Writes `bytes` to an existing file that is not a regular one (/dev/null, /dev/stdout, a FIFO):
+// such a file cannot be replaced by a rename, and nothing there is lost by writing in place.
+absl::Status WriteInPlace(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return WriteError("write", path, errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      return WriteError("write", path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return WriteError("close", path, errno);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   // Checked first: renaming a file over a directory fails only after the temporary is written.
   PDIST_RETURN_IF_ERROR(CheckOutputPath(path));
-  const std::string tmp = path + ".tmp";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteInPlace(path, bytes);
+  // A symbolic link is written through (its target replaced), not replaced by a file of its own.
+  std::string target = path;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    target = std::filesystem::canonical(path, ec).string();
+    if (ec) return WriteError("resolve", path, ec.value());
+  }
+  const std::string tmp = target + ".tmp";
   PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return WriteError(absl::StrCat("rename '", tmp, "' to"), path, err);
+    return WriteError(absl::StrCat("rename '", tmp, "' to"), target, err);
   }
-  SyncDirectoryOf(path);
+  SyncDirectoryOf(target);
   return absl::OkStatus();
 }
 

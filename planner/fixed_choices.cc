@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/dist/process_mesh.h"
 #include "ir/json_reader.h"
 #include "ir/status.h"
 #include "strategy/strategy.h"
@@ -16,8 +17,12 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   nlohmann::json checked = j;
   if (checked.is_object()) {
     const nlohmann::json* sharding = checked.contains("sharding") ? &checked["sharding"] : nullptr;
+    // Only a degree in range stands in for dp_degree: an out-of-range one is left for the reader
+    // to name as 'sharding.degree', the key the user wrote.
     if (!checked.contains("dp_degree") && sharding != nullptr && sharding->is_object() &&
-        sharding->contains("degree") && (*sharding)["degree"].is_number_integer()) {
+        sharding->contains("degree") && (*sharding)["degree"].is_number_integer() &&
+        (*sharding)["degree"].get<int64_t>() >= 1 &&
+        (*sharding)["degree"].get<int64_t>() <= ir::ProcessMesh::kMaxProcesses) {
       checked["dp_degree"] = (*sharding)["degree"];
     }
     if (!checked.contains("mp_degree") && checked.contains("sp") && checked["sp"] == true) checked["mp_degree"] = 2;

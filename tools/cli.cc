@@ -11,6 +11,12 @@
 #include "ir/attribute.h"
 
 namespace pdist::cli {
+namespace {
+
+// How the user typed it: -o for one-letter names, --name otherwise.
+std::string FlagName(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+
+}  // namespace
 
 void FlagSet::Add(Flag flag) { flags_.push_back(std::move(flag)); }
 
@@ -21,7 +27,7 @@ void FlagSet::String(const std::string& name, std::string* target, const std::st
          // flag's absence, a checkpoint would silently not be written.
          if (v.empty()) {
            return absl::InvalidArgumentError(
-               absl::StrCat("flag --", name, ": an empty value (leave the flag out for its default)"));
+               absl::StrCat("flag ", FlagName(name), ": an empty value (leave the flag out for its default)"));
          }
          *target = v;
          return absl::OkStatus();
@@ -35,7 +41,7 @@ void FlagSet::Bool(const std::string& name, bool* target, const std::string& hel
          } else if (v == "false" || v == "0") {
            *target = false;
          } else {
-           return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not true or false"));
+           return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": '", v, "' is not true or false"));
          }
          return absl::OkStatus();
        }});
@@ -44,7 +50,7 @@ void FlagSet::Bool(const std::string& name, bool* target, const std::string& hel
 void FlagSet::Int(const std::string& name, int64_t* target, const std::string& help) {
   Add({name, "INT", help, absl::StrCat(*target), [name, target](const std::string& v) {
          if (!absl::SimpleAtoi(v, target)) {
-           return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not an integer"));
+           return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": '", v, "' is not an integer"));
          }
          return absl::OkStatus();
        }});
@@ -53,11 +59,11 @@ void FlagSet::Int(const std::string& name, int64_t* target, const std::string& h
 void FlagSet::Double(const std::string& name, double* target, const std::string& help) {
   Add({name, "NUMBER", help, ir::DoubleToString(*target), [name, target](const std::string& v) {
          if (!absl::SimpleAtod(v, target)) {
-           return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not a number"));
+           return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": '", v, "' is not a number"));
          }
          // No flag means anything by nan or inf, and each would pass a `< 0` check unseen.
          if (!std::isfinite(*target)) {
-           return absl::InvalidArgumentError(absl::StrCat("flag --", name, ": '", v, "' is not a finite number"));
+           return absl::InvalidArgumentError(absl::StrCat("flag ", FlagName(name), ": '", v, "' is not a finite number"));
          }
          return absl::OkStatus();
        }});

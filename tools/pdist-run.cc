@@ -93,8 +93,9 @@ int Main(int argc, char** argv) {
   options.master_port = narrow(master_port);
   options.nnodes = narrow(nnodes);
   options.node_rank = narrow(node_rank);
-  // Bounded both ways: below a millisecond the deadline rounds to 0, which reads as "no limit";
-  // past 1e9 s (31 years) the deadline overflows the clock and reads as already passed.
+  // Bounded both ways: a deadline below a nanosecond rounds to 0, which reads as "no limit" (a
+  // millisecond is the floor kept); past 1e9 s (31 years) it overflows the clock and reads as
+  // already passed.
   if (!(timeout_s == 0 || (timeout_s >= 1e-3 && timeout_s <= 1e9))) {
     return UsageError(absl::StrCat("--timeout-s ", timeout_s, ": must be 0 (no timeout) or 0.001..1e9 seconds"));
   }

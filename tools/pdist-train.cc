@@ -62,6 +62,7 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 struct TrainFlags {
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data, cluster;
   int64_t eval_every = 0, eval_batches = 4;
+  bool eval_batches_given = false;  // the default shrinks to a small held-out file; a given count does not
   std::string backend = "inproc";
   std::string device = "cpu";
   std::string timeline;
@@ -300,7 +301,7 @@ absl::StatusOr<double> PeakTflops(const TrainFlags& f, const pdist::ir::Program&
   return peak / 1e12;
 }
 
-absl::Status Train(const std::string& model_path, const TrainFlags& f) {
+absl::Status Train(const std::string& model_path, TrainFlags f) {
   using namespace pdist;
   PDIST_ASSIGN_OR_RETURN(engine::EngineOptions options, EngineOptionsFrom(f));
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(model_path));
@@ -312,6 +313,7 @@ absl::Status Train(const std::string& model_path, const TrainFlags& f) {
     held_out = *std::move(opened);
     // An evaluation reads the held-out batches in order from the start: more than the file holds
     // would count its batches again (and a huge count would run for hours).
+    if (!f.eval_batches_given) f.eval_batches = std::min(f.eval_batches, held_out->batches_per_epoch());
     if (f.eval_batches > held_out->batches_per_epoch()) {
       return absl::InvalidArgumentError(absl::StrFormat("--eval-batches %d: %s holds %d batches of this model's shape",
                                                         f.eval_batches, f.eval_data, held_out->batches_per_epoch()));
@@ -349,6 +351,7 @@ int main(int argc, char** argv) {
                             "step.");
   RegisterFlags(flags, &f);
   const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
+  f.eval_batches_given = flags.Given("eval-batches");
   if (args.size() != 1 || f.data.empty()) {
     std::fprintf(stderr, "pdist-train: expected MODEL and --data FILE\n%s", flags.Help().c_str());
     return 2;

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "tests/testing/temp_path.h"
 
@@ -141,6 +142,11 @@ TEST(CheckpointTest, AnotherOptimizersStateIsNamedAsSuch) {
             "ckpt has tensor 'h.0.w.scale.beta1_pow' that the model does not have: a state of parameter 'h.0.w.scale' "
             "this run's optimizer does not keep (saved with another --optimizer?)");
   EXPECT_EQ(UnknownCheckpointTensor("ckpt", "h.1.w", p).message(), "ckpt has tensor 'h.1.w' that the model does not have");
+  // Not an optimizer's state: amp's master weight, a name that merely extends a parameter's.
+  for (const char* other : {"h.0.w.master", "h.0.w.extra"}) {
+    EXPECT_EQ(UnknownCheckpointTensor("ckpt", other, p).message(),
+              absl::StrCat("ckpt has tensor '", other, "' that the model does not have"));
+  }
 }
 
 }  // namespace

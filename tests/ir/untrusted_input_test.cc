@@ -112,6 +112,15 @@ TEST(OutputFileTest, WritesWholeOrNotAtAll) {
   EXPECT_TRUE(CheckOutputPath(dir + "/new.json").ok());
   EXPECT_TRUE(CheckOutputPath("relative.json").ok());  // the working directory
   EXPECT_EQ(WriteFileAtomically("", "x").message(), "an empty output path");
+  // A file that is not a regular one is written in place (-o /dev/null worked before and must),
+  // and a symbolic link is written through: its target replaced, the link kept.
+  EXPECT_TRUE(WriteFileAtomically("/dev/null", "discarded").ok());
+  const std::string real = dir + "/real.json", link = dir + "/link.json";
+  ASSERT_TRUE(WriteFileAtomically(real, "old").ok());
+  std::filesystem::create_symlink(real, link);
+  ASSERT_TRUE(WriteFileAtomically(link, "new").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(*ReadFileToString(real), "new");
   std::filesystem::remove_all(dir);
 }
 

@@ -55,6 +55,10 @@ TEST(FixedChoicesTest, ADegreeLeftOutIsNotCheckedAsOne) {
   ASSERT_TRUE(f.ok()) << f.status();  // was "'sp' needs mp_degree > 1"
   EXPECT_EQ(f->sp, true);
   EXPECT_FALSE(f->mp.has_value());
+  // A degree out of range is named as the key the user wrote, not as the dp_degree it stands in for.
+  absl::StatusOr<FixedChoices> zero = FixedChoicesFromStrategyJson(R"({"sharding": {"enable": true, "degree": 0}})");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(std::string(zero.status().message()), HasSubstr("'sharding.degree'"));
   // Given, they are checked as given.
   EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"dp_degree": 1, "sharding": {"enable": true, "degree": 2}})").ok());
   EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"mp_degree": 1, "sp": true})").ok());

@@ -58,7 +58,7 @@ TEST(CliTest, ErrorsNameTheFlagAndValue) {
   // An unset shell variable (`--save "$DIR"`) and nan/inf are mistakes, not defaults.
   EXPECT_EQ(f.Parse({"--passes="}).status().message(),
             "flag --passes: an empty value (leave the flag out for its default)");
-  EXPECT_EQ(f.Parse({"-o", ""}).status().message(), "flag --o: an empty value (leave the flag out for its default)");
+  EXPECT_EQ(f.Parse({"-o", ""}).status().message(), "flag -o: an empty value (leave the flag out for its default)");
   EXPECT_EQ(f.Parse({"--lr=nan"}).status().message(), "flag --lr: 'nan' is not a finite number");
   EXPECT_EQ(f.Parse({"--lr", "-inf"}).status().message(), "flag --lr: '-inf' is not a finite number");
   EXPECT_EQ(f.Parse({"--lr", "1e400"}).status().message(), "flag --lr: '1e400' is not a finite number");
