@@ -21,6 +21,18 @@ absl::Status WriteError(const std::string& action, const std::string& path, int 
   return absl::UnavailableError(absl::StrCat("cannot ", action, " '", path, "': ", std::strerror(err)));
 }
 
+// Writes all of `bytes` to `fd`; 0 or errno.
+int WriteAll(int fd, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : ENOSPC;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 // Writes `bytes` to `path` and flushes them to the disk. Where the file was opened and a later
 // step fails, it is removed (nothing half-written left behind); where it could not be opened,
 // whatever is at `path` is not this call's to remove.
@@ -32,13 +44,7 @@ absl::Status WriteDurably(const std::string& path, std::string_view bytes) {
     ::unlink(path.c_str());
     return WriteError(action, path, err);
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("write", n < 0 ? errno : ENOSPC);
-    done += static_cast<size_t>(n);
-  }
+  if (const int err = WriteAll(fd, bytes); err != 0) return fail("write", err);
   if (::fsync(fd) != 0) return fail("flush", errno);
   if (::close(fd) != 0) {
     const int err = errno;
@@ -81,16 +87,9 @@ namespace {
 absl::Status WriteInPlace(const std::string& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return WriteError("write", path, errno);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      return WriteError("write", path, err);
-    }
-    done += static_cast<size_t>(n);
+  if (const int err = WriteAll(fd, bytes); err != 0) {
+    ::close(fd);
+    return WriteError("write", path, err);
   }
   if (::close(fd) != 0) return WriteError("close", path, errno);
   return absl::OkStatus();
