@@ -214,9 +214,10 @@ absl::StatusOr<std::map<std::string, double>> LowPrecisionOpScales(const strateg
 }  // namespace
 
 absl::StatusOr<strategy::Cluster> CalibrateCpu(int64_t ranks, const std::function<void(const std::string&)>& progress) {
-  // The ranks run as threads of this process (as the engine's in-process ranks, at most 1024).
-  if (ranks < 1 || ranks > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat("calibration runs 1..1024 ranks as threads, got ", ranks));
+  // The ranks run as threads of this process: the engine's in-process ranks, and its limit.
+  if (ranks < 1 || ranks > engine::kMaxInProcessRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration runs 1..", engine::kMaxInProcessRanks, " ranks as threads, got ", ranks));
   }
   auto say = [&](const std::string& what) {
     if (progress) progress(what);

@@ -100,7 +100,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
                "kernel fusions of each rank's program: auto (all on cuda, none on cpu), all, none, or a comma list "
                "of optimizer (multi-tensor updates) and gemm-epilogue (bias, GELU and bias gradient in GEMM "
                "epilogues); on the CPU they change no number (docs/gpu.md)");
-  flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks");
+  flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks, in seconds (> 0; a deadline far off, "
+               "such as 1e9, is how to wait without one)");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
   flags.String("timeline", &f->timeline,
