@@ -2,6 +2,7 @@
 #include "executor/cpu_stream.h"
 
 #include "executor/executor.h"
+#include "ir/status.h"
 
 namespace pdist::exec {
 
@@ -23,6 +24,21 @@ void HostEvent::Complete(absl::Status status) {
     status_ = std::move(status);
   }
   cv_.notify_all();
+}
+
+HostTimeMark::HostTimeMark() : time_(Clock::now()) {}
+
+absl::StatusOr<HostTimeMark::Clock::time_point> HostTimeMark::Time() const {
+  if (reached_ != nullptr) PDIST_RETURN_IF_ERROR(reached_->Wait());
+  return time_;
+}
+
+absl::StatusOr<double> HostTimeMark::SecondsSince(const TimeMark& earlier) const {
+  const auto* host = dynamic_cast<const HostTimeMark*>(&earlier);
+  if (host == nullptr) return absl::InvalidArgumentError("time marks of two clocks (the host's and a device's)");
+  PDIST_ASSIGN_OR_RETURN(Clock::time_point from, host->Time());
+  PDIST_ASSIGN_OR_RETURN(Clock::time_point to, Time());
+  return std::chrono::duration<double>(to - from).count();
 }
 
 std::shared_ptr<Event> CpuInlineStream::Submit(std::function<absl::Status()> work) {
@@ -54,19 +70,36 @@ CpuWorkerStream::~CpuWorkerStream() {
   worker_.join();
 }
 
-std::shared_ptr<Event> CpuWorkerStream::Submit(std::function<absl::Status()> task) {
-  auto event = std::make_shared<HostEvent>();
+void CpuWorkerStream::Enqueue(std::function<absl::Status()> task, std::shared_ptr<HostEvent> done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(std::move(task), event);
-    last_ = event;
+    last_ = done;
+    queue_.emplace_back(std::move(task), std::move(done));
   }
   cv_.notify_all();
+}
+
+std::shared_ptr<Event> CpuWorkerStream::Submit(std::function<absl::Status()> task) {
+  auto event = std::make_shared<HostEvent>();
+  Enqueue(std::move(task), event);
   return event;
 }
 
 std::shared_ptr<Event> CpuWorkerStream::Record() {
   return Submit([] { return absl::OkStatus(); });
+}
+
+std::shared_ptr<TimeMark> CpuWorkerStream::MarkTime() {
+  // The task's event is the mark's "reached": a task not run (after a failure) reports why.
+  auto reached = std::make_shared<HostEvent>();
+  auto mark = std::make_shared<HostTimeMark>(reached);
+  Enqueue(
+      [mark] {
+        mark->Stamp();
+        return absl::OkStatus();
+      },
+      std::move(reached));
+  return mark;
 }
 
 absl::Status CpuWorkerStream::WaitFor(const std::shared_ptr<Event>& event) {

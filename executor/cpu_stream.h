@@ -16,6 +16,7 @@
 // report the first failure.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -42,12 +43,31 @@ class HostEvent final : public Event {
   absl::Status status_;
 };
 
+// A mark of steady_clock, read by the thread that runs the stream's work when it gets there.
+class HostTimeMark final : public TimeMark {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // A mark read now, on the calling thread.
+  HostTimeMark();
+  // A mark that `reached` completes once `*this` has been stamped (Stamp, on the stream's thread).
+  explicit HostTimeMark(std::shared_ptr<HostEvent> reached) : reached_(std::move(reached)) {}
+  void Stamp() { time_ = Clock::now(); }  // before `reached` completes: its mutex orders the read
+  absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const override;
+
+ private:
+  absl::StatusOr<Clock::time_point> Time() const;
+
+  std::shared_ptr<HostEvent> reached_;  // null: stamped at construction
+  Clock::time_point time_;
+};
+
 class CpuInlineStream final : public Stream {
  public:
   Device device() const override { return Device::Cpu(); }
   std::shared_ptr<Event> Submit(std::function<absl::Status()> work) override;
   std::shared_ptr<Event> Record() override;
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
+  std::shared_ptr<TimeMark> MarkTime() override { return std::make_shared<HostTimeMark>(); }
   absl::Status Synchronize() override { return first_error_; }
 
  private:
@@ -67,9 +87,12 @@ class CpuWorkerStream final : public Stream {
   std::shared_ptr<Event> Record() override;
   // Queues a task that waits for `event`: what is submitted later runs after it.
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
+  // Queues a task that stamps the mark: the time the worker got there.
+  std::shared_ptr<TimeMark> MarkTime() override;
   absl::Status Synchronize() override;
 
  private:
+  void Enqueue(std::function<absl::Status()> task, std::shared_ptr<HostEvent> done);
   void Loop();
 
   std::mutex mu_;

@@ -150,9 +150,12 @@ void Executor::PlanOverwrites() {
   for (const auto& op : program_->block().ops()) overwrites_.push_back(ir::OverwritableOperands(*op));
 }
 
-void Executor::OpenStreams(RunState& state) const {
+absl::Status Executor::OpenStreams(RunState& state) const {
   if (state.compute == nullptr) state.compute = backend_->NewStream(options_.device, StreamPurpose::kCompute);
   if (state.comm.empty()) state.comm.resize(comm_stream_names_.size());
+  // Spans are timed on the device: its clock is anchored to the timeline's at the run's start.
+  if (state.timeline != nullptr) return state.timeline->AnchorClock(*state.compute);
+  return absl::OkStatus();
 }
 
 absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const {
@@ -263,7 +266,8 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     // activation): a "wait" span inside the job, so that bubbles count it as idle.
     const bool timed = state.timeline != nullptr && state.in_job && !event->done();
     ScopedSpan span(timed ? state.timeline : nullptr,
-                    {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk});
+                    {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk},
+                    state.compute.get());
     PDIST_RETURN_IF_ERROR(state.compute->WaitFor(event));
   }
   table.values[static_cast<size_t>(id)] = *owed.slot;
@@ -321,10 +325,10 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
   const int64_t micro_batch = state.in_job ? state.job.micro_batch : 0;
   // The work function is kept until its device work has run (Stream::Submit), and with it the
   // kernel's temporaries (`scratch`) as well as its inputs (`captured`, `from_stream`).
-  auto event = stream->Submit([this, &op, i, micro_batch, captured = std::move(captured), from_stream, slots,
-                               timeline = state.timeline, span = std::move(span), stream,
+  // The span is the stream's time between two marks around the op, when the stream ran it.
+  std::shared_ptr<TimeMark> start = state.timeline != nullptr ? stream->MarkTime() : nullptr;
+  auto event = stream->Submit([this, &op, i, micro_batch, captured = std::move(captured), from_stream, slots, stream,
                                op_seconds = &comm.op_seconds, scratch = std::vector<Tensor>()]() mutable {
-    ScopedSpan timed(timeline, std::move(span));
     for (const auto& [k, slot] : from_stream) captured[k] = *slot;
     std::vector<const Tensor*> inputs;
     for (size_t k = 0; k < captured.size(); ++k) inputs.push_back(op.operand(k) == nullptr ? nullptr : &captured[k]);
@@ -334,6 +338,7 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     for (size_t r = 0; r < outputs.size(); ++r) *slots[r] = std::move(outputs[r]);
     return absl::OkStatus();
   });
+  if (state.timeline != nullptr) state.timeline->AddMarked(std::move(span), std::move(start), stream->MarkTime());
   for (size_t r = 0; r < op.num_results(); ++r) {
     const auto id = static_cast<size_t>(op.result(r)->id());
     table.owed[id] = {.event = event, .stream = stream, .slot = slots[r]};
@@ -428,7 +433,9 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
   if (absl::Status s = state.compute->Synchronize(); !s.ok()) return Fail(s, state);
   // A device backend's collective can fail after it was enqueued (a watchdog's deadline, an
   // NCCL error): its communicator records why, and the step must not pass as done.
-  if (options_.comm_groups != nullptr) return options_.comm_groups->AsyncError();
+  if (options_.comm_groups != nullptr) PDIST_RETURN_IF_ERROR(options_.comm_groups->AsyncError());
+  // Every stream has run its work: the marks of this run's spans can be read.
+  if (state.timeline != nullptr) return state.timeline->ResolveMarks();
   return absl::OkStatus();
 }
 
@@ -454,7 +461,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
   RunState state;
   state.timeline = timeline;
   state.workspace = &workspace;
-  OpenStreams(state);
+  PDIST_RETURN_IF_ERROR(OpenStreams(state));
   const auto& ops = program.block().ops();
   if (timeline == nullptr) {
     std::vector<size_t> all(ops.size());
@@ -478,7 +485,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
       state.job = {kind, 0, 0};
       state.in_job = true;
       const char* name = kind == ir::JobKind::kForward ? "F" : kind == ir::JobKind::kOptimizer ? "O" : "B";
-      ScopedSpan span(timeline, {.name = name, .category = ir::JobKindName(kind)});
+      ScopedSpan span(timeline, {.name = name, .category = ir::JobKindName(kind)}, state.compute.get());
       PDIST_RETURN_IF_ERROR(RunOps(run, plan_.release_after, table, state, nullptr));
       begin = end;
     }

@@ -96,7 +96,7 @@ class PipelinedStep {
 
   absl::StatusOr<RunResult> Run() {
     PDIST_RETURN_IF_ERROR(CheckJobs());
-    ex_.OpenStreams(state_);
+    PDIST_RETURN_IF_ERROR(ex_.OpenStreams(state_));
     release_ = SplitsBackward(jobs_) ? &ex_.job_plan_.release_split : &ex_.job_plan_.release_whole;
     if (ex_.options_.overlap_communication) {
       early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);
@@ -217,7 +217,8 @@ class PipelinedStep {
     {
       ScopedSpan span(state_.timeline, {.name = job.ToString(), .category = ir::JobKindName(job.kind),
                                         .micro_batch = optimizer ? -1 : job.micro_batch,
-                                        .chunk = optimizer ? -1 : job.chunk});
+                                        .chunk = optimizer ? -1 : job.chunk},
+                      state_.compute.get());
       std::vector<size_t> ops = ex_.job_plan_.OpsOf(job);
       if (optimizer && early_.submitted > 0) {  // without the syncs already on the stream
         std::erase_if(ops, [&](size_t i) { return started_early_[i]; });

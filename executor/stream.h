@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "executor/device.h"
 
 namespace pdist::exec {
@@ -27,6 +28,19 @@ class Event {
   virtual absl::Status Wait() = 0;
   // Whether the work has run (never blocks).
   virtual bool done() const = 0;
+};
+
+// A point in a stream's work, timed by the clock of the device that runs it, when the stream
+// reaches it: a CUDA event recorded with timing, or steady_clock read by the host thread that runs
+// the stream's work. A timeline built from marks says when work ran, not when the host
+// submitted it — on a GPU the host runs ahead of the device by up to a whole step.
+class TimeMark {
+ public:
+  virtual ~TimeMark() = default;
+  // Seconds from `earlier` to this mark (negative if this one came first). Both must be marks
+  // of one device's clock; waits until the device has reached both. A stream that failed before
+  // reaching a mark leaves it without a time: that failure.
+  virtual absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const = 0;
 };
 
 enum class StreamPurpose : int8_t { kCompute, kCommunication };
@@ -46,6 +60,9 @@ class Stream {
   // thread waits here and returns the event's status; a device stream records the dependency
   // and returns at once (a failure then shows at the next Synchronize).
   virtual absl::Status WaitFor(const std::shared_ptr<Event>& event) = 0;
+  // A mark that the stream reaches once everything submitted so far has run; the work
+  // submitted next runs after it.
+  virtual std::shared_ptr<TimeMark> MarkTime() = 0;
   // Waits for everything submitted so far; the first failure, if any.
   virtual absl::Status Synchronize() = 0;
   // Blocks until the device has run the work enqueued on this stream so far. Unlike

@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/status.h"
+
 namespace pdist::exec {
 
 void TimelineRecorder::Reset(Clock::time_point origin) {
   std::lock_guard<std::mutex> lock(mu_);
   origin_ = origin;
   spans_.clear();
+  marked_.clear();
+  anchor_.reset();
 }
 
 double TimelineRecorder::Now() const {
@@ -28,13 +32,65 @@ std::vector<TimelineSpan> TimelineRecorder::Spans() const {
   return spans_;
 }
 
-ScopedSpan::ScopedSpan(TimelineRecorder* recorder, TimelineSpan span)
-    : recorder_(recorder), span_(std::move(span)) {
-  if (recorder_ != nullptr) span_.start_s = recorder_->Now();
+absl::Status TimelineRecorder::AnchorClock(Stream& stream) {
+  std::shared_ptr<TimeMark> anchor = stream.MarkTime();
+  PDIST_RETURN_IF_ERROR(stream.AwaitDeviceWork());  // the device is at the mark: it is now
+  const double now = Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  anchor_ = std::move(anchor);
+  anchor_s_ = now;
+  marked_.clear();
+  return absl::OkStatus();
+}
+
+void TimelineRecorder::AddMarked(TimelineSpan span, std::shared_ptr<TimeMark> start, std::shared_ptr<TimeMark> end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  marked_.push_back({std::move(span), std::move(start), std::move(end)});
+}
+
+absl::Status TimelineRecorder::ResolveMarks() {
+  std::vector<Marked> marked;
+  std::shared_ptr<TimeMark> anchor;
+  double anchor_s = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    marked.swap(marked_);
+    anchor = anchor_;
+    anchor_s = anchor_s_;
+  }
+  if (marked.empty()) return absl::OkStatus();
+  if (anchor == nullptr) {
+    return absl::FailedPreconditionError("timeline: spans marked on a stream before the clock was anchored");
+  }
+  std::vector<TimelineSpan> timed;
+  for (Marked& m : marked) {
+    PDIST_ASSIGN_OR_RETURN(double start, m.start->SecondsSince(*anchor));
+    PDIST_ASSIGN_OR_RETURN(double end, m.end->SecondsSince(*anchor));
+    m.span.start_s = anchor_s + start;
+    m.span.end_s = anchor_s + end;
+    timed.push_back(std::move(m.span));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (TimelineSpan& span : timed) spans_.push_back(std::move(span));
+  return absl::OkStatus();
+}
+
+ScopedSpan::ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream* stream)
+    : recorder_(recorder), span_(std::move(span)), stream_(stream) {
+  if (recorder_ == nullptr) return;
+  if (stream_ != nullptr) {
+    start_ = stream_->MarkTime();
+  } else {
+    span_.start_s = recorder_->Now();
+  }
 }
 
 ScopedSpan::~ScopedSpan() {
   if (recorder_ == nullptr) return;
+  if (stream_ != nullptr) {
+    recorder_->AddMarked(std::move(span_), std::move(start_), stream_->MarkTime());
+    return;
+  }
   span_.end_s = recorder_->Now();
   recorder_->Add(std::move(span_));
 }

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/stream.h"
 
 namespace pdist::exec {
 
@@ -63,7 +64,7 @@ class TimelineRecorder {
   TimelineRecorder() : origin_(Clock::now()) {}
   explicit TimelineRecorder(Clock::time_point origin) : origin_(origin) {}
 
-  // Drops the spans recorded so far; the origin becomes now (or `origin`).
+  // Drops the spans recorded so far and the clock's anchor; the origin becomes now (or `origin`).
   void Reset() { Reset(Clock::now()); }
   void Reset(Clock::time_point origin);
   // Seconds since the origin.
@@ -72,19 +73,47 @@ class TimelineRecorder {
   // A copy of the spans, in the order they were added.
   std::vector<TimelineSpan> Spans() const;
 
+  // Spans timed on the device (executor/stream.h's TimeMark): a GPU runs a kernel well after the
+  // host submitted it, so a span read off the host clock is its submission, not its run. A run
+  // anchors the device's clock to this one on its compute stream (a mark the device is waited
+  // for, read as Now()), adds spans between marks of its streams, and times them once its
+  // streams are drained. The host's streams give marks too (steady_clock when their thread gets
+  // there), so the CPU backend takes the same path.
+  //
+  //   recorder.AnchorClock(compute);                 // at the run's start
+  //   recorder.AddMarked(span, comm.MarkTime(), ...);  // around work submitted to a stream
+  //   recorder.ResolveMarks();                       // after the run's streams are drained
+  //
+  // Anchoring again drops the marked spans not yet timed (a run that failed).
+  absl::Status AnchorClock(Stream& stream);
+  void AddMarked(TimelineSpan span, std::shared_ptr<TimeMark> start, std::shared_ptr<TimeMark> end);
+  // Times the marked spans (start_s and end_s on this recorder's clock) and adds them; waits
+  // until the device has reached their marks. A mark that cannot be read is that error.
+  absl::Status ResolveMarks();
+
  private:
+  struct Marked {
+    TimelineSpan span;
+    std::shared_ptr<TimeMark> start, end;
+  };
+
   mutable std::mutex mu_;
   Clock::time_point origin_;
   std::vector<TimelineSpan> spans_;
+  std::shared_ptr<TimeMark> anchor_;  // a mark on the anchoring stream, reached at anchor_s_
+  double anchor_s_ = 0;
+  std::vector<Marked> marked_;  // added since the anchor, not yet timed
 };
 
-// Records `span` over the lifetime of the object: start at construction, end at destruction.
-// With a null recorder it does nothing, so call sites need no `if (tracing)`.
+// Records `span` over the lifetime of the object: start at construction, end at destruction —
+// on the host's clock, or, given the stream the work inside goes to, as marks on that stream
+// (when the device got there). With a null recorder it does nothing, so call sites need no
+// `if (tracing)`.
 //
-//   ScopedSpan s(recorder, {.name = "c_allreduce", .category = "comm", .track = Track::kComm});
+//   ScopedSpan s(recorder, {.name = "F0", .category = "forward"}, compute_stream);
 class ScopedSpan {
  public:
-  ScopedSpan(TimelineRecorder* recorder, TimelineSpan span);
+  ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream* stream = nullptr);
   ~ScopedSpan();
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
@@ -92,6 +121,8 @@ class ScopedSpan {
  private:
   TimelineRecorder* recorder_;
   TimelineSpan span_;
+  Stream* stream_;
+  std::shared_ptr<TimeMark> start_;
 };
 
 // A rank id and the spans it recorded; lists of rows are drawn top to bottom in the given order.

@@ -2,6 +2,7 @@
 #include "executor/cuda/cuda_stream.h"
 
 #include "executor/cuda/cuda_status.h"
+#include "ir/status.h"
 
 namespace pdist::exec::cuda {
 
@@ -16,6 +17,23 @@ absl::Status CudaEvent::Wait() {
 
 bool CudaEvent::done() const {
   return !host_status_.ok() || event_ == nullptr || cudaEventQuery(event_) != cudaErrorNotReady;
+}
+
+CudaTimeMark::~CudaTimeMark() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+absl::StatusOr<double> CudaTimeMark::SecondsSince(const TimeMark& earlier) const {
+  const auto* from = dynamic_cast<const CudaTimeMark*>(&earlier);
+  if (from == nullptr) return absl::InvalidArgumentError("time marks of two clocks (a GPU's and the host's)");
+  PDIST_RETURN_IF_ERROR(from->status_);
+  PDIST_RETURN_IF_ERROR(status_);
+  // Elapsed time is only defined once both events have completed.
+  PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(from->event_), "cudaEventSynchronize"));
+  PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize"));
+  float ms = 0;
+  PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, from->event_, event_), "cudaEventElapsedTime"));
+  return static_cast<double>(ms) / 1e3;
 }
 
 CudaStream::~CudaStream() {
@@ -74,6 +92,19 @@ absl::Status CudaStream::WaitFor(const std::shared_ptr<Event>& event) {
   ReleaseFinished();
   if (!status.ok() && first_error_.ok()) first_error_ = status;
   return status;
+}
+
+std::shared_ptr<TimeMark> CudaStream::MarkTime() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!first_error_.ok()) return std::make_shared<CudaTimeMark>(first_error_, nullptr);
+  cudaEvent_t event = nullptr;
+  absl::Status status = CudaStatus(cudaEventCreate(&event), "cudaEventCreate");  // timing enabled
+  if (status.ok()) status = CudaStatus(cudaEventRecord(event, handle_), "cudaEventRecord");
+  if (!status.ok() && event != nullptr) {
+    cudaEventDestroy(event);
+    event = nullptr;
+  }
+  return std::make_shared<CudaTimeMark>(std::move(status), event);
 }
 
 absl::Status CudaStream::Synchronize() {

@@ -34,6 +34,20 @@ class CudaEvent final : public Event {
   cudaEvent_t event_ = nullptr;
 };
 
+// A cudaEvent recorded with timing; SecondsSince is cudaEventElapsedTime (resolution about half a
+// microsecond). Both marks must be of one device.
+class CudaTimeMark final : public TimeMark {
+ public:
+  // `status`: why no event was recorded (the stream had failed), or OK with `event`.
+  CudaTimeMark(absl::Status status, cudaEvent_t event) : status_(std::move(status)), event_(event) {}
+  ~CudaTimeMark() override;
+  absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const override;
+
+ private:
+  absl::Status status_;
+  cudaEvent_t event_ = nullptr;
+};
+
 class CudaStream final : public Stream {
  public:
   CudaStream(Device device, cudaStream_t handle) : device_(device), handle_(handle) {}
@@ -44,6 +58,7 @@ class CudaStream final : public Stream {
   std::shared_ptr<Event> Submit(std::function<absl::Status()> work) override;
   std::shared_ptr<Event> Record() override;
   absl::Status WaitFor(const std::shared_ptr<Event>& event) override;
+  std::shared_ptr<TimeMark> MarkTime() override;
   absl::Status Synchronize() override;
   absl::Status AwaitDeviceWork() override;
 

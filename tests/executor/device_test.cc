@@ -195,5 +195,43 @@ TEST(CpuStreamTest, TheInlineStreamReportsItsFirstFailureForLaterWork) {
   EXPECT_EQ(CpuInlineStream().WaitFor(failed).message(), "peer gone");
 }
 
+TEST(CpuStreamTest, ATimeMarkIsWhenTheWorkerGotThereNotWhenItWasAsked) {
+  CpuInlineStream compute;
+  CpuWorkerStream worker;
+  std::shared_ptr<TimeMark> anchor = compute.MarkTime();
+  worker.Submit([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    return absl::OkStatus();
+  });
+  std::shared_ptr<TimeMark> after_the_sleep = worker.MarkTime();  // returns at once
+  std::shared_ptr<TimeMark> asked = compute.MarkTime();
+  absl::StatusOr<double> asked_s = asked->SecondsSince(*anchor);
+  absl::StatusOr<double> reached_s = after_the_sleep->SecondsSince(*anchor);
+  ASSERT_TRUE(asked_s.ok() && reached_s.ok()) << asked_s.status() << reached_s.status();
+  EXPECT_LT(*asked_s, 0.04);     // the host went on
+  EXPECT_GE(*reached_s, 0.08);   // the worker got there after the sleep
+  absl::StatusOr<double> back = anchor->SecondsSince(*after_the_sleep);
+  ASSERT_TRUE(back.ok());
+  EXPECT_DOUBLE_EQ(*back, -*reached_s);
+}
+
+TEST(CpuStreamTest, AMarkAFailedStreamNeverReachedReportsTheFailure) {
+  CpuWorkerStream worker;
+  worker.Submit([] { return absl::AbortedError("peer gone"); });
+  std::shared_ptr<TimeMark> mark = worker.MarkTime();
+  absl::StatusOr<double> s = mark->SecondsSince(*CpuInlineStream().MarkTime());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "peer gone");
+}
+
+TEST(CpuStreamTest, MarksOfTwoClocksAreNotCompared) {
+  struct OtherClock final : TimeMark {
+    absl::StatusOr<double> SecondsSince(const TimeMark&) const override { return 0.0; }
+  };
+  absl::StatusOr<double> s = CpuInlineStream().MarkTime()->SecondsSince(OtherClock());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("two clocks"));
+}
+
 }  // namespace
 }  // namespace pdist::exec

@@ -1,11 +1,14 @@
 // Timeline: bubble fractions, and a recorder fed from two threads.
 #include "executor/timeline.h"
 
+#include <chrono>
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu_stream.h"
 #include "tests/testing/timeline_spans.h"
 
 namespace pdist::exec {
@@ -74,6 +77,52 @@ TEST(TimelineRecorderTest, CollectsSpansFromTwoThreads) {
   // Without a recorder a ScopedSpan records nothing (and does not crash).
   { ScopedSpan ignored(nullptr, {.name = "nothing", .category = "forward"}); }
   EXPECT_TRUE(recorder.Spans().empty());
+}
+
+TEST(TimelineRecorderTest, MarkedSpansAreTimedWhenTheirStreamRanThem) {
+  TimelineRecorder recorder;
+  CpuInlineStream compute;
+  CpuWorkerStream comm;
+  ASSERT_TRUE(recorder.AnchorClock(compute).ok());
+  const double asked = recorder.Now();
+  {
+    // The host leaves this scope at once; the stream runs the work 60 ms later.
+    ScopedSpan span(&recorder, {.name = "c_allreduce", .category = "comm", .track = Track::kComm}, &comm);
+    comm.Submit([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      return absl::OkStatus();
+    });
+  }
+  const double left = recorder.Now();
+  EXPECT_TRUE(recorder.Spans().empty());  // not timed before the marks are read
+  ASSERT_TRUE(comm.Synchronize().ok());
+  ASSERT_TRUE(recorder.ResolveMarks().ok());
+  std::vector<TimelineSpan> spans = recorder.Spans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].name, "c_allreduce");
+  EXPECT_GE(spans[0].start_s, asked - 1e-3);  // on the recorder's clock: after the anchor
+  EXPECT_GE(spans[0].end_s - spans[0].start_s, 0.06);
+  EXPECT_GT(spans[0].end_s, left);  // the host left the scope before the stream was done
+}
+
+TEST(TimelineRecorderTest, MarkedSpansNeedAnAnchorAndAFreshAnchorDropsStaleOnes) {
+  TimelineRecorder recorder;
+  CpuInlineStream compute;
+  { ScopedSpan span(&recorder, {.name = "F0", .category = "forward"}, &compute); }
+  absl::Status unanchored = recorder.ResolveMarks();
+  EXPECT_EQ(unanchored.code(), absl::StatusCode::kFailedPrecondition) << unanchored;
+  EXPECT_THAT(std::string(unanchored.message()), ::testing::HasSubstr("anchored"));
+
+  // A run that failed leaves marked spans untimed; the next run's anchor drops them.
+  ASSERT_TRUE(recorder.AnchorClock(compute).ok());
+  { ScopedSpan stale(&recorder, {.name = "F1", .category = "forward"}, &compute); }
+  ASSERT_TRUE(recorder.AnchorClock(compute).ok());
+  { ScopedSpan span(&recorder, {.name = "F2", .category = "forward"}, &compute); }
+  ASSERT_TRUE(recorder.ResolveMarks().ok());
+  std::vector<TimelineSpan> spans = recorder.Spans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].name, "F2");
+  EXPECT_LE(spans[0].start_s, spans[0].end_s);
 }
 
 }  // namespace
