@@ -53,6 +53,7 @@ class HostTimeMark final : public TimeMark {
   explicit HostTimeMark(std::shared_ptr<HostEvent> reached) : reached_(std::move(reached)) {}
   void Stamp() { time_ = Clock::now(); }  // before `reached` completes: its mutex orders the read
   absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const override;
+  absl::Status Wait() const override { return Time().status(); }
 
  private:
   absl::StatusOr<Clock::time_point> Time() const;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/comm_groups.h"
 #include "executor/run_state.h"
+#include "executor/say_once.h"
 #include "executor/timeline.h"
 #include "ir/builder.h"
 #include "ir/op_def.h"
@@ -150,12 +151,17 @@ void Executor::PlanOverwrites() {
   for (const auto& op : program_->block().ops()) overwrites_.push_back(ir::OverwritableOperands(*op));
 }
 
-absl::Status Executor::OpenStreams(RunState& state) const {
+void Executor::OpenStreams(RunState& state) const {
   if (state.compute == nullptr) state.compute = backend_->NewStream(options_.device, StreamPurpose::kCompute);
   if (state.comm.empty()) state.comm.resize(comm_stream_names_.size());
   // Spans are timed on the device: its clock is anchored to the timeline's at the run's start.
-  if (state.timeline != nullptr) return state.timeline->AnchorClock(*state.compute);
-  return absl::OkStatus();
+  // Without an anchor the run goes on untimed.
+  if (state.timeline != nullptr) {
+    if (absl::Status s = state.timeline->AnchorClock(*state.compute); !s.ok()) {
+      SayOnce(absl::StrCat("timeline: a step runs untimed: ", s.message()));
+      state.timeline = nullptr;
+    }
+  }
 }
 
 absl::Status Executor::Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const {
@@ -434,8 +440,13 @@ absl::Status Executor::Drain(std::vector<ValueTable*> tables, RunState& state) c
   // A device backend's collective can fail after it was enqueued (a watchdog's deadline, an
   // NCCL error): its communicator records why, and the step must not pass as done.
   if (options_.comm_groups != nullptr) PDIST_RETURN_IF_ERROR(options_.comm_groups->AsyncError());
-  // Every stream has run its work: the marks of this run's spans can be read.
-  if (state.timeline != nullptr) return state.timeline->ResolveMarks();
+  // Every stream has run its work: the marks of this run's spans can be read. The step is done
+  // whatever they say.
+  if (state.timeline != nullptr) {
+    if (absl::Status s = state.timeline->ResolveMarks(); !s.ok()) {
+      SayOnce(absl::StrCat("timeline: a step's spans dropped: ", s.message()));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -461,9 +472,9 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
   RunState state;
   state.timeline = timeline;
   state.workspace = &workspace;
-  PDIST_RETURN_IF_ERROR(OpenStreams(state));
+  OpenStreams(state);  // may drop the timeline (state.timeline) for this run
   const auto& ops = program.block().ops();
-  if (timeline == nullptr) {
+  if (state.timeline == nullptr) {
     std::vector<size_t> all(ops.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     PDIST_RETURN_IF_ERROR(RunOps(all, plan_.release_after, table, state, nullptr));
@@ -485,7 +496,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
       state.job = {kind, 0, 0};
       state.in_job = true;
       const char* name = kind == ir::JobKind::kForward ? "F" : kind == ir::JobKind::kOptimizer ? "O" : "B";
-      ScopedSpan span(timeline, {.name = name, .category = ir::JobKindName(kind)}, state.compute.get());
+      ScopedSpan span(state.timeline, {.name = name, .category = ir::JobKindName(kind)}, state.compute.get());
       PDIST_RETURN_IF_ERROR(RunOps(run, plan_.release_after, table, state, nullptr));
       begin = end;
     }

@@ -109,7 +109,7 @@ class Executor {
   void PlanOverwrites();
   // The run's compute stream, opened on the executor's device, and its communication streams'
   // slots; with a timeline, its clock anchored on the compute stream.
-  absl::Status OpenStreams(RunState& state) const;
+  void OpenStreams(RunState& state) const;
   // sum += x for the value `id` summed over micro-batches, into a fresh tensor (x may be a view
   // of a tensor still in use), by the device's `add` kernel.
   absl::Status Accumulate(int64_t id, Tensor& sum, const Tensor& x, RunState& state) const;

@@ -96,7 +96,7 @@ class PipelinedStep {
 
   absl::StatusOr<RunResult> Run() {
     PDIST_RETURN_IF_ERROR(CheckJobs());
-    PDIST_RETURN_IF_ERROR(ex_.OpenStreams(state_));
+    ex_.OpenStreams(state_);
     release_ = SplitsBackward(jobs_) ? &ex_.job_plan_.release_split : &ex_.job_plan_.release_whole;
     if (ex_.options_.overlap_communication) {
       early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);

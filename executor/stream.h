@@ -41,6 +41,8 @@ class TimeMark {
   // of one device's clock; waits until the device has reached both. A stream that failed before
   // reaching a mark leaves it without a time: that failure.
   virtual absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const = 0;
+  // Blocks until the device has reached the mark; the stream's failure if it never will.
+  virtual absl::Status Wait() const = 0;
 };
 
 enum class StreamPurpose : int8_t { kCompute, kCommunication };

@@ -34,7 +34,7 @@ std::vector<TimelineSpan> TimelineRecorder::Spans() const {
 
 absl::Status TimelineRecorder::AnchorClock(Stream& stream) {
   std::shared_ptr<TimeMark> anchor = stream.MarkTime();
-  PDIST_RETURN_IF_ERROR(stream.AwaitDeviceWork());  // the device is at the mark: it is now
+  PDIST_RETURN_IF_ERROR(anchor->Wait());  // the device is at the mark: it is now
   const double now = Now();
   std::lock_guard<std::mutex> lock(mu_);
   anchor_ = std::move(anchor);
@@ -64,10 +64,12 @@ absl::Status TimelineRecorder::ResolveMarks() {
   }
   std::vector<TimelineSpan> timed;
   for (Marked& m : marked) {
+    // The length between the span's own marks: a CUDA event's milliseconds are a float, a
+    // microsecond apart ten seconds after the anchor.
     PDIST_ASSIGN_OR_RETURN(double start, m.start->SecondsSince(*anchor));
-    PDIST_ASSIGN_OR_RETURN(double end, m.end->SecondsSince(*anchor));
+    PDIST_ASSIGN_OR_RETURN(double length, m.end->SecondsSince(*m.start));
     m.span.start_s = anchor_s + start;
-    m.span.end_s = anchor_s + end;
+    m.span.end_s = m.span.start_s + length;
     timed.push_back(std::move(m.span));
   }
   std::lock_guard<std::mutex> lock(mu_);

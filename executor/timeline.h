@@ -53,8 +53,8 @@ struct TimelineSpan {
   double end_s = 0;
 };
 
-// Collects the spans of one rank. Thread-safe: the compute thread and the comm streams all add.
-// Times come from steady_clock, in seconds since the origin. Ranks that are threads of one
+// Collects the spans of one rank. Thread-safe: the rank's thread adds spans, the engine resets
+// the recorder. Times are seconds since the origin: steady_clock's, or a device's anchored to it. Ranks that are threads of one
 // process can share an origin (construct them all with the same time point) so that their rows
 // line up in the SVG; ranks in separate processes are aligned only as well as their step starts.
 class TimelineRecorder {
@@ -88,7 +88,9 @@ class TimelineRecorder {
   absl::Status AnchorClock(Stream& stream);
   void AddMarked(TimelineSpan span, std::shared_ptr<TimeMark> start, std::shared_ptr<TimeMark> end);
   // Times the marked spans (start_s and end_s on this recorder's clock) and adds them; waits
-  // until the device has reached their marks. A mark that cannot be read is that error.
+  // until the device has reached their marks. A mark that cannot be read is that error, and the
+  // marked spans are dropped (the executor says so on stderr and the step goes on: a timeline
+  // is never a reason to fail a step).
   absl::Status ResolveMarks();
 
  private:

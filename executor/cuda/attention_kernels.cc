@@ -25,7 +25,7 @@
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/launch.h"
-#include "executor/cuda/say_once.h"
+#include "executor/say_once.h"
 #include "executor/kernel.h"
 #include "ir/status.h"
 #if PDIST_HAVE_CUDNN

@@ -26,14 +26,17 @@ CudaTimeMark::~CudaTimeMark() {
 absl::StatusOr<double> CudaTimeMark::SecondsSince(const TimeMark& earlier) const {
   const auto* from = dynamic_cast<const CudaTimeMark*>(&earlier);
   if (from == nullptr) return absl::InvalidArgumentError("time marks of two clocks (a GPU's and the host's)");
-  PDIST_RETURN_IF_ERROR(from->status_);
-  PDIST_RETURN_IF_ERROR(status_);
   // Elapsed time is only defined once both events have completed.
-  PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(from->event_), "cudaEventSynchronize"));
-  PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize"));
+  PDIST_RETURN_IF_ERROR(from->Wait());
+  PDIST_RETURN_IF_ERROR(Wait());
   float ms = 0;
   PDIST_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, from->event_, event_), "cudaEventElapsedTime"));
   return static_cast<double>(ms) / 1e3;
+}
+
+absl::Status CudaTimeMark::Wait() const {
+  PDIST_RETURN_IF_ERROR(status_);
+  return CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize");
 }
 
 CudaStream::~CudaStream() {

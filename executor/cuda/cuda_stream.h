@@ -42,6 +42,7 @@ class CudaTimeMark final : public TimeMark {
   CudaTimeMark(absl::Status status, cudaEvent_t event) : status_(std::move(status)), event_(event) {}
   ~CudaTimeMark() override;
   absl::StatusOr<double> SecondsSince(const TimeMark& earlier) const override;
+  absl::Status Wait() const override;
 
  private:
   absl::Status status_;

@@ -12,7 +12,7 @@
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/elem_type.h"
 #include "executor/cuda/gemm.h"
-#include "executor/cuda/say_once.h"
+#include "executor/say_once.h"
 #include "executor/cuda/strided_walk.h"
 #include "executor/kernel.h"
 #include "executor/matmul_plan.h"

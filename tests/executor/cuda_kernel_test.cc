@@ -1178,7 +1178,7 @@ TEST_F(CudaKernelTest, TimeMarksReadTheDevicesClockNotTheHosts) {
   absl::StatusOr<Tensor> dst = ToDevice(Tensor::Zeros(type), Device::Cuda(0));
   ASSERT_TRUE(src.ok() && dst.ok());
   ASSERT_TRUE(stream->Synchronize().ok());
-  constexpr int kCopies = 40;  // 21.5 GB moved: no HBM does that in under 4 ms
+  constexpr int kCopies = 40;  // 21.5 GB moved: more than a millisecond at 20 TB/s
   const auto host_start = std::chrono::steady_clock::now();
   std::shared_ptr<TimeMark> start = stream->MarkTime();
   for (int i = 0; i < kCopies; ++i) ASSERT_TRUE((*gpu)->Copy(*src, *dst, stream.get()).ok());
@@ -1186,7 +1186,7 @@ TEST_F(CudaKernelTest, TimeMarksReadTheDevicesClockNotTheHosts) {
   const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
   absl::StatusOr<double> device_s = end->SecondsSince(*start);
   ASSERT_TRUE(device_s.ok()) << device_s.status();
-  EXPECT_GE(*device_s, 2.0 * kCopies * static_cast<double>(type.num_bytes()) / 5e12);
+  EXPECT_GE(*device_s, 2.0 * kCopies * static_cast<double>(type.num_bytes()) / 20e12);
   EXPECT_GT(*device_s, host_s) << "the host only enqueued the copies";
   absl::StatusOr<double> mixed = end->SecondsSince(*CpuInlineStream().MarkTime());
   EXPECT_FALSE(mixed.ok());

@@ -1,10 +1,10 @@
-#include "executor/cuda/say_once.h"
+#include "executor/say_once.h"
 
 #include <cstdio>
 #include <mutex>
 #include <set>
 
-namespace pdist::exec::cuda {
+namespace pdist::exec {
 
 void SayOnce(const std::string& message) {
   static std::mutex mu;
@@ -13,4 +13,4 @@ void SayOnce(const std::string& message) {
   if (said->insert(message).second) std::fprintf(stderr, "pdist: %s\n", message.c_str());
 }
 
-}  // namespace pdist::exec::cuda
+}  // namespace pdist::exec
