@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/dist/process_mesh.h"
 #include "ir/json_reader.h"
 #include "ir/status.h"
 #include "strategy/strategy.h"
@@ -11,23 +10,8 @@ namespace pdist::planner {
 
 absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& json_text) {
   PDIST_ASSIGN_OR_RETURN(const nlohmann::json j, ir::ParseJson(json_text, "strategy"));
-  // ParseStrategy checks keys against each other with defaults for the absent ones (dp_degree 1),
-  // but here an absent degree is the search's to choose: "sharding.degree 2" alone is no error.
-  // The checks see, for a degree left out, a value that meets them; the choices read `j`.
-  nlohmann::json checked = j;
-  if (checked.is_object()) {
-    const nlohmann::json* sharding = checked.contains("sharding") ? &checked["sharding"] : nullptr;
-    // Only a degree in range stands in for dp_degree: an out-of-range one is left for the reader
-    // to name as 'sharding.degree', the key the user wrote.
-    if (!checked.contains("dp_degree") && sharding != nullptr && sharding->is_object() &&
-        sharding->contains("degree") && (*sharding)["degree"].is_number_integer() &&
-        (*sharding)["degree"].get<int64_t>() >= 1 &&
-        (*sharding)["degree"].get<int64_t>() <= ir::ProcessMesh::kMaxProcesses) {
-      checked["dp_degree"] = (*sharding)["degree"];
-    }
-    if (!checked.contains("mp_degree") && checked.contains("sp") && checked["sp"] == true) checked["mp_degree"] = 2;
-  }
-  PDIST_ASSIGN_OR_RETURN(strategy::Strategy s, strategy::ParseStrategy(checked.dump()));
+  // An absent degree is the search's to choose: checks between keys see only the given ones.
+  PDIST_ASSIGN_OR_RETURN(strategy::Strategy s, strategy::ParseStrategy(json_text, strategy::StrategyKeys::kGivenOnly));
   if (!s.annotations.empty()) {
     return absl::InvalidArgumentError("the planner chooses placements itself: remove the strategy's 'annotations'");
   }

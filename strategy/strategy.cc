@@ -206,11 +206,25 @@ std::function<absl::Status(const Json&, const std::string&)> OpNameInto(std::vec
   };
 }
 
-absl::Status Validate(const Strategy& s) {
+// Whether the strategy's JSON gives `key` (a top-level key) or `section`.`key`.
+bool Gives(const Json& json, const char* key) { return json.is_object() && json.contains(key); }
+bool Gives(const Json& json, const char* section, const char* key) {
+  return Gives(json, section) && json[section].is_object() && json[section].contains(key);
+}
+
+// `json` is what was read: under StrategyKeys::kGivenOnly a check between keys runs only where
+// the file gives every key it reads (an absent one is the planner's to choose, not its default).
+absl::Status Validate(const Strategy& s, const Json& json, StrategyKeys keys) {
+  const bool complete = keys == StrategyKeys::kAbsentAreDefaults;
+  const bool dp_known = complete || Gives(json, "dp_degree");
+  const bool mp_known = complete || Gives(json, "mp_degree");
+  // An enabled sharding without a stage is stage 1 to the planner too (FixedChoices).
+  const bool stage_known = complete || Gives(json, "sharding", "stage") || Gives(json, "sharding", "enable");
+  const bool vpp_known = complete || Gives(json, "pipeline", "vpp_degree");
   PDIST_RETURN_IF_ERROR(ir::CheckedProduct({s.dp_degree, s.mp_degree, s.pp_degree}, ir::ProcessMesh::kMaxProcesses,
                                            "strategy ranks dp_degree × mp_degree × pp_degree")
                             .status());
-  if (s.sp && s.mp_degree == 1) {
+  if (s.sp && s.mp_degree == 1 && mp_known) {
     return absl::InvalidArgumentError("strategy key 'sp' needs mp_degree > 1 (sequence parallel splits the tensor-parallel group)");
   }
   if (!(s.amp.incr_ratio > 1.0) || !(s.amp.decr_ratio > 0.0 && s.amp.decr_ratio < 1.0)) {
@@ -224,18 +238,18 @@ absl::Status Validate(const Strategy& s) {
                                                      "both name '", op, "': an op runs in one precision"));
     }
   }
-  if (s.sharding.enable && s.sharding.degree > s.dp_degree) {
+  if (s.sharding.enable && s.sharding.degree > s.dp_degree && dp_known) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
                                                    ") exceeds dp_degree (", s.dp_degree, ")"));
   }
-  if (s.sharding.enable && s.sharding.degree > 0 && s.dp_degree % s.sharding.degree != 0) {
+  if (s.sharding.enable && s.sharding.degree > 0 && s.dp_degree % s.sharding.degree != 0 && dp_known) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.degree' (", s.sharding.degree,
                                                    ") does not divide dp_degree (", s.dp_degree, ")"));
   }
   if (s.sharding.stage < 1 || s.sharding.stage > 3) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'sharding.stage' must be 1, 2 or 3, got ", s.sharding.stage));
   }
-  if (s.sharding.enable && s.sharding.accumulate_shards && s.sharding.stage < 2) {
+  if (s.sharding.enable && s.sharding.accumulate_shards && s.sharding.stage < 2 && stage_known) {
     return absl::InvalidArgumentError(
         "strategy key 'sharding.accumulate_shards' needs stage 2 or 3: stage 1 all-reduces whole gradients");
   }
@@ -252,7 +266,7 @@ absl::Status Validate(const Strategy& s) {
         ", pipeline.accumulate_steps ", s.pipeline.accumulate_steps,
         "): a pipelined step already accumulates its micro-batches; set pipeline.accumulate_steps and drop gradient_merge"));
   }
-  if (s.pipeline.schedule_mode == "VPP" && s.pipeline.vpp_degree < 2) {
+  if (s.pipeline.schedule_mode == "VPP" && s.pipeline.vpp_degree < 2 && vpp_known) {
     return absl::InvalidArgumentError("strategy key 'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP");
   }
   const int64_t cuts = s.pp_degree * s.pipeline.vpp_degree - 1;
@@ -266,7 +280,7 @@ absl::Status Validate(const Strategy& s) {
 
 }  // namespace
 
-absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
+absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text, StrategyKeys keys) {
   PDIST_ASSIGN_OR_RETURN(Json json, ir::ParseJson(json_text, "strategy"));
   Strategy s;
   Section root(json, "");
@@ -321,7 +335,7 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text) {
         return absl::OkStatus();
       });
   PDIST_RETURN_IF_ERROR(root.Read());
-  PDIST_RETURN_IF_ERROR(Validate(s));
+  PDIST_RETURN_IF_ERROR(Validate(s, json, keys));
   return s;
 }
 

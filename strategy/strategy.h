@@ -118,10 +118,19 @@ struct Strategy {
   bool MicroBatched() const { return pp_degree > 1 || MicroBatches() > 1; }
 };
 
+// What a key the JSON leaves out means to the checks between keys.
+enum class StrategyKeys : int8_t {
+  kAbsentAreDefaults,  // a strategy to run: an absent key is its default (dp_degree 1)
+  // Choices fixed for the planner (`pdist-plan --strategy`): an absent key is the search's, so a
+  // check that reads it does not run ("sharding.degree": 2 alone is no error).
+  kGivenOnly,
+};
+
 // Parses and validates; an unknown key, a wrong type or an impossible value is an
 // InvalidArgument error naming the key path ("pipeline.schedule_mode",
 // "annotations[0].placements[1]").
-absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text);
+absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text,
+                                       StrategyKeys keys = StrategyKeys::kAbsentAreDefaults);
 std::string StrategyToJson(const Strategy& strategy);
 
 // The JSON text a tool's --strategy argument gives: the argument itself when it is inline JSON

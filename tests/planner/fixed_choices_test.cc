@@ -62,6 +62,13 @@ TEST(FixedChoicesTest, ADegreeLeftOutIsNotCheckedAsOne) {
   // Given, they are checked as given.
   EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"dp_degree": 1, "sharding": {"enable": true, "degree": 2}})").ok());
   EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"mp_degree": 1, "sp": true})").ok());
+  // The interleaved schedule without its degree: the search's (it tries 2 and up).
+  f = FixedChoicesFromStrategyJson(R"({"pipeline": {"schedule_mode": "VPP"}})");
+  ASSERT_TRUE(f.ok()) << f.status();  // was "'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP"
+  EXPECT_FALSE(f->vpp.has_value());
+  EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"pipeline": {"schedule_mode": "VPP", "vpp_degree": 1}})").ok());
+  // 'sharding.enable' alone fixes stage 1 (the reader's default, Paddle's), so it is checked as one.
+  EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"sharding": {"enable": true, "accumulate_shards": true}})").ok());
 }
 
 }  // namespace

@@ -165,5 +165,25 @@ TEST(StrategyTest, SplitBeforeMarksOneStartPerStageAfterTheFirst) {
   EXPECT_NE(not_string.status().message().find("pipeline.split_before[0]"), std::string::npos) << not_string.status();
 }
 
+TEST(StrategyTest, GivenKeysOnlyChecksPairsWhoseKeysAreAllGiven) {
+  // To run, an absent key is its default; as choices fixed for the planner, it is the search's.
+  const std::vector<std::string> partial = {R"({"sp": true})", R"({"sharding": {"enable": true, "degree": 4}})",
+                                            R"({"pipeline": {"schedule_mode": "VPP"}})"};
+  for (const std::string& json : partial) {
+    EXPECT_FALSE(ParseStrategy(json).ok()) << json;
+    absl::StatusOr<Strategy> given = ParseStrategy(json, StrategyKeys::kGivenOnly);
+    EXPECT_TRUE(given.ok()) << json << ": " << given.status();
+  }
+  // Given, each pair is checked; single keys are checked either way.
+  for (const std::string& json :
+       {R"({"mp_degree": 1, "sp": true})", R"({"dp_degree": 2, "sharding": {"enable": true, "degree": 4}})",
+        R"({"dp_degree": 6, "sharding": {"enable": true, "degree": 4}})",
+        R"({"pipeline": {"schedule_mode": "VPP", "vpp_degree": 1}})",
+        R"({"sharding": {"enable": true, "accumulate_shards": true}})", R"({"sharding": {"degree": 0}})",
+        R"({"dp_degree": 2048, "mp_degree": 2048})"}) {
+    EXPECT_FALSE(ParseStrategy(json, StrategyKeys::kGivenOnly).ok()) << json;
+  }
+}
+
 }  // namespace
 }  // namespace pdist::strategy
