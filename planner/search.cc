@@ -40,6 +40,10 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
       skipped.insert(absl::StrCat("pp 1: an interleaved schedule needs pipeline stages (pp > 1)"));
       return out;
     }
+    if (fixed.vpp && *fixed.vpp > 1) {  // chunks of stages there are none of: not dropped silently
+      skipped.insert(absl::StrCat("pp 1: vpp ", *fixed.vpp, " interleaves chunks of pipeline stages (pp > 1)"));
+      return out;
+    }
     out.push_back({mode, 1});
     return out;
   }

@@ -35,7 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 1: {
       absl::StatusOr<pdist::strategy::Strategy> s = pdist::strategy::ParseStrategy(text);
+      // Choices fixed for the planner skip checks, never add one: what runs can be planned.
+      absl::StatusOr<pdist::strategy::Strategy> given =
+          pdist::strategy::ParseStrategy(text, pdist::strategy::StrategyKeys::kGivenOnly);
       if (!s.ok()) break;
+      Require(given.ok(), "a strategy that parses also parses as the planner's fixed choices");
       const std::string written = pdist::strategy::StrategyToJson(*s);
       absl::StatusOr<pdist::strategy::Strategy> again = pdist::strategy::ParseStrategy(written);
       Require(again.ok(), "a written strategy parses");

@@ -178,6 +178,22 @@ TEST(SearchTest, AFixedVirtualPipelineDegreeIsTriedOrRefusedWithTheReason) {
   r = Search(model, SmallCluster(8, 80), o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("pp 4 vpp 3 with 2 micro-batches: "), std::string::npos) << r.status();
+  // A degree fixed alone (schedule and pp the search's) makes every plan interleave: the layouts
+  // without pipeline stages used to take it as vpp 1, and -o wrote that.
+  SearchOptions alone;
+  alone.fixed.vpp = 3;
+  r = Search(model, SmallCluster(8, 80), alone);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->ranked.empty());
+  for (const Estimate& e : r->ranked) {
+    EXPECT_EQ(e.candidate.vpp, 3) << e.candidate.ToString();
+    EXPECT_GT(e.candidate.pp, 1) << e.candidate.ToString();
+  }
+  alone.fixed.pp = 1;
+  r = Search(model, SmallCluster(8, 80), alone);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pp 1: vpp 3 interleaves chunks of pipeline stages"), std::string::npos)
+      << r.status();
 }
 
 // Every plan the search ranks passes the engine's own check of a strategy, hybrid ZeRO included
