@@ -66,6 +66,7 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   o.backend = c.backend != nullptr ? c.backend : pdist::engine::BackendFromEnvironment();
   if (c.device != nullptr) o.device = c.device;
   if (c.fusions != nullptr) PDIST_RETURN_IF_ERROR(pdist::WithContext(o.SetFusions(c.fusions), "fusions"));
+  if (c.timeline_dir != nullptr) o.timeline_dir = c.timeline_dir;
   return o;
 }
 

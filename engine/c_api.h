@@ -68,6 +68,10 @@ typedef struct {
   /* The GPU's kernel fusions (docs/gpu.md): "auto" (default, also for NULL: all on cuda, none on
    * cpu), "all", "none", or a comma list of "optimizer" and "gemm-epilogue". */
   const char* fusions;
+  /* NULL, or a directory: every training step writes its timeline there, over the previous
+   * step's — a Chrome trace per rank (rank<k>.trace.json), and pipeline.svg where the ranks are
+   * threads of this process (docs/pipeline.md). Made at create; a file there is an error. */
+  const char* timeline_dir;
 } pdist_engine_config;
 
 typedef struct pdist_engine pdist_engine;

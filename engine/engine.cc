@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
                                                    "')"));
   }
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
+  if (!options.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(options.timeline_dir));
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend, device));
   PDIST_RETURN_IF_ERROR(engine->Prepare());
   return engine;

@@ -233,10 +233,18 @@ absl::Status WriteTimelines(const std::string& dir, const TimelineRows& rows,
   return ir::WriteFileAtomically(fs::path(dir) / "pipeline.svg", PipelineSvg(rows, options));
 }
 
-absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::vector<TimelineSpan>& spans) {
+absl::Status MakeTimelineDirectory(const std::string& dir) {
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("timeline directory '", dir, "' is a file, not a directory"));
+  }
   fs::create_directories(dir, ec);
   if (ec) return PathError("create directory", dir, ec.value());
+  return absl::OkStatus();
+}
+
+absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::vector<TimelineSpan>& spans) {
+  PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(dir));
   return ir::WriteFileAtomically(fs::path(dir) / absl::StrCat("rank", rank, ".trace.json"),
                                  ChromeTraceJson(rank, spans));
 }

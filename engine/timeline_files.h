@@ -61,6 +61,9 @@ std::string PipelineSvg(const TimelineRows& rows, const PipelineSvgOptions& opti
 // InvalidArgument (their traces would overwrite each other).
 absl::Status WriteTimelines(const std::string& dir, const TimelineRows& rows,
                             const PipelineSvgOptions& options);
+// Makes `dir` (and its parents) unless it is a directory already; a file there is an
+// InvalidArgument naming it. Tools and the engine call it before the first step, not after it.
+absl::Status MakeTimelineDirectory(const std::string& dir);
 // Only <dir>/rank<k>.trace.json: a rank that runs as its own process writes its part.
 absl::Status WriteChromeTrace(const std::string& dir, int64_t rank, const std::vector<TimelineSpan>& spans);
 

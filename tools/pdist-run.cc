@@ -11,7 +11,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -104,11 +103,8 @@ int Main(int argc, char** argv) {
 
   if (!timeline.empty()) {
     // Made before the job, so that a path that cannot be a directory fails now, not after it.
-    std::error_code ec;
-    std::filesystem::create_directories(timeline, ec);
-    if (ec || !std::filesystem::is_directory(timeline)) {
-      return UsageError(absl::StrCat("--timeline '", timeline, "': cannot make the directory",
-                                     ec ? absl::StrCat(" (", ec.message(), ")") : ""));
+    if (absl::Status made = engine::MakeTimelineDirectory(timeline); !made.ok()) {
+      return UsageError(absl::StrCat("--timeline: ", made.message()));
     }
     ::setenv("PDIST_TIMELINE_DIR", timeline.c_str(), 1);  // the ranks inherit it
   }

@@ -75,6 +75,7 @@ class EngineConfig(ctypes.Structure):
         ("backend", ctypes.c_char_p),
         ("device", ctypes.c_char_p),
         ("fusions", ctypes.c_char_p),
+        ("timeline_dir", ctypes.c_char_p),
     ]
 
 

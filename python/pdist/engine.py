@@ -62,11 +62,13 @@ class Engine:
     semantics, a CPU check that a pipeline runs over NCCL (docs/communicators.md). `device`: "cpu", "cuda" (the rank's GPU), "cuda:N" or a host device "cpu:N";
     one this build or machine lacks is an error saying what is missing (docs/gpu.md). `fusions`: the
     GPU's kernel fusions, "auto" (all on cuda, none on cpu), "all", "none", or a comma list of
-    "optimizer" and "gemm-epilogue"; on the CPU they change no number."""
+    "optimizer" and "gemm-epilogue"; on the CPU they change no number. `timeline`: a directory
+    where every training step writes its timeline over the previous step's (a Chrome trace per rank
+    for Perfetto, and pipeline.svg where the ranks are threads; docs/pipeline.md)."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
                  weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1, backend=None,
-                 device="cpu", fusions="auto"):
+                 device="cpu", fusions="auto", timeline=None):
         config = _native.EngineConfig()
         _native.lib.pdist_engine_config_init(ctypes.byref(config))
         # The config holds pointers into these bytes: keep them as long as the call needs them.
@@ -90,6 +92,8 @@ class Engine:
         config.device = self._device
         self._fusions = _native.encode(fusions)
         config.fusions = self._fusions
+        self._timeline = None if timeline is None else _native.encode(os.fspath(timeline))
+        config.timeline_dir = self._timeline
         handle = ctypes.c_void_p()
         if isinstance(model, Program):
             with tempfile.TemporaryDirectory() as tmp:

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "engine/timeline_files.h"
 #include "ir/models/gpt.h"
 #include "ir/serialize.h"
 #include "tests/testing/temp_path.h"
@@ -87,6 +89,37 @@ TEST(CApiTest, BadConfigNamesTheField) {
   EXPECT_NE(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_OK);
   EXPECT_NE(std::string(pdist_last_error()).find("cuda:0"), std::string::npos) << pdist_last_error();
   EXPECT_EQ(engine, nullptr);
+}
+
+TEST(CApiTest, ATimelineDirectoryGetsEachStepsTrace) {
+  const std::string model = WriteTinyModel();
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  const std::string data_path = WriteText("c_api_timeline.txt", text);
+  const std::string dir = pdist::testing::UniqueTempPath("c_api_timeline");
+  pdist_engine_config cfg;
+  pdist_engine_config_init(&cfg);
+  EXPECT_EQ(cfg.timeline_dir, nullptr);
+  cfg.timeline_dir = dir.c_str();
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_OK) << pdist_last_error();
+  pdist_dataset data = {data_path.c_str(), PDIST_DATA_TEXT_BYTES, 1};
+  ASSERT_EQ(pdist_engine_fit(engine, &data, 2, nullptr, nullptr), PDIST_OK) << pdist_last_error();
+  pdist_engine_destroy(engine);
+  absl::StatusOr<pdist::exec::TimelineRows> rows = pdist::engine::ReadChromeTraces(dir);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  std::set<std::string> jobs;
+  for (const pdist::exec::TimelineSpan& span : rows->front().second) {
+    if (span.category != pdist::exec::kWaitCategory) jobs.insert(span.name);
+    EXPECT_LE(span.start_s, span.end_s) << span.name;
+  }
+  EXPECT_EQ(jobs, (std::set<std::string>{"B", "F", "O"}));
+  // A file where the directory belongs is refused when the engine is made, not after a step.
+  cfg.timeline_dir = data_path.c_str();
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("is a file, not a directory"), std::string::npos)
+      << pdist_last_error();
 }
 
 TEST(CApiTest, FitEvaluateSaveLoad) {

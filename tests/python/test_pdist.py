@@ -2,6 +2,7 @@
 
 Run by ctest (python.pdist) with Debian's python3; the environment names the library
 (PDIST_LIBRARY), pdist-export (PDIST_EXPORT) and a text file to train on (PDIST_DATA)."""
+import json
 import os
 import subprocess
 import tempfile
@@ -308,6 +309,24 @@ class NumpyBatchTest(unittest.TestCase):
         self.assertEqual(fused, plain)
         with self.assertRaisesRegex(pdist.InvalidArgumentError, "fusions: unknown fusion 'flash'"):
             pdist.Engine(self.mlp(), fusions="optimizer,flash")
+
+    def test_a_timeline_is_written_for_each_step(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            trace_dir = os.path.join(tmp, "trace")
+            engine = pdist.Engine(self.mlp(), strategy={"dp_degree": 2}, timeline=trace_dir)
+            self.assertTrue(os.path.isdir(trace_dir))  # made when the engine is, before any step
+            engine.fit(self.batches, steps=2)
+            for rank in (0, 1):
+                with open(os.path.join(trace_dir, f"rank{rank}.trace.json")) as f:
+                    events = json.load(f)["traceEvents"]
+                jobs = [e for e in events if e.get("ph") == "X" and e.get("tid") == 0 and e.get("cat") != "wait"]
+                self.assertEqual(sorted({e["name"] for e in jobs}), ["B", "F", "O"])
+                self.assertTrue(all(e["dur"] >= 0 for e in jobs))
+            self.assertTrue(os.path.isfile(os.path.join(trace_dir, "pipeline.svg")))
+            a_file = os.path.join(tmp, "a_file")
+            open(a_file, "w").close()
+            with self.assertRaisesRegex(pdist.InvalidArgumentError, "is a file, not a directory"):
+                pdist.Engine(self.mlp(), timeline=a_file)
 
     def test_bad_batches_raise_naming_the_input(self):
         engine = pdist.Engine(self.mlp())
