@@ -27,7 +27,18 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   };
   // Keys the search has no choice for are refused, not dropped: the plan would not be the one
   // asked for, and -o would write the planner's value in place of the user's.
-  if (has("pipeline", "split_before")) {
+  // A section's keys fix the planner's choice only where the section is on: without "enable", a
+  // strategy to run leaves them unused (Paddle's reading), and the plan would drop them.
+  for (const auto& [section, key] : {std::pair{"sharding", "stage"}, {"sharding", "degree"}, {"recompute", "granularity"}}) {
+    if (!has(section, "enable")) {
+      if (has(section, key)) {
+        return absl::InvalidArgumentError(absl::StrCat("'", section, ".", key, "' without '", section,
+                                                       ".enable': add \"enable\": true to fix it (a strategy without "
+                                                       "enable leaves it unused), or remove it"));
+      }
+    }
+  }
+  if (has("pipeline", "split_before") && !s.pipeline.split_before.empty()) {
     return absl::InvalidArgumentError(
         "the planner cuts the pipeline itself (balanced by priced time): remove 'pipeline.split_before', or run that "
         "cut with pdist-train --strategy");
@@ -41,8 +52,12 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (j.contains("mp_degree")) f.mp = s.mp_degree;
   if (j.contains("pp_degree")) f.pp = s.pp_degree;
   if (j.contains("sp")) f.sp = s.sp;
-  if (has("sharding", "enable") || has("sharding", "stage")) f.zero = s.sharding.enable ? s.sharding.stage : 0;
-  if (has("sharding", "degree") && s.sharding.enable) f.zero_degree = s.sharding.degree;
+  if (has("sharding", "enable")) {
+    f.sharded = s.sharding.enable;
+    if (!s.sharding.enable) f.zero = 0;
+    if (s.sharding.enable && has("sharding", "stage")) f.zero = s.sharding.stage;
+    if (s.sharding.enable && has("sharding", "degree")) f.zero_degree = s.sharding.degree;
+  }
   if (has("sharding", "accumulate_shards")) f.accumulate_shards = s.sharding.accumulate_shards;
   if (has("pipeline", "schedule_mode")) {
     PDIST_ASSIGN_OR_RETURN(f.schedule, passes::ParseScheduleMode(s.pipeline.schedule_mode));
@@ -50,11 +65,14 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (has("pipeline", "vpp_degree")) f.vpp = s.pipeline.vpp_degree;
   if (has("pipeline", "accumulate_steps")) f.micro_batches = s.pipeline.accumulate_steps;
   if (has("pipeline", "micro_batch_size")) f.micro_batch = s.pipeline.micro_batch_size;
-  if (has("recompute", "enable") || has("recompute", "granularity")) {
-    f.recompute = !s.recompute.enable                        ? Recompute::kNone
-                  : s.recompute.granularity == "selective" ? Recompute::kSelective
-                                                           : Recompute::kFull;
+  if (has("recompute", "enable")) {
+    f.recomputed = s.recompute.enable;
+    if (!s.recompute.enable) f.recompute = Recompute::kNone;
+    if (s.recompute.enable && has("recompute", "granularity")) {
+      f.recompute = s.recompute.granularity == "selective" ? Recompute::kSelective : Recompute::kFull;
+    }
   }
+  if (has("pipeline", "enable")) f.pipelined = s.pipeline.enable;
   return f;
 }
 

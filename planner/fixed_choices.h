@@ -4,6 +4,9 @@
 //   {"mp_degree": 8, "pp_degree": 6}                     → mp and pp fixed
 //   {"pipeline": {"schedule_mode": "VPP", "vpp_degree": 2}} → the schedule fixed
 //   {"sharding": {"enable": false}}                       → no ZeRO
+//   {"sharding": {"enable": true}}                        → ZeRO, its stage the search's
+//   {"sharding": {"stage": 2}}                            → refused: without enable a strategy
+//                                                           does not shard (add "enable": true)
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "ir/status.h"
 #include "passes/schedules/schedule_def.h"
 
@@ -51,7 +52,12 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
   for (passes::ScheduleMode mode : Choices<passes::ScheduleMode>(
            fixed.schedule, {passes::ScheduleMode::k1F1B, passes::ScheduleMode::kZBH1, passes::ScheduleMode::kVPP})) {
     if (!passes::ScheduleDefOf(mode).interleaves_chunks) {
-      if (!fixed.vpp || *fixed.vpp == 1) out.push_back({mode, 1});
+      if (!fixed.vpp || *fixed.vpp == 1) {
+        out.push_back({mode, 1});
+      } else if (fixed.schedule) {
+        skipped.insert(absl::StrCat("vpp ", *fixed.vpp, ": ", passes::ScheduleModeName(mode),
+                                    " runs one model chunk per stage (VPP interleaves several)"));
+      }
       continue;
     }
     if (fixed.vpp && *fixed.vpp < 2) {
@@ -149,12 +155,19 @@ class SearchRun {
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
         if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
+        if (fixed_.pipelined == false && pp > 1) continue;
         out.push_back({mp, pp});
       }
     }
     if (out.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees"));
+      const auto segments = static_cast<int64_t>(model_.segments.size());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees",
+          fixed_.pp && *fixed_.pp > segments
+              ? absl::StrCat(": pp_degree ", *fixed_.pp, " is more stages than the model's ", segments,
+                             " segments (its repeated layers, or the pieces between cut points)")
+              : "",
+          fixed_.pipelined == false && fixed_.pp && *fixed_.pp > 1 ? ": pipeline.enable false means one stage" : ""));
     }
     return out;
   }
@@ -179,9 +192,25 @@ class SearchRun {
       if (b > options_.max_micro_batch && !fixed_.micro_batch) continue;
       if ((batch / dp) % b != 0) continue;
       const int64_t m = batch / (dp * b);
-      if (fixed_.micro_batches && *fixed_.micro_batches != m) continue;
+      // pipeline.enable as a strategy writes it: stages, or several micro-batches (Candidate::ToStrategy).
+      if (fixed_.pipelined && *fixed_.pipelined != (layout.pp > 1 || m > 1)) {
+        skipped_.insert(*fixed_.pipelined
+                            ? std::string("pipeline.enable: no stages and one micro-batch is no pipeline")
+                            : std::string("pipeline.enable false: one micro-batch per step"));
+        continue;
+      }
+      if (fixed_.micro_batches && *fixed_.micro_batches != m) {
+        if (fixed_.micro_batch) {
+          skipped_.insert(absl::StrCat("dp ", dp, ": micro_batch_size ", b, " × accumulate_steps ",
+                                       *fixed_.micro_batches, " is not the batch per replica, ", batch / dp));
+        }
+        continue;
+      }
       for (bool sp : Choices<bool>(fixed_.sp, mp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
-        if (sp && mp == 1) continue;
+        if (sp && mp == 1) {
+          skipped_.insert("mp 1: sp splits the tensor-parallel group (mp > 1)");
+          continue;
+        }
         if (absl::StatusOr<const ModelProfile*> p = profiler_.Get({mp, sp, b}); !p.ok()) {
           skipped_.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
           layout.not_built = std::string(p.status().message());
@@ -204,13 +233,20 @@ class SearchRun {
   // hidden behind compute, and can be the fastest (13B on 64 H100s, micro-batch 2: ZeRO-3 fits
   // at 0.672 s where ZeRO-1's gather alone makes it slower; docs/benchmarks.md).
   absl::Status SearchMemorySavings(const Candidate& base, LayoutOutcome& layout) {
-    if (fixed_.zero && *fixed_.zero > 0 && base.dp == 1) {
+    const bool sharded = (fixed_.zero && *fixed_.zero > 0) || fixed_.sharded.value_or(false);
+    if (sharded && base.dp == 1) {
       // A layout without data parallelism has nothing to shard: another layout may.
-      skipped_.insert(absl::StrCat("dp 1: ZeRO stage ", *fixed_.zero, " needs dp > 1"));
+      skipped_.insert(fixed_.zero ? absl::StrCat("dp 1: ZeRO stage ", *fixed_.zero, " needs dp > 1")
+                                  : std::string("dp 1: sharding.enable needs dp > 1"));
       return absl::OkStatus();
     }
-    for (int64_t zero : Choices<int64_t>(fixed_.zero, base.dp > 1 ? std::vector<int64_t>{0, 1, 2, 3}
-                                                                   : std::vector<int64_t>{0})) {
+    std::vector<int64_t> stages = {0, 1, 2, 3};
+    if (base.dp == 1 || fixed_.sharded == false) {
+      stages = {0};
+    } else if (fixed_.sharded == true) {
+      stages = {1, 2, 3};
+    }
+    for (int64_t zero : Choices<int64_t>(fixed_.zero, stages)) {
       Candidate with_zero = base;
       with_zero.zero = zero;
       const std::vector<int64_t> degrees = ZeroDegreeChoices(with_zero, cluster_, fixed_);
@@ -219,7 +255,7 @@ class SearchRun {
       }
       for (int64_t degree : degrees) {
         for (bool shards : AccumulateShardsChoices(with_zero)) {
-          for (Recompute rc : Choices<Recompute>(fixed_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
+          for (Recompute rc : Choices<Recompute>(fixed_.recompute, RecomputeChoices())) {
             Candidate c = with_zero;
             c.zero_degree = degree;
             c.accumulate_shards = shards;
@@ -236,10 +272,21 @@ class SearchRun {
   // Whole gradients first (one reduce-scatter per step), then accumulated shards (one per
   // micro-batch, a slice of the gradient memory): only ZeRO 2 and 3 with several micro-batches
   // can tell them apart. A strategy file's choice holds wherever it can apply.
-  std::vector<bool> AccumulateShardsChoices(const Candidate& c) const {
-    if (c.zero < 2) return {false};
+  std::vector<bool> AccumulateShardsChoices(const Candidate& c) {
+    if (c.zero < 2) {
+      if (!fixed_.accumulate_shards.value_or(false)) return {false};
+      skipped_.insert(absl::StrCat("ZeRO stage ", c.zero, ": sharding.accumulate_shards needs stage 2 or 3"));
+      return {};
+    }
     if (fixed_.accumulate_shards) return {*fixed_.accumulate_shards};
     return c.micro_batches > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  }
+
+  // Recompute policies, least time first.
+  std::vector<Recompute> RecomputeChoices() const {
+    if (!fixed_.recomputed) return {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+    if (*fixed_.recomputed) return {Recompute::kSelective, Recompute::kFull};
+    return {Recompute::kNone};
   }
 
   // Prices one candidate and files it. True when more recompute cannot help it: it fits, or a
@@ -278,8 +325,10 @@ class SearchRun {
     if (result_.too_big.size() > kTooBigKept) result_.too_big.resize(kTooBigKept);
     if (result_.ranked.empty()) {
       if (!leanest_) {
-        return absl::FailedPreconditionError(absl::StrCat("no candidate could be built: ",
-                                                          result_.skipped.empty() ? "" : result_.skipped.front()));
+        // Every reason (each is one line's worth; a search rarely has more than a few).
+        return absl::FailedPreconditionError(absl::StrCat(
+            "no candidate could be built: ",
+            result_.skipped.empty() ? "the fixed choices leave no plan" : absl::StrJoin(result_.skipped, "; ")));
       }
       // What the leanest holds, term by term, says which knob would help (none of them is
       // free where --strategy fixed it).

@@ -35,6 +35,9 @@ struct FixedChoices {
   std::optional<bool> accumulate_shards;  // sharding.accumulate_shards
   std::optional<passes::ScheduleMode> schedule;
   std::optional<Recompute> recompute;
+  // Whether there is ZeRO (a stage of 1..3, the search's unless `zero` says), whether there is
+  // recompute (selective or full unless `recompute` says), whether there are pipeline stages.
+  std::optional<bool> sharded, recomputed, pipelined;
 };
 
 struct SearchProgress {

@@ -218,8 +218,7 @@ absl::Status Validate(const Strategy& s, const Json& json, StrategyKeys keys) {
   const bool complete = keys == StrategyKeys::kAbsentAreDefaults;
   const bool dp_known = complete || Gives(json, "dp_degree");
   const bool mp_known = complete || Gives(json, "mp_degree");
-  // An enabled sharding without a stage is stage 1 to the planner too (FixedChoices).
-  const bool stage_known = complete || Gives(json, "sharding", "stage") || Gives(json, "sharding", "enable");
+  const bool stage_known = complete || Gives(json, "sharding", "stage");
   const bool vpp_known = complete || Gives(json, "pipeline", "vpp_degree");
   PDIST_RETURN_IF_ERROR(ir::CheckedProduct({s.dp_degree, s.mp_degree, s.pp_degree}, ir::ProcessMesh::kMaxProcesses,
                                            "strategy ranks dp_degree × mp_degree × pp_degree")
@@ -385,7 +384,8 @@ namespace {
 
 bool IsInlineJson(const std::string& argument) {
   const size_t first = argument.find_first_not_of(" \t\r\n");
-  return first != std::string::npos && argument[first] == '{';
+  // '[' too: a list is JSON that the reader refuses as not an object, not a file to look for.
+  return first != std::string::npos && (argument[first] == '{' || argument[first] == '[');
 }
 
 }  // namespace

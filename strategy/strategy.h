@@ -134,7 +134,7 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& json_text,
 std::string StrategyToJson(const Strategy& strategy);
 
 // The JSON text a tool's --strategy argument gives: the argument itself when it is inline JSON
-// (its first non-blank character is '{': `--strategy '{"dp_degree": 2}'`), otherwise the
+// (its first non-blank character is '{' or '[': `--strategy '{"dp_degree": 2}'`), otherwise the
 // contents of the file it names (errors name the file). Not parsed.
 absl::StatusOr<std::string> ReadStrategyArgument(const std::string& argument);
 // How errors name that argument: "strategy file 'dp2.json'" or "inline strategy JSON".

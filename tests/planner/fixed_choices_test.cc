@@ -67,8 +67,33 @@ TEST(FixedChoicesTest, ADegreeLeftOutIsNotCheckedAsOne) {
   ASSERT_TRUE(f.ok()) << f.status();  // was "'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP"
   EXPECT_FALSE(f->vpp.has_value());
   EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"pipeline": {"schedule_mode": "VPP", "vpp_degree": 1}})").ok());
-  // 'sharding.enable' alone fixes stage 1 (the reader's default, Paddle's), so it is checked as one.
-  EXPECT_FALSE(FixedChoicesFromStrategyJson(R"({"sharding": {"enable": true, "accumulate_shards": true}})").ok());
+  // ZeRO on, its stage the search's (2 or 3 for accumulated shards); recompute on, its granularity the search's.
+  f = FixedChoicesFromStrategyJson(R"({"sharding": {"enable": true, "accumulate_shards": true}, "recompute": {"enable": true}})");
+  ASSERT_TRUE(f.ok()) << f.status();  // was "needs stage 2 or 3": enable alone pinned stage 1
+  EXPECT_EQ(f->sharded, true);
+  EXPECT_FALSE(f->zero.has_value());
+  EXPECT_EQ(f->recomputed, true);
+  EXPECT_FALSE(f->recompute.has_value());
+  f = FixedChoicesFromStrategyJson(R"({"sharding": {"enable": false}, "recompute": {"enable": false}})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->zero, 0);
+  EXPECT_EQ(f->recompute, Recompute::kNone);
+}
+
+// A key that a strategy without its section's "enable" leaves unused is refused, not dropped (the
+// plan was made without it and -o wrote "enable": false); an empty stage cut is no cut.
+TEST(FixedChoicesTest, KeysOfASectionThatIsNotOnAreRefusedWithTheFix) {
+  for (const char* json : {R"({"sharding": {"stage": 2}})", R"({"sharding": {"degree": 4}})",
+                           R"({"recompute": {"granularity": "selective"}})"}) {
+    absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(json);
+    ASSERT_FALSE(f.ok()) << json;
+    EXPECT_THAT(std::string(f.status().message()), HasSubstr("add \"enable\": true")) << json;
+  }
+  absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(R"({"pipeline": {"split_before": []}})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  f = FixedChoicesFromStrategyJson(R"({"pipeline": {"enable": false}})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->pipelined, false);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "passes/distributed_programs.h"
 
@@ -194,6 +195,40 @@ TEST(SearchTest, AFixedVirtualPipelineDegreeIsTriedOrRefusedWithTheReason) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("pp 1: vpp 3 interleaves chunks of pipeline stages"), std::string::npos)
       << r.status();
+}
+
+// A section turned on with its details left to the search, and a detail that needs another:
+// every plan keeps what was fixed (pdist-plan used to write ZeRO 1 for accumulated shards and
+// drop them), and a search with no plan left lists every reason.
+TEST(SearchTest, ASectionTurnedOnKeepsItsDetailsTheSearchsAndEveryPlanKeepsIt) {
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16);
+  SearchOptions o;
+  o.fixed.sharded = true;
+  o.fixed.recomputed = true;
+  o.fixed.accumulate_shards = true;
+  o.fixed.micro_batches = 2;
+  absl::StatusOr<SearchResult> r = Search(model, SmallCluster(8, 80), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::set<int64_t> stages;
+  for (const Estimate& e : r->ranked) {
+    stages.insert(e.candidate.zero);
+    EXPECT_TRUE(e.candidate.accumulate_shards) << e.candidate.ToString();
+    EXPECT_NE(e.candidate.recompute, Recompute::kNone) << e.candidate.ToString();
+    EXPECT_TRUE(e.candidate.ToStrategy({}).sharding.accumulate_shards) << e.candidate.ToString();
+  }
+  EXPECT_FALSE(stages.empty());
+  EXPECT_FALSE(stages.contains(0));
+  EXPECT_FALSE(stages.contains(1));  // accumulated shards need stage 2 or 3
+
+  SearchOptions none;
+  none.fixed.sp = true;
+  none.fixed.pipelined = false;
+  absl::StatusOr<SearchResult> failed = Search(model, SmallCluster(1, 80), none);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("mp 1: sp splits the tensor-parallel group"), std::string::npos)
+      << failed.status();
+  EXPECT_NE(failed.status().message().find("pipeline.enable false: one micro-batch per step"), std::string::npos)
+      << failed.status();
 }
 
 // Every plan the search ranks passes the engine's own check of a strategy, hybrid ZeRO included

@@ -168,7 +168,8 @@ TEST(StrategyTest, SplitBeforeMarksOneStartPerStageAfterTheFirst) {
 TEST(StrategyTest, GivenKeysOnlyChecksPairsWhoseKeysAreAllGiven) {
   // To run, an absent key is its default; as choices fixed for the planner, it is the search's.
   const std::vector<std::string> partial = {R"({"sp": true})", R"({"sharding": {"enable": true, "degree": 4}})",
-                                            R"({"pipeline": {"schedule_mode": "VPP"}})"};
+                                            R"({"pipeline": {"schedule_mode": "VPP"}})",
+                                            R"({"sharding": {"enable": true, "accumulate_shards": true}})"};
   for (const std::string& json : partial) {
     EXPECT_FALSE(ParseStrategy(json).ok()) << json;
     absl::StatusOr<Strategy> given = ParseStrategy(json, StrategyKeys::kGivenOnly);
@@ -179,7 +180,7 @@ TEST(StrategyTest, GivenKeysOnlyChecksPairsWhoseKeysAreAllGiven) {
        {R"({"mp_degree": 1, "sp": true})", R"({"dp_degree": 2, "sharding": {"enable": true, "degree": 4}})",
         R"({"dp_degree": 6, "sharding": {"enable": true, "degree": 4}})",
         R"({"pipeline": {"schedule_mode": "VPP", "vpp_degree": 1}})",
-        R"({"sharding": {"enable": true, "accumulate_shards": true}})", R"({"sharding": {"degree": 0}})",
+        R"({"sharding": {"enable": true, "stage": 1, "accumulate_shards": true}})", R"({"sharding": {"degree": 0}})",
         R"({"dp_degree": 2048, "mp_degree": 2048})"}) {
     EXPECT_FALSE(ParseStrategy(json, StrategyKeys::kGivenOnly).ok()) << json;
   }
