@@ -282,6 +282,21 @@ class SearchRun {
     return c.micro_batches > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
 
+  // "more devices, ZeRO stage 3, recompute, ... or a smaller --memory-margin", less what is fixed.
+  std::string KnobsThatLowerMemory() const {
+    std::vector<std::string> knobs = {"more devices"};
+    const bool zero_free = !fixed_.zero && fixed_.sharded != false;
+    const bool recompute_free = !fixed_.recompute && fixed_.recomputed != false;
+    if (zero_free) knobs.push_back("ZeRO stage 3");
+    if (recompute_free) knobs.push_back("recompute");
+    if (!fixed_.micro_batch) knobs.push_back("a smaller micro-batch (--max-micro-batch)");
+    if (!zero_free || !recompute_free || fixed_.micro_batch) knobs.push_back("leaving --strategy's fixed choices free");
+    knobs.push_back("a smaller --memory-margin");
+    const std::string last = knobs.back();
+    knobs.pop_back();
+    return absl::StrCat(absl::StrJoin(knobs, ", "), " or ", last);
+  }
+
   // Recompute policies, least time first.
   std::vector<Recompute> RecomputeChoices() const {
     if (!fixed_.recomputed) return {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
@@ -330,15 +345,14 @@ class SearchRun {
             "no candidate could be built: ",
             result_.skipped.empty() ? "the fixed choices leave no plan" : absl::StrJoin(result_.skipped, "; ")));
       }
-      // What the leanest holds, term by term, says which knob would help (none of them is
-      // free where --strategy fixed it).
+      // What the leanest holds, term by term, says which knob would help; the hint names only
+      // the knobs --strategy left free.
       return absl::FailedPreconditionError(absl::StrFormat(
           "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB: "
-          "%s; more devices, ZeRO stage 3, recompute, a smaller micro-batch (--max-micro-batch) or a smaller "
-          "--memory-margin lower it",
+          "%s; %s lower it",
           cluster_.device.memory / 1e9, leanest_->capacity / 1e9, options_.estimate.memory_margin * 100,
           leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9,
-          leanest_->memory.ToString()));
+          leanest_->memory.ToString(), KnobsThatLowerMemory()));
     }
     std::stable_sort(result_.ranked.begin(), result_.ranked.end(),
                      [](const Estimate& a, const Estimate& b) { return a.step_time < b.step_time; });

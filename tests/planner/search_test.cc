@@ -259,6 +259,15 @@ TEST(SearchTest, NothingFitsNamesTheLeanestPlan) {
   EXPECT_NE(r.status().message().find("GB: parameters "), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find(" activations "), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find("ZeRO stage 3, recompute"), std::string::npos) << r.status();
+  // Knobs --strategy fixed are not suggested; freeing them is.
+  SearchOptions fixed;
+  fixed.fixed.sharded = false;
+  fixed.fixed.recompute = Recompute::kNone;
+  r = Search(Gpt("gpt:layers=4,hidden=256,heads=8,vocab=1024,seq=64", 16), SmallCluster(4, 0.001), fixed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("ZeRO stage 3"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().message().find(", recompute"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("leaving --strategy's fixed choices free"), std::string::npos) << r.status();
 }
 
 TEST(SearchTest, ProgressReportsEveryFactorisation) {
