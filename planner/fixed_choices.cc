@@ -27,15 +27,27 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   };
   // Keys the search has no choice for are refused, not dropped: the plan would not be the one
   // asked for, and -o would write the planner's value in place of the user's.
-  // A section's keys fix the planner's choice only where the section is on: without "enable", a
-  // strategy to run leaves them unused (Paddle's reading), and the plan would drop them.
-  for (const auto& [section, key] : {std::pair{"sharding", "stage"}, {"sharding", "degree"}, {"recompute", "granularity"}}) {
+  // A section's details fix the planner's choice only where the section is on: with "enable"
+  // false or left out, a strategy to run leaves them unused (Paddle's reading), and the plan
+  // would drop them.
+  const nlohmann::json defaults = nlohmann::json::parse(strategy::StrategyToJson(strategy::Strategy{}));
+  for (const auto& [section, key] : {std::pair{"sharding", "stage"}, {"sharding", "degree"},
+                                     {"sharding", "accumulate_shards"}, {"recompute", "granularity"}}) {
+    if (!has(section, key)) continue;
     if (!has(section, "enable")) {
-      if (has(section, key)) {
-        return absl::InvalidArgumentError(absl::StrCat("'", section, ".", key, "' without '", section,
-                                                       ".enable': add \"enable\": true to fix it (a strategy without "
-                                                       "enable leaves it unused), or remove it"));
-      }
+      return absl::InvalidArgumentError(absl::StrCat("'", section, ".", key, "' without '", section,
+                                                     ".enable': add \"enable\": true to fix it (a strategy without "
+                                                     "enable leaves it unused), or remove it"));
+    }
+    // Off, a detail at its default is what every written strategy holds (-o's own files): only
+    // another value asks for something the plan cannot keep.
+    const nlohmann::json& given = j[section][key];
+    // (The default degree, the whole dp axis, is written by leaving the key out.)
+    const nlohmann::json unset = defaults[section].contains(key) ? defaults[section][key] : nlohmann::json();
+    if (!j[section]["enable"].get<bool>() && given != unset) {
+      return absl::InvalidArgumentError(absl::StrCat("'", section, ".", key, "' ", given.dump(), " with '", section,
+                                                     ".enable' false: the plan has none, so it cannot be kept; remove "
+                                                     "it, or set enable true"));
     }
   }
   if (has("pipeline", "split_before") && !s.pipeline.split_before.empty()) {

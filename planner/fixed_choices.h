@@ -1,5 +1,6 @@
 // The choices a user's strategy file fixes for the search: `pdist-plan --strategy s.json` keeps
-// every key the file sets and searches the rest; a file that sets everything is priced as it is.
+// every key the file sets and searches the rest, or refuses a key it cannot keep; a file that sets
+// every key the search chooses (pp 1, or no stage cut given) is priced as it is.
 //
 //   {"mp_degree": 8, "pp_degree": 6}                     → mp and pp fixed
 //   {"pipeline": {"schedule_mode": "VPP", "vpp_degree": 2}} → the schedule fixed
@@ -7,6 +8,7 @@
 //   {"sharding": {"enable": true}}                        → ZeRO, its stage the search's
 //   {"sharding": {"stage": 2}}                            → refused: without enable a strategy
 //                                                           does not shard (add "enable": true)
+//   {"sharding": {"enable": false, "stage": 3}}           → refused: stage 3 of no ZeRO
 #pragma once
 
 #include <string>

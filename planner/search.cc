@@ -150,12 +150,16 @@ class SearchRun {
       }
     }
     std::vector<std::pair<int64_t, int64_t>> out;
+    bool one_stage_only = false;  // pipeline.enable false ruled a layout out
     for (int64_t mp : Choices<int64_t>(fixed_.mp, Divisors(n))) {
       if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
         if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
-        if (fixed_.pipelined == false && pp > 1) continue;
+        if (fixed_.pipelined == false && pp > 1) {
+          one_stage_only = true;
+          continue;
+        }
         out.push_back({mp, pp});
       }
     }
@@ -167,7 +171,7 @@ class SearchRun {
               ? absl::StrCat(": pp_degree ", *fixed_.pp, " is more stages than the model's ", segments,
                              " segments (its repeated layers, or the pieces between cut points)")
               : "",
-          fixed_.pipelined == false && fixed_.pp && *fixed_.pp > 1 ? ": pipeline.enable false means one stage" : ""));
+          one_stage_only ? ": pipeline.enable false means one stage (pp 1)" : ""));
     }
     return out;
   }
@@ -188,24 +192,32 @@ class SearchRun {
       skipped_.insert(absl::StrCat("dp ", dp, ": accumulate_steps ", *fixed_.micro_batches,
                                    " does not divide the batch per replica, ", batch / dp));
     }
+    // Reasons a micro-batching was ruled out, filed only where none of this layout's is left.
+    std::set<std::string> batching_reasons;
+    bool batched = false;
     for (int64_t b : Choices<int64_t>(fixed_.micro_batch, Divisors(batch / dp))) {
-      if (b > options_.max_micro_batch && !fixed_.micro_batch) continue;
       if ((batch / dp) % b != 0) continue;
       const int64_t m = batch / (dp * b);
       // pipeline.enable as a strategy writes it: stages, or several micro-batches (Candidate::ToStrategy).
       if (fixed_.pipelined && *fixed_.pipelined != (layout.pp > 1 || m > 1)) {
-        skipped_.insert(*fixed_.pipelined
-                            ? std::string("pipeline.enable: no stages and one micro-batch is no pipeline")
-                            : std::string("pipeline.enable false: one micro-batch per step"));
+        batching_reasons.insert(*fixed_.pipelined
+                                    ? std::string("pipeline.enable: no stages and one micro-batch is no pipeline")
+                                    : std::string("pipeline.enable false: one micro-batch per step"));
         continue;
       }
       if (fixed_.micro_batches && *fixed_.micro_batches != m) {
         if (fixed_.micro_batch) {
-          skipped_.insert(absl::StrCat("dp ", dp, ": micro_batch_size ", b, " × accumulate_steps ",
-                                       *fixed_.micro_batches, " is not the batch per replica, ", batch / dp));
+          batching_reasons.insert(absl::StrCat("dp ", dp, ": micro_batch_size ", b, " × accumulate_steps ",
+                                               *fixed_.micro_batches, " is not the batch per replica, ", batch / dp));
         }
         continue;
       }
+      if (b > options_.max_micro_batch && !fixed_.micro_batch) {
+        batching_reasons.insert(absl::StrCat("dp ", dp, ": micro-batch ", b, " is past --max-micro-batch ",
+                                             options_.max_micro_batch));
+        continue;
+      }
+      batched = true;
       for (bool sp : Choices<bool>(fixed_.sp, mp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
         if (sp && mp == 1) {
           skipped_.insert("mp 1: sp splits the tensor-parallel group (mp > 1)");
@@ -223,6 +235,7 @@ class SearchRun {
         }
       }
     }
+    if (!batched) skipped_.insert(batching_reasons.begin(), batching_reasons.end());
     return absl::OkStatus();
   }
 
@@ -283,14 +296,16 @@ class SearchRun {
   }
 
   // "more devices, ZeRO stage 3, recompute, ... or a smaller --memory-margin", less what is fixed.
-  std::string KnobsThatLowerMemory() const {
+  // `leanest` is the plan that needs least: a knob it already turns all the way is no hint.
+  std::string KnobsThatLowerMemory(const Candidate& leanest) const {
     std::vector<std::string> knobs = {"more devices"};
     const bool zero_free = !fixed_.zero && fixed_.sharded != false;
     const bool recompute_free = !fixed_.recompute && fixed_.recomputed != false;
-    if (zero_free) knobs.push_back("ZeRO stage 3");
-    if (recompute_free) knobs.push_back("recompute");
-    if (!fixed_.micro_batch) knobs.push_back("a smaller micro-batch (--max-micro-batch)");
-    if (!zero_free || !recompute_free || fixed_.micro_batch) knobs.push_back("leaving --strategy's fixed choices free");
+    const bool micro_batch_free = !fixed_.micro_batch && !fixed_.micro_batches && fixed_.pipelined != false;
+    if (zero_free && leanest.zero < 3) knobs.push_back("ZeRO stage 3");
+    if (recompute_free && leanest.recompute != Recompute::kFull) knobs.push_back("recompute");
+    if (micro_batch_free && leanest.micro_batch > 1) knobs.push_back("a smaller micro-batch (--max-micro-batch)");
+    if (!zero_free || !recompute_free || !micro_batch_free) knobs.push_back("leaving --strategy's fixed choices free");
     knobs.push_back("a smaller --memory-margin");
     const std::string last = knobs.back();
     knobs.pop_back();
@@ -352,7 +367,7 @@ class SearchRun {
           "%s; %s lower it",
           cluster_.device.memory / 1e9, leanest_->capacity / 1e9, options_.estimate.memory_margin * 100,
           leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9,
-          leanest_->memory.ToString(), KnobsThatLowerMemory()));
+          leanest_->memory.ToString(), KnobsThatLowerMemory(leanest_->candidate)));
     }
     std::stable_sort(result_.ranked.begin(), result_.ranked.end(),
                      [](const Estimate& a, const Estimate& b) { return a.step_time < b.step_time; });

@@ -220,6 +220,7 @@ absl::Status Validate(const Strategy& s, const Json& json, StrategyKeys keys) {
   const bool mp_known = complete || Gives(json, "mp_degree");
   const bool stage_known = complete || Gives(json, "sharding", "stage");
   const bool vpp_known = complete || Gives(json, "pipeline", "vpp_degree");
+  const bool pp_known = complete || Gives(json, "pp_degree");
   PDIST_RETURN_IF_ERROR(ir::CheckedProduct({s.dp_degree, s.mp_degree, s.pp_degree}, ir::ProcessMesh::kMaxProcesses,
                                            "strategy ranks dp_degree × mp_degree × pp_degree")
                             .status());
@@ -269,7 +270,8 @@ absl::Status Validate(const Strategy& s, const Json& json, StrategyKeys keys) {
     return absl::InvalidArgumentError("strategy key 'pipeline.vpp_degree' must be >= 2 for schedule_mode VPP");
   }
   const int64_t cuts = s.pp_degree * s.pipeline.vpp_degree - 1;
-  if (!s.pipeline.split_before.empty() && static_cast<int64_t>(s.pipeline.split_before.size()) != cuts) {
+  if (!s.pipeline.split_before.empty() && static_cast<int64_t>(s.pipeline.split_before.size()) != cuts && pp_known &&
+      vpp_known) {
     return absl::InvalidArgumentError(absl::StrCat("strategy key 'pipeline.split_before' has ",
                                                    s.pipeline.split_before.size(), " entries; pp_degree × vpp_degree = ",
                                                    cuts + 1, " stages need ", cuts));

@@ -47,7 +47,7 @@ def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.
     if gpus is not None:
         options["gpus"] = int(gpus)
     if strategy is not None:
-        options["strategy"] = strategy.to_dict() if isinstance(strategy, Strategy) else dict(strategy)
+        options["strategy"] = strategy.to_dict(given_only=True) if isinstance(strategy, Strategy) else dict(strategy)
     result = ctypes.c_char_p()
     _native.check(_native.lib.pdist_program_plan(program._handle, _native.encode(json.dumps(options)),
                                                  ctypes.byref(result)),

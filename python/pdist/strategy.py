@@ -52,6 +52,7 @@ class _Section:
     def __init__(self, name, defaults, values=None):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_values", copy.deepcopy(defaults))
+        object.__setattr__(self, "_given", set())  # keys set, whatever their value
         for key, value in (values or {}).items():
             setattr(self, key, value)
 
@@ -67,9 +68,11 @@ class _Section:
             raise AttributeError(f"strategy section '{self._name}' has no key '{key}' "
                                  f"(keys: {', '.join(sorted(self._values))})")
         self._values[key] = _checked(f"{self._name}.{key}", _SECTIONS[self._name][key], value)
+        self._given.add(key)
 
-    def to_dict(self):
-        return copy.deepcopy(self._values)
+    def to_dict(self, given_only=False):
+        values = {k: v for k, v in self._values.items() if not given_only or k in self._given}
+        return copy.deepcopy(values)
 
 
 class Strategy:
@@ -78,6 +81,7 @@ class Strategy:
     def __init__(self, config=None):
         config = dict(config or {})
         object.__setattr__(self, "_top", dict(_TOP))
+        object.__setattr__(self, "_given", set())  # top-level keys set
         object.__setattr__(self, "_sections", {name: _Section(name, keys) for name, keys in _SECTIONS.items()})
         object.__setattr__(self, "annotations", list(config.pop("annotations", [])))
         for key, value in config.items():
@@ -102,14 +106,20 @@ class Strategy:
         if key not in self._top:
             raise AttributeError(f"strategy has no key '{key}' (keys: {', '.join(sorted([*self._top, *self._sections]))})")
         self._top[key] = _checked(key, _TOP[key], value)
+        self._given.add(key)
 
-    def to_dict(self):
-        out = dict(self._top)
+    def to_dict(self, given_only=False):
+        """Every key, defaults included; with `given_only`, the keys that were set (the choices a
+        strategy fixes for pdist.plan, which searches the rest)."""
+        out = {k: v for k, v in self._top.items() if not given_only or k in self._given}
         for name, section in self._sections.items():
-            out[name] = section.to_dict()
-        if out["sharding"]["degree"] == 0:  # 0: the whole dp axis, which the JSON says by leaving it out
+            values = section.to_dict(given_only)
+            if values or not given_only:
+                out[name] = values
+        if out.get("sharding", {}).get("degree") == 0:  # 0: the whole dp axis, which the JSON says by leaving it out
             del out["sharding"]["degree"]
-        out["annotations"] = list(self.annotations)
+        if self.annotations or not given_only:
+            out["annotations"] = list(self.annotations)
         return out
 
     def to_json(self):

@@ -84,11 +84,24 @@ TEST(FixedChoicesTest, ADegreeLeftOutIsNotCheckedAsOne) {
 // plan was made without it and -o wrote "enable": false); an empty stage cut is no cut.
 TEST(FixedChoicesTest, KeysOfASectionThatIsNotOnAreRefusedWithTheFix) {
   for (const char* json : {R"({"sharding": {"stage": 2}})", R"({"sharding": {"degree": 4}})",
+                           R"({"sharding": {"accumulate_shards": true}})",
                            R"({"recompute": {"granularity": "selective"}})"}) {
     absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(json);
     ASSERT_FALSE(f.ok()) << json;
     EXPECT_THAT(std::string(f.status().message()), HasSubstr("add \"enable\": true")) << json;
   }
+  for (const char* json : {R"({"sharding": {"enable": false, "stage": 3}})",
+                           R"({"sharding": {"enable": false, "degree": 4}})",
+                           R"({"recompute": {"enable": false, "granularity": "selective"}})"}) {
+    absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(json);
+    ASSERT_FALSE(f.ok()) << json;
+    EXPECT_THAT(std::string(f.status().message()), HasSubstr("false: the plan has none")) << json;
+  }
+  // A written strategy's defaults under a disabled section (every -o file of a plan without them).
+  EXPECT_TRUE(FixedChoicesFromStrategyJson(
+                  R"({"sharding": {"enable": false, "stage": 1, "accumulate_shards": false},
+                      "recompute": {"enable": false, "granularity": "full"}})")
+                  .ok());
   absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(R"({"pipeline": {"split_before": []}})");
   ASSERT_TRUE(f.ok()) << f.status();
   f = FixedChoicesFromStrategyJson(R"({"pipeline": {"enable": false}})");

@@ -214,6 +214,19 @@ class PlanTest(WithExportedGpt):
         losses = pdist.Engine(self.model, strategy=p.strategy, learning_rate=3e-3).fit(DATA, steps=2)
         self.assertEqual(len(losses), 2)
 
+    def test_a_strategy_object_fixes_only_the_keys_set_on_it(self):
+        strategy = pdist.Strategy()
+        strategy.mp_degree = 2
+        strategy.sharding.enable = True
+        self.assertEqual(strategy.to_dict(given_only=True), {"mp_degree": 2, "sharding": {"enable": True}})
+        # All keys with defaults would have fixed dp and pp to 1 and the micro-batch to 1.
+        p = pdist.plan(pdist.load(self.model), gpus=4, strategy=strategy)
+        self.assertEqual((p.strategy.dp_degree, p.strategy.mp_degree), (2, 2))
+        self.assertTrue(p.strategy.sharding.enable)
+        # A whole plan given back fixes everything it says (pp 1: no stage cut to refuse).
+        again = pdist.plan(pdist.load(self.model), gpus=4, strategy=p.strategy.to_dict())
+        self.assertEqual(again.strategy.to_dict(), p.strategy.to_dict())
+
     def test_engine_cost_prices_its_own_strategy(self):
         engine = pdist.Engine(self.model, strategy={"dp_degree": 2, "pp_degree": 2,
                                                     "pipeline": {"enable": True, "accumulate_steps": 2,

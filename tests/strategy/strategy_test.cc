@@ -169,7 +169,8 @@ TEST(StrategyTest, GivenKeysOnlyChecksPairsWhoseKeysAreAllGiven) {
   // To run, an absent key is its default; as choices fixed for the planner, it is the search's.
   const std::vector<std::string> partial = {R"({"sp": true})", R"({"sharding": {"enable": true, "degree": 4}})",
                                             R"({"pipeline": {"schedule_mode": "VPP"}})",
-                                            R"({"sharding": {"enable": true, "accumulate_shards": true}})"};
+                                            R"({"sharding": {"enable": true, "accumulate_shards": true}})",
+                                            R"({"pipeline": {"split_before": ["gpt.h.2.*"]}})"};
   for (const std::string& json : partial) {
     EXPECT_FALSE(ParseStrategy(json).ok()) << json;
     absl::StatusOr<Strategy> given = ParseStrategy(json, StrategyKeys::kGivenOnly);
