@@ -84,7 +84,6 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
       f.recompute = s.recompute.granularity == "selective" ? Recompute::kSelective : Recompute::kFull;
     }
   }
-  if (has("pipeline", "enable")) f.pipelined = s.pipeline.enable;
   return f;
 }
 

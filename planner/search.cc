@@ -150,16 +150,11 @@ class SearchRun {
       }
     }
     std::vector<std::pair<int64_t, int64_t>> out;
-    bool one_stage_only = false;  // pipeline.enable false ruled a layout out
     for (int64_t mp : Choices<int64_t>(fixed_.mp, Divisors(n))) {
       if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
         if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
-        if (fixed_.pipelined == false && pp > 1) {
-          one_stage_only = true;
-          continue;
-        }
         out.push_back({mp, pp});
       }
     }
@@ -170,8 +165,7 @@ class SearchRun {
           fixed_.pp && *fixed_.pp > segments
               ? absl::StrCat(": pp_degree ", *fixed_.pp, " is more stages than the model's ", segments,
                              " segments (its repeated layers, or the pieces between cut points)")
-              : "",
-          one_stage_only ? ": pipeline.enable false means one stage (pp 1)" : ""));
+              : ""));
     }
     return out;
   }
@@ -198,13 +192,6 @@ class SearchRun {
     for (int64_t b : Choices<int64_t>(fixed_.micro_batch, Divisors(batch / dp))) {
       if ((batch / dp) % b != 0) continue;
       const int64_t m = batch / (dp * b);
-      // pipeline.enable as a strategy writes it: stages, or several micro-batches (Candidate::ToStrategy).
-      if (fixed_.pipelined && *fixed_.pipelined != (layout.pp > 1 || m > 1)) {
-        batching_reasons.insert(*fixed_.pipelined
-                                    ? std::string("pipeline.enable: no stages and one micro-batch is no pipeline")
-                                    : std::string("pipeline.enable false: one micro-batch per step"));
-        continue;
-      }
       if (fixed_.micro_batches && *fixed_.micro_batches != m) {
         if (fixed_.micro_batch) {
           batching_reasons.insert(absl::StrCat("dp ", dp, ": micro_batch_size ", b, " × accumulate_steps ",
@@ -301,7 +288,7 @@ class SearchRun {
     std::vector<std::string> knobs = {"more devices"};
     const bool zero_free = !fixed_.zero && fixed_.sharded != false;
     const bool recompute_free = !fixed_.recompute && fixed_.recomputed != false;
-    const bool micro_batch_free = !fixed_.micro_batch && !fixed_.micro_batches && fixed_.pipelined != false;
+    const bool micro_batch_free = !fixed_.micro_batch && !fixed_.micro_batches;
     if (zero_free && leanest.zero < 3) knobs.push_back("ZeRO stage 3");
     if (recompute_free && leanest.recompute != Recompute::kFull) knobs.push_back("recompute");
     if (micro_batch_free && leanest.micro_batch > 1) knobs.push_back("a smaller micro-batch (--max-micro-batch)");

@@ -36,8 +36,9 @@ struct FixedChoices {
   std::optional<passes::ScheduleMode> schedule;
   std::optional<Recompute> recompute;
   // Whether there is ZeRO (a stage of 1..3, the search's unless `zero` says), whether there is
-  // recompute (selective or full unless `recompute` says), whether there are pipeline stages.
-  std::optional<bool> sharded, recomputed, pipelined;
+  // recompute (selective or full unless `recompute` says). (pipeline.enable is no choice: pdist
+  // derives it from the degrees and micro-batches, docs/strategy.md.)
+  std::optional<bool> sharded, recomputed;
 };
 
 struct SearchProgress {

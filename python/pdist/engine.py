@@ -242,7 +242,10 @@ class Engine:
             raise _native.UnimplementedError("Engine.cost: the planner does not price amp or gradient_merge; "
                                              "export the model in bf16 instead of enabling amp")
         full = s.to_dict()
-        fixed = {key: full[key] for key in ("dp_degree", "mp_degree", "pp_degree", "sp", "sharding", "recompute")}
+        fixed = {key: full[key] for key in ("dp_degree", "mp_degree", "pp_degree", "sp")}
+        # A disabled section's details are unused by the engine; the planner refuses them, so they stay here.
+        for section in ("sharding", "recompute"):
+            fixed[section] = full[section] if full[section]["enable"] else {"enable": False}
         pipelined = s.pp_degree > 1 or s.pipeline.enable
         # Without a pipeline the engine runs each rank's whole batch at once: one micro-batch.
         fixed["pipeline"] = full["pipeline"] if pipelined else {"accumulate_steps": 1}

@@ -104,9 +104,6 @@ TEST(FixedChoicesTest, KeysOfASectionThatIsNotOnAreRefusedWithTheFix) {
                   .ok());
   absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(R"({"pipeline": {"split_before": []}})");
   ASSERT_TRUE(f.ok()) << f.status();
-  f = FixedChoicesFromStrategyJson(R"({"pipeline": {"enable": false}})");
-  ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(f->pipelined, false);
 }
 
 }  // namespace

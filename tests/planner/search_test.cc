@@ -224,22 +224,14 @@ TEST(SearchTest, ASectionTurnedOnKeepsItsDetailsTheSearchsAndEveryPlanKeepsIt) {
   // the same layout got past is not (it would send the reader after the wrong key).
   SearchOptions none;
   none.fixed.sp = true;
-  none.fixed.pipelined = false;
   absl::StatusOr<SearchResult> failed = Search(model, SmallCluster(1, 80), none);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("mp 1: sp splits the tensor-parallel group"), std::string::npos)
       << failed.status();
-  EXPECT_EQ(failed.status().message().find("pipeline.enable"), std::string::npos) << failed.status();
-  SearchOptions two;
-  two.fixed.micro_batches = 2;
-  two.fixed.pipelined = false;
-  failed = Search(model, SmallCluster(1, 80), two);
-  ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("pipeline.enable false: one micro-batch per step"), std::string::npos)
-      << failed.status();
+  EXPECT_EQ(failed.status().message().find("max-micro-batch"), std::string::npos) << failed.status();
   SearchOptions whole;
-  whole.fixed.pipelined = false;
-  whole.max_micro_batch = 8;  // the batch of 16 is one micro-batch: 16
+  whole.fixed.micro_batches = 1;
+  whole.max_micro_batch = 8;  // the batch of 16 in one micro-batch: 16
   failed = Search(model, SmallCluster(1, 80), whole);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("dp 1: micro-batch 16 is past --max-micro-batch 8"), std::string::npos)

@@ -238,6 +238,10 @@ class PlanTest(WithExportedGpt):
         self.assertGreater(cost.step_time, 0)
         one = pdist.Engine(self.model).cost()
         self.assertEqual((one.strategy.dp_degree, one.strategy.pp_degree), (1, 1))
+        # Details of a disabled section, which the engine leaves unused, are no reason to refuse.
+        dormant = pdist.Engine(self.model, strategy={"dp_degree": 2, "sharding": {"enable": False, "stage": 3},
+                                                     "recompute": {"enable": False, "granularity": "selective"}})
+        self.assertFalse(dormant.cost().strategy.sharding.enable)
 
     def test_bad_plans_raise_naming_the_value(self):
         program = pdist.load(self.model)
