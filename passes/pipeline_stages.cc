@@ -158,6 +158,10 @@ absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
     }
     const std::string key = absl::StrCat("pipeline.split_before[", k, "] '", split_before[k], "'");
     if (start == ops.size()) return absl::InvalidArgumentError(absl::StrCat(key, " matches no argument an op reads"));
+    if (start == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(key, " starts at op #0, where the first stage starts unmarked: ",
+                                                     "list where the stages after the first begin"));
+    }
     if (start <= previous) {
       return absl::InvalidArgumentError(absl::StrCat(key, " starts at op #", start, ", not after the previous stage's start (op #",
                                                      previous, "): list the stages in program order"));

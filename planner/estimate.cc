@@ -347,7 +347,8 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
     PDIST_ASSIGN_OR_RETURN(replayed, profiler.Get({.mp = c.mp, .sp = c.sp, .micro_batch = c.micro_batch,
                                                    .recompute = c.recompute}));
   }
-  PDIST_ASSIGN_OR_RETURN(StageLayout layout, LayoutStages(*profile, model, c.pp * c.vpp));
+  PDIST_ASSIGN_OR_RETURN(StageLayout layout, LayoutStages(*profile, model, c.pp * c.vpp,
+                                                           options.stage_cut ? &*options.stage_cut : nullptr));
   Estimate e;
   e.candidate = c;
   e.split_before = layout.split_before;

@@ -7,8 +7,8 @@
 //
 // How the pieces combine (docs/cost_model.md has the formulas and their sources):
 //   - the model's segments (embedding, layers, head, or what the graph has) go to the pp × vpp
-//     virtual stages so that the slowest is as fast as possible; the cut is written into the
-//     strategy;
+//     virtual stages so that the slowest is as fast as possible (or as a strategy file cuts
+//     them: EstimateOptions::stage_cut); the cut is written into the strategy;
 //   - a virtual stage's jobs cost the sum of its segments' F, B, W (recompute adds the forward
 //     it redoes to B) and run through the schedule's simulator with p2p on every cross-stage
 //     dependency: bubbles, warm-up and cool-down are counted as they happen;
@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "planner/candidate.h"
 #include "planner/planned_model.h"
 #include "planner/profile.h"
+#include "planner/stage_layout.h"
 #include "strategy/cluster.h"
 
 namespace pdist::planner {
@@ -58,6 +60,8 @@ struct EstimateOptions {
   // the evidence for "none": the published FSDP runs fit at 2.6% with it, 5.9% without.
   bool fsdp_schedule = false;
   ir::DataType fsdp_reduce_dtype = ir::DataType::kFloat32;
+  // The stage cut a strategy file fixes; none: the virtual stages balanced by priced time.
+  std::optional<StageCut> stage_cut;
 };
 
 struct TimeBreakdown {

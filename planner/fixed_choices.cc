@@ -50,11 +50,6 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
                                                      "it, or set enable true"));
     }
   }
-  if (has("pipeline", "split_before") && !s.pipeline.split_before.empty()) {
-    return absl::InvalidArgumentError(
-        "the planner cuts the pipeline itself (balanced by priced time): remove 'pipeline.split_before', or run that "
-        "cut with pdist-train --strategy");
-  }
   if (has("recompute", "segments") && s.recompute.segments != "layers") {
     return absl::InvalidArgumentError(absl::StrCat("the planner prices recompute by layers: 'recompute.segments' '",
                                                    s.recompute.segments, "' cannot be kept (remove it)"));
@@ -77,6 +72,7 @@ absl::StatusOr<FixedChoices> FixedChoicesFromStrategyJson(const std::string& jso
   if (has("pipeline", "vpp_degree")) f.vpp = s.pipeline.vpp_degree;
   if (has("pipeline", "accumulate_steps")) f.micro_batches = s.pipeline.accumulate_steps;
   if (has("pipeline", "micro_batch_size")) f.micro_batch = s.pipeline.micro_batch_size;
+  f.split_before = s.pipeline.split_before;  // empty or absent: the search cuts
   if (has("recompute", "enable")) {
     f.recomputed = s.recompute.enable;
     if (!s.recompute.enable) f.recompute = Recompute::kNone;

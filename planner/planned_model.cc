@@ -192,6 +192,7 @@ absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string d
     }
     return ProfileProgram{shared->Clone(), batch / micro_batch, marks, stage_kind};
   };
+  m.forward = shared;
   return m;
 }
 

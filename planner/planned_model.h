@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct PlannedModel {
   int64_t seq_len = 1;
   ir::DataType dtype = ir::DataType::kFloat32;  // of the parameters: the peak rate MFU counts against
   std::function<absl::StatusOr<ProfileProgram>(int64_t micro_batch)> profile_program;
+  // The whole forward of a model.pb, to find where a user's `pipeline.split_before` cuts it
+  // (planner/stage_layout.h); null for a spec, whose segments' marks are the cuts it takes.
+  std::shared_ptr<const ir::Program> forward;
 };
 
 // The segment kinds of a model from a spec: embedding, one per layer, head.

@@ -116,10 +116,14 @@ namespace {
 class SearchRun {
  public:
   SearchRun(const PlannedModel& model, const strategy::Cluster& cluster, const SearchOptions& options)
-      : model_(model), cluster_(cluster), options_(options), fixed_(options.fixed), profiler_(model, cluster) {}
+      : model_(model), cluster_(cluster), options_(options), fixed_(options.fixed), estimate_(options.estimate),
+        profiler_(model, cluster) {}
 
   absl::StatusOr<SearchResult> Run() {
     const auto started = std::chrono::steady_clock::now();
+    if (!fixed_.split_before.empty()) {
+      PDIST_ASSIGN_OR_RETURN(estimate_.stage_cut, StageCutFromMarks(model_, fixed_.split_before));
+    }
     PDIST_ASSIGN_OR_RETURN(const auto factorisations, Factorisations());
     PDIST_ASSIGN_OR_RETURN(result_.model_flops_per_step, ModelFlopsPerStep(model_, profiler_));
     SearchProgress progress{0, static_cast<int64_t>(factorisations.size()), 0, 0};
@@ -155,19 +159,42 @@ class SearchRun {
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
         if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
+        if (estimate_.stage_cut && (pp == 1 || CutStages() % pp != 0)) continue;
         out.push_back({mp, pp});
       }
     }
     if (out.empty()) {
       const auto segments = static_cast<int64_t>(model_.segments.size());
-      return absl::InvalidArgumentError(absl::StrCat(
-          "no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees",
-          fixed_.pp && *fixed_.pp > segments
-              ? absl::StrCat(": pp_degree ", *fixed_.pp, " is more stages than the model's ", segments,
-                             " segments (its repeated layers, or the pieces between cut points)")
-              : ""));
+      std::string why;
+      if (fixed_.pp && *fixed_.pp > segments) {
+        why = absl::StrCat(": pp_degree ", *fixed_.pp, " is more stages than the model's ", segments,
+                           " segments (its repeated layers, or the pieces between cut points)");
+      } else if (estimate_.stage_cut) {
+        why = absl::StrCat(": pipeline.split_before makes ", CutStages(),
+                           " virtual stages, which need a pp_degree above 1 that divides them");
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees", why));
     }
     return out;
+  }
+
+  // The virtual stages a fixed cut makes (pp × vpp).
+  int64_t CutStages() const { return static_cast<int64_t>(estimate_.stage_cut->starts.size()) + 1; }
+
+  // The fixed choices on `pp` stages: a fixed cut fixes vpp too. Nullopt, with the reason filed,
+  // when it contradicts a fixed vpp.
+  std::optional<FixedChoices> FixedOnStages(int64_t pp) {
+    FixedChoices fixed = fixed_;
+    if (!estimate_.stage_cut) return fixed;
+    const int64_t vpp = CutStages() / pp;
+    if (fixed.vpp && *fixed.vpp != vpp) {
+      skipped_.insert(absl::StrCat("pp ", pp, ": pipeline.split_before makes ", CutStages(), " virtual stages, ", vpp,
+                                   " per stage, not vpp_degree ", *fixed.vpp));
+      return std::nullopt;
+    }
+    fixed.vpp = vpp;
+    return fixed;
   }
 
   // Every micro-batching, sp and schedule of one dp × mp × pp layout.
@@ -186,6 +213,8 @@ class SearchRun {
       skipped_.insert(absl::StrCat("dp ", dp, ": accumulate_steps ", *fixed_.micro_batches,
                                    " does not divide the batch per replica, ", batch / dp));
     }
+    const std::optional<FixedChoices> on_stages = FixedOnStages(layout.pp);
+    if (!on_stages) return absl::OkStatus();
     // Reasons a micro-batching was ruled out, filed only where none of this layout's is left.
     std::set<std::string> batching_reasons;
     bool batched = false;
@@ -215,7 +244,7 @@ class SearchRun {
           layout.not_built = std::string(p.status().message());
           continue;
         }
-        for (const Schedule& schedule : SchedulesFor(layout.pp, m, static_cast<int64_t>(model_.segments.size()), fixed_, skipped_)) {
+        for (const Schedule& schedule : SchedulesFor(layout.pp, m, static_cast<int64_t>(model_.segments.size()), *on_stages, skipped_)) {
           const Candidate base{.dp = dp, .mp = mp, .pp = layout.pp, .vpp = schedule.vpp, .sp = sp,
                                .micro_batch = b, .micro_batches = m, .schedule = schedule.mode};
           PDIST_RETURN_IF_ERROR(SearchMemorySavings(base, layout));
@@ -310,7 +339,7 @@ class SearchRun {
   // bound showed it slower than the best so far.
   absl::StatusOr<bool> Consider(const Candidate& c, LayoutOutcome& layout) {
     ++result_.candidates;
-    PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(c, model_, cluster_, profiler_, options_.estimate,
+    PDIST_ASSIGN_OR_RETURN(Estimate e, EstimateCandidate(c, model_, cluster_, profiler_, estimate_,
                                                          best_ * (1 + options_.tie_tolerance)));
     if (!leanest_ || e.memory.total() < leanest_->memory.total()) leanest_ = e;
     const bool slower = !e.simulated && e.pruned.rfind("slower", 0) == 0;
@@ -372,6 +401,7 @@ class SearchRun {
   const strategy::Cluster& cluster_;
   const SearchOptions& options_;
   const FixedChoices& fixed_;
+  EstimateOptions estimate_;  // the search's, with the fixed stage cut found among the segments
   Profiler profiler_;
   SearchResult result_;
   std::set<std::string> skipped_;

@@ -39,6 +39,9 @@ struct FixedChoices {
   // recompute (selective or full unless `recompute` says). (pipeline.enable is no choice: pdist
   // derives it from the degrees and micro-batches, docs/strategy.md.)
   std::optional<bool> sharded, recomputed;
+  // pipeline.split_before: the stage cut, which fixes pp × vpp to its marks + 1 (empty: the
+  // search cuts each layout by priced time).
+  std::vector<std::string> split_before;
 };
 
 struct SearchProgress {
@@ -82,8 +85,9 @@ struct SearchResult {
 };
 
 // FailedPrecondition when no candidate fits, naming the leanest candidate and the memory it
-// needs against the capacity; InvalidArgument when the fixed choices contradict the cluster or
-// the batch (a degree that does not divide the device count).
+// needs against the capacity; InvalidArgument when the fixed choices contradict the cluster, the
+// batch (a degree that does not divide the device count) or the model (a stage cut inside one of
+// its segments).
 absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
                                     const SearchOptions& options);
 

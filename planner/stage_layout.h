@@ -5,6 +5,12 @@
 //
 //   4 layers, 2 stages, a heavy head:  stage 0 = embedding + layers 0-2, stage 1 = layer 3 + head
 //   split_before = {"gpt.h.3.*"}
+//
+// Or the cut a strategy file fixes (`pdist-plan --strategy plan.json`, a plan's own -o file):
+// its marks are found among the segments' starts, and the stages priced as cut there.
+//
+//   PDIST_ASSIGN_OR_RETURN(StageCut cut, StageCutFromMarks(model, {"gpt.h.3.*"}));
+//   LayoutStages(profile, model, 2, &cut)   // stage 0 = segments [0, 4), stage 1 = [4, 6)
 #pragma once
 
 #include <cstdint>
@@ -25,8 +31,23 @@ struct StageLayout {
   std::vector<std::string> split_before;  // virtual_stages - 1 marks
 };
 
-// InvalidArgument when there are more virtual stages than segments.
-absl::StatusOr<StageLayout> LayoutStages(const ModelProfile& profile, const PlannedModel& model, int64_t virtual_stages);
+// A stage cut given as `pipeline.split_before` marks: the segment each virtual stage after the
+// first starts at, and the marks as given (a plan writes them back unchanged).
+struct StageCut {
+  std::vector<int64_t> starts;  // model.segments index per mark, increasing
+  std::vector<std::string> marks;
+};
+
+// InvalidArgument naming the mark that starts no segment: one that matches no argument, lists
+// the stages out of order, or cuts inside a segment (the planner prices whole segments; the
+// message lists the marks it can cut at). A model.pb's marks are any patterns its forward
+// resolves as the engine does (passes/pipeline_stages.h); a spec's are its segments' own marks.
+absl::StatusOr<StageCut> StageCutFromMarks(const PlannedModel& model, std::vector<std::string> marks);
+
+// InvalidArgument when there are more virtual stages than segments, or when `cut` is given and
+// makes another number of stages.
+absl::StatusOr<StageLayout> LayoutStages(const ModelProfile& profile, const PlannedModel& model, int64_t virtual_stages,
+                                         const StageCut* cut = nullptr);
 
 // The same on bare weights: contiguous, non-empty groups of `weights` minimising the largest
 // group sum; returns each group's first index.

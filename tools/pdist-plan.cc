@@ -93,7 +93,8 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.String("strategy", &o->strategy_path,
                "a Strategy JSON file, or the JSON itself ('{\"dp_degree\": 2}'), whose keys are kept (or refused, saying why); "
                "the planner searches the rest. A section's enable turns ZeRO or recompute on or off, its details the "
-               "search's unless given; a detail needs its section enabled (docs/cost_model.md)");
+               "search's unless given; a detail needs its section enabled; pipeline.split_before prices that stage "
+               "cut (a plan's own -o file reads back as the same plan; docs/cost_model.md)");
   flags.String("o", &o->output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
   flags.Int("top", &o->top, "plans listed by --explain and in --json's top");
   flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");

@@ -233,8 +233,8 @@ class Engine:
 
     def cost(self, cluster="dgx-a100", gpus=None):
         """The planner's prediction (a pdist.Plan) for this engine's program under its strategy —
-        degrees, sp, ZeRO stage, recompute, schedule and micro-batching all fixed; the stage cut
-        is the planner's — on `cluster`: a preset with `gpus` devices (default: the strategy's
+        degrees, sp, ZeRO stage, recompute, schedule, micro-batching and a stage cut
+        (pipeline.split_before) all fixed; without a cut, the planner's — on `cluster`: a preset with `gpus` devices (default: the strategy's
         dp × mp × pp) or a cluster JSON file. Strategies with amp or gradient merge are not priced
         (the planner prices a model's dtype, not amp): UnimplementedError."""
         s = Strategy(json.loads(self._strategy)) if self._strategy else Strategy()
@@ -249,7 +249,6 @@ class Engine:
         pipelined = s.pp_degree > 1 or s.pipeline.enable
         # Without a pipeline the engine runs each rank's whole batch at once: one micro-batch.
         fixed["pipeline"] = full["pipeline"] if pipelined else {"accumulate_steps": 1}
-        fixed["pipeline"].pop("split_before", None)
         if gpus is None and not os.path.exists(str(cluster)):
             gpus = s.dp_degree * s.mp_degree * s.pp_degree
         program = self._model if isinstance(self._model, Program) else Program.load(self._model)

@@ -124,6 +124,12 @@ TEST(StagesFromMarksTest, AStageStartsAtTheFirstReaderOfItsMarkedParameters) {
   ASSERT_FALSE(backwards.ok());
   EXPECT_NE(backwards.status().message().find("list the stages in program order"), std::string::npos)
       << backwards.status();
+  // The first stage's own parameters (the embedding): it needs no mark (was "not after the
+  // previous stage's start (op #0)").
+  auto first = StagesFromMarks(gpt, {"gpt.wte*"});
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.status().message().find("starts at op #0, where the first stage starts unmarked"), std::string::npos)
+      << first.status();
 }
 
 // The index of the first op of the stage that starts at `mark` (the op count when none does).

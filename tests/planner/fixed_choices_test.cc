@@ -35,8 +35,6 @@ TEST(FixedChoicesTest, KeysTheSearchCannotKeepAreRefusedByName) {
     EXPECT_FALSE(f.ok()) << json;
     return f.ok() ? std::string() : std::string(f.status().message());
   };
-  EXPECT_THAT(error(R"({"pp_degree": 2, "pipeline": {"split_before": ["gpt.h.0.*"]}})"),
-              HasSubstr("remove 'pipeline.split_before'"));
   EXPECT_THAT(error(R"({"recompute": {"enable": true, "segments": "stages"}})"),
               HasSubstr("'recompute.segments' 'stages' cannot be kept"));
   EXPECT_THAT(error(R"({"amp": {"enable": true, "dtype": "bfloat16"}})"), HasSubstr("does not plan 'amp'"));
@@ -104,6 +102,22 @@ TEST(FixedChoicesTest, KeysOfASectionThatIsNotOnAreRefusedWithTheFix) {
                   .ok());
   absl::StatusOr<FixedChoices> f = FixedChoicesFromStrategyJson(R"({"pipeline": {"split_before": []}})");
   ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->split_before.empty());
+}
+
+// A stage cut is kept as given (the search checks it against the model): a plan's own -o file
+// with a cut reads back (it was refused: "the planner cuts the pipeline itself").
+TEST(FixedChoicesTest, AStageCutIsKeptAsGiven) {
+  absl::StatusOr<FixedChoices> f =
+      FixedChoicesFromStrategyJson(R"({"pp_degree": 2, "pipeline": {"split_before": ["gpt.h.1.*"]}})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->split_before, std::vector<std::string>{"gpt.h.1.*"});
+  EXPECT_EQ(f->pp, 2);
+  // The count against both degrees given is the strategy reader's check; against pp alone, the
+  // search's (SearchTest.AFixedStageCutIsPricedAsGiven).
+  EXPECT_FALSE(FixedChoicesFromStrategyJson(
+                   R"({"pp_degree": 2, "pipeline": {"vpp_degree": 1, "split_before": ["a.*", "b.*"]}})")
+                   .ok());
 }
 
 }  // namespace

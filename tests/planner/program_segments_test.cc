@@ -130,5 +130,35 @@ TEST(PlanAnyProgramTest, SmallAndUnnamedProgramsArePlannedAndTheirCutsBuild) {
   }
 }
 
+// A model.pb's cut is found as the engine finds it: any pattern that starts a segment (not only
+// the segment's own mark) is that segment's start; one that starts a stage inside a segment is
+// refused, naming where the planner can cut.
+TEST(PlanAnyProgramTest, AStageCutOfAProgramIsAnyPatternThatStartsASegment) {
+  absl::StatusOr<PlannedModel> model = ModelFromProgram(Gpt(4), "gpt 4 layers");
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<StageCut> cut = StageCutFromMarks(*model, {"gpt.h.2.*"});
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->starts, std::vector<int64_t>{3});  // the embedding, layers 0 and 1 before it
+  EXPECT_EQ(cut->marks, std::vector<std::string>{"gpt.h.2.*"});
+  // The last parameter layer 2 reads is read deep inside it.
+  std::string inside;
+  for (const ir::Value* p : model->forward->Parameters()) {
+    if (absl::StartsWith(p->name(), "gpt.h.2.")) inside = p->name();
+  }
+  ASSERT_FALSE(inside.empty());
+  absl::StatusOr<StageCut> bad = StageCutFromMarks(*model, {inside});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("inside the segment from 'gpt.h.2."), std::string::npos) << bad.status();
+  bad = StageCutFromMarks(*model, {"nothing.*"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("matches no argument an op reads"), std::string::npos) << bad.status();
+  // Searched with the cut fixed: every plan has 2 virtual stages cut there.
+  SearchOptions o;
+  o.fixed.split_before = {"gpt.h.2.*"};
+  absl::StatusOr<SearchResult> r = Search(*model, *strategy::ClusterPreset("dgx-a100", 4), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const Estimate& e : r->ranked) EXPECT_EQ(e.split_before, std::vector<std::string>{"gpt.h.2.*"});
+}
+
 }  // namespace
 }  // namespace pdist::planner

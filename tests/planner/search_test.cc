@@ -197,6 +197,64 @@ TEST(SearchTest, AFixedVirtualPipelineDegreeIsTriedOrRefusedWithTheReason) {
       << r.status();
 }
 
+// A fixed stage cut is priced as cut (a plan's own -o file reads back through --strategy), fixes
+// pp × vpp to its stages, and a cut the planner cannot price, or that no layout can take, says why.
+TEST(SearchTest, AFixedStageCutIsPricedAsGiven) {
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16);
+  SearchOptions balanced;
+  balanced.fixed.pp = 2;
+  balanced.fixed.dp = 4;
+  balanced.fixed.micro_batches = 4;
+  balanced.fixed.vpp = 1;
+  absl::StatusOr<SearchResult> free = Search(model, SmallCluster(8, 80), balanced);
+  ASSERT_TRUE(free.ok()) << free.status();
+  ASSERT_EQ(free->best().split_before.size(), 1u);
+  // Fed back, the balanced plan's own cut is the same plan at the same price.
+  SearchOptions again = balanced;
+  again.fixed.split_before = free->best().split_before;
+  absl::StatusOr<SearchResult> same = Search(model, SmallCluster(8, 80), again);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->best().candidate.ToString(), free->best().candidate.ToString());
+  EXPECT_DOUBLE_EQ(same->best().step_time, free->best().step_time);
+  // A lopsided cut (the embedding alone on stage 0) is priced as given, and slower.
+  SearchOptions lopsided = balanced;
+  lopsided.fixed.split_before = {"gpt.h.0.*"};
+  absl::StatusOr<SearchResult> cut = Search(model, SmallCluster(8, 80), lopsided);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  for (const Estimate& e : cut->ranked) {
+    EXPECT_EQ(e.split_before, std::vector<std::string>{"gpt.h.0.*"});
+    EXPECT_EQ(e.candidate.pp * e.candidate.vpp, 2);
+  }
+  EXPECT_GT(cut->best().step_time, free->best().step_time);
+  // Three marks: 4 virtual stages, as pp 4 or as pp 2 × vpp 2 — the degrees follow the cut.
+  SearchOptions four;
+  four.fixed.split_before = {"gpt.h.1.*", "gpt.h.2.*", "gpt.h.3.*"};
+  absl::StatusOr<SearchResult> r = Search(model, SmallCluster(8, 80), four);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::set<int64_t> pps;
+  for (const Estimate& e : r->ranked) {
+    EXPECT_EQ(e.candidate.pp * e.candidate.vpp, 4) << e.candidate.ToString();
+    EXPECT_TRUE(passes::CheckExecutable(e.candidate.ToStrategy(e.split_before)).ok()) << e.candidate.ToString();
+    pps.insert(e.candidate.pp);
+  }
+  EXPECT_EQ(pps, (std::set<int64_t>{2, 4}));
+  auto error = [&model](const FixedChoices& fixed) {
+    absl::StatusOr<SearchResult> failed = Search(model, SmallCluster(8, 80), {.fixed = fixed});
+    EXPECT_FALSE(failed.ok());
+    return failed.ok() ? std::string() : std::string(failed.status().message());
+  };
+  EXPECT_NE(error({.split_before = {"gpt.h.1.attn*"}}).find("'gpt.h.1.attn*' is not where a segment of gpt:layers=4"),
+            std::string::npos);
+  EXPECT_NE(error({.split_before = {"gpt.h.1.attn*"}}).find("cuts at 'gpt.h.0.*', 'gpt.h.1.*'"), std::string::npos);
+  EXPECT_NE(error({.split_before = {"gpt.h.2.*", "gpt.h.1.*"}}).find("list the stages in program order"),
+            std::string::npos);
+  EXPECT_NE(error({.pp = 4, .split_before = {"gpt.h.2.*"}}).find("split_before makes 2 virtual stages, which need"),
+            std::string::npos);
+  EXPECT_NE(error({.pp = 2, .vpp = 1, .split_before = {"gpt.h.1.*", "gpt.h.2.*", "gpt.h.3.*"}})
+                .find("pp 2: pipeline.split_before makes 4 virtual stages, 2 per stage, not vpp_degree 1"),
+            std::string::npos);
+}
+
 // A section turned on with its details left to the search, and a detail that needs another:
 // every plan keeps what was fixed (pdist-plan used to write ZeRO 1 for accumulated shards and
 // drop them), and a search with no plan left lists every reason.

@@ -223,9 +223,15 @@ class PlanTest(WithExportedGpt):
         p = pdist.plan(pdist.load(self.model), gpus=4, strategy=strategy)
         self.assertEqual((p.strategy.dp_degree, p.strategy.mp_degree), (2, 2))
         self.assertTrue(p.strategy.sharding.enable)
-        # A whole plan given back fixes everything it says (pp 1: no stage cut to refuse).
+        # A whole plan given back fixes everything it says.
         again = pdist.plan(pdist.load(self.model), gpus=4, strategy=p.strategy.to_dict())
         self.assertEqual(again.strategy.to_dict(), p.strategy.to_dict())
+        # And a pipelined one, its stage cut included (was refused: "the planner cuts the pipeline itself").
+        piped = pdist.plan(pdist.load(self.model), gpus=4, strategy={"pp_degree": 2})
+        self.assertEqual(len(piped.strategy.pipeline.split_before), piped.strategy.pipeline.vpp_degree * 2 - 1)
+        again = pdist.plan(pdist.load(self.model), gpus=4, strategy=piped.strategy.to_dict())
+        self.assertEqual(again.strategy.to_dict(), piped.strategy.to_dict())
+        self.assertEqual(again.step_time, piped.step_time)
 
     def test_engine_cost_prices_its_own_strategy(self):
         engine = pdist.Engine(self.model, strategy={"dp_degree": 2, "pp_degree": 2,
@@ -236,6 +242,10 @@ class PlanTest(WithExportedGpt):
         self.assertEqual((s.dp_degree, s.mp_degree, s.pp_degree), (2, 1, 2))
         self.assertEqual((s.pipeline.accumulate_steps, s.pipeline.micro_batch_size), (2, 1))
         self.assertGreater(cost.step_time, 0)
+        # The engine's own stage cut is priced, not replaced by the planner's (it was dropped).
+        cut = pdist.Engine(self.model, strategy={"pp_degree": 2, "pipeline": {
+            "enable": True, "accumulate_steps": 2, "micro_batch_size": 2, "split_before": ["gpt.h.1.*"]}})
+        self.assertEqual(cut.cost().strategy.pipeline.split_before, ["gpt.h.1.*"])
         one = pdist.Engine(self.model).cost()
         self.assertEqual((one.strategy.dp_degree, one.strategy.pp_degree), (1, 1))
         # Details of a disabled section, which the engine leaves unused, are no reason to refuse.
