@@ -405,11 +405,18 @@ absl::Status Engine::Save(const std::string& path) const {
     PDIST_ASSIGN_OR_RETURN(exec::Workspace pieces, runner.LocalStateOnHost());
     return WriteRankShards(train_, runner.rank(), pieces, step_, path);
   }));
-  if (backend_->process_per_rank && world_size_ > 1) {
+  const bool processes = backend_->process_per_rank && world_size_ > 1;
+  if (processes) {
     PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for every rank's file"));
   }
-  if (first_local_rank() != 0) return absl::OkStatus();
-  return WriteShardIndex(train_, world_size_, step_, path);
+  const absl::Status committed = first_local_rank() == 0 ? WriteShardIndex(train_, world_size_, step_, path)
+                                                         : absl::OkStatus();
+  // No rank saves again before the index names the files just written: the next save writes
+  // the other set of files (engine/sharded_checkpoint.h), chosen from this index.
+  if (processes) {
+    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for the index"));
+  }
+  return committed;
 }
 
 absl::Status Engine::Load(const std::string& path) {

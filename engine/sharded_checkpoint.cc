@@ -7,8 +7,10 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "engine/checkpoint_format.h"
 #include "engine/shard_index.h"
 #include "engine/shard_io.h"
@@ -48,8 +50,6 @@ std::string RecordName(const std::string& tensor, const ir::Shape& offsets) {
   return absl::StrCat(tensor, "@", absl::StrJoin(offsets, ","));
 }
 
-std::string RankFile(int64_t rank) { return absl::StrCat("rank", rank, ".ckpt"); }
-
 std::string InDir(const std::string& dir, const std::string& file) { return (std::filesystem::path(dir) / file).string(); }
 
 absl::StatusOr<ShardIndex> ReadIndex(const std::string& dir) {
@@ -57,6 +57,49 @@ absl::StatusOr<ShardIndex> ReadIndex(const std::string& dir) {
   absl::StatusOr<std::string> text = ir::ReadFileToString(path, int64_t{256} << 20);
   if (!text.ok()) return WithContext(text.status(), "sharded checkpoint");
   return DecodeShardIndex(*text, absl::StrCat("checkpoint index '", path, "'"));
+}
+
+// The two sets of rank files a directory alternates between: a save writes the set the
+// committed index does not name, so until its own index replaces that one atomically, the last
+// checkpoint is whole (a full disk or a kill mid-save loses only the new one).
+enum class Slot { kPlain, kAlt };
+constexpr char kAltSuffix[] = ".alt.ckpt";
+
+std::string RankFile(int64_t rank, Slot slot) {
+  return absl::StrCat("rank", rank, slot == Slot::kAlt ? kAltSuffix : ".ckpt");
+}
+
+// The set a save into `dir` writes: the other one than its committed index names (every rank
+// reads the same index: the new one is written only after every rank's file).
+Slot SlotToWrite(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(InDir(dir, kShardIndexFile), ec)) return Slot::kPlain;
+  absl::StatusOr<ShardIndex> committed = ReadIndex(dir);
+  if (!committed.ok() || committed->files.empty()) return Slot::kPlain;  // nothing loadable to keep
+  return absl::EndsWith(committed->files.front(), kAltSuffix) ? Slot::kPlain : Slot::kAlt;
+}
+
+// Whether `name` is a rank file of either set, or one being written ("rank3.alt.ckpt.tmp").
+bool IsRankFile(const std::string& name) {
+  absl::string_view rest = name;
+  if (!absl::ConsumePrefix(&rest, "rank")) return false;
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == absl::string_view::npos) return false;
+  rest.remove_prefix(digits);
+  absl::ConsumeSuffix(&rest, ".tmp");
+  return rest == ".ckpt" || rest == kAltSuffix;
+}
+
+// After a commit: the rank files the new index does not name (the last checkpoint's, or an
+// interrupted save's). A file that cannot be removed only takes space: the index names its own.
+void RemoveUnlisted(const std::string& dir, const std::vector<std::string>& listed) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> stale;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (IsRankFile(name) && std::find(listed.begin(), listed.end(), name) == listed.end()) stale.push_back(entry.path());
+  }
+  for (const auto& path : stale) std::filesystem::remove(path, ec);
 }
 
 // Files read once per load, each checked against the index's step.
@@ -171,7 +214,7 @@ absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec
     return absl::UnavailableError(absl::StrCat("cannot make the checkpoint directory '", dir, "'",
                                                ec ? absl::StrCat(": ", ec.message()) : " (a file is in the way)"));
   }
-  std::filesystem::remove(InDir(dir, kShardIndexFile), ec);  // incomplete until the new index
+  const Slot slot = SlotToWrite(dir);
   const int64_t me = std::max<int64_t>(rank, 0);
   Checkpoint mine{step, {}};
   for (const ir::Value* v : global.block().arguments()) {
@@ -189,7 +232,7 @@ absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec
     }
   }
   if (mine.tensors.empty()) return absl::OkStatus();  // a replica: others own all it holds
-  return SaveCheckpoint(mine, InDir(dir, RankFile(me)));
+  return SaveCheckpoint(mine, InDir(dir, RankFile(me, slot)));
 }
 
 absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir) {
@@ -203,12 +246,13 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
   }
   ShardIndex index;
   index.step = step;
+  const Slot slot = SlotToWrite(dir);  // the set every rank wrote
   for (auto& [owner, file] : file_of) {
     if (owner >= std::max<int64_t>(world_size, 1)) {
       return absl::InternalError(absl::StrCat("checkpoint: rank ", owner, " owns pieces but the world has ", world_size));
     }
     file = static_cast<int64_t>(index.files.size());
-    index.files.push_back(RankFile(owner));
+    index.files.push_back(RankFile(owner, slot));
   }
   // Each file's blocks follow its header in record-name order (WriteRankShards saves a map).
   std::map<int64_t, std::map<std::string, ir::TensorType>> records;  // owner → record → type
@@ -233,7 +277,9 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
       t.pieces.push_back({file_of.at(p.owner), p.box, offset, size});
     }
   }
-  return ir::WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index));
+  PDIST_RETURN_IF_ERROR(ir::WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index)));
+  RemoveUnlisted(dir, index.files);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Program& local_program, int64_t rank,

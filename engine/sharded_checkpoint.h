@@ -15,9 +15,12 @@
 //                                          "bytes": [36, 32812]}, ...]}}}
 //
 // A replicated piece is written once, by the lowest rank that holds it. Each file is written
-// durably (PATH.tmp, fsync, rename) and the index only after every rank's file, so a crash
-// leaves either no index — not a checkpoint, and the previous one's files are not mixed in,
-// because a save first removes the old index — or a complete checkpoint.
+// durably (PATH.tmp, fsync, rename) and the index only after every rank's file, the index's
+// rename being the commit. A directory alternates between two sets of rank files (rank0.ckpt …
+// and rank0.alt.ckpt …): a save writes the set the committed index does not name, and removes
+// that index's files only after its own is in place. So a save that fails (a full disk, an
+// unwritable file) or is killed leaves the last checkpoint as it was, loadable; one that
+// succeeds leaves only its own files.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +39,13 @@ bool IsShardedCheckpoint(const std::string& path);
 
 // Rank `rank`'s file: the pieces it owns of the persistent tensors of `global` (the completed
 // global training program; for a program without DistAttrs, rank 0 owns every tensor whole),
-// taken from `local`, its workspace. Creates DIR if needed and removes a stale index.
+// taken from `local`, its workspace, into the set of files DIR's committed index does not name.
+// Creates DIR if needed; leaves the committed checkpoint alone.
 absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
                              const std::string& dir);
 
-// The index, written after every rank's WriteRankShards has returned.
+// The index, written after every rank's WriteRankShards has returned and before any rank saves
+// again (it names the set they wrote); then the rank files it does not name are removed.
 absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir);
 
 // What rank `rank` holds of every persistent tensor of `local_program` (its local program; a

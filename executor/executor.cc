@@ -273,7 +273,7 @@ absl::Status Executor::Await(int64_t id, ValueTable& table, RunState& state) con
     const bool timed = state.timeline != nullptr && state.in_job && !event->done();
     ScopedSpan span(timed ? state.timeline : nullptr,
                     {.name = "wait", .category = "wait", .micro_batch = state.job.micro_batch, .chunk = state.job.chunk},
-                    state.compute.get());
+                    *state.compute);
     PDIST_RETURN_IF_ERROR(state.compute->WaitFor(event));
   }
   table.values[static_cast<size_t>(id)] = *owed.slot;
@@ -496,7 +496,7 @@ absl::StatusOr<RunResult> Executor::Run(const Feeds& feeds, Workspace& workspace
       state.job = {kind, 0, 0};
       state.in_job = true;
       const char* name = kind == ir::JobKind::kForward ? "F" : kind == ir::JobKind::kOptimizer ? "O" : "B";
-      ScopedSpan span(state.timeline, {.name = name, .category = ir::JobKindName(kind)}, state.compute.get());
+      ScopedSpan span(state.timeline, {.name = name, .category = ir::JobKindName(kind)}, *state.compute);
       PDIST_RETURN_IF_ERROR(RunOps(run, plan_.release_after, table, state, nullptr));
       begin = end;
     }

@@ -218,7 +218,7 @@ class PipelinedStep {
       ScopedSpan span(state_.timeline, {.name = job.ToString(), .category = ir::JobKindName(job.kind),
                                         .micro_batch = optimizer ? -1 : job.micro_batch,
                                         .chunk = optimizer ? -1 : job.chunk},
-                      state_.compute.get());
+                      *state_.compute);
       std::vector<size_t> ops = ex_.job_plan_.OpsOf(job);
       if (optimizer && early_.submitted > 0) {  // without the syncs already on the stream
         std::erase_if(ops, [&](size_t i) { return started_early_[i]; });

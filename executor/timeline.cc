@@ -77,24 +77,13 @@ absl::Status TimelineRecorder::ResolveMarks() {
   return absl::OkStatus();
 }
 
-ScopedSpan::ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream* stream)
+ScopedSpan::ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream& stream)
     : recorder_(recorder), span_(std::move(span)), stream_(stream) {
-  if (recorder_ == nullptr) return;
-  if (stream_ != nullptr) {
-    start_ = stream_->MarkTime();
-  } else {
-    span_.start_s = recorder_->Now();
-  }
+  if (recorder_ != nullptr) start_ = stream_.MarkTime();
 }
 
 ScopedSpan::~ScopedSpan() {
-  if (recorder_ == nullptr) return;
-  if (stream_ != nullptr) {
-    recorder_->AddMarked(std::move(span_), std::move(start_), stream_->MarkTime());
-    return;
-  }
-  span_.end_s = recorder_->Now();
-  recorder_->Add(std::move(span_));
+  if (recorder_ != nullptr) recorder_->AddMarked(std::move(span_), std::move(start_), stream_.MarkTime());
 }
 
 std::pair<double, double> SpanTimeRange(const TimelineRows& rows) {

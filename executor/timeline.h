@@ -3,10 +3,12 @@
 // is the engine's: engine/timeline_files.h.
 //
 //   TimelineRecorder recorder;               // one per rank; origin = now
+//   recorder.AnchorClock(compute);           // the run's device clock against the host's
 //   {
-//     ScopedSpan span(&recorder, {.name = "F0", .category = "forward", .micro_batch = 0});
-//     ... run the job ...
-//   }                                         // records [construction, destruction]
+//     ScopedSpan span(&recorder, {.name = "F0", .category = "forward", .micro_batch = 0}, compute);
+//     ... submit the job's work to `compute` ...
+//   }                                         // marks the stream before and after the work
+//   recorder.ResolveMarks();                  // once the streams are drained: when it ran
 //   BubbleFractions({{0, recorder.Spans()}, ...})     // per rank: the idle fraction of the step
 //
 // engine::WriteTimelines draws them as an SVG that reads like the schedule figures of pipeline
@@ -107,15 +109,15 @@ class TimelineRecorder {
   std::vector<Marked> marked_;  // added since the anchor, not yet timed
 };
 
-// Records `span` over the lifetime of the object: start at construction, end at destruction —
-// on the host's clock, or, given the stream the work inside goes to, as marks on that stream
-// (when the device got there). With a null recorder it does nothing, so call sites need no
-// `if (tracing)`.
+// Records `span` around the work submitted to `stream` during the object's lifetime: a mark on
+// the stream at construction and one at destruction, timed when the device got there (the host's
+// own clock would say when the work was submitted). With a null recorder it does nothing, so
+// call sites need no `if (tracing)`.
 //
-//   ScopedSpan s(recorder, {.name = "F0", .category = "forward"}, compute_stream);
+//   ScopedSpan s(recorder, {.name = "F0", .category = "forward"}, *compute_stream);
 class ScopedSpan {
  public:
-  ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream* stream = nullptr);
+  ScopedSpan(TimelineRecorder* recorder, TimelineSpan span, Stream& stream);
   ~ScopedSpan();
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
@@ -123,7 +125,7 @@ class ScopedSpan {
  private:
   TimelineRecorder* recorder_;
   TimelineSpan span_;
-  Stream* stream_;
+  Stream& stream_;
   std::shared_ptr<TimeMark> start_;
 };
 

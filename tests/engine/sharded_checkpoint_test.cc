@@ -3,7 +3,9 @@
 // never interrupted (float64, 1e-10). Damage and half-finished saves are named, not loaded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -199,24 +201,28 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
   const std::string index = (std::filesystem::path(dir) / kShardIndexFile).string();
   const std::string rank1 = (std::filesystem::path(dir) / "rank1.ckpt").string();
 
-  // A file from another save: its step is not the index's.
+  // A file from another save: its step is not the index's. (The next save writes the other set
+  // of files and removes this one once its index is in place.)
   const std::string kept = dir + ".rank1";
   std::filesystem::copy_file(rank1, kept);
   Train(*e, model, 2, 3, losses);
   ASSERT_TRUE(e->Save(dir).ok());
-  std::filesystem::copy_file(kept, rank1, std::filesystem::copy_options::overwrite_existing);
+  const std::string rank1_now = (std::filesystem::path(dir) / "rank1.alt.ckpt").string();
+  ASSERT_TRUE(std::filesystem::exists(rank1_now));
+  EXPECT_FALSE(std::filesystem::exists(rank1));
+  std::filesystem::copy_file(kept, rank1_now, std::filesystem::copy_options::overwrite_existing);
   absl::Status stale = LoadCheckpoint(dir).status();
   EXPECT_NE(stale.message().find("is of step 2, its index of step 3"), std::string::npos) << stale;
 
   // A flipped byte in a piece: the file and the piece are named.
   {
-    std::fstream f(rank1, std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(rank1_now, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-20, std::ios::end);
     f.put('\x5a');
   }
   absl::Status damaged = e->Load(dir);
   EXPECT_FALSE(damaged.ok());
-  EXPECT_NE(damaged.message().find("rank1.ckpt"), std::string::npos) << damaged;
+  EXPECT_NE(damaged.message().find("rank1.alt.ckpt"), std::string::npos) << damaged;
 
   // No index: a save that did not finish is not a checkpoint.
   std::filesystem::remove(index);
@@ -231,6 +237,53 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
                               "tensors": {}})";
   absl::Status escape = LoadCheckpoint(dir).status();
   EXPECT_NE(escape.message().find("plain file names"), std::string::npos) << escape;
+}
+
+// A save that fails part-way (here a directory where rank 1's new file goes; on a real run a
+// full disk or a kill) leaves the last checkpoint loadable with its own numbers: a save used to
+// remove the old index first, so a failed `--load ck --save ck` lost both. Saving again, and
+// twice at one step, alternates between the two sets of files and keeps only the committed one.
+TEST(ShardedCheckpointTest, AFailedSaveLeavesTheLastCheckpointLoadable) {
+  const ir::Program model = Model();
+  const std::string dir = pdist::testing::UniqueTempPath("resume.ckpt");
+  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}})");
+  ASSERT_NE(e, nullptr);
+  std::vector<double> losses;
+  Train(*e, model, 0, 2, losses);
+  ASSERT_TRUE(e->Save(dir).ok());
+  auto saved = e->WholeState();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+
+  Train(*e, model, 2, 3, losses);
+  const auto blocker = std::filesystem::path(dir) / "rank1.alt.ckpt.tmp";
+  std::filesystem::create_directory(blocker);
+  EXPECT_FALSE(e->Save(dir).ok());
+  std::unique_ptr<Engine> resumed = Make(model, "{}");
+  ASSERT_NE(resumed, nullptr);
+  const absl::Status loaded = resumed->Load(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  EXPECT_EQ(resumed->step(), 2);
+  auto state = resumed->WholeState();
+  ASSERT_TRUE(state.ok()) << state.status();
+  for (const auto& [name, t] : *saved) {
+    ASSERT_TRUE(state->contains(name)) << name;
+    const exec::Tensor& back = state->at(name);
+    ASSERT_EQ(back.num_bytes(), t.num_bytes()) << name;
+    EXPECT_EQ(std::memcmp(back.data<char>(), t.data<char>(), static_cast<size_t>(t.num_bytes())), 0) << name;
+  }
+
+  std::filesystem::remove(blocker);
+  // At step 3, twice: each save writes the set the last one did not and leaves only its own.
+  for (const char* set : {".alt.ckpt", ".ckpt"}) {
+    ASSERT_TRUE(e->Save(dir).ok());
+    absl::StatusOr<Checkpoint> whole = LoadCheckpoint(dir);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    EXPECT_EQ(whole->step, 3);
+    std::vector<std::string> names;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) names.push_back(f.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"index.json", absl::StrCat("rank0", set), absl::StrCat("rank1", set)}));
+  }
 }
 
 // Brute force: every overlap of two random boxes of a random 3-D tensor, element by element.

@@ -53,16 +53,19 @@ TEST(BubbleFractionsTest, OneFOneBMatchesTheTextbookBubble) {
 
 TEST(TimelineRecorderTest, CollectsSpansFromTwoThreads) {
   TimelineRecorder recorder;
+  CpuInlineStream compute_stream, comm_stream;
+  ASSERT_TRUE(recorder.AnchorClock(compute_stream).ok());
   constexpr int kPerThread = 500;
-  auto work = [&](Track track) {
+  auto work = [&](Track track, Stream* stream) {
     for (int i = 0; i < kPerThread; ++i) {
       ScopedSpan span(&recorder, {.name = absl::StrCat("s", i), .category = "forward",
-                                  .track = track, .micro_batch = i});
+                                  .track = track, .micro_batch = i}, *stream);
     }
   };
-  std::thread compute(work, Track::kCompute), comm(work, Track::kComm);
+  std::thread compute(work, Track::kCompute, &compute_stream), comm(work, Track::kComm, &comm_stream);
   compute.join();
   comm.join();
+  ASSERT_TRUE(recorder.ResolveMarks().ok());
   std::vector<TimelineSpan> spans = recorder.Spans();
   ASSERT_EQ(spans.size(), 2u * kPerThread);
   int on_comm = 0;
@@ -76,7 +79,7 @@ TEST(TimelineRecorderTest, CollectsSpansFromTwoThreads) {
   recorder.Reset();
   EXPECT_TRUE(recorder.Spans().empty());
   // Without a recorder a ScopedSpan records nothing (and does not crash).
-  { ScopedSpan ignored(nullptr, {.name = "nothing", .category = "forward"}); }
+  { ScopedSpan ignored(nullptr, {.name = "nothing", .category = "forward"}, compute_stream); }
   EXPECT_TRUE(recorder.Spans().empty());
 }
 
@@ -89,7 +92,7 @@ TEST(TimelineRecorderTest, MarkedSpansAreTimedWhenTheirStreamRanThem) {
   std::latch go(1);
   {
     // The host leaves this scope at once; the stream runs the work once the host has gone on.
-    ScopedSpan span(&recorder, {.name = "c_allreduce", .category = "comm", .track = Track::kComm}, &comm);
+    ScopedSpan span(&recorder, {.name = "c_allreduce", .category = "comm", .track = Track::kComm}, comm);
     comm.Submit([&go] {
       go.wait();
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -112,16 +115,16 @@ TEST(TimelineRecorderTest, MarkedSpansAreTimedWhenTheirStreamRanThem) {
 TEST(TimelineRecorderTest, MarkedSpansNeedAnAnchorAndAFreshAnchorDropsStaleOnes) {
   TimelineRecorder recorder;
   CpuInlineStream compute;
-  { ScopedSpan span(&recorder, {.name = "F0", .category = "forward"}, &compute); }
+  { ScopedSpan span(&recorder, {.name = "F0", .category = "forward"}, compute); }
   absl::Status unanchored = recorder.ResolveMarks();
   EXPECT_EQ(unanchored.code(), absl::StatusCode::kFailedPrecondition) << unanchored;
   EXPECT_THAT(std::string(unanchored.message()), ::testing::HasSubstr("anchored"));
 
   // A run that failed leaves marked spans untimed; the next run's anchor drops them.
   ASSERT_TRUE(recorder.AnchorClock(compute).ok());
-  { ScopedSpan stale(&recorder, {.name = "F1", .category = "forward"}, &compute); }
+  { ScopedSpan stale(&recorder, {.name = "F1", .category = "forward"}, compute); }
   ASSERT_TRUE(recorder.AnchorClock(compute).ok());
-  { ScopedSpan span(&recorder, {.name = "F2", .category = "forward"}, &compute); }
+  { ScopedSpan span(&recorder, {.name = "F2", .category = "forward"}, compute); }
   ASSERT_TRUE(recorder.ResolveMarks().ok());
   std::vector<TimelineSpan> spans = recorder.Spans();
   ASSERT_EQ(spans.size(), 1u);
