@@ -136,6 +136,7 @@ void pdist_engine_destroy(pdist_engine* engine) { delete engine; }
 pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
                               pdist_step_callback callback, void* user_data) {
   if (engine == nullptr) return Fail("engine is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   if (steps < 0) return ToCode(absl::InvalidArgumentError(absl::StrCat("steps must be >= 0, got ", steps)));
   absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/true);
   if (!dataset.ok()) return ToCode(dataset.status());
@@ -149,6 +150,7 @@ pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, i
 
 pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* data, int64_t steps, double* mean_loss) {
   if (engine == nullptr || mean_loss == nullptr) return Fail("engine or mean_loss is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/false);
   if (!dataset.ok()) return ToCode(dataset.status());
   absl::StatusOr<double> loss = engine->engine->Evaluate(pdist::engine::BatchesFrom(*dataset), steps);
@@ -159,15 +161,21 @@ pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* da
 
 pdist_status pdist_engine_save(const pdist_engine* engine, const char* path) {
   if (engine == nullptr || path == nullptr) return Fail("engine or path is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   return ToCode(engine->engine->Save(path));
 }
 
 pdist_status pdist_engine_load(pdist_engine* engine, const char* path) {
   if (engine == nullptr || path == nullptr) return Fail("engine or path is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   return ToCode(engine->engine->Load(path));
 }
 
-int64_t pdist_engine_step(const pdist_engine* engine) { return engine ? engine->engine->step() : -1; }
+int64_t pdist_engine_step(const pdist_engine* engine) {
+  if (engine == nullptr) return -1;
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
+  return engine->engine->step();
+}
 
 int64_t pdist_engine_local_rank_count(const pdist_engine* engine) {
   return engine == nullptr ? 0 : static_cast<int64_t>(engine->engine->local_ranks().size());

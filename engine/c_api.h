@@ -87,6 +87,8 @@ pdist_status pdist_engine_create_from_file(const char* model_path, const pdist_e
 pdist_status pdist_engine_create_from_bytes(const void* model_bytes, size_t size, const pdist_engine_config* config,
                                             pdist_engine** engine);
 void pdist_engine_destroy(pdist_engine* engine);
+/* Threads: an engine may be shared; its calls run one at a time (a second waits for the first),
+ * and a step callback may call back into its own engine. Destroy it when no call is running. */
 
 pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
                               pdist_step_callback callback, void* user_data);
@@ -128,9 +130,10 @@ typedef struct {
 } pdist_output;
 
 /* The model's outputs on the batch (dropout off, parameters unchanged): `*outputs` points at
- * `*num_outputs` of them, owned by the engine and valid until its next predict or destroy. Only
- * the data inputs the outputs need are required (not the labels). A model without outputs is
- * FAILED_PRECONDITION. Under a launcher every rank calls it and gets every output. */
+ * `*num_outputs` of them, owned by the engine and valid until its next predict (from any
+ * thread) or destroy. Only the data inputs the outputs need are required (not the labels). A
+ * model without outputs is FAILED_PRECONDITION. Under a launcher every rank calls it and gets
+ * every output. */
 pdist_status pdist_engine_predict(pdist_engine* engine, const pdist_feed* feeds, int num_feeds,
                                   const pdist_output** outputs, int* num_outputs);
 

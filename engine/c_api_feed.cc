@@ -85,6 +85,7 @@ extern "C" {
 
 pdist_status pdist_engine_train_step(pdist_engine* engine, const pdist_feed* feeds, int num_feeds, double* loss) {
   if (engine == nullptr) return Fail("engine is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::exec::Feeds> fed = FeedsFrom(*engine->engine, feeds, num_feeds);
   if (!fed.ok()) return ToCode(fed.status());
   absl::StatusOr<pdist::engine::StepResult> step = engine->engine->TrainStep(*fed);
@@ -95,6 +96,7 @@ pdist_status pdist_engine_train_step(pdist_engine* engine, const pdist_feed* fee
 
 pdist_status pdist_engine_eval_step(const pdist_engine* engine, const pdist_feed* feeds, int num_feeds, double* loss) {
   if (engine == nullptr || loss == nullptr) return Fail("engine or loss is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::exec::Feeds> fed = FeedsFrom(*engine->engine, feeds, num_feeds);
   if (!fed.ok()) return ToCode(fed.status());
   absl::StatusOr<double> value = engine->engine->EvalStep(*fed);
@@ -108,6 +110,7 @@ pdist_status pdist_engine_predict(pdist_engine* engine, const pdist_feed* feeds,
   if (engine == nullptr || outputs == nullptr || num_outputs == nullptr) {
     return Fail("engine, outputs or num_outputs is NULL");
   }
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::exec::Feeds> fed = FeedsFrom(*engine->engine, feeds, num_feeds);
   if (!fed.ok()) return ToCode(fed.status());
   absl::StatusOr<std::map<std::string, pdist::exec::Tensor>> predicted = engine->engine->Predict(*fed);

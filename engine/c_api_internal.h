@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@
 
 struct pdist_engine {
   std::unique_ptr<pdist::engine::Engine> engine;
+  // One call at a time (threads sharing an engine crashed it: a user probe); recursive, so that a
+  // step callback may call back into its engine (its step, a save) on fit's thread.
+  mutable std::recursive_mutex mu;
   // The last pdist_engine_predict's outputs; `outputs` points into the other three.
   std::vector<pdist::exec::Tensor> predicted;
   std::vector<std::string> predicted_names;

@@ -139,5 +139,20 @@ def check(status, what):
     raise kind(f"{what}: {message}" if message else f"{what}: {_STATUS_NAMES.get(status, status)}")
 
 
-def encode(text):
-    return text.encode("utf-8") if isinstance(text, str) else text
+def encode(text, what):
+    """`text` (a str) as UTF-8 for a const char*. Anything else is a TypeError naming `what`:
+    ctypes would take an int as a char* address (a crash in the library) and pass other
+    objects' bytes unchecked."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str, got {type(text).__name__} {text!r}")
+    return text.encode("utf-8")
+
+
+def encode_path(path, what):
+    """A file system path (str, bytes or os.PathLike) as bytes for a const char*, as the OS
+    spells it (os.fsencode); anything else is a TypeError naming `what`."""
+    try:
+        return os.fsencode(path)
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), got {type(path).__name__} {path!r}") \
+            from None

@@ -18,6 +18,8 @@ class ProcessMesh:
         if any(d < 1 for d in self.shape):
             raise ValueError(f"ProcessMesh: every dim must be >= 1, got shape {self.shape}")
         self.dim_names = list(dim_names) if dim_names is not None else [f"d{i}" for i in range(len(self.shape))]
+        if not all(isinstance(name, str) for name in self.dim_names):
+            raise TypeError(f"ProcessMesh: dim_names must be str, got {self.dim_names}")
         if len(self.dim_names) != len(self.shape):
             raise ValueError(f"ProcessMesh: {len(self.dim_names)} dim_names for a {len(self.shape)}-d mesh")
 

@@ -1,9 +1,11 @@
 """pdist.plan: the planner's pick for a program on a cluster, as pdist-plan makes it."""
 import ctypes
 import json
+import os
 
 from . import _native
-from .strategy import Strategy
+from .program import Program
+from .strategy import Strategy, config_dict
 
 
 class Plan:
@@ -38,18 +40,26 @@ class Plan:
 def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.1, max_micro_batch=64,
          mp_across_nodes=False, top=5):
     """Searches data, tensor, pipeline and sequence parallelism, ZeRO, micro-batching, schedules and
-    recompute for `program` (a pdist.Program with a loss; its batch is the global batch) on
+    recompute for `program` (a pdist.Program with a loss, or its file; its batch is the global batch) on
     `cluster` (a preset — dgx-a100, dgx-a100-40gb, dgx-h100, hgx-h200 — with `gpus` devices, or a cluster JSON
-    file). `strategy` (a pdist.Strategy or dict) fixes the keys it sets; the rest is searched.
+    file). `strategy` (a pdist.Strategy, a dict or JSON text) fixes the keys it sets; the rest is searched.
     Raises pdist.FailedPreconditionError when nothing fits, naming the leanest plan."""
-    options = {"cluster": str(cluster), "memory_margin": float(memory_margin), "max_micro_batch": int(max_micro_batch),
+    if isinstance(program, (str, bytes, os.PathLike)):  # a model file, as pdist.Engine takes one
+        program = Program.load(program)
+    if not isinstance(program, Program):
+        raise TypeError(f"plan: program must be a pdist.Program or a model file's path, got {type(program).__name__}")
+    if isinstance(cluster, (bytes, os.PathLike)):
+        cluster = os.fsdecode(cluster)
+    if not isinstance(cluster, str):
+        raise TypeError(f"plan: cluster must be a preset name or a cluster file's path, got {cluster!r}")
+    options = {"cluster": cluster, "memory_margin": float(memory_margin), "max_micro_batch": int(max_micro_batch),
                "mp_across_nodes": bool(mp_across_nodes), "top": int(top)}
     if gpus is not None:
         options["gpus"] = int(gpus)
     if strategy is not None:
-        options["strategy"] = strategy.to_dict(given_only=True) if isinstance(strategy, Strategy) else dict(strategy)
+        options["strategy"] = config_dict(strategy, "plan")  # of a pdist.Strategy, the keys set on it
     result = ctypes.c_char_p()
-    _native.check(_native.lib.pdist_program_plan(program._handle, _native.encode(json.dumps(options)),
+    _native.check(_native.lib.pdist_program_plan(program._handle, _native.encode(json.dumps(options), "plan options"),
                                                  ctypes.byref(result)),
                   "plan")
     return Plan(json.loads(result.value.decode("utf-8")))

@@ -16,12 +16,13 @@ class Program:
     @classmethod
     def load(cls, path):
         handle = ctypes.c_void_p()
-        _native.check(_native.lib.pdist_program_load(_native.encode(str(path)), ctypes.byref(handle)), f"load {path}")
+        _native.check(_native.lib.pdist_program_load(_native.encode_path(path, "load: path"), ctypes.byref(handle)),
+                      f"load {path}")
         return cls(handle.value)
 
     def save(self, path):
         """Writes model.pb, placements and annotation marks included."""
-        _native.check(_native.lib.pdist_program_save(self._handle, _native.encode(str(path))), f"save {path}")
+        _native.check(_native.lib.pdist_program_save(self._handle, _native.encode_path(path, "save: path")), f"save {path}")
 
     def __str__(self):
         text = _native.lib.pdist_program_print(self._handle)
@@ -54,7 +55,8 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
     if input_shapes:
         options["input_shapes"] = {name: [int(d) for d in shape] for name, shape in input_shapes.items()}
     handle = ctypes.c_void_p()
-    _native.check(_native.lib.pdist_program_import_onnx(_native.encode(str(path)), _native.encode(json.dumps(options)),
+    _native.check(_native.lib.pdist_program_import_onnx(_native.encode_path(path, "import_onnx: path"),
+                                                        _native.encode(json.dumps(options), "import_onnx options"),
                                                         ctypes.byref(handle)),
                   f"import_onnx {path}")
     return Program(handle.value)
@@ -63,15 +65,17 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
 def shard_tensor(program, name, mesh, placements):
     """Places tensor `name` (a parameter or data input's name, or "%12") on `mesh` with one
     placement per mesh dim, as Paddle's shard_tensor; completion derives every other tensor's."""
+    if not isinstance(program, Program):
+        raise TypeError(f"shard_tensor: program must be a pdist.Program, got {type(program).__name__}")
     if not isinstance(mesh, ProcessMesh):
         raise TypeError(f"shard_tensor: mesh must be a pdist.ProcessMesh, got {type(mesh).__name__}")
     placements = list(placements)
     if len(placements) != mesh.ndim or not all(isinstance(p, Placement) for p in placements):
         raise ValueError(f"shard_tensor: one pdist.Shard/Replicate/Partial per mesh dim ({mesh.ndim}), got {placements}")
     shape = (ctypes.c_int64 * mesh.ndim)(*mesh.shape)
-    names = (ctypes.c_char_p * mesh.ndim)(*[_native.encode(n) for n in mesh.dim_names])
+    names = (ctypes.c_char_p * mesh.ndim)(*[_native.encode(n, "shard_tensor: mesh dim name") for n in mesh.dim_names])
     text = ",".join(str(p) for p in placements)
-    _native.check(_native.lib.pdist_program_shard_tensor(program._handle, _native.encode(name), shape, mesh.ndim, names,
-                                                         _native.encode(text)),
+    _native.check(_native.lib.pdist_program_shard_tensor(program._handle, _native.encode(name, "shard_tensor: name"), shape,
+                                                         mesh.ndim, names, _native.encode(text, "placements")),
                   f"shard_tensor {name}")
     return program

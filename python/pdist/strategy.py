@@ -13,6 +13,8 @@ type raises TypeError. Ranges and the rules between keys (sp needs mp_degree > 1
 """
 import copy
 import json
+import numbers
+from collections.abc import Mapping
 
 # Keys and defaults, as strategy/strategy.h (docs/strategy.md).
 _TOP = {"dp_degree": 1, "mp_degree": 1, "pp_degree": 1, "sp": False}
@@ -34,18 +36,49 @@ def _checked(path, default, value):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError(f"strategy key '{path}' must be a list of str, got {value!r}")
         return list(value)
+    # numbers.Integral / Real, not int / float: numpy's scalars (np.int64(2)) are numbers too. A
+    # bool is an int to Python, never a degree or a count here.
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        value = int(value) if ok else value  # a plain int: json.dumps takes no numpy scalar
     elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
         value = float(value) if ok else value
     else:
         ok = isinstance(value, str)
     if not ok:
         raise TypeError(f"strategy key '{path}' must be {type(default).__name__}, got {value!r}")
     return value
+
+
+def _checked_annotations(value):
+    """The strategy's per-tensor annotations: a list of objects (docs/strategy.md); a str or
+    another iterable is not taken apart into items."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(a, dict) for a in value):
+        raise TypeError(f"strategy key 'annotations' must be a list of objects "
+                        f'({{"tensor": ..., "mesh": ..., "placements": ...}}), got {value!r}')
+    return copy.deepcopy(list(value))
+
+
+def config_dict(config, what):
+    """A strategy given as a pdist.Strategy, a dict or JSON text (as pdist.Engine takes it) as a
+    dict of its keys; None is {}."""
+    if config is None:
+        return {}
+    if isinstance(config, Strategy):
+        return config.to_dict(given_only=True)  # the keys set on it; the rest are the defaults
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError as e:
+            raise ValueError(f"{what}: strategy text is not JSON ({e}); a strategy is a pdist.Strategy, a dict or "
+                             "JSON text (of a file: open(path).read())") from None
+    if not isinstance(config, Mapping):
+        raise TypeError(f"{what}: a strategy is a pdist.Strategy, a dict or JSON text of an object, "
+                        f"got {type(config).__name__}")
+    return config
 
 
 class _Section:
@@ -57,6 +90,8 @@ class _Section:
             setattr(self, key, value)
 
     def __getattr__(self, key):
+        if key.startswith("_"):  # copy and pickle look for hooks before _values exists: no recursion
+            raise AttributeError(key)
         try:
             return self._values[key]
         except KeyError:
@@ -70,20 +105,26 @@ class _Section:
         self._values[key] = _checked(f"{self._name}.{key}", _SECTIONS[self._name][key], value)
         self._given.add(key)
 
+    def __copy__(self):
+        # A shallow copy would share the key table with the original.
+        return copy.deepcopy(self)
+
     def to_dict(self, given_only=False):
         values = {k: v for k, v in self._values.items() if not given_only or k in self._given}
         return copy.deepcopy(values)
 
 
 class Strategy:
-    """Paddle's auto-parallel strategy; `config` a dict of the same keys (docs/strategy.md)."""
+    """Paddle's auto-parallel strategy; `config` a dict of the same keys, JSON text of one (as
+    pdist.Engine takes it) or another Strategy (docs/strategy.md). Copies (copy.deepcopy) and
+    pickles are whole strategies, the keys set on them included."""
 
     def __init__(self, config=None):
-        config = dict(config or {})
+        config = dict(config_dict(config, "pdist.Strategy"))
         object.__setattr__(self, "_top", dict(_TOP))
         object.__setattr__(self, "_given", set())  # top-level keys set
         object.__setattr__(self, "_sections", {name: _Section(name, keys) for name, keys in _SECTIONS.items()})
-        object.__setattr__(self, "annotations", list(config.pop("annotations", [])))
+        object.__setattr__(self, "annotations", _checked_annotations(config.pop("annotations", [])))
         for key, value in config.items():
             if key in self._sections:
                 if not isinstance(value, dict):
@@ -94,6 +135,8 @@ class Strategy:
                 setattr(self, key, value)
 
     def __getattr__(self, key):
+        if key.startswith("_"):  # copy and pickle look for hooks before _sections exists: no recursion
+            raise AttributeError(key)
         if key in self._sections:
             return self._sections[key]
         if key in self._top:
@@ -101,6 +144,9 @@ class Strategy:
         raise AttributeError(f"strategy has no key '{key}' (keys: {', '.join(sorted([*self._top, *self._sections]))})")
 
     def __setattr__(self, key, value):
+        if key == "annotations":
+            object.__setattr__(self, key, _checked_annotations(value))
+            return
         if key in self._sections:
             raise AttributeError(f"strategy section '{key}' is set key by key: strategy.{key}.enable = True")
         if key not in self._top:
@@ -124,6 +170,18 @@ class Strategy:
 
     def to_json(self):
         return json.dumps(self.to_dict())
+
+    def __eq__(self, other):
+        """The same values, and the same keys set (what pdist.plan keeps fixed)."""
+        if not isinstance(other, Strategy):
+            return NotImplemented
+        return self.to_dict() == other.to_dict() and self.to_dict(given_only=True) == other.to_dict(given_only=True)
+
+    __hash__ = None  # mutable
+
+    def __copy__(self):
+        # A shallow copy would share the key tables: setting a key on the copy set it on both.
+        return copy.deepcopy(self)
 
     def __repr__(self):
         return f"pdist.Strategy({self.to_dict()!r})"

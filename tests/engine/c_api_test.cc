@@ -1,6 +1,7 @@
 // The C API: codes and messages for bad input, and a full create → fit → evaluate → save → load.
 #include "engine/c_api.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -292,6 +294,52 @@ TEST(CApiTest, HostBatchesTrainAndBadFeedsAreNamed) {
   EXPECT_EQ(pdist_engine_train_step(engine, nullptr, 2, &loss), PDIST_INVALID_ARGUMENT);
   EXPECT_EQ(pdist_engine_train_step(nullptr, feeds, 2, &loss), PDIST_INVALID_ARGUMENT);
   EXPECT_EQ(pdist_engine_step(engine), 1);  // no bad call stepped
+  pdist_engine_destroy(engine);
+}
+
+// Threads sharing an engine take turns (two training threads crashed it: a user probe); a step
+// callback may call back into its engine on fit's thread.
+int ReadStepInside(int64_t step, double, double, void* engine) {  // `step`: the one just taken, from 0
+  return pdist_engine_step(static_cast<pdist_engine*>(engine)) == step + 1 ? 0 : 1;
+}
+
+TEST(CApiTest, ThreadsSharingAnEngineTakeTurns) {
+  const std::string model = WriteTinyModel();
+  pdist_engine* engine = nullptr;
+  ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
+  std::vector<int64_t> tokens(2 * 16), labels(2 * 16);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int64_t>(i % 7);
+    labels[i] = static_cast<int64_t>((i + 1) % 7);
+  }
+  const int64_t shape[2] = {2, 16};
+  const pdist_feed feeds[2] = {{"tokens", "i64", 2, shape, tokens.data()}, {"labels", "i64", 2, shape, labels.data()}};
+  constexpr int kSteps = 40;
+  std::atomic<int> failed{0};
+  auto train = [&] {
+    for (int i = 0; i < kSteps; ++i) {
+      double loss = 0;
+      if (pdist_engine_train_step(engine, feeds, 2, &loss) != PDIST_OK || !std::isfinite(loss)) ++failed;
+    }
+  };
+  auto predict = [&] {
+    for (int i = 0; i < kSteps; ++i) {
+      const pdist_output* outputs = nullptr;
+      int n = 0;
+      if (pdist_engine_predict(engine, feeds, 1, &outputs, &n) != PDIST_OK || n < 1) ++failed;
+    }
+  };
+  std::thread a(train), b(train), c(predict);
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(pdist_engine_step(engine), 2 * kSteps);
+
+  const std::string data_path = WriteText("c_api_threads.txt", std::string(4096, 'a'));
+  pdist_dataset ds = {data_path.c_str(), PDIST_DATA_TEXT_BYTES, 0};
+  EXPECT_EQ(pdist_engine_fit(engine, &ds, 2, ReadStepInside, engine), PDIST_OK) << pdist_last_error();
+  EXPECT_EQ(pdist_engine_step(engine), 2 * kSteps + 2);
   pdist_engine_destroy(engine);
 }
 

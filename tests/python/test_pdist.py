@@ -2,15 +2,27 @@
 
 Run by ctest (python.pdist) with Debian's python3; the environment names the library
 (PDIST_LIBRARY), pdist-export (PDIST_EXPORT) and a text file to train on (PDIST_DATA)."""
+import contextlib
+import copy
+import io
 import json
 import os
+import pickle
+import signal
 import subprocess
 import tempfile
+import threading
 import unittest
 
 import pdist
 
 DATA = os.environ["PDIST_DATA"]
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+
+
+def example(kind, name):
+    """A shipped example file (examples/strategies, examples/clusters)."""
+    return os.path.join(EXAMPLES, kind, name)
 
 
 def export_gpt(directory):
@@ -93,6 +105,27 @@ class ModelsTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "dtype 'f16' is not f32, f64 or bf16"):
             pdist.models.gpt(dtype="f16")
 
+    def test_options_cannot_set_other_options_and_a_kinds_unread_options_are_refused(self):
+        # The pairs travel as "key=value,key=value": a value holding ',' or '=' set other options
+        # (this built 3 layers).
+        with self.assertRaisesRegex(TypeError, "option 'layers' must be int, got '1,layers=3'"):
+            pdist.models.gpt(layers="1,layers=3")
+        with self.assertRaisesRegex(ValueError, "option 'dtype': 'f32,layers=3' holds ',' or '='"):
+            pdist.models.gpt(layers=1, dtype="f32,layers=3")
+        with self.assertRaisesRegex(TypeError, "option 'tied' must be bool, got 'yes'"):
+            pdist.models.gpt(tied="yes")
+        with self.assertRaisesRegex(TypeError, "option 'dropout' must be a number, got True"):
+            pdist.models.gpt(dropout=True)
+        # Options another kind reads were parsed and ignored.
+        for build, key in ((pdist.models.mlp, "heads"), (pdist.models.mlp, "vocab"), (pdist.models.mlp, "tied"),
+                           (pdist.models.gpt, "classes"), (pdist.models.llama, "input")):
+            with self.assertRaisesRegex(ValueError, f"unknown model option '{key}' for {build.__name__}"):
+                build(**{key: True if key == "tied" else 3})
+        import numpy as np
+        self.assertEqual(str(pdist.models.gpt(layers=np.int64(1), hidden=32, heads=2, dropout=0.1)),
+                         str(pdist.models.gpt(layers=1, hidden=32, heads=2, dropout=0.1)))
+        self.assertNotIn("gpt.h.1.", str(pdist.models.gpt(layers=1, hidden=32, heads=2)))
+
 
 class StrategyTest(unittest.TestCase):
     def test_sections_are_attributes_with_paddles_keys(self):
@@ -119,6 +152,55 @@ class StrategyTest(unittest.TestCase):
             strategy.dp_degree = "2"
         with self.assertRaisesRegex(AttributeError, "set key by key"):
             strategy.amp = {"enable": True}
+        with self.assertRaisesRegex(TypeError, "'dp_degree' must be int, got True"):
+            strategy.dp_degree = True
+        import numpy as np
+        strategy.dp_degree = np.int64(2)  # numpy's integers are ints (was "must be int, got 2")
+        strategy.amp.init_loss_scaling = np.float32(8)
+        self.assertEqual(json.loads(strategy.to_json())["dp_degree"], 2)
+        self.assertIs(type(strategy.dp_degree), int)
+        self.assertEqual(strategy.amp.init_loss_scaling, 8.0)
+        # annotations: a list of objects, never an int ("'int' object is not iterable") nor a str taken apart.
+        for bad in (5, "abc", ["abc"]):
+            with self.assertRaisesRegex(TypeError, "'annotations' must be a list of objects"):
+                pdist.Strategy({"annotations": bad})
+            with self.assertRaisesRegex(TypeError, "'annotations' must be a list of objects"):
+                strategy.annotations = bad
+        self.assertEqual(strategy.annotations, [])
+
+    def test_json_text_is_a_strategy_as_the_engine_takes_it(self):
+        with open(example("strategies", "pp2_vpp2.json")) as f:
+            text = f.read()
+        strategy = pdist.Strategy(text)
+        self.assertEqual((strategy.pp_degree, strategy.pipeline.schedule_mode, strategy.pipeline.vpp_degree),
+                         (2, "VPP", 2))
+        self.assertEqual(strategy.to_dict(given_only=True), json.loads(text))
+        self.assertEqual(pdist.Strategy('{"dp_degree": 2}').dp_degree, 2)
+        with self.assertRaisesRegex(ValueError, "strategy text is not JSON"):
+            pdist.Strategy(example("strategies", "dp2.json"))  # a path is not JSON text (nor for pdist.Engine)
+        with self.assertRaisesRegex(TypeError, "JSON text of an object, got list"):
+            pdist.Strategy("[1, 2]")
+        self.assertEqual(pdist.Strategy(strategy), strategy)
+
+    def test_copies_and_pickles_are_whole_independent_strategies(self):
+        strategy = pdist.Strategy({"dp_degree": 2, "sharding": {"enable": True}, "annotations": [
+            {"tensor": "gpt.wte", "mesh": {"shape": [2], "dim_names": ["dp"]}, "placements": ["Replicate()"]}]})
+        for clone in (copy.deepcopy(strategy), copy.copy(strategy), pickle.loads(pickle.dumps(strategy))):
+            self.assertEqual(clone, strategy)
+            self.assertEqual(clone.to_dict(given_only=True), strategy.to_dict(given_only=True))
+            clone.dp_degree = 4
+            clone.sharding.stage = 2
+            clone.annotations[0]["tensor"] = "gpt.wpe"
+            with self.assertRaisesRegex(AttributeError, "has no key 'stages'"):
+                clone.sharding.stages = 2  # still checked
+            self.assertNotEqual(clone, strategy)
+            self.assertEqual((strategy.dp_degree, strategy.sharding.stage), (2, 1))
+            self.assertEqual(strategy.annotations[0]["tensor"], "gpt.wte")
+            self.assertEqual(strategy.to_dict(given_only=True)["sharding"], {"enable": True})
+        for section in (copy.deepcopy(strategy.amp), pickle.loads(pickle.dumps(strategy.amp))):
+            section.enable = True
+            self.assertEqual(section.to_dict()["enable"], True)
+            self.assertFalse(strategy.amp.enable)
 
     def test_the_engine_reads_it_and_the_library_checks_ranges(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -169,7 +251,7 @@ class EngineTest(WithExportedGpt):
 
     def test_callbacks_stop_fit_and_their_errors_propagate(self):
         engine = pdist.Engine(self.model)
-        losses = engine.fit(DATA, steps=10, callbacks=[lambda step, loss, seconds: step == 1])
+        losses = engine.fit(DATA, steps=10, callbacks=[lambda step, loss, seconds: step == 2])
         self.assertEqual(len(losses), 2)
 
         def broken(step, loss, seconds):
@@ -177,12 +259,59 @@ class EngineTest(WithExportedGpt):
 
         with self.assertRaisesRegex(KeyError, "from the callback"):
             engine.fit(DATA, steps=3, callbacks=[broken])
+        self.assertEqual(engine.step, 3)
+
+        def interrupted(step, loss, seconds):
+            if step == 5:
+                raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            engine.fit(DATA, steps=10, callbacks=[interrupted])
+        self.assertEqual(engine.step, 5)
+
+    def test_ctrl_c_during_fit_stops_it_and_is_raised(self):
+        # SIGINT while the library runs a step: Python runs the handler at the callback's entry,
+        # where its KeyboardInterrupt was printed ("Exception ignored on calling ctypes callback
+        # function") and dropped, and fit went on to the end.
+        engine = pdist.Engine(self.model)
+        seen = []
+
+        def on_step(step, loss, seconds):
+            seen.append(step)
+            if len(seen) == 1:  # Ctrl-C 50 ms on, mid-step (a step is about a millisecond)
+                threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+            return len(seen) == 1000
+
+        with self.assertRaises(KeyboardInterrupt):
+            engine.fit(DATA, steps=3000, callbacks=[on_step])
+        self.assertLess(engine.step, 1000)
+        # Stopped after the step it came in: the callbacks had seen every step before it.
+        self.assertEqual(seen, list(range(1, len(seen) + 1)))
+        self.assertIn(engine.step, (len(seen), len(seen) + 1))
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)  # put back
+        self.assertEqual(len(engine.fit(DATA, steps=1)), 1)  # and the engine trains on
+
+    def test_callbacks_get_the_engines_step_and_the_log_counts_this_fits_steps(self):
+        engine = pdist.Engine(self.model)
+        engine.fit(DATA, steps=2)
+        seen, out = [], io.StringIO()
+        with contextlib.redirect_stdout(out):
+            engine.fit(DATA, steps=4, log_freq=2,
+                       callbacks=[lambda step, loss, seconds: seen.append((step, engine.step))])
+        self.assertEqual(seen, [(3, 3), (4, 4), (5, 5), (6, 6)])  # was the 0-based index (2, 3)...
+        self.assertEqual([line.split()[:2] for line in out.getvalue().splitlines()],
+                         [["step", "2/4"], ["step", "4/4"]])  # was "step 4/4", "step 6/4"
 
     def test_bad_input_raises_with_the_librarys_message(self):
         with self.assertRaisesRegex(ValueError, "unknown strategy key 'dp_degre'"):
             pdist.Engine(self.model, strategy={"dp_degre": 2})
         with self.assertRaisesRegex(pdist.InvalidArgumentError, "optimizer"):
             pdist.Engine(self.model, optimizer="lion")
+        # A section's detail without its enable: refused by name, not trained without it.
+        zero3 = pdist.Strategy({"dp_degree": 2})
+        zero3.sharding.stage = 3
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "'sharding.stage' without 'sharding.enable'"):
+            pdist.Engine(self.model, strategy=zero3)
         engine = pdist.Engine(self.model)
         with self.assertRaises(FileNotFoundError):
             engine.fit(os.path.join(self.tmp.name, "absent.txt"), steps=1)
@@ -190,6 +319,28 @@ class EngineTest(WithExportedGpt):
             engine.fit([[1, 2, 3]], steps=1)
         with self.assertRaisesRegex(ValueError, "data_format"):
             engine.fit(DATA, steps=1, data_format="utf8")
+        # A path as bytes is a path (it was iterated as batches: "got int").
+        self.assertEqual(len(engine.fit(os.fsencode(DATA), steps=1)), 1)
+        self.assertGreater(engine.evaluate(os.fsencode(DATA), steps=1), 0)
+        # Every str handed to the library is checked: ctypes would take an int as a char* address.
+        for key, value in (("optimizer", 5), ("device", 0), ("fusions", None), ("backend", 1)):
+            with self.assertRaisesRegex(TypeError, f"pdist.Engine: {key} must be str, got"):
+                pdist.Engine(self.model, **{key: value})
+        with self.assertRaisesRegex(TypeError, "strategy must be a pdist.Strategy, a dict or JSON text, got int"):
+            pdist.Engine(self.model, strategy=2)
+        with self.assertRaisesRegex(TypeError, "model .* must be a path"):
+            pdist.Engine(5)
+        # "" read as no timeline, quietly.
+        with self.assertRaisesRegex(ValueError, "timeline is '', not a directory"):
+            pdist.Engine(self.model, timeline="")
+        program = pdist.load(self.model)
+        mesh = pdist.ProcessMesh(shape=[2], dim_names=["dp"])
+        with self.assertRaisesRegex(TypeError, "shard_tensor: name must be str, got int"):
+            pdist.shard_tensor(program, 7, mesh, [pdist.Shard(0)])
+        with self.assertRaisesRegex(TypeError, "dim_names must be str"):
+            pdist.ProcessMesh(shape=[2], dim_names=[0])
+        with self.assertRaisesRegex(TypeError, "load: path must be a path"):
+            pdist.load(3)
 
 
 if __name__ == "__main__":
@@ -253,6 +404,43 @@ class PlanTest(WithExportedGpt):
                                                      "recompute": {"enable": False, "granularity": "selective"}})
         self.assertFalse(dormant.cost().strategy.sharding.enable)
 
+    def test_engine_cost_prices_the_shipped_strategies(self):
+        program = pdist.models.gpt(layers=2, hidden=32, heads=2, vocab=256, seq=16, batch=8)
+
+        def engine(name):
+            with open(example("strategies", name)) as f:
+                return pdist.Engine(program, strategy=f.read())
+
+        # micro_batch_size (parsed, unused: a micro-batch is the batch / (dp × accumulate_steps)) was
+        # fixed at its default 1: "micro_batch_size 1 × accumulate_steps 2 is not the batch per replica, 8".
+        for name, mode in (("pp2_1f1b.json", "1F1B"), ("pp2_vpp2.json", "VPP"), ("pp2_zbh1.json", "ZBH1")):
+            s = engine(name).cost().strategy
+            self.assertEqual((s.pp_degree, s.pipeline.schedule_mode, s.pipeline.accumulate_steps,
+                              s.pipeline.micro_batch_size), (2, mode, 2, 4), name)
+        # Each refusal names what is on (gradient merge was told to export in bf16 instead of amp).
+        with self.assertRaisesRegex(pdist.UnimplementedError, "does not price gradient_merge .* accumulate_steps 2") as e:
+            engine("gradient_merge2.json").cost()
+        self.assertNotIn("amp", str(e.exception))
+        with self.assertRaisesRegex(pdist.UnimplementedError, "does not price amp .*bf16") as e:
+            pdist.Engine(program, strategy={"amp": {"enable": True, "dtype": "bfloat16"}}).cost()
+        self.assertNotIn("gradient_merge", str(e.exception))
+        # A cluster file of other than the strategy's ranks: "no dp × mp × pp factorisation of 4 devices".
+        pcie4 = example("clusters", "pcie-4gpu.json")
+        with self.assertRaisesRegex(pdist.InvalidArgumentError,
+                                    r"the strategy has 2 ranks \(dp 2 × mp 1 × pp 1\).*/pcie-4gpu.json has 4 devices"):
+            engine("dp2.json").cost(cluster=pcie4)
+        s = engine("dp2_mp2.json").cost(cluster=pcie4).strategy
+        self.assertEqual((s.dp_degree, s.mp_degree, s.pp_degree), (2, 2, 1))
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "the strategy has 2 ranks .*not gpus=8"):
+            engine("dp2.json").cost(gpus=8)
+
+    def test_plan_takes_a_model_file_and_json_text(self):
+        # A path was an AttributeError (_handle); JSON text "dictionary update sequence element #0".
+        p = pdist.plan(self.model, gpus=4, strategy='{"dp_degree": 2, "mp_degree": 2}')
+        self.assertEqual((p.strategy.dp_degree, p.strategy.mp_degree, p.strategy.pp_degree), (2, 2, 1))
+        with self.assertRaisesRegex(TypeError, "program must be a pdist.Program or a model file's path, got int"):
+            pdist.plan(3, gpus=4)
+
     def test_bad_plans_raise_naming_the_value(self):
         program = pdist.load(self.model)
         with self.assertRaisesRegex(pdist.NotFoundError, "cluster 'dgx-z9' is neither a file nor a preset"):
@@ -291,8 +479,47 @@ class NumpyBatchTest(unittest.TestCase):
         engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
         before = engine.evaluate(self.batches)
         self.assertAlmostEqual(before, engine.evaluate(iter(self.batches)), delta=1e-12)  # parameters unchanged
-        engine.fit(iter(self.batches), steps=4, callbacks=[lambda step, loss, seconds: step == 1])
+        engine.fit(iter(self.batches), steps=4, callbacks=[lambda step, loss, seconds: step == 2])
         self.assertEqual(engine.step, 2)  # the callback stopped it after the second step
+
+    def test_threads_sharing_an_engine_take_turns(self):
+        # Two threads training and one predicting on one engine crashed the process (the library
+        # now takes one call at a time; predict's outputs are copied before another can run).
+        import threading
+        engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
+        errors = []
+
+        def run(work):
+            try:
+                for batch in self.batches:
+                    work(batch)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        predicted = []
+        threads = [threading.Thread(target=run, args=(engine.train_step,)) for _ in range(2)]
+        threads.append(threading.Thread(target=run, args=(lambda b: predicted.append(engine.predict(b)),)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(engine.step, 2 * len(self.batches))
+        self.assertEqual(len(predicted), len(self.batches))
+        for p in predicted:
+            self.assertTrue(self.np.isfinite(p["logits"]).all())
+
+    def test_callbacks_get_the_engines_step_and_the_log_counts_this_fits_steps(self):
+        engine = pdist.Engine(self.mlp())
+        engine.fit(self.batches, steps=2)
+        seen, out = [], io.StringIO()
+        with contextlib.redirect_stdout(out):
+            engine.fit(self.batches, steps=3, log_freq=1,
+                       callbacks=[lambda step, loss, seconds: seen.append((step, engine.step))])
+            engine.fit(iter(self.batches[:2]), log_freq=2)  # no count known beforehand
+        self.assertEqual(seen, [(3, 3), (4, 4), (5, 5)])  # was the 0-based count of this call, (0, 3)...
+        self.assertEqual([line.split()[:2] for line in out.getvalue().splitlines()],
+                         [["step", "1/3"], ["step", "2/3"], ["step", "3/3"], ["step", "2"]])
 
     def test_predict_after_fit_classifies_and_agrees_with_evaluate(self):
         engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
@@ -370,6 +597,14 @@ class NumpyBatchTest(unittest.TestCase):
             engine.train_step({"x": batch["x"].astype(self.np.uint8), "labels": batch["labels"]})
         with self.assertRaisesRegex(TypeError, "a batch is a dict"):
             engine.train_step([batch["x"], batch["labels"]])
+        # A key not a str (an int was taken as a char* address: a crash).
+        with self.assertRaisesRegex(TypeError, r"batch key 1 \(a data input's name\) must be str, got int"):
+            engine.train_step({1: batch["x"], "labels": batch["labels"]})
+        with self.assertRaisesRegex(TypeError, "batch key b'x' .* must be str, got bytes"):
+            engine.predict_step({b"x": batch["x"]})
+        # A 0-d array is named as one (np.ascontiguousarray made it f32[1]).
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, r"'x'\): f32\[\], but the model's data input is f32\[8,16\]"):
+            engine.train_step({"x": self.np.float32(1), "labels": batch["labels"]})
         with self.assertRaisesRegex(ValueError, "steps is needed with a token file"):
             engine.fit(DATA)
         self.assertEqual(engine.step, 0)
