@@ -14,6 +14,7 @@
 #include "passes/loss_scaling.h"
 #include "engine/comm_backend.h"
 #include "engine/device_choice.h"
+#include "engine/launched_rank.h"
 #include "engine/timeline_files.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
@@ -29,6 +30,23 @@ double LearningRateSchedule::At(int64_t step) const {
 }
 
 namespace {
+
+// A non-finite value in a batch makes a non-finite loss and, through the gradients, a
+// non-finite update of every parameter it reaches (and the step's error blamed the
+// initialisers): refused before the step, naming where, with the parameters untouched.
+absl::Status CheckFeedsFinite(const exec::Feeds& feeds) {
+  for (const auto& [name, t] : feeds) {
+    if (!ir::IsFloatingPoint(t.dtype()) || !t.device().is_cpu()) continue;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      if (const double v = t.At(i); !std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat("batch input '", name, "' holds ", v, " at flat index ", i, " of ",
+                                                       t.type().ToString(), ": not trained on (the parameters are as "
+                                                       "they were)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 // The kernel fusions, where a launch and a pass over memory cost something (a GPU), unless the
 // options say.
@@ -61,9 +79,9 @@ absl::Status CheckEngineOptions(const EngineOptions& o) {
   if (!(lr.min_ratio >= 0 && lr.min_ratio <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("the decay's min_ratio ", lr.min_ratio, " must be in [0, 1]"));
   }
-  if (!std::isfinite(o.collective_timeout_s) || o.collective_timeout_s <= 0) {
+  if (!(o.collective_timeout_s > 0)) {  // inf is no deadline; NaN and <= 0 none at all
     return absl::InvalidArgumentError(
-        absl::StrCat("collective timeout ", o.collective_timeout_s, " s must be > 0 and finite"));
+        absl::StrCat("collective timeout ", o.collective_timeout_s, " s must be > 0"));
   }
   if (o.gradient_bucket_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("gradient bucket of ", o.gradient_bucket_bytes, " bytes must be >= 0"));
@@ -146,6 +164,21 @@ absl::Status Engine::Prepare() {
                                                    backend_->name, "'): at most ", kMaxInProcessRanks,
                                                    "; run more as processes under pdist-run"));
   }
+  // A launcher's processes that each ran this job alone would train N copies and race on every
+  // file they write (a user probe: pdist-run --nprocs 2 without --strategy exited 0).
+  if (const int64_t launched = LaunchedProcesses(); launched > 1) {
+    if (!backend_->process_per_rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "backend '", backend_->name, "' runs every rank as a thread of one process, but a launcher started ", launched,
+          " processes (WORLD_SIZE ", launched, "): each would train alone; use backend 'gloo' (pdist-run's) or "
+          "start one process"));
+    }
+    if (world_size == 1) {
+      return absl::InvalidArgumentError(absl::StrCat("a launcher started ", launched, " processes (WORLD_SIZE ",
+                                                     launched, ") but the strategy has 1 rank: give a strategy of ",
+                                                     launched, " ranks, e.g. {\"dp_degree\": ", launched, "}"));
+    }
+  }
   if (world_size == 1 && !annotated && !rewritten) return PrepareSingleRank();
   return PrepareDistributed(strategy);
 }
@@ -184,7 +217,9 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   }
   train_ = std::move(programs.train);
   exec::comm::CommConfig config;
-  config.timeout = absl::Seconds(options_.collective_timeout_s);
+  // Past ~290 years a deadline overflows the nanoseconds some backends count in (Gloo's 1e10 s
+  // timed out at once); that far off is no deadline, and is kept as 1e9 s (31 years).
+  config.timeout = absl::Seconds(std::min(options_.collective_timeout_s, kLongestCollectiveTimeoutS));
 
   PDIST_ASSIGN_OR_RETURN(worlds_, backend_->create_world(world_size_, config, device_));
   std::vector<int64_t> ranks;
@@ -281,6 +316,7 @@ absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
+  PDIST_RETURN_IF_ERROR(CheckFeedsFinite(feeds));
   exec::Feeds all = feeds;
   const ir::Value* lr_value = train_.FindArgument(passes::kLearningRateFeed);
   StepResult result;
@@ -309,7 +345,8 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
     return absl::InvalidArgumentError(
         absl::StrCat("loss is ", run.loss, " at step ", step_,
                      step_ == 0 ? " (before any update: check the model's initialisers and attributes)"
-                                : " (diverged: lower the learning rate)"));
+                                : " (diverged: lower the learning rate; the step's update is in the parameters, so "
+                                  "go on from a checkpoint)"));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = run.loss;

@@ -35,6 +35,9 @@ struct LearningRateSchedule {
 
 // The most ranks an in-process backend ("inproc", "inproc-rendezvous") runs as threads.
 inline constexpr int64_t kMaxInProcessRanks = 1024;
+// The farthest collective deadline kept, in seconds (31 years): a longer one overflowed the
+// nanoseconds a backend counts in.
+inline constexpr double kLongestCollectiveTimeoutS = 1e9;
 
 struct EngineOptions {
   passes::OptimizerConfig optimizer;
@@ -52,7 +55,8 @@ struct EngineOptions {
   // as a GPU's is: for testing). A device this build or machine lacks is refused at Create, an
   // op without a kernel for it by name; several ranks on GPUs need backend "nccl".
   std::string device = "cpu";
-  // How long a collective waits for the other ranks before the step fails.
+  // How long a collective waits for the other ranks before the step fails (> 0; beyond
+  // kLongestCollectiveTimeoutS, inf included, as long as that).
   double collective_timeout_s = 300;
   // Run collectives on a communication stream beside the compute (exec::ExecutorOptions).
   bool overlap_communication = true;

@@ -1,4 +1,4 @@
-// BackendFromEnvironment, FollowLauncher.
+// BackendFromEnvironment, LaunchedProcesses, FollowLauncher.
 #include "engine/launched_rank.h"
 
 #include <sys/prctl.h>
@@ -28,6 +28,15 @@ std::string BackendFromEnvironment() {
     if (absl::SimpleAtoi(Env(size_var), &size) && size > 1) return "gloo";
   }
   return "inproc";
+}
+
+int64_t LaunchedProcesses() {
+  for (const char* size_var : {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    if (Env(size_var).empty()) continue;
+    int64_t size = 0;
+    return absl::SimpleAtoi(Env(size_var), &size) && size > 0 ? size : 1;
+  }
+  return 1;
 }
 
 absl::Status FollowLauncher() {

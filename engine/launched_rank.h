@@ -6,6 +6,7 @@
 //   options.backend = BackendFromEnvironment();                        // before parsing flags
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,6 +16,11 @@ namespace pdist::engine {
 // PDIST_BACKEND when the launcher set it (pdist-run does); "gloo" when a launcher that starts one
 // process per rank is recognised (SLURM_NTASKS or OMPI_COMM_WORLD_SIZE > 1); else "inproc".
 std::string BackendFromEnvironment();
+
+// How many processes the launcher started (WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE or
+// PMI_SIZE, the first set); 1 when none is set or it is not a positive number (the backend
+// that reads it names the bad value).
+int64_t LaunchedProcesses();
 
 // When PDIST_LAUNCHER_PID is set (pdist-run sets it for its ranks), asks the kernel to send
 // SIGTERM when this process's parent dies (Linux PR_SET_PDEATHSIG) — the launcher, or a wrapper

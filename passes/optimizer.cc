@@ -43,7 +43,12 @@ absl::Status CheckOptimizerConfig(const OptimizerConfig& config) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   PDIST_RETURN_IF_ERROR(in("beta1", config.beta1, 0, 1, "in [0, 1)"));
   PDIST_RETURN_IF_ERROR(in("beta2", config.beta2, 0, 1, "in [0, 1)"));
-  PDIST_RETURN_IF_ERROR(in("epsilon", config.epsilon, 0, kInf, ">= 0 and finite"));
+  // AdamW divides by sqrt(v) + epsilon: with 0, a parameter whose gradient is 0 (an embedding
+  // row no batch reads) gets 0/0 and the run diverges at once.
+  if (!(config.epsilon > 0 && std::isfinite(config.epsilon))) {
+    return absl::InvalidArgumentError(absl::StrCat("epsilon ", config.epsilon, " must be > 0 and finite (AdamW divides "
+                                                   "by sqrt(v) + epsilon; 1e-8 is the usual)"));
+  }
   PDIST_RETURN_IF_ERROR(in("weight_decay", config.weight_decay, 0, kInf, ">= 0 and finite"));
   return in("momentum", config.momentum, 0, kInf, ">= 0 and finite");
 }

@@ -276,6 +276,15 @@ absl::Status Validate(const Strategy& s, const Json& json, StrategyKeys keys) {
                                                    s.pipeline.split_before.size(), " entries; pp_degree × vpp_degree = ",
                                                    cuts + 1, " stages need ", cuts));
   }
+  // A section is off unless its "enable" says true (Paddle's reading): details given without it
+  // were silently unused ({"sharding": {"stage": 3}} trained without ZeRO; a user probe).
+  for (const char* section : {"sharding", "recompute", "amp", "gradient_merge"}) {
+    if (!json.contains(section) || !json[section].is_object() || json[section].contains("enable")) continue;
+    if (json[section].empty()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy key '", section, ".", json[section].begin().key(), "' without '", section,
+        ".enable': a section without \"enable\": true is off and its keys unused; add \"enable\": true, or remove it"));
+  }
   return absl::OkStatus();
 }
 

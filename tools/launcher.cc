@@ -327,7 +327,15 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("--nprocs ", o.nprocs, ": must be 1..", kMaxProcs));
   }
   absl::StatusOr<const engine::CommBackend*> backend = engine::FindCommBackend(o.backend);
-  if (!backend.ok()) return WithContext(backend.status(), "--backend");
+  if (!backend.ok()) {
+    // Only the backends whose ranks are processes can be launched: name those.
+    std::vector<std::string> launchable;
+    for (const engine::CommBackend& b : engine::CommBackends()) {
+      if (b.process_per_rank) launchable.push_back(b.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("--backend '", o.backend, "': expected ",
+                                                   absl::StrJoin(launchable, " or "), " (ranks that are processes)"));
+  }
   if (!(*backend)->process_per_rank) {
     return absl::InvalidArgumentError(absl::StrCat("--backend ", o.backend, ": its ranks are threads of one process, ",
                                                    "not processes to launch; use `pdist-train --ranks N`"));

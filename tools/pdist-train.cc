@@ -3,6 +3,8 @@
 //   pdist-train model.pb --data data/essay.txt --steps 300 --lr 3e-3 --losses-out losses.json
 //   pdist-train model.pb --data data/essay.txt --strategy dp2mp2.json            # 4 ranks as threads
 //   pdist-run --nprocs 4 -- pdist-train model.pb --data ... --strategy dp2mp2.json --backend gloo
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +43,23 @@ absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engin
   for (const auto& r : results) losses.push_back(r.loss);
   const std::string json = nlohmann::json{{"losses", losses}}.dump() + "\n";
   return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
+}
+
+// Where --save goes, checked before the training (a path under a file, an unwritable place, a
+// missing parent all failed only after the last step): made if missing, and written to once.
+absl::Status CheckCheckpointDirectory(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save '", dir, "' is a file: a checkpoint is a directory (each rank writes its pieces)"));
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--save: cannot make the directory '", dir, "': ", ec.message()));
+  // One name per process: the ranks under pdist-run check at once.
+  const std::string probe = (std::filesystem::path(dir) / absl::StrCat(".pdist-write-check-", ::getpid())).string();
+  absl::Status writable = pdist::ir::WriteFileAtomically(probe, "");
+  std::filesystem::remove(probe, ec);
+  return pdist::WithContext(writable, absl::StrCat("--save '", dir, "' is not writable"));
 }
 
 // Kernel time per op type, largest first, per step.
@@ -89,7 +108,7 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.String("strategy", &f->strategy_path, "strategy JSON file, or the JSON itself (docs/strategy.md)");
   flags.Int("ranks", &f->ranks,
             "in-process ranks (threads); must match the strategy's dp × mp × pp (default: that product; without "
-            "--strategy, N ranks of data parallelism)");
+            "--strategy, N ranks of data parallelism, as are pdist-run's N processes)");
   flags.String("backend", &f->backend, pdist::engine::CommBackendHelp());
   flags.String("device", &f->device,
                "where each rank runs: cpu, cuda (the rank's GPU: LOCAL_RANK under pdist-run), cuda:N, or cpu:N "
@@ -160,11 +179,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   if (!f.losses_out.empty()) {
     PDIST_RETURN_IF_ERROR(pdist::WithContext(pdist::ir::CheckOutputPath(f.losses_out), "--losses-out"));
   }
-  std::error_code ec;
-  if (!f.save.empty() && std::filesystem::exists(f.save, ec) && !std::filesystem::is_directory(f.save, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--save '", f.save, "' is a file: a checkpoint is a directory (each rank writes its pieces)"));
-  }
+  if (!f.save.empty()) PDIST_RETURN_IF_ERROR(CheckCheckpointDirectory(f.save));
   PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
   if (f.ranks > 0 && backend->process_per_rank) {
     return absl::InvalidArgumentError(
@@ -172,6 +187,11 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   }
   if (options.strategy_json.empty() && f.ranks > 1) {
     options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", f.ranks);  // plain data parallelism
+  }
+  // Under pdist-run (srun, mpirun) the processes are the ranks: without a strategy, as many of
+  // data parallelism (each used to train alone, racing on every file it wrote).
+  if (options.strategy_json.empty() && backend->process_per_rank && engine::LaunchedProcesses() > 1) {
+    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", engine::LaunchedProcesses());
   }
   return options;
 }
@@ -224,7 +244,9 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   int64_t done = 0;
   std::map<std::string, double> op_seconds;  // summed over steps after the first (warm-up)
   absl::Status eval_status;
+  std::vector<engine::StepResult> trained;  // kept here too: a step that fails returns none of them
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
+    trained.push_back(r);
     seconds += r.seconds;
     if (++done == 1) first_step_seconds = r.seconds;
     if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
@@ -251,7 +273,11 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
     return true;
   });
   if (!quiet) bar.Finish();
-  PDIST_RETURN_IF_ERROR(results.status());
+  if (!results.ok()) {
+    // The losses of the steps that ran are still a result (a divergence's curve, above all).
+    if (reporter && !f.losses_out.empty() && !trained.empty()) WriteLosses(f.losses_out, trained).IgnoreError();
+    return results.status();
+  }
   PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
   if (reporter && !results->empty()) {
     // The rate leaves out the first step when there are others: it pays one-time costs (the
@@ -267,9 +293,10 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
                  warm ? absl::StrCat(" (steps 2-", done, ")").c_str() : "",
                  tools::HumanCount(static_cast<double>(results->back().peak_bytes)).append("B").c_str());
     if (results->back().loss_scale) {
+      // The count is the run's, kept in checkpoints: out of every step since the first, not this call's.
       std::fprintf(stderr, "pdist-train: float16 loss scale %g at the end; %lld of %lld steps skipped on overflow\n",
                    *results->back().loss_scale, static_cast<long long>(results->back().skipped_steps),
-                   static_cast<long long>(results->size()));
+                   static_cast<long long>(results->back().step + 1));
     }
   }
   if (held_out != nullptr) {
@@ -278,9 +305,15 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
                                static_cast<long long>(f.eval_batches), f.eval_data.c_str());
   }
   if (reporter && f.profile && done > 1) PrintProfile(op_seconds, done - 1);
-  if (reporter && !f.losses_out.empty()) PDIST_RETURN_IF_ERROR(WriteLosses(f.losses_out, *results));
-  if (!f.save.empty()) PDIST_RETURN_IF_ERROR(trainer.Save(f.save));
-  return absl::OkStatus();
+  // The checkpoint first, and each output whatever became of the other: a losses file that could
+  // not be written lost the trained model.
+  const absl::Status saved = f.save.empty() ? absl::OkStatus() : trainer.Save(f.save);
+  const absl::Status losses =
+      reporter && !f.losses_out.empty() ? WriteLosses(f.losses_out, *results) : absl::OkStatus();
+  if (!saved.ok() && !losses.ok()) {
+    return absl::Status(saved.code(), absl::StrCat(saved.message(), "; and ", losses.message()));
+  }
+  return saved.ok() ? losses : saved;
 }
 
 // One rank's peak TFLOP/s for the model's dtype from --cluster (a file, or a preset sized to the

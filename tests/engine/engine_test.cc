@@ -13,6 +13,7 @@
 #include "engine/token_batches.h"
 #include "ir/models/gpt.h"
 #include "ir/models/llama.h"
+#include "ir/models/mlp.h"
 #include "ir/parser.h"
 #include "tests/testing/temp_path.h"
 
@@ -195,6 +196,31 @@ TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {
 
 // Options no run can mean are refused at Create, naming the value: pdist-train's flags, the C
 // API's config and Python's keywords all arrive here (the optimizer's through its pass).
+// A batch with a nan is refused before the step, naming where, and leaves the parameters as
+// they were (the step ran: every parameter became nan, and the error blamed the initialisers).
+TEST(EngineTest, ANonFiniteBatchIsRefusedAndTrainsNothing) {
+  absl::StatusOr<ir::Program> mlp = ir::models::BuildMlp({});
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  auto engine = Engine::Create(std::move(*mlp), {});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  exec::Tensor x = exec::Tensor::Zeros({{8, 16}, ir::DataType::kFloat32});
+  exec::Tensor labels = exec::Tensor::Zeros({{8, 1}, ir::DataType::kInt64});
+  for (int64_t i = 0; i < 8 * 16; ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2;
+  const exec::Feeds good = {{"x", x}, {"labels", labels}};
+  absl::StatusOr<double> before = (*engine)->EvalStep(good);
+  ASSERT_TRUE(before.ok()) << before.status();
+  exec::Tensor bad = x.Clone();
+  bad.data<float>()[21] = std::nanf("");
+  absl::StatusOr<StepResult> refused = (*engine)->TrainStep({{"x", bad}, {"labels", labels}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("batch input 'x' holds nan at flat index 21 of f32[8,16]"));
+  EXPECT_EQ((*engine)->step(), 0);
+  absl::StatusOr<double> after = (*engine)->EvalStep(good);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *before);
+}
+
 TEST(EngineTest, OptionsOutOfRangeAreRefusedNamingTheValue) {
   struct Case {
     std::function<void(EngineOptions&)> set;
@@ -207,11 +233,12 @@ TEST(EngineTest, OptionsOutOfRangeAreRefusedNamingTheValue) {
       {[](EngineOptions& o) { o.lr.warmup_steps = -5; }, "warm-up steps -5 must be >= 0"},
       {[](EngineOptions& o) { o.lr.decay_steps = -1; }, "decay steps -1 must be >= 0"},
       {[](EngineOptions& o) { o.lr.min_ratio = 2; }, "the decay's min_ratio 2 must be in [0, 1]"},
-      {[](EngineOptions& o) { o.collective_timeout_s = 0; }, "collective timeout 0 s must be > 0 and finite"},
+      {[](EngineOptions& o) { o.collective_timeout_s = 0; }, "collective timeout 0 s must be > 0"},
       {[](EngineOptions& o) { o.gradient_bucket_bytes = -1; }, "gradient bucket of -1 bytes must be >= 0"},
       {[](EngineOptions& o) { o.optimizer.beta1 = 1.5; }, "pass 'optimizer': beta1 1.5 must be in [0, 1)"},
       {[](EngineOptions& o) { o.optimizer.beta2 = 1; }, "pass 'optimizer': beta2 1 must be in [0, 1)"},
-      {[](EngineOptions& o) { o.optimizer.epsilon = -1e-8; }, "epsilon -1e-08 must be >= 0 and finite"},
+      {[](EngineOptions& o) { o.optimizer.epsilon = -1e-8; }, "epsilon -1e-08 must be > 0 and finite"},
+      {[](EngineOptions& o) { o.optimizer.epsilon = 0; }, "epsilon 0 must be > 0 and finite (AdamW divides"},
       {[](EngineOptions& o) { o.optimizer.weight_decay = -1; }, "weight_decay -1 must be >= 0 and finite"},
       {[](EngineOptions& o) {
          o.optimizer.type = passes::OptimizerType::kMomentum;

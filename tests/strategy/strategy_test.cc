@@ -139,6 +139,17 @@ TEST(StrategyTest, ErrorsNameTheKey) {
   EXPECT_NE(ErrorOf("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(ErrorOf("").find("not valid JSON"), std::string::npos);  // an empty file is no strategy
+  // A section's keys without its "enable" were unused without a word (ZeRO-3 asked, none run).
+  for (const char* json : {R"({"dp_degree": 2, "sharding": {"stage": 3}})", R"({"recompute": {"granularity": "full"}})",
+                           R"({"amp": {"dtype": "bfloat16"}})", R"({"gradient_merge": {"k_steps": 2}})"}) {
+    EXPECT_NE(ErrorOf(json).find("without '"), std::string::npos) << json;
+    EXPECT_NE(ErrorOf(json).find("add \"enable\": true"), std::string::npos) << json;
+  }
+  EXPECT_NE(ErrorOf(R"({"sharding": {"stage": 2}})").find("'sharding.stage' without 'sharding.enable'"),
+            std::string::npos);
+  // Off said in so many words, or an empty section: the keys are unused, as Paddle reads them.
+  EXPECT_TRUE(ParseStrategy(R"({"dp_degree": 2, "sharding": {"enable": false, "stage": 3}})").ok());
+  EXPECT_TRUE(ParseStrategy(R"({"amp": {}})").ok());
 }
 
 }  // namespace

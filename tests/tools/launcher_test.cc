@@ -327,7 +327,7 @@ TEST(LaunchOptionsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(error([](LaunchOptions& b) { b.command.clear(); }), HasSubstr("no command to run"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.backend = "inproc"; }), HasSubstr("use `pdist-train --ranks N`"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.backend = "mpi"; }),
-              HasSubstr("--backend: backend 'mpi': expected inproc or inproc-rendezvous or gloo or nccl"));
+              HasSubstr("--backend 'mpi': expected gloo or nccl (ranks that are processes)"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.master_port = 70000; }), HasSubstr("--master-port 70000"));
   EXPECT_THAT(error([](LaunchOptions& b) { b.timeout = absl::Seconds(-1); }), HasSubstr("--timeout-s -1"));
   // Launch checks the same, before starting anything.
