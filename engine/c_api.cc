@@ -127,8 +127,15 @@ pdist_status pdist_engine_create_from_file(const char* model_path, const pdist_e
 pdist_status pdist_engine_create_from_bytes(const void* model_bytes, size_t size, const pdist_engine_config* config,
                                             pdist_engine** engine) {
   if (model_bytes == nullptr) return Fail("model bytes are NULL");
-  return Create(pdist::ir::DeserializeProgram(std::string_view(static_cast<const char*>(model_bytes), size)), config,
-                engine);
+  // What a model file holds: a model.pb's bytes or the program's text (pdist_program_print's), the
+  // C string's NUL included or not.
+  const std::string_view bytes(static_cast<const char*>(model_bytes), size);
+  absl::StatusOr<pdist::ir::Program> program = pdist::ir::DecodeProgram(bytes);
+  if (!program.ok() && !bytes.empty() && bytes.back() == '\0') {
+    absl::StatusOr<pdist::ir::Program> text = pdist::ir::DecodeProgram(bytes.substr(0, bytes.find_last_not_of('\0') + 1));
+    if (text.ok()) program = std::move(text);
+  }
+  return Create(std::move(program), config, engine);
 }
 
 void pdist_engine_destroy(pdist_engine* engine) { delete engine; }

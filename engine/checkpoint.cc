@@ -37,10 +37,25 @@ absl::Status UnknownCheckpointTensor(const std::string& source, const std::strin
       if (v != nullptr && v->role() == ir::ValueRole::kParameter) owner = param;
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      source, " has tensor '", name, "' that the model does not have",
-      owner.empty() ? "" : absl::StrCat(": a state of parameter '", owner,
-                                        "' this run's optimizer does not keep (saved with another --optimizer?)")));
+  std::string hint;
+  if (!owner.empty()) {
+    hint = absl::StrCat(": a state of parameter '", owner,
+                        "' this run's optimizer does not keep (saved with another --optimizer?)");
+  } else if (name.ends_with(".master") && program.FindArgument(name.substr(0, name.size() - 7)) != nullptr) {
+    hint = absl::StrCat(": the f32 master weight amp o2 keeps for '", name.substr(0, name.size() - 7),
+                        "' (saved under amp o2: resume with the same amp settings)");
+  } else if (name.starts_with("amp.")) {
+    hint = ": float16 loss scaling's state (saved under amp float16: resume with the same amp settings)";
+  }
+  return absl::InvalidArgumentError(absl::StrCat(source, " has tensor '", name, "' that the model does not have", hint));
+}
+
+absl::Status CheckpointTypeMismatch(const std::string& source, const std::string& name, const ir::TensorType& saved,
+                                    const ir::TensorType& model) {
+  const bool dtype_only = saved.shape == model.shape && saved.dtype != model.dtype;
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": tensor '", name, "' is ", saved.ToString(), ", the model has ", model.ToString(),
+                   dtype_only ? " (saved under another amp level or model dtype? resume with the same ones)" : ""));
 }
 
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {

@@ -34,6 +34,11 @@ absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& pat
 // the name is a state of one of its parameters ("w.beta1_pow"), it says so: a checkpoint of
 // another optimizer.
 absl::Status UnknownCheckpointTensor(const std::string& source, const std::string& name, const ir::Program& program);
+
+// A tensor the checkpoint holds as `saved` and the model as `model`: InvalidArgument naming both,
+// with a hint where only the dtype differs (saved under another amp level or model dtype).
+absl::Status CheckpointTypeMismatch(const std::string& source, const std::string& name, const ir::TensorType& saved,
+                                    const ir::TensorType& model);
 // Errors name the path and what is wrong (not a checkpoint, truncated, a checksum that does not
 // match and in which tensor, an unknown version, a field out of range, trailing bytes). A
 // directory is read as a sharded checkpoint (engine/sharded_checkpoint.h), every tensor whole.

@@ -225,10 +225,7 @@ absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std:
     }
     const ir::TensorType global =
         rank_ < 0 ? arg->type() : ir::TensorType{ir::GlobalShapeOf(*arg->dist_attr(), arg->type().shape), arg->type().dtype};
-    if (it->second.type() != global) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": tensor '", arg->name(), "' is ",
-                                                     it->second.type().ToString(), ", the model has ", global.ToString()));
-    }
+    if (it->second.type() != global) return CheckpointTypeMismatch(source, arg->name(), it->second.type(), global);
     if (rank_ < 0) {
       next[arg->name()] = it->second;
     } else {

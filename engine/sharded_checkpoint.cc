@@ -301,10 +301,7 @@ absl::StatusOr<Checkpoint> ReadShardsFor(const std::string& dir, const ir::Progr
     auto it = index.tensors.find(v->name());
     if (it == index.tensors.end()) return absl::InvalidArgumentError(absl::StrCat(source, " has no tensor '", v->name(), "'"));
     const ir::TensorType whole{global, v->type().dtype};
-    if (it->second.type != whole) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": tensor '", v->name(), "' is ", it->second.type.ToString(),
-                                                     ", the model has ", whole.ToString()));
-    }
+    if (it->second.type != whole) return CheckpointTypeMismatch(source, v->name(), it->second.type, whole);
     ir::LocalSlice box = WholeBox(global);
     if (pieced) {
       PDIST_ASSIGN_OR_RETURN(box, ir::SliceOf(*v->dist_attr(), global, rank));

@@ -99,6 +99,29 @@ absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, cons
   const onnx::TypeProto::Tensor& t = input.type().tensor_type();
   PDIST_ASSIGN_OR_RETURN(ir::DataType dtype, DataTypeOfOnnx(t.elem_type()));
   if (auto given = options.input_shapes.find(input.name()); given != options.input_shapes.end()) {
+    // Only the graph's symbolic dims are the user's to give: a shape of another rank, or another
+    // value for a fixed dim, imported and failed later (pdist-train: "must be [batch, seq], got i64[8]").
+    if (t.has_shape()) {
+      std::vector<std::string> dims;
+      for (const onnx::TensorShapeProto::Dimension& dim : t.shape().dim()) {
+        dims.push_back(dim.has_dim_value() ? absl::StrCat(dim.dim_value()) : dim.has_dim_param() ? dim.dim_param() : "?");
+      }
+      const std::string graph = absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+      if (static_cast<int>(given->second.size()) != t.shape().dim_size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--input-shape ", input.name(), ": ", given->second.size(),
+                                                       " dims given, but the graph's input is ", graph, " (",
+                                                       t.shape().dim_size(), " dims)"));
+      }
+      for (int d = 0; d < t.shape().dim_size(); ++d) {
+        const onnx::TensorShapeProto::Dimension& dim = t.shape().dim(d);
+        if (dim.has_dim_value() && dim.dim_value() != given->second[static_cast<size_t>(d)]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--input-shape ", input.name(), ": dim ", d, " is ", given->second[static_cast<size_t>(d)],
+              ", but the graph fixes it at ", dim.dim_value(), " (", graph, "); only its symbolic dims can be given "
+              "(export with dynamic axes to change it)"));
+        }
+      }
+    }
     ir::TensorType type{ir::Shape(given->second.begin(), given->second.end()), dtype};
     if (absl::Status s = ir::CheckTensorType(type); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("the shape given for input '", input.name(), "': ", s.message()));

@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/checked_math.h"
@@ -262,6 +263,11 @@ absl::StatusOr<Cluster> ClusterPreset(std::string_view name_view, int64_t device
     return absl::InvalidArgumentError(absl::StrCat("cluster preset '", name, "': ", devices,
                                                    " devices do not fill 8-device nodes (use 1-8 or a multiple of 8)"));
   }
+  // A strategy's ranks are bounded so (2^40 devices searched for minutes, uninterruptibly from Python).
+  if (devices > ir::ProcessMesh::kMaxProcesses) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster preset '", name, "': ", devices, " devices: at most ",
+                                                   ir::ProcessMesh::kMaxProcesses, ", the largest job pdist plans"));
+  }
   const int64_t nodes = devices <= 8 ? 1 : devices / 8;
   // A100: 600 GB/s bidirectional NVLink3, measured 230 GB/s all-reduce busbw; 8×200 Gb/s HDR,
   // 188 GB/s for two nodes. H100/H200: 900 GB/s NVLink4, 365 GB/s with the ring (NVLS's 480 is
@@ -324,6 +330,11 @@ absl::StatusOr<Cluster> ClusterFromFileOrPreset(const std::string& file_or_prese
                                                      " has ", c->num_devices(), " (nodes × devices_per_node)"));
     }
     return c;
+  }
+  // A name no preset has that reads as a path is a missing file, not a preset without its count.
+  if (file_or_preset.find('/') != std::string::npos || absl::EndsWith(file_or_preset, ".json")) {
+    return absl::NotFoundError(absl::StrCat("cluster file '", file_or_preset, "' does not exist (presets: ",
+                                            absl::StrJoin(ClusterPresetNames(), ", "), ")"));
   }
   if (devices < 1) {
     return absl::InvalidArgumentError(absl::StrCat("the number of devices is needed with the preset '", file_or_preset,

@@ -65,6 +65,22 @@ TEST(CApiTest, GarbageBytesAreInvalidArgument) {
   EXPECT_STRNE(pdist_last_error(), "");
 }
 
+// From memory as from a file: the program's text too, with or without the C string's NUL (the
+// docs said "the same from memory"; text was refused as "not a pdist model.pb").
+TEST(CApiTest, BytesMayHoldTheProgramsText) {
+  const std::string model = WriteTinyModel();
+  pdist_program* program = nullptr;
+  ASSERT_EQ(pdist_program_load(model.c_str(), &program), PDIST_OK) << pdist_last_error();
+  const std::string text = pdist_program_print(program);
+  pdist_program_destroy(program);
+  for (size_t size : {text.size(), text.size() + 1}) {
+    pdist_engine* engine = nullptr;
+    EXPECT_EQ(pdist_engine_create_from_bytes(text.c_str(), size, nullptr, &engine), PDIST_OK) << pdist_last_error();
+    EXPECT_NE(engine, nullptr);
+    pdist_engine_destroy(engine);
+  }
+}
+
 TEST(CApiTest, BadConfigNamesTheField) {
   const std::string model = WriteTinyModel();
   pdist_engine_config cfg;

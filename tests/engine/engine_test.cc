@@ -148,6 +148,29 @@ TEST(EngineTest, LoadRejectsCheckpointOfAnotherModel) {
   std::remove(path.c_str());
 }
 
+// A checkpoint saved under other amp settings says so (it named a tensor, or two dtypes, and
+// no cause).
+TEST(EngineTest, LoadUnderOtherAmpSettingsSaysSo) {
+  auto engine = [](const std::string& strategy) {
+    auto program = ir::models::BuildGpt(SmallGpt());
+    EXPECT_TRUE(program.ok()) << program.status();
+    EngineOptions o = FastOptions();
+    o.strategy_json = strategy;
+    auto e = Engine::Create(std::move(*program), o);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return std::move(*e);
+  };
+  const std::string o2 = pdist::testing::UniqueTempPath("o2.ckpt"), f16 = pdist::testing::UniqueTempPath("f16.ckpt");
+  ASSERT_TRUE(engine(R"({"amp": {"enable": true, "dtype": "bfloat16", "level": "o2"}})")->Save(o2).ok());
+  ASSERT_TRUE(engine(R"({"amp": {"enable": true, "dtype": "float16", "level": "o1"}})")->Save(f16).ok());
+  absl::Status status = engine("{}")->Load(o2);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("the f32 master weight amp o2 keeps for"));
+  status = engine("{}")->Load(f16);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("float16 loss scaling's state"));
+  status = engine(R"({"amp": {"enable": true, "dtype": "float16", "level": "o2"}})")->Load(o2);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("saved under another amp level or model dtype?"));
+}
+
 // Profiling times the kernels of both streams: the matmuls on the compute thread and the
 // gradient all-reduce on the communication stream (data parallel over 2 in-process ranks).
 TEST(EngineTest, ProfileTimesComputeAndCommunicationKernels) {

@@ -266,6 +266,15 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   absl::StatusOr<OnnxImport> fixed = Import(symbolic, shaped);
   ASSERT_TRUE(fixed.ok()) << fixed.status();
   EXPECT_EQ(fixed->program.FindArgument("tokens")->type().shape, (ir::Shape{8, 16}));
+  // Another rank, or another value for a fixed dim, is refused at import (it imported, and
+  // pdist-train said "must be [batch, seq], got i64[8]").
+  shaped.input_shapes["tokens"] = {8};
+  EXPECT_THAT(std::string(Import(symbolic, shaped).status().message()),
+              HasSubstr("--input-shape tokens: 1 dims given, but the graph's input is [8, seq] (2 dims)"));
+  shaped.input_shapes["tokens"] = {4, 16};
+  EXPECT_THAT(std::string(Import(symbolic, shaped).status().message()),
+              HasSubstr("--input-shape tokens: dim 0 is 4, but the graph fixes it at 8 ([8, seq])"));
+  shaped.input_shapes["tokens"] = {8, 16};
   shaped.input_shapes["nope"] = {1};
   EXPECT_THAT(std::string(Import(symbolic, shaped).status().message()), HasSubstr("--input-shape names 'nope', which is not a graph input"));
 

@@ -53,6 +53,21 @@ TEST(ClusterPresetTest, FillsNodesOfEightWithDataSheetNumbers) {
   EXPECT_NE(int_peak.status().message().find("lists bf16, f16, f32, f64"), std::string::npos) << int_peak.status();
 }
 
+// A path that is not there is a missing file (it was "the number of devices is needed with
+// the preset '/tmp/nope.json'"); a preset of more devices than a job can have is refused before
+// a search over them (2^40 devices searched for minutes).
+TEST(ClusterPresetTest, AMissingFileAndAnAbsurdCountAreNamed) {
+  absl::StatusOr<Cluster> missing = ClusterFromFileOrPreset("/nonexistent/nope.json", 0);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("cluster file '/nonexistent/nope.json' does not exist"), std::string::npos)
+      << missing.status();
+  absl::StatusOr<Cluster> huge = ClusterFromFileOrPreset("dgx-a100", int64_t{1} << 40);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("1099511627776 devices: at most 1048576"), std::string::npos) << huge.status();
+  EXPECT_TRUE(ClusterFromFileOrPreset("dgx-a100", 1 << 20).ok());
+}
+
 TEST(ParseClusterTest, WrittenJsonReadsBack) {
   for (const std::string& name : ClusterPresetNames()) {
     auto preset = ClusterPreset(name, 32);
