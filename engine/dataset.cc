@@ -24,10 +24,10 @@ uint64_t SplitMix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// Token files are read whole; up to 64 GiB (the machine's memory is the real limit).
+// Data files (text or tokens) are read whole; up to 64 GiB (the machine's memory is the real limit).
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   absl::StatusOr<std::string> bytes = ir::ReadFileToString(path, int64_t{64} << 30);
-  if (!bytes.ok()) return WithContext(bytes.status(), "token file");
+  if (!bytes.ok()) return WithContext(bytes.status(), "data file");
   return bytes;
 }
 

@@ -153,6 +153,15 @@ absl::Status Engine::Prepare() {
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
+  // Micro-batches cut a program before it is placed; placements the user gave cannot follow
+  // (it said "micro-batches: split the program before it is annotated").
+  if (annotated && strategy.MicroBatched()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the program's own placements (shard_tensor, or the strategy's annotations) run without micro-batches, but "
+        "the strategy has ", strategy.pp_degree > 1 ? absl::StrCat("pp_degree ", strategy.pp_degree) : "",
+        strategy.pp_degree > 1 ? " and " : "", strategy.MicroBatches(), " micro-batches: leave the placements to "
+        "the degrees (dp, mp, sp), or train in one micro-batch on one stage"));
+  }
   // One rank runs the plain pipeline unless the strategy rewrites its program.
   const bool rewritten = strategy.MicroBatches() > 1 || strategy.recompute.enable || strategy.amp.enable;
   const int64_t world_size = passes::WorldSizeOf(strategy, forward_);
@@ -251,10 +260,17 @@ Engine::~Engine() {
 }
 
 absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
+  // A deadline's error says which option sets it (the communicators cannot: they serve every caller).
+  auto with_deadline = [this](absl::Status status) {
+    if (!absl::IsDeadlineExceeded(status)) return status;
+    return absl::Status(status.code(), absl::StrCat(status.message(), " (the deadline is the collective timeout, ",
+                                                    options_.collective_timeout_s,
+                                                    " s: pdist-train --collective-timeout-s, collective_timeout_s)"));
+  };
   if (runners_.size() == 1) {
     absl::Status status = fn(0, *runners_[0]);
     if (!status.ok() && !worlds_.empty()) worlds_[0]->Abort();  // peers in other processes stop waiting
-    return status;
+    return with_deadline(status);
   }
   std::vector<absl::Status> statuses(runners_.size());
   std::vector<std::thread> threads;
@@ -272,11 +288,11 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   // The root cause: a failure that is not another rank's abort.
   for (size_t i = 0; i < statuses.size(); ++i) {
     if (!statuses[i].ok() && !absl::IsAborted(statuses[i])) {
-      return WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+      return with_deadline(WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank())));
     }
   }
   for (size_t i = 0; i < statuses.size(); ++i) {
-    if (!statuses[i].ok()) return WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
+    if (!statuses[i].ok()) return with_deadline(WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank())));
   }
   return absl::OkStatus();
 }

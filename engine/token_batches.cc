@@ -1,7 +1,11 @@
 // DatasetOptionsForModel and BatchesFrom.
 #include "engine/token_batches.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/status.h"
 
 namespace pdist::engine {
@@ -10,8 +14,13 @@ absl::StatusOr<TokenDatasetOptions> DatasetOptionsForModel(const ir::Program& mo
   const ir::Value* tokens = model.FindArgument("tokens");
   const ir::Value* labels = model.FindArgument("labels");
   if (tokens == nullptr || labels == nullptr) {
-    return absl::InvalidArgumentError(
-        "the model has no data inputs named 'tokens' and 'labels'; token datasets need a language model");
+    // Name what is missing: an imported model without --loss has its tokens but no labels.
+    std::vector<std::string> missing;
+    if (tokens == nullptr) missing.push_back("'tokens'");
+    if (labels == nullptr) missing.push_back("'labels'");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has no data input ", absl::StrJoin(missing, " or "), "; token datasets need a language model",
+        model.loss() == nullptr ? " with a loss (it has none: pdist-import --loss cross_entropy adds one)" : ""));
   }
   if (tokens->type().rank() != 2) {
     return absl::InvalidArgumentError(absl::StrCat("model input 'tokens' must be [batch, seq], got ",

@@ -57,12 +57,17 @@ absl::Status CheckEveryOpIsSupported(const onnx::GraphProto& graph) {
     if (default_domain && Converters().contains(node.op_type())) continue;
     const std::string key = default_domain ? node.op_type() : absl::StrCat(node.domain(), "::", node.op_type());
     Missing& m = missing[key];
-    if (m.count++ == 0) m.first = node.name();
+    // An unnamed node (PyTorch names its nodes; other exporters may not) by its first output.
+    if (m.count++ == 0) {
+      m.first = !node.name().empty() ? absl::StrCat("'", node.name(), "'")
+                : node.output_size() > 0 ? absl::StrCat("unnamed, output '", node.output(0), "'")
+                                         : std::string("unnamed");
+    }
   }
   if (missing.empty()) return absl::OkStatus();
   std::vector<std::string> lines;
   for (const auto& [type, m] : missing) {
-    lines.push_back(absl::StrCat(type, " (", m.count, m.count == 1 ? " node" : " nodes", ", first '", m.first, "')"));
+    lines.push_back(absl::StrCat(type, " (", m.count, m.count == 1 ? " node" : " nodes", ", first ", m.first, ")"));
   }
   std::vector<std::string> supported;
   for (const auto& [type, _] : Converters()) supported.push_back(type);

@@ -256,6 +256,19 @@ absl::Status AnnotationPlanner::Add(const Value* v, int64_t dp_dim, int64_t mp_d
 }
 
 absl::Status AnnotationPlanner::PlanData() {
+  // Without degrees, a program the user annotated on a mesh of several processes places its data
+  // itself: completion spreads that mesh. Data annotated on the strategy's one process would put
+  // the program on two meshes ({0} and the user's), which no rank's program could be cut from.
+  if (s_.dp_degree == 1 && s_.mp_degree == 1) {
+    for (int64_t id = 0; id < program_.num_values(); ++id) {
+      const Value* v = program_.FindValue(id);
+      if (v->dist_attr() && v->dist_attr()->mesh.size() > 1) {
+        plan_.notes.push_back("data inputs: left to completion (the program is annotated on a mesh of several "
+                              "processes and the strategy has one rank)");
+        return absl::OkStatus();
+      }
+    }
+  }
   for (const Value* v : program_.block().arguments()) {
     if (v->role() != ir::ValueRole::kDataInput || v->type().rank() == 0 || v->name() == "learning_rate") continue;
     PDIST_RETURN_IF_ERROR(Add(v, 0, -1, "data input", "the batch",

@@ -14,8 +14,10 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/comm_backend.h"
 #include "ir/status.h"
@@ -370,8 +372,13 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
-  if (absl::Status s = ValidateLaunchOptions(options); !s.ok()) return s;
+absl::StatusOr<LaunchResult> Launch(const LaunchOptions& given) {
+  if (absl::Status s = ValidateLaunchOptions(given); !s.ok()) return s;
+  LaunchOptions options = given;
+  if (options.job_prefix.empty() && options.nnodes == 1) {
+    std::random_device entropy;
+    options.job_prefix = absl::StrFormat("pdist-%08x%08x", entropy(), entropy());
+  }
   if (!options.rendezvous_dir.empty()) {
     if (absl::Status s = PrepareRendezvousDir(options.rendezvous_dir); !s.ok()) return s;
   }
@@ -385,8 +392,12 @@ absl::StatusOr<LaunchResult> Launch(const LaunchOptions& options) {
   absl::StatusOr<std::unique_ptr<SignalRelay>> relay = SignalRelay::Install(options.forward_signals);
   if (!relay.ok()) return relay.status();
   Job job(options, **relay);
-  if (absl::Status s = job.Start(port); !s.ok()) return s;
-  return job.Run();
+  const absl::Status started = job.Start(port);
+  absl::StatusOr<LaunchResult> result = started.ok() ? job.Run() : absl::StatusOr<LaunchResult>(started);
+  // Every rank of this node has exited; with one node, every rank of the job (several nodes share
+  // the directory, and another may still be reading it).
+  if (!options.rendezvous_dir.empty() && options.nnodes == 1) ClearRendezvousDir(options.rendezvous_dir);
+  return result;
 }
 
 }  // namespace pdist::tools

@@ -35,6 +35,11 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   std::string backend = "gloo";    // PDIST_BACKEND; only gloo has ranks that are processes
   std::string rendezvous_dir;      // PDIST_RENDEZVOUS_DIR when set: created if missing, must be empty
+  // PDIST_RENDEZVOUS_PREFIX, under which every rank's store keys go: one job's own, so that a rank
+  // of another job on the same port or directory reads and writes none of this one's (two jobs
+  // given one --master-port killed each other). Launch draws one for a one-node job; with several
+  // nodes they cannot agree on a random one, and an inherited PDIST_RENDEZVOUS_PREFIX is kept.
+  std::string job_prefix;
   int master_port = 0;             // MASTER_PORT; 0: a free port, found by binding port 0
   absl::Duration timeout = absl::ZeroDuration();  // stop the whole job after this; 0: never
   absl::Duration grace = absl::Seconds(2);        // SIGTERM → SIGKILL

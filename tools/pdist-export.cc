@@ -107,7 +107,7 @@ int Main(int argc, char** argv) {
   if (!program.ok()) return Fail(2, std::string(program.status().message()));
   if (!strategy_path.empty()) {
     program = Distribute(*std::move(program), strategy_path, rank, which);
-    if (!program.ok()) return Fail(2, program.status().ToString());
+    if (!program.ok()) return Fail(2, std::string(program.status().message()));
   }
   if (absl::Status s = Write(*program, emit, output); !s.ok()) return Fail(1, std::string(s.message()));
 

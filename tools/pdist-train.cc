@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/comm_backend.h"
 #include "engine/engine.h"
 #include "engine/launched_rank.h"
@@ -38,10 +40,17 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engine::StepResult>& results) {
+// {"losses": [...]} and, with --eval-data, {"held_out": [{"step": 100, "loss": 2.31}, ...]}.
+absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engine::StepResult>& results,
+                         const std::vector<std::pair<int64_t, double>>& held_out) {
   nlohmann::json losses = nlohmann::json::array();
   for (const auto& r : results) losses.push_back(r.loss);
-  const std::string json = nlohmann::json{{"losses", losses}}.dump() + "\n";
+  nlohmann::json out = {{"losses", losses}};
+  if (!held_out.empty()) {
+    out["held_out"] = nlohmann::json::array();
+    for (const auto& [step, loss] : held_out) out["held_out"].push_back({{"step", step}, {"loss", loss}});
+  }
+  const std::string json = out.dump() + "\n";
   return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
 }
 
@@ -77,10 +86,25 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
   }
 }
 
+// Ctrl-C or SIGTERM while in-process ranks train: the step running finishes, then the run ends
+// as a finished one does (checkpoint, losses) and exits 128 + the signal. A second one stops at
+// once. Ranks that are processes keep the default: they could stop at different steps, and the
+// save's collectives would wait for a rank that went on.
+volatile std::sig_atomic_t interrupted = 0;
+
+void StopAfterThisStep(int signo) {
+  if (interrupted != 0) {
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+    return;
+  }
+  interrupted = signo;
+}
+
 // Every flag of the tool, as given.
 struct TrainFlags {
   std::string data, data_format = "text", strategy_path, losses_out, optimizer = "adamw", save, load, eval_data, cluster;
-  int64_t eval_every = 0, eval_batches = 4;
+  int64_t eval_every = 0, eval_batches = 4, save_every = 0;
   bool eval_batches_given = false;  // the default shrinks to a small held-out file; a given count does not
   std::string backend = "inproc";
   std::string device = "cpu";
@@ -127,6 +151,7 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
                "write the last step's timeline here: a Chrome trace per rank (rank<k>.trace.json, for Perfetto or "
                "chrome://tracing) and pipeline.svg, a row per rank (docs/pipeline.md)");
   flags.String("save", &f->save, "write a checkpoint into this directory at the end (each rank its own pieces)");
+  flags.Int("save-every", &f->save_every, "also every N steps (each save replaces the last whole; 0: at the end only)");
   flags.String("load", &f->load, "resume from this checkpoint (saved under any strategy)");
   flags.Bool("quiet", &f->quiet, "no progress bar");
   flags.Double("peak-tflops", &f->peak_tflops,
@@ -178,6 +203,10 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   // Where the results go, checked before the training rather than after it.
   if (!f.losses_out.empty()) {
     PDIST_RETURN_IF_ERROR(pdist::WithContext(pdist::ir::CheckOutputPath(f.losses_out), "--losses-out"));
+  }
+  if (f.save_every < 0) return absl::InvalidArgumentError(absl::StrFormat("--save-every %d must be >= 0", f.save_every));
+  if (f.save_every > 0 && f.save.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--save-every %d needs --save DIR", f.save_every));
   }
   if (!f.save.empty()) PDIST_RETURN_IF_ERROR(CheckCheckpointDirectory(f.save));
   PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
@@ -245,16 +274,24 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   std::map<std::string, double> op_seconds;  // summed over steps after the first (warm-up)
   absl::Status eval_status;
   std::vector<engine::StepResult> trained;  // kept here too: a step that fails returns none of them
+  std::vector<std::pair<int64_t, double>> held_out_losses;  // (steps trained, loss)
+  absl::Status periodic_save;
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     trained.push_back(r);
     seconds += r.seconds;
     if (++done == 1) first_step_seconds = r.seconds;
+    if (f.save_every > 0 && done % f.save_every == 0 && done < f.steps) {
+      periodic_save = trainer.Save(f.save);
+      if (!periodic_save.ok()) return false;
+    }
+    if (interrupted != 0) return false;
     if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
       absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
       if (!loss.ok()) {
         eval_status = loss.status();
         return false;
       }
+      held_out_losses.emplace_back(r.step + 1, *loss);
       if (reporter) std::fprintf(stderr, "%spdist-train: step %lld, held-out loss %.4f\n", quiet ? "" : "\n",
                                  static_cast<long long>(r.step + 1), *loss);
     }
@@ -275,10 +312,18 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   if (!quiet) bar.Finish();
   if (!results.ok()) {
     // The losses of the steps that ran are still a result (a divergence's curve, above all).
-    if (reporter && !f.losses_out.empty() && !trained.empty()) WriteLosses(f.losses_out, trained).IgnoreError();
+    if (reporter && !f.losses_out.empty() && !trained.empty()) {
+      WriteLosses(f.losses_out, trained, held_out_losses).IgnoreError();
+    }
     return results.status();
   }
   PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
+  PDIST_RETURN_IF_ERROR(WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every)));
+  if (interrupted != 0 && reporter) {
+    std::fprintf(stderr, "pdist-train: %s after step %lld of %lld: the checkpoint and losses go out as at the end\n",
+                 interrupted == SIGINT ? "interrupted" : "terminated", static_cast<long long>(done),
+                 static_cast<long long>(f.steps));
+  }
   if (reporter && !results->empty()) {
     // The rate leaves out the first step when there are others: it pays one-time costs (the
     // allocator's first blocks, cuBLASLt's heuristics, page faults) that a long run does not.
@@ -299,21 +344,31 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
                    static_cast<long long>(results->back().step + 1));
     }
   }
+  absl::Status held_out_status;  // reported after the outputs are written: a failed evaluation lost them
   if (held_out != nullptr) {
-    PDIST_ASSIGN_OR_RETURN(double loss, HeldOutLoss(f, trainer, *held_out));
-    if (reporter) std::fprintf(stderr, "pdist-train: held-out loss %.4f (%lld batches of %s)\n", loss,
-                               static_cast<long long>(f.eval_batches), f.eval_data.c_str());
+    absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
+    if (loss.ok()) {
+      if (!results->empty()) held_out_losses.emplace_back(results->back().step + 1, *loss);
+      if (reporter) std::fprintf(stderr, "pdist-train: held-out loss %.4f (%lld batches of %s)\n", *loss,
+                                 static_cast<long long>(f.eval_batches), f.eval_data.c_str());
+    } else {
+      held_out_status = pdist::WithContext(loss.status(), "--eval-data");
+    }
   }
   if (reporter && f.profile && done > 1) PrintProfile(op_seconds, done - 1);
   // The checkpoint first, and each output whatever became of the other: a losses file that could
   // not be written lost the trained model.
   const absl::Status saved = f.save.empty() ? absl::OkStatus() : trainer.Save(f.save);
   const absl::Status losses =
-      reporter && !f.losses_out.empty() ? WriteLosses(f.losses_out, *results) : absl::OkStatus();
-  if (!saved.ok() && !losses.ok()) {
-    return absl::Status(saved.code(), absl::StrCat(saved.message(), "; and ", losses.message()));
+      reporter && !f.losses_out.empty() ? WriteLosses(f.losses_out, *results, held_out_losses) : absl::OkStatus();
+  std::vector<absl::Status> failed;
+  for (const absl::Status& s : {saved, losses, held_out_status}) {
+    if (!s.ok()) failed.push_back(s);
   }
-  return saved.ok() ? losses : saved;
+  if (failed.empty()) return absl::OkStatus();
+  std::vector<std::string> messages;
+  for (const absl::Status& s : failed) messages.emplace_back(s.message());
+  return absl::Status(failed.front().code(), absl::StrJoin(messages, "; and "));
 }
 
 // One rank's peak TFLOP/s for the model's dtype from --cluster (a file, or a preset sized to the
@@ -386,10 +441,24 @@ int main(int argc, char** argv) {
   RegisterFlags(flags, &f);
   const std::vector<std::string> args = flags.ParseOrExit(argc, argv);
   f.eval_batches_given = flags.Given("eval-batches");
-  if (args.size() != 1 || f.data.empty()) {
-    std::fprintf(stderr, "pdist-train: expected MODEL and --data FILE\n%s", flags.Help().c_str());
+  // What is wrong, in one line (the whole --help after it hid it).
+  if (args.size() > 1) {
+    std::fprintf(stderr, "pdist-train: one MODEL, got %zu arguments ('%s', '%s'%s); the data goes after --data\n"
+                         "(run 'pdist-train --help' for usage)\n",
+                 args.size(), args[0].c_str(), args[1].c_str(), args.size() > 2 ? ", ..." : "");
     return 2;
   }
+  if (args.empty() || f.data.empty()) {
+    std::fprintf(stderr, "pdist-train: expected MODEL and --data FILE%s\n(run 'pdist-train --help' for usage)\n",
+                 args.empty() ? "" : " (no --data given)");
+    return 2;
+  }
+  absl::StatusOr<const pdist::engine::CommBackend*> backend = pdist::engine::FindCommBackend(f.backend);
+  if (backend.ok() && !(*backend)->process_per_rank) {
+    std::signal(SIGINT, StopAfterThisStep);
+    std::signal(SIGTERM, StopAfterThisStep);
+  }
   absl::Status trained = Train(args[0], f);
-  return trained.ok() ? 0 : Fail(trained);
+  if (!trained.ok()) return Fail(trained);
+  return interrupted != 0 ? 128 + interrupted : 0;
 }

@@ -50,7 +50,8 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int port, int r
     const std::string_view item(*entry);
     const std::string_view name = item.substr(0, item.find('='));
     const bool owned = std::any_of(std::begin(kOwnedVariables), std::end(kOwnedVariables),
-                                   [&](const char* v) { return name == v; });
+                                   [&](const char* v) { return name == v; }) ||
+                       (!o.job_prefix.empty() && name == "PDIST_RENDEZVOUS_PREFIX");
     if (!owned) env.emplace_back(item);
   }
   env.push_back(absl::StrCat("RANK=", GlobalRank(o, rank)));
@@ -61,6 +62,7 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int port, int r
   env.push_back(absl::StrCat("MASTER_PORT=", port));
   env.push_back(absl::StrCat("PDIST_BACKEND=", o.backend));
   if (!o.rendezvous_dir.empty()) env.push_back(absl::StrCat("PDIST_RENDEZVOUS_DIR=", o.rendezvous_dir));
+  if (!o.job_prefix.empty()) env.push_back(absl::StrCat("PDIST_RENDEZVOUS_PREFIX=", o.job_prefix));
   env.push_back(absl::StrCat("PDIST_LAUNCHER_PID=", ::getpid()));  // ranks die with the launcher
   // Each rank's share of the cores, as torchrun sets it: every rank taking every core made dp2
   // under pdist-run ten times slower. A value the user set is kept.
@@ -127,6 +129,14 @@ absl::Status PrepareRendezvousDir(const std::string& dir) {
                                                       "rendezvous; remove it or pass a fresh directory"));
   }
   return absl::OkStatus();
+}
+
+void ClearRendezvousDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::vector<fs::path> keys;
+  for (const auto& entry : fs::directory_iterator(dir, error)) keys.push_back(entry.path());
+  for (const fs::path& key : keys) fs::remove_all(key, error);  // what cannot go is the next job's refusal
 }
 
 absl::StatusOr<int> PickFreePort() {

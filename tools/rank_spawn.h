@@ -31,6 +31,9 @@ absl::StatusOr<pid_t> SpawnRank(const LaunchOptions& options, int port, int rank
 // ranks stale addresses, and the rendezvous would fail far from its cause. Creates a missing
 // one (with its parents); FailedPrecondition for one that is not empty.
 absl::Status PrepareRendezvousDir(const std::string& dir);
+// After a one-node job whose ranks have all exited: the keys they left in `dir` (checked empty by
+// PrepareRendezvousDir, so all of them this job's), so that the next job may use it again.
+void ClearRendezvousDir(const std::string& dir);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).
 absl::StatusOr<int> PickFreePort();

@@ -18,6 +18,15 @@ absl::Status ShardTensor(Value* value, const ProcessMesh& mesh, const std::vecto
   if (mesh.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": the process mesh is empty"));
   absl::StatusOr<DistAttr> attr = DistAttr::FromPlacements(mesh, value->type().rank(), placements);
   if (!attr.ok()) return WithContext(attr.status(), what);
+  // A parameter is stored: whole or in shards. A Partial is a sum ops leave pending; as a
+  // parameter's placement every rank initialised its own copy, and the model summed them (a
+  // partial embedding table trained to other losses than one rank's). A data input may come
+  // partial (the caller's sums), as the SPMD rules' brute-force check feeds them.
+  if (value->role() == ValueRole::kParameter && attr->is_partial()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", DescribeValue(*value),
+                                                   " is stored, so whole or in shards: Partial() is a pending sum that "
+                                                   "ops leave; use Shard(d) or Replicate()"));
+  }
   PDIST_RETURN_IF_ERROR(WithContext(attr->Verify(value->type().shape), what));
   value->set_dist_attr(*std::move(attr));
   value->set_dist_annotated(true);

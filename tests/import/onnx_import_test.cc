@@ -233,12 +233,14 @@ TEST(OnnxImportTest, UnsupportedOperatorsAreListedWithCountsAndFirstNodes) {
   AddNode(m, "Tile", {"x"}, {"a"}, "/mask/Tile");
   AddNode(m, "Tile", {"a"}, {"b"}, "/mask/Tile_1");
   AddNode(m, "Mod", {"b"}, {"c"}, "/mask/Mod");
-  AddNode(m, "Relu", {"c"}, {"y"});
+  AddNode(m, "Selu", {"c"}, {"d"})->clear_name();  // unnamed: named by its output (it read "first ''")
+  AddNode(m, "Relu", {"d"}, {"y"});
   AddOutput(m, "y");
   absl::Status s = Import(m).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 2 operator types of this model: Mod (1 node, first "
-                                                  "'/mask/Mod'), Tile (2 nodes, first '/mask/Tile')"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pdist does not import 3 operator types of this model: Mod (1 node, first "
+                                                  "'/mask/Mod'), Selu (1 node, first unnamed, output 'd'), Tile (2 "
+                                                  "nodes, first '/mask/Tile')"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("It imports: Add Cast Concat"));
 }
 

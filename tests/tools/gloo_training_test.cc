@@ -309,9 +309,11 @@ TEST_F(GlooFailureTest, FrozenRankEndsTheOtherWithTheTimeoutError) {
   EXPECT_LT(s.seconds, 15.0) << s.log;  // ... and not much longer
   // Timed out at the handshake (naming the rank) or mid-transfer.
   EXPECT_TRUE(s.log.find("ranks that did not arrive: 1") != std::string::npos ||
-              s.log.find("a peer stopped sending mid-collective") != std::string::npos)
+              s.log.find("a peer stopped sending mid-collective (rank 1;") != std::string::npos)
       << s.log;
   EXPECT_NE(s.log.find("timeout after 3s"), std::string::npos) << s.log;
+  // Which option sets the deadline (the error did not say).
+  EXPECT_NE(s.log.find("pdist-train --collective-timeout-s"), std::string::npos) << s.log;
 }
 
 }  // namespace

@@ -131,6 +131,25 @@ TEST_F(LaunchTest, InheritedRendezvousDirIsDropped) {
   EXPECT_THAT(RankLines(out_, 0), ElementsAre("[] 0"));
 }
 
+// Each one-node job keys its rendezvous under a prefix of its own (an inherited one dropped): a
+// rank of a second job started on the same --master-port read and wrote the first job's keys,
+// and both died.
+TEST_F(LaunchTest, EachJobHasARendezvousPrefixOfItsOwn) {
+  ::setenv("PDIST_RENDEZVOUS_PREFIX", "stale", 1);
+  std::set<std::string> prefixes;
+  for (int job = 0; job < 2; ++job) {
+    absl::StatusOr<LaunchResult> r = RunSh(2, "echo $PDIST_RENDEZVOUS_PREFIX");
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::vector<std::string> zero = RankLines(out_, 0), one = RankLines(out_, 1);
+    ASSERT_EQ(zero.size(), 1u) << out_;
+    EXPECT_EQ(zero, one);  // one job, one prefix
+    EXPECT_THAT(zero[0], ::testing::StartsWith("pdist-"));
+    prefixes.insert(zero[0]);
+  }
+  ::unsetenv("PDIST_RENDEZVOUS_PREFIX");
+  EXPECT_EQ(prefixes.size(), 2u);
+}
+
 TEST_F(LaunchTest, OutputIsPrefixedLineByLine) {
   // Two lines, a line written in two pieces, a last line without '\n'; the same on stderr.
   absl::StatusOr<LaunchResult> r = RunSh(2,

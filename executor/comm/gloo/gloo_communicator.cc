@@ -396,9 +396,15 @@ absl::Status GlooCommunicator::Run(const Call& call) {
     // stalled mid-transfer; Gloo's message says which connection broke.
     const std::string what = e.what();
     if (absl::StrContains(absl::AsciiStrToLower(what), "timeout") || absl::StrContains(what, "Timed out")) {
+      // Which peer Gloo does not say (its message names a connection): the candidates, by world rank.
+      std::vector<int> others;
+      for (int r = 0; r < size(); ++r) {
+        if (r != rank()) others.push_back(r);
+      }
       return absl::DeadlineExceededError(absl::StrCat(
           "timeout after ", absl::FormatDuration(config().timeout), " in group '", name(), "' during ",
-          call.fp.ToString(), " (seq ", call.fp.seq, "): a peer stopped sending mid-collective (gloo: ", what, ")"));
+          call.fp.ToString(), " (seq ", call.fp.seq, "): a peer stopped sending mid-collective (",
+          others.size() == 1 ? "rank " : "one of ranks ", WorldRanksOf(config(), others), "; gloo: ", what, ")"));
     }
     return absl::UnavailableError(absl::StrCat("lost the connection in group '", name(), "' during ", call.fp.ToString(),
                                                " (seq ", call.fp.seq, "): a peer exited or crashed mid-collective (gloo: ",
