@@ -1,6 +1,8 @@
 // model.pb (de)serialisation: Program ⇄ proto::Program with validation, checksum, file I/O.
 #include "ir/serialize.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <sstream>
 
@@ -327,7 +329,15 @@ bool LooksLikeText(std::string_view content) {
       break;
     }
   }
-  return content.substr(i, 7) == "program";
+  if (i == content.size()) return !content.empty();  // only comments: the parser says what is missing
+  if (content.substr(i, 7) == "program") return true;
+  // A word of text where "program" belongs (a typo): the parser names it. A model.pb's first
+  // bytes after its tag and length are tags again, not 16 printable characters.
+  if (!std::isalpha(static_cast<unsigned char>(content[i]))) return false;
+  const std::string_view head = content.substr(i, 16);
+  return head.size() == 16 && std::all_of(head.begin(), head.end(), [](char c) {
+           return std::isprint(static_cast<unsigned char>(c)) || std::isspace(static_cast<unsigned char>(c));
+         });
 }
 
 }  // namespace

@@ -333,6 +333,9 @@ absl::StatusOr<double> ModelFlopsPerStep(const PlannedModel& model, Profiler& pr
     for (const ProgramSegment& s : model.segments) flops += (*p)->Of(s).model_flops;
     return flops * static_cast<double>(model.global_batch / b);
   }
+  if (first_error.ok()) {  // no micro-batch was tried: an OK status is no StatusOr (it aborted)
+    return absl::InvalidArgumentError(absl::StrCat("a batch of ", model.global_batch, " has no micro-batches"));
+  }
   return first_error;
 }
 

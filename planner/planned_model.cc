@@ -182,7 +182,15 @@ absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string d
   m.layers = found->layers;
   m.dtype = ParameterDtype(program);
   m.global_batch = input->type().shape[0];
-  m.seq_len = input->type().shape.size() > 1 ? input->type().shape[1] : 1;
+  if (m.global_batch < 1) {  // a plan of no samples: every micro-batch size divides nothing
+    return absl::InvalidArgumentError(absl::StrCat(description, ": data input '", input->name(), "' ",
+                                                   input->type().ToString(), " has batch ", m.global_batch,
+                                                   "; a plan needs at least one sample (export it with --batch N)"));
+  }
+  // Token ids [batch, seq, ...] have a sequence; features (an MLP's f32[batch, 16]) do not, and
+  // their width counted as tokens made tokens/s 16 times the samples.
+  const bool tokens = !ir::IsFloatingPoint(input->type().dtype) && input->type().shape.size() > 1;
+  m.seq_len = tokens ? input->type().shape[1] : 1;
   auto [marks, stage_kind] = ProfileStages(m.segments, m.kinds);
   auto shared = std::make_shared<ir::Program>(std::move(program));
   m.profile_program = [shared, marks = marks, stage_kind = stage_kind,

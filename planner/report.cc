@@ -52,8 +52,9 @@ std::string ReportText(const SearchResult& r, const strategy::Cluster& cluster) 
   if (!e.split_before.empty()) {
     absl::StrAppend(&out, "stages start at ", absl::StrJoin(e.split_before, ", "), "\n");
   }
-  absl::StrAppendFormat(&out, "searched %d candidates (%d simulated, %d cut by bounds), %d profiles, %.3g s on %s\n",
-                        r.candidates, r.simulated, r.pruned, r.programs_profiled, r.seconds, cluster.name);
+  absl::StrAppendFormat(&out, "searched %d candidate%s (%d simulated, %d cut by bounds), %d profile%s, %.3g s on %s\n",
+                        r.candidates, r.candidates == 1 ? "" : "s", r.simulated, r.pruned, r.programs_profiled,
+                        r.programs_profiled == 1 ? "" : "s", r.seconds, cluster.name);
   return out;
 }
 
@@ -123,6 +124,28 @@ nlohmann::json ReportJson(const SearchResult& r, const strategy::Cluster& cluste
   for (int64_t i = 0; i < std::min<int64_t>(top, static_cast<int64_t>(r.ranked.size())); ++i) {
     j["top"].push_back(CandidateJson(r.ranked[i]));
   }
+  // What --explain says of the others, as data (--json dropped it).
+  j["layouts"] = nlohmann::json::array();
+  for (const LayoutOutcome& l : r.layouts) {
+    nlohmann::json layout = {{"dp", l.dp}, {"mp", l.mp}, {"pp", l.pp}};
+    if (l.best) {
+      layout["outcome"] = "fits";
+      layout["best"] = CandidateJson(*l.best);
+    } else if (l.slower_bound > 0) {
+      layout["outcome"] = "slower";
+      layout["busiest_rank_s"] = l.slower_bound;
+    } else if (l.leanest) {
+      layout["outcome"] = "out_of_memory";
+      layout["leanest"] = CandidateJson(*l.leanest);
+    } else {
+      layout["outcome"] = "not_built";
+      layout["reason"] = l.not_built;
+    }
+    j["layouts"].push_back(std::move(layout));
+  }
+  j["out_of_memory"] = nlohmann::json::array();
+  for (size_t i = 0; i < std::min<size_t>(5, r.too_big.size()); ++i) j["out_of_memory"].push_back(CandidateJson(r.too_big[i]));
+  j["not_built"] = r.skipped;
   return j;
 }
 

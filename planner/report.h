@@ -27,7 +27,9 @@ std::string ExplainText(const SearchResult& result, int64_t top);
 
 // {"strategy": {...Strategy JSON...}, "step_time_s", "tokens_per_s", "tflops_per_device", "mfu",
 //  "peak_memory_bytes", "memory_capacity_bytes", "time_s": {...},
-//  "memory_bytes": {...}, "search": {...}, "top": [...]}
+//  "memory_bytes": {...}, "search": {...}, "top": [...], and what ExplainText says of the rest:
+//  "layouts": [{"dp", "mp", "pp", "outcome": fits|slower|out_of_memory|not_built, ...}],
+//  "out_of_memory": [the leanest that did not fit], "not_built": ["reason", ...]}
 nlohmann::json ReportJson(const SearchResult& result, const strategy::Cluster& cluster, int64_t top);
 
 // The picked plan's Strategy JSON (what pdist-train runs).

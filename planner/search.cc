@@ -378,11 +378,15 @@ class SearchRun {
       }
       // What the leanest holds, term by term, says which knob would help; the hint names only
       // the knobs --strategy left free.
+      // What fits first, then the device it is a share of; three significant digits, so that a
+      // small device does not read "0.0 GB ... needs 0.0 GB".
+      auto gb = [](double bytes) {
+        return bytes >= 100e9 ? absl::StrFormat("%.0f GB", bytes / 1e9) : absl::StrFormat("%.3g GB", bytes / 1e9);
+      };
       return absl::FailedPreconditionError(absl::StrFormat(
-          "no plan fits in %.1f GB per device (%.1f GB less the %.0f%% margin): the leanest, %s, needs %s%.1f GB: "
-          "%s; %s lower it",
-          cluster_.device.memory / 1e9, leanest_->capacity / 1e9, options_.estimate.memory_margin * 100,
-          leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", leanest_->memory.total() / 1e9,
+          "no plan fits in %s per device (%s less the %.0f%% margin): the leanest, %s, needs %s%s: %s; %s lower it",
+          gb(leanest_->capacity), gb(cluster_.device.memory), options_.estimate.memory_margin * 100,
+          leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", gb(leanest_->memory.total()),
           leanest_->memory.ToString(), KnobsThatLowerMemory(leanest_->candidate)));
     }
     std::stable_sort(result_.ranked.begin(), result_.ranked.end(),

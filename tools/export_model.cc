@@ -18,7 +18,7 @@ void RegisterExportFlags(cli::FlagSet& flags, ExportOptions* o) {
   flags.Int("heads", &o->heads, "attention heads; must divide --hidden");
   flags.Int("vocab", &o->vocab, "vocabulary size");
   flags.Int("seq", &o->seq, "sequence length");
-  flags.Int("batch", &o->batch, "micro-batch size");
+  flags.Int("batch", &o->batch, "the step's batch, all ranks and micro-batches together (a strategy's micro-batches divide it)");
   flags.Int("ffn", &o->ffn, "MLP width; 0: 4*hidden (gpt), 8*hidden/3 rounded up to 8 (llama)");
   flags.Bool("tied", &o->tied, "share the token embedding with the output head");
   flags.Double("dropout", &o->dropout, "embedding and residual dropout probability (gpt, llama)");
@@ -66,6 +66,10 @@ std::string InFlagNames(std::string message) {
 }  // namespace
 
 absl::StatusOr<ir::Program> BuildExportModel(const ExportOptions& o) {
+  // 0 is the default width; the builder's range ([1, ...]) read as if 0 were refused.
+  if (o.ffn < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--ffn ", o.ffn, " must be >= 0 (0: the model's default width)"));
+  }
   absl::StatusOr<ir::Program> program = engine::BuildModelProgram(o);
   if (!engine::IsModelDtype(o.dtype)) return WithContext(program.status(), "flag --dtype");
   if (!program.ok()) return absl::Status(program.status().code(), InFlagNames(std::string(program.status().message())));

@@ -37,11 +37,17 @@ absl::Status ParseInputShapes(const std::string& text, std::map<std::string, std
     if (kv.size() != 2 || kv[0].empty()) {
       return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", item, "' is not NAME=D0,D1,..."));
     }
-    std::vector<int64_t>& shape = out[std::string(kv[0])];
+    // A name given twice was one shape of both lists' dims.
+    auto [it, inserted] = out.try_emplace(std::string(kv[0]));
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", kv[0], "' is given twice"));
+    }
+    std::vector<int64_t>& shape = it->second;
     for (absl::string_view d : absl::StrSplit(kv[1], ',', absl::SkipEmpty())) {
       int64_t n = 0;
-      if (!absl::SimpleAtoi(d, &n) || n < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", d, "' in '", item, "' is not a dimension >= 0"));
+      // 0 imported, and the planner aborted on a batch of nothing.
+      if (!absl::SimpleAtoi(d, &n) || n < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", d, "' in '", item, "' is not a dimension >= 1"));
       }
       shape.push_back(n);
     }

@@ -37,7 +37,9 @@ absl::StatusOr<ir::Program> ReadInput(const std::string& input) {
   return program;
 }
 
-absl::Status WriteOutput(const ir::Program& program, const std::string& emit, const std::string& output) {
+absl::Status WriteOutput(const ir::Program& program, const std::string& emit, const std::string& given) {
+  // "-" is stdout, as it is stdin for the input and for pdist-export and pdist-import (a file named "-" was written).
+  const std::string output = given == "-" ? "" : given;
   if (emit == "pb" && !output.empty()) return ir::SaveProgram(program, output);
   std::string bytes;
   if (emit == "pb") {
@@ -64,7 +66,7 @@ int Main(int argc, char** argv) {
                                   passes::PassRegistry::Global().Help()));
   flags.String("passes", &passes, "pass pipeline, e.g. autodiff,optimizer{type=adamw}");
   flags.String("emit", &emit, "output form: text or pb");
-  flags.String("o", &output, "write the output to FILE instead of stdout");
+  flags.String("o", &output, "write the output to FILE instead of stdout ('-': stdout)");
   flags.String("strategy", &strategy_path,
                "strategy JSON file (or the JSON itself) the passes follow where their options leave a choice "
                "(annotate-strategy, micro-batch, "

@@ -8,10 +8,15 @@
 //   pdist-plan --calibrate --gpus 4 -o cpu4.json                 # this machine as 4 CPU ranks
 //   pdist-plan model.pb --cluster cpu-local --gpus 4              # measure, then plan
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "calibration/calibrate.h"
 #include "ir/output_file.h"
 #include "ir/serialize.h"
@@ -55,12 +60,26 @@ absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   return c;
 }
 
+// The spec with its seq replaced by --seq's (appending it made "'seq' given twice" of a spec
+// that had one, quoting a spec the user never typed).
+std::string WithSeq(const std::string& spec, int64_t seq) {
+  const size_t colon = spec.find(':');
+  std::vector<std::string> items;
+  if (colon != std::string::npos) {
+    for (absl::string_view item : absl::StrSplit(spec.substr(colon + 1), ',')) {
+      if (!absl::StartsWith(absl::StripAsciiWhitespace(item), "seq=")) items.emplace_back(item);
+    }
+  }
+  items.push_back(absl::StrCat("seq=", seq));
+  return absl::StrCat(spec.substr(0, colon), ":", absl::StrJoin(items, ","));
+}
+
 absl::StatusOr<planner::PlannedModel> ResolveModel(const Options& o, const std::vector<std::string>& args) {
   if (args.empty() == o.model_spec.empty()) {
     return absl::InvalidArgumentError("give either a MODEL file or --model SPEC (one of them)");
   }
   if (!o.model_spec.empty()) {
-    const std::string spec = o.seq > 0 ? absl::StrCat(o.model_spec, ",seq=", o.seq) : o.model_spec;
+    const std::string spec = o.seq > 0 ? WithSeq(o.model_spec, o.seq) : o.model_spec;
     return planner::ModelFromSpec(spec, o.global_batch > 0 ? o.global_batch : 8);
   }
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(args[0]));
@@ -70,6 +89,10 @@ absl::StatusOr<planner::PlannedModel> ResolveModel(const Options& o, const std::
                                                    model.global_batch, "; export it with --batch ", o.global_batch));
   }
   if (o.seq > 0 && o.seq != model.seq_len) {
+    if (model.seq_len == 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--seq ", o.seq, " but ", args[0],
+                                                     " has no sequence (its data input is not token ids)"));
+    }
     return absl::InvalidArgumentError(absl::StrCat("--seq ", o.seq, " but ", args[0], " has sequence length ",
                                                    model.seq_len, "; export it with --seq ", o.seq));
   }
@@ -98,7 +121,7 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.String("o", &o->output, "write the chosen Strategy JSON here (with --calibrate: the cluster JSON)");
   flags.Int("top", &o->top, "plans listed by --explain and in --json's top");
   flags.Bool("explain", &o->explain, "list the top plans side by side and why the others lost");
-  flags.Bool("json", &o->json, "print one JSON object instead of the text report");
+  flags.Bool("json", &o->json, "print one JSON object instead of the text report (--explain's layouts and reasons included)");
   flags.Bool("mp-across-nodes", &o->mp_across_nodes, "allow tensor parallelism beyond one node");
   flags.Double("memory-margin", &o->memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
   flags.Int("max-micro-batch", &o->max_micro_batch, "largest micro-batch tried");

@@ -261,7 +261,10 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   auto flops_rate = [&](double steps, double secs) -> std::string {
     if (flops_per_step <= 0) return "";
     const double tflops = flops_per_step * steps / secs / 1e12;
-    std::string text = absl::StrFormat("%.3g TFLOP/s", tflops);
+    // The job's total; per rank too, as pdist-plan gives it per device (the two read as one number).
+    const int64_t ranks = trainer.world_size();
+    std::string text = ranks > 1 ? absl::StrFormat("%.3g TFLOP/s (%.3g per rank)", tflops, tflops / static_cast<double>(ranks))
+                                 : absl::StrFormat("%.3g TFLOP/s", tflops);
     if (f.peak_tflops > 0) {
       absl::StrAppend(&text, absl::StrFormat(" (MFU %.1f%%)",
                                              100 * tflops / (f.peak_tflops * static_cast<double>(trainer.world_size()))));

@@ -202,8 +202,48 @@ Json OutputsJson(const std::vector<TensorDistSpec>& specs, const ir::OpDef& def)
   return out;
 }
 
+// The shapes as the op takes them: its shape inference must accept the inputs and, for a
+// reverse request, give the outputs' shapes (a matmul of [64,32] by [31,48], or a relu whose
+// output had another shape than its input, got a sharding). A request carries no dtypes: any
+// assignment of f32, i64 and bool that the op accepts will do (ids, labels, conditions).
+absl::Status CheckShapes(const SpmdRequest& r) {
+  static constexpr ir::DataType kDtypes[] = {ir::DataType::kFloat32, ir::DataType::kInt64, ir::DataType::kBool};
+  const size_t n = r.inputs.size();
+  // 3^n assignments up to 6 inputs (729); past that, one dtype for all.
+  int64_t assignments = 1;
+  for (size_t i = 0; i < n && n <= 6; ++i) assignments *= 3;
+  if (n > 6) assignments = 3;
+  absl::Status first;
+  for (int64_t a = 0; a < assignments; ++a) {
+    std::vector<ir::TensorType> types(n);
+    ir::InputTypes in;
+    int64_t code = a;
+    for (size_t i = 0; i < n; ++i) {
+      types[i] = {r.inputs[i].shape, kDtypes[n > 6 ? a : code % 3]};
+      if (n <= 6) code /= 3;
+      in.push_back(r.inputs[i].absent() ? nullptr : &types[i]);
+    }
+    absl::StatusOr<std::vector<ir::TensorType>> out = r.def->infer_meta(in, r.attrs);
+    if (!out.ok()) {
+      if (first.ok()) first = out.status();
+      continue;
+    }
+    if (r.direction != passes::SpmdDirection::kReverse) return absl::OkStatus();
+    for (size_t k = 0; k < r.outputs.size() && k < out->size(); ++k) {
+      if (r.outputs[k].shape != (*out)[k].shape) {
+        return Bad(absl::StrCat("outputs[", k, "]"),
+                   absl::StrCat("shape ", ir::ShapeToString(r.outputs[k].shape), ", but ", r.def->name, " of these inputs makes ",
+                                ir::ShapeToString((*out)[k].shape)));
+      }
+    }
+    return absl::OkStatus();
+  }
+  return Bad("inputs", absl::StrCat("the shapes are not ones ", r.def->name, " takes: ", first.message()));
+}
+
 absl::StatusOr<Json> Evaluate(const Json& request) {
   PDIST_ASSIGN_OR_RETURN(SpmdRequest r, ParseSpmdRequest(request));
+  PDIST_RETURN_IF_ERROR(CheckShapes(r));
   passes::SpmdCall call;
   call.def = r.def;
   call.attrs = &r.attrs;

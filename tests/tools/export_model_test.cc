@@ -98,7 +98,7 @@ TEST(ExportModelTest, BadFlagsAreInvalidArgument) {
   EXPECT_THAT(error({"gpt", "--layers", "two"}), HasSubstr("two"));
   EXPECT_THAT(error({"mlp", "--layers", "-1"}), HasSubstr("layers must be >= 0"));
   EXPECT_EQ(error({"llama", "--seq", "0"}), "--seq must be in [1, 16777216], got 0");
-  EXPECT_EQ(error({"gpt", "--ffn", "-2"}), "--ffn must be in [1, 16777216], got -2");
+  EXPECT_EQ(error({"gpt", "--ffn", "-2"}), "--ffn -2 must be >= 0 (0: the model's default width)");
   EXPECT_THAT(error({"mlp", "--classes", "0"}), HasSubstr("--classes must be in [1, 16777216], got 0"));
 }
 

@@ -121,6 +121,23 @@ TEST(SpmdJsonTest, BadInputIsAnErrorNamingIt) {
   EXPECT_THAT(Error(R"({"op": "matmul", "mesh_shape": [2], "inputs": [], "extra": 1})"), HasSubstr("unknown key 'extra'"));
 }
 
+// Shapes the op does not take are refused by its shape inference (they got a sharding).
+TEST(SpmdJsonTest, ShapesTheOpDoesNotTakeAreRefused) {
+  EXPECT_NE(Error(R"({"op": "matmul", "mesh_shape": [2],
+                     "inputs": [{"shape": [64, 32], "dims_mapping": [-1, -1]}, {"shape": [31, 48], "dims_mapping": [-1, -1]}]})")
+                .find("inputs: the shapes are not ones matmul takes"),
+            std::string::npos);
+  EXPECT_NE(Error(R"({"op": "relu", "mesh_shape": [2], "direction": "reverse",
+                     "inputs": [{"shape": [8, 16], "dims_mapping": [-1, -1]}],
+                     "outputs": [{"shape": [9, 16], "dims_mapping": [0, -1]}]})")
+                .find("outputs[0]: shape [9,16], but relu of these inputs makes [8,16]"),
+            std::string::npos);
+  // Integer ids: a dtype the request does not carry, found by trying.
+  Json ok = Eval(R"({"op": "embedding", "mesh_shape": [2],
+                    "inputs": [{"shape": [4, 8], "dims_mapping": [0, -1]}, {"shape": [100, 16], "dims_mapping": [-1, -1]}]})");
+  EXPECT_FALSE(ok.contains("error")) << ok.dump();
+}
+
 TEST(SpmdJsonTest, ArraysAnswerEachRequestInOrder) {
   absl::StatusOr<Json> r = EvaluateSpmdText(R"([{"op": "nope", "mesh_shape": [2], "inputs": []},
       {"op": "relu", "mesh_shape": [2], "inputs": [{"shape": [4], "dims_mapping": [0]}]}])");
