@@ -1,6 +1,7 @@
 // The C API over engine::Engine: status codes, a thread-local last error, opaque handles.
 #include "engine/c_api.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -51,8 +52,9 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   const pdist_engine_config& c = config ? *config : defaults;
   pdist::engine::EngineOptions o;
   PDIST_ASSIGN_OR_RETURN(o.optimizer.type, pdist::passes::ParseOptimizerType(c.optimizer ? c.optimizer : "adamw"));
-  if (!(c.learning_rate > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("learning_rate must be positive, got ", c.learning_rate));
+  // Worded as the engine words its own check (nan and inf read differently from the two).
+  if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate)) {
+    return absl::InvalidArgumentError(absl::StrCat("learning_rate ", c.learning_rate, " must be > 0 and finite"));
   }
   o.lr.base = c.learning_rate;
   o.lr.warmup_steps = c.warmup_steps;

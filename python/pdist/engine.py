@@ -56,10 +56,21 @@ def _feeds(batch):
     return feeds, keep
 
 
+def _c_int(name, value, low, high):
+    """`value` as an int in [low, high], else ValueError naming it (TypeError for a non-integer)."""
+    import numbers
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"pdist.Engine: {name} must be an int, got {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"pdist.Engine: {name} {int(value)} must be in [{low}, {high}]")
+    return int(value)
+
+
 def _dataset(path, data_format, seed):
     if data_format not in _FORMATS:
         raise ValueError(f"pdist.Engine: data_format must be one of {sorted(_FORMATS)}, got {data_format!r}")
-    return _native.Dataset(_native.encode_path(path, "token file"), _FORMATS[data_format], int(seed))
+    return _native.Dataset(_native.encode_path(path, "token file"), _FORMATS[data_format],
+                           _c_int("seed", seed, 0, 2**64 - 1))
 
 
 def _cluster_file_devices(path):
@@ -141,15 +152,21 @@ class Engine:
             elif not isinstance(strategy, str):
                 raise TypeError("pdist.Engine: strategy must be a pdist.Strategy, a dict or JSON text, got "
                                 f"{type(strategy).__name__}")
+            # A path where JSON belongs read as "not valid JSON ... last read: '/'".
+            if not strategy.lstrip().startswith("{") and os.path.isfile(strategy):
+                raise ValueError(f"pdist.Engine: strategy {strategy!r} is a file; a strategy is JSON text, a dict or "
+                                 "a pdist.Strategy: strategy=open(path).read()")
             # JSON text goes to the library as it is: the library names what is wrong in it.
             self._strategy = _native.encode(strategy, "pdist.Engine: strategy")
         config.optimizer = self._optimizer
         config.learning_rate = float(learning_rate)
-        config.warmup_steps = int(warmup_steps)
-        config.decay_steps = int(decay_steps)
+        # ctypes wraps an int past its C type silently (2**63 steps read as -2**63, seed -1 as
+        # 2**64 - 1): checked here, by name.
+        config.warmup_steps = _c_int("warmup_steps", warmup_steps, 0, 2**63 - 1)
+        config.decay_steps = _c_int("decay_steps", decay_steps, 0, 2**63 - 1)
         config.weight_decay = float(weight_decay)
         config.beta1, config.beta2, config.epsilon = float(beta1), float(beta2), float(epsilon)
-        config.seed = int(seed)
+        config.seed = _c_int("seed", seed, 0, 2**64 - 1)
         config.strategy_json = self._strategy
         self._backend = None if backend is None else _native.encode(backend, "pdist.Engine: backend")
         config.backend = self._backend

@@ -330,6 +330,19 @@ class EngineTest(WithExportedGpt):
             pdist.Engine(self.model, strategy={"dp_degre": 2})
         with self.assertRaisesRegex(pdist.InvalidArgumentError, "optimizer"):
             pdist.Engine(self.model, optimizer="lion")
+        # A strategy file's path where its text belongs.
+        path = os.path.join(self.tmp.name, "dp2.json")
+        with open(path, "w") as f:
+            f.write('{"dp_degree": 2}')
+        with self.assertRaisesRegex(ValueError, "is a file; a strategy is JSON text"):
+            pdist.Engine(self.model, strategy=path)
+        # Integers past the C config's range wrapped silently.
+        with self.assertRaisesRegex(ValueError, "warmup_steps 9223372036854775808 must be in"):
+            pdist.Engine(self.model, warmup_steps=2**63)
+        with self.assertRaisesRegex(ValueError, "seed -1 must be in"):
+            pdist.Engine(self.model, seed=-1)
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "learning_rate nan must be > 0 and finite"):
+            pdist.Engine(self.model, learning_rate=float("nan"))
         # A section's detail without its enable: refused by name, not trained without it.
         zero3 = pdist.Strategy({"dp_degree": 2})
         zero3.sharding.stage = 3
