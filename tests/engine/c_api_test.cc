@@ -262,17 +262,28 @@ TEST(CApiTest, PredictGivesTheOutputsAndRefusesAModelWithoutThem) {
   pdist_engine_destroy(engine);
 }
 
+// A batch of the tiny model ([2, 16] tokens, labels one ahead) with the feeds that point into it.
+struct TinyBatch {
+  static std::vector<int64_t> Pattern(int64_t shift) {
+    std::vector<int64_t> v(2 * 16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>((i + shift) % 7);
+    return v;
+  }
+  TinyBatch() = default;
+  TinyBatch(const TinyBatch&) = delete;  // the feeds point into this one
+  std::vector<int64_t> tokens = Pattern(0), labels = Pattern(1);
+  int64_t shape[2] = {2, 16};
+  pdist_feed feeds[2] = {{"tokens", "i64", 2, shape, tokens.data()}, {"labels", "i64", 2, shape, labels.data()}};
+};
+
 TEST(CApiTest, HostBatchesTrainAndBadFeedsAreNamed) {
   const std::string model = WriteTinyModel();
   pdist_engine* engine = nullptr;
   ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
-  std::vector<int64_t> tokens(2 * 16), labels(2 * 16);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int64_t>(i % 7);
-    labels[i] = static_cast<int64_t>((i + 1) % 7);
-  }
-  const int64_t shape[2] = {2, 16};
-  pdist_feed feeds[2] = {{"tokens", "i64", 2, shape, tokens.data()}, {"labels", "i64", 2, shape, labels.data()}};
+  TinyBatch batch;
+  const pdist_feed* feeds = batch.feeds;
+  const int64_t* shape = batch.shape;
+  std::vector<int64_t>& tokens = batch.tokens;
   double before = 0, loss = 0, after = 0;
   ASSERT_EQ(pdist_engine_eval_step(engine, feeds, 2, &before), PDIST_OK) << pdist_last_error();
   ASSERT_EQ(pdist_engine_train_step(engine, feeds, 2, &loss), PDIST_OK) << pdist_last_error();
@@ -323,13 +334,8 @@ TEST(CApiTest, ThreadsSharingAnEngineTakeTurns) {
   const std::string model = WriteTinyModel();
   pdist_engine* engine = nullptr;
   ASSERT_EQ(pdist_engine_create_from_file(model.c_str(), nullptr, &engine), PDIST_OK) << pdist_last_error();
-  std::vector<int64_t> tokens(2 * 16), labels(2 * 16);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int64_t>(i % 7);
-    labels[i] = static_cast<int64_t>((i + 1) % 7);
-  }
-  const int64_t shape[2] = {2, 16};
-  const pdist_feed feeds[2] = {{"tokens", "i64", 2, shape, tokens.data()}, {"labels", "i64", 2, shape, labels.data()}};
+  TinyBatch batch;
+  const pdist_feed* feeds = batch.feeds;
   constexpr int kSteps = 40;
   std::atomic<int> failed{0};
   auto train = [&] {

@@ -189,14 +189,23 @@ TEST(ShardedCheckpointTest, EachRankReadsOnlyThePiecesItNeeds) {
   }
 }
 
+// An engine under `strategy` after two steps, saved into `dir`; null (with a failure) otherwise.
+std::unique_ptr<Engine> SavedAfterTwoSteps(const ir::Program& model, const std::string& strategy, const std::string& dir) {
+  std::unique_ptr<Engine> e = Make(model, strategy);
+  if (e == nullptr) return nullptr;
+  std::vector<double> losses;
+  Train(*e, model, 0, 2, losses);
+  const absl::Status saved = e->Save(dir);
+  EXPECT_TRUE(saved.ok()) << saved;
+  return saved.ok() ? std::move(e) : nullptr;
+}
+
 TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
   const ir::Program model = Model();
   const std::string dir = pdist::testing::UniqueTempPath("dp2.ckpt");
-  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 1}})");
+  std::unique_ptr<Engine> e = SavedAfterTwoSteps(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 1}})", dir);
   ASSERT_NE(e, nullptr);
   std::vector<double> losses;
-  Train(*e, model, 0, 2, losses);
-  ASSERT_TRUE(e->Save(dir).ok());
   ASSERT_TRUE(LoadCheckpoint(dir).ok());
   const std::string index = (std::filesystem::path(dir) / kShardIndexFile).string();
   const std::string rank1 = (std::filesystem::path(dir) / "rank1.ckpt").string();
@@ -246,11 +255,9 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
 TEST(ShardedCheckpointTest, AFailedSaveLeavesTheLastCheckpointLoadable) {
   const ir::Program model = Model();
   const std::string dir = pdist::testing::UniqueTempPath("resume.ckpt");
-  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}})");
+  std::unique_ptr<Engine> e = SavedAfterTwoSteps(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 3}})", dir);
   ASSERT_NE(e, nullptr);
   std::vector<double> losses;
-  Train(*e, model, 0, 2, losses);
-  ASSERT_TRUE(e->Save(dir).ok());
   auto saved = e->WholeState();
   ASSERT_TRUE(saved.ok()) << saved.status();
 

@@ -201,11 +201,7 @@ TEST(SearchTest, AFixedVirtualPipelineDegreeIsTriedOrRefusedWithTheReason) {
 // pp × vpp to its stages, and a cut the planner cannot price, or that no layout can take, says why.
 TEST(SearchTest, AFixedStageCutIsPricedAsGiven) {
   const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16);
-  SearchOptions balanced;
-  balanced.fixed.pp = 2;
-  balanced.fixed.dp = 4;
-  balanced.fixed.micro_batches = 4;
-  balanced.fixed.vpp = 1;
+  const SearchOptions balanced{.fixed = {.dp = 4, .pp = 2, .vpp = 1, .micro_batches = 4}};
   absl::StatusOr<SearchResult> free = Search(model, SmallCluster(8, 80), balanced);
   ASSERT_TRUE(free.ok()) << free.status();
   ASSERT_EQ(free->best().split_before.size(), 1u);
