@@ -31,18 +31,24 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
-// A non-finite value in a batch makes a non-finite loss and, through the gradients, a
-// non-finite update of every parameter it reaches (and the step's error blamed the
-// initialisers): refused before the step, naming where, with the parameters untouched.
-absl::Status CheckFeedsFinite(const exec::Feeds& feeds) {
+// A NaN in a batch makes a NaN loss and, through the gradients, a NaN update of every parameter
+// it reaches (and the step's error blamed the initialisers): refused before the step, naming
+// where, with the parameters untouched. Infinities pass: an additive attention mask holds -inf.
+absl::Status CheckFeedsHaveNoNan(const exec::Feeds& feeds) {
   for (const auto& [name, t] : feeds) {
     if (!ir::IsFloatingPoint(t.dtype()) || !t.device().is_cpu()) continue;
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      if (const double v = t.At(i); !std::isfinite(v)) {
-        return absl::InvalidArgumentError(absl::StrCat("batch input '", name, "' holds ", v, " at flat index ", i, " of ",
-                                                       t.type().ToString(), ": not trained on (the parameters are as "
-                                                       "they were)"));
-      }
+    const int64_t n = t.num_elements();
+    int64_t at = -1;
+    if (t.dtype() == ir::DataType::kFloat32) {
+      const float* v = t.data<float>();
+      for (int64_t i = 0; i < n && at < 0; ++i) at = std::isnan(v[i]) ? i : -1;
+    } else {
+      for (int64_t i = 0; i < n && at < 0; ++i) at = std::isnan(t.At(i)) ? i : -1;
+    }
+    if (at >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("batch input '", name, "' holds nan at flat index ", at, " of ",
+                                                     t.type().ToString(),
+                                                     ": not trained on (the parameters are as they were)"));
     }
   }
   return absl::OkStatus();
@@ -332,7 +338,7 @@ absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
-  PDIST_RETURN_IF_ERROR(CheckFeedsFinite(feeds));
+  PDIST_RETURN_IF_ERROR(CheckFeedsHaveNoNan(feeds));
   exec::Feeds all = feeds;
   const ir::Value* lr_value = train_.FindArgument(passes::kLearningRateFeed);
   StepResult result;
@@ -454,22 +460,37 @@ absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t s
 absl::Status Engine::Save(const std::string& path) const {
   // Every rank writes the pieces it owns; rank 0 writes the index once every rank has
   // (engine/sharded_checkpoint.h). No rank gathers the model, and any strategy can resume it.
+  const bool processes = backend_->process_per_rank && world_size_ > 1;
+  // Rank 0 says which set of files every rank writes and, at the end, whether the index went in:
+  // each rank reading the index itself could see an older one on a shared filesystem, and ranks
+  // other than 0 returned OK from a save whose index failed.
+  auto from_rank_zero = [&](int64_t value, const char* what) -> absl::StatusOr<int64_t> {
+    if (!processes) return value;
+    exec::Tensor code = exec::Tensor::Scalar(ir::DataType::kInt64, static_cast<double>(value));
+    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Broadcast(code, 0), absl::StrCat("checkpoint: ", what)));
+    return static_cast<int64_t>(code.At(0));
+  };
+  absl::StatusOr<RankFileSet> chosen = first_local_rank() == 0 ? RankFileSetToWrite(path) : RankFileSet::kPlain;
+  PDIST_ASSIGN_OR_RETURN(const int64_t set, from_rank_zero(chosen.ok() ? static_cast<int64_t>(*chosen) : -1,
+                                                           "choosing the set of files"));
+  if (!chosen.ok()) return chosen.status();
+  if (set < 0) return absl::FailedPreconditionError(absl::StrCat("cannot save into '", path, "': rank 0 could not read its index"));
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t, RankRunner& runner) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(exec::Workspace pieces, runner.LocalStateOnHost());
-    return WriteRankShards(train_, runner.rank(), pieces, step_, path);
+    return WriteRankShards(train_, runner.rank(), pieces, step_, path, static_cast<RankFileSet>(set));
   }));
-  const bool processes = backend_->process_per_rank && world_size_ > 1;
   if (processes) {
     PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for every rank's file"));
   }
-  const absl::Status committed = first_local_rank() == 0 ? WriteShardIndex(train_, world_size_, step_, path)
-                                                         : absl::OkStatus();
-  // No rank saves again before the index names the files just written: the next save writes
-  // the other set of files (engine/sharded_checkpoint.h), chosen from this index.
-  if (processes) {
-    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for the index"));
-  }
-  return committed;
+  const absl::Status committed = first_local_rank() == 0
+                                     ? WriteShardIndex(train_, world_size_, step_, path, static_cast<RankFileSet>(set))
+                                     : absl::OkStatus();
+  // Also: no rank saves again before the index names the files just written (the next save's
+  // set is chosen from it).
+  PDIST_ASSIGN_OR_RETURN(const int64_t written, from_rank_zero(committed.ok() ? 1 : 0, "waiting for the index"));
+  if (!committed.ok()) return committed;
+  if (written == 0) return absl::UnavailableError(absl::StrCat("checkpoint '", path, "': rank 0 could not write the index"));
+  return absl::OkStatus();
 }
 
 absl::Status Engine::Load(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -31,8 +32,10 @@ std::string BackendFromEnvironment() {
 }
 
 int64_t LaunchedProcesses() {
-  for (const char* size_var : {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    if (Env(size_var).empty()) continue;
+  // A size with its rank: an allocation's shell (salloc, sbatch) has SLURM_NTASKS but is no rank.
+  for (const auto& [rank_var, size_var] : {std::pair{"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"},
+                                           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"}}) {
+    if (Env(rank_var).empty() || Env(size_var).empty()) continue;
     int64_t size = 0;
     return absl::SimpleAtoi(Env(size_var), &size) && size > 0 ? size : 1;
   }

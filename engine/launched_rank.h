@@ -18,8 +18,8 @@ namespace pdist::engine {
 std::string BackendFromEnvironment();
 
 // How many processes the launcher started (WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE or
-// PMI_SIZE, the first set); 1 when none is set or it is not a positive number (the backend
-// that reads it names the bad value).
+// PMI_SIZE, the first set together with its rank variable); 1 when none is, or it is not a
+// positive number (the backend that reads it names the bad value).
 int64_t LaunchedProcesses();
 
 // When PDIST_LAUNCHER_PID is set (pdist-run sets it for its ranks), asks the kernel to send

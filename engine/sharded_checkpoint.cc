@@ -59,24 +59,10 @@ absl::StatusOr<ShardIndex> ReadIndex(const std::string& dir) {
   return DecodeShardIndex(*text, absl::StrCat("checkpoint index '", path, "'"));
 }
 
-// The two sets of rank files a directory alternates between: a save writes the set the
-// committed index does not name, so until its own index replaces that one atomically, the last
-// checkpoint is whole (a full disk or a kill mid-save loses only the new one).
-enum class Slot { kPlain, kAlt };
 constexpr char kAltSuffix[] = ".alt.ckpt";
 
-std::string RankFile(int64_t rank, Slot slot) {
-  return absl::StrCat("rank", rank, slot == Slot::kAlt ? kAltSuffix : ".ckpt");
-}
-
-// The set a save into `dir` writes: the other one than its committed index names (every rank
-// reads the same index: the new one is written only after every rank's file).
-Slot SlotToWrite(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(InDir(dir, kShardIndexFile), ec)) return Slot::kPlain;
-  absl::StatusOr<ShardIndex> committed = ReadIndex(dir);
-  if (!committed.ok() || committed->files.empty()) return Slot::kPlain;  // nothing loadable to keep
-  return absl::EndsWith(committed->files.front(), kAltSuffix) ? Slot::kPlain : Slot::kAlt;
+std::string RankFile(int64_t rank, RankFileSet set) {
+  return absl::StrCat("rank", rank, set == RankFileSet::kAlt ? kAltSuffix : ".ckpt");
 }
 
 // Whether `name` is a rank file of either set, or one being written ("rank3.alt.ckpt.tmp").
@@ -201,20 +187,33 @@ class PieceReader {
 
 }  // namespace
 
+absl::StatusOr<RankFileSet> RankFileSetToWrite(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(InDir(dir, kShardIndexFile), ec)) return RankFileSet::kPlain;
+  absl::StatusOr<ShardIndex> committed = ReadIndex(dir);
+  if (!committed.ok()) {
+    // Guessing could pick the set it names and overwrite the files of a checkpoint that is fine.
+    return absl::FailedPreconditionError(absl::StrCat("cannot save into '", dir, "': its ", kShardIndexFile,
+                                                      " cannot be read (", committed.status().message(),
+                                                      "); remove the directory or save elsewhere"));
+  }
+  return !committed->files.empty() && absl::EndsWith(committed->files.front(), kAltSuffix) ? RankFileSet::kPlain
+                                                                                           : RankFileSet::kAlt;
+}
+
 bool IsShardedCheckpoint(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(InDir(path, kShardIndexFile), ec);
 }
 
 absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
-                             const std::string& dir) {
+                             const std::string& dir, RankFileSet set) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir, ec)) {
     return absl::UnavailableError(absl::StrCat("cannot make the checkpoint directory '", dir, "'",
                                                ec ? absl::StrCat(": ", ec.message()) : " (a file is in the way)"));
   }
-  const Slot slot = SlotToWrite(dir);
   const int64_t me = std::max<int64_t>(rank, 0);
   Checkpoint mine{step, {}};
   for (const ir::Value* v : global.block().arguments()) {
@@ -232,10 +231,11 @@ absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec
     }
   }
   if (mine.tensors.empty()) return absl::OkStatus();  // a replica: others own all it holds
-  return SaveCheckpoint(mine, InDir(dir, RankFile(me, slot)));
+  return SaveCheckpoint(mine, InDir(dir, RankFile(me, set)));
 }
 
-absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir) {
+absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir,
+                             RankFileSet set) {
   std::map<int64_t, int64_t> file_of;  // owner rank → index in `files`
   std::vector<std::pair<const ir::Value*, std::vector<Piece>>> all;
   for (const ir::Value* v : global.block().arguments()) {
@@ -246,13 +246,12 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
   }
   ShardIndex index;
   index.step = step;
-  const Slot slot = SlotToWrite(dir);  // the set every rank wrote
   for (auto& [owner, file] : file_of) {
     if (owner >= std::max<int64_t>(world_size, 1)) {
       return absl::InternalError(absl::StrCat("checkpoint: rank ", owner, " owns pieces but the world has ", world_size));
     }
     file = static_cast<int64_t>(index.files.size());
-    index.files.push_back(RankFile(owner, slot));
+    index.files.push_back(RankFile(owner, set));
   }
   // Each file's blocks follow its header in record-name order (WriteRankShards saves a map).
   std::map<int64_t, std::map<std::string, ir::TensorType>> records;  // owner → record → type

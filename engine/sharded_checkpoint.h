@@ -37,16 +37,27 @@ inline constexpr char kShardIndexFile[] = "index.json";
 // Whether `path` is a directory with an index (a sharded checkpoint).
 bool IsShardedCheckpoint(const std::string& path);
 
+// The two sets of rank files (above): rank<k>.ckpt and rank<k>.alt.ckpt.
+enum class RankFileSet : int8_t { kPlain = 0, kAlt = 1 };
+
+// The set a save into `dir` writes: the one its committed index does not name (kPlain where
+// there is none). Chosen once, by rank 0, for every rank: a rank reading the index itself could
+// see an older one (a shared filesystem's cache) and overwrite the committed files.
+// FailedPrecondition for an index that is there but cannot be read: a guess could overwrite the
+// files of a good checkpoint.
+absl::StatusOr<RankFileSet> RankFileSetToWrite(const std::string& dir);
+
 // Rank `rank`'s file: the pieces it owns of the persistent tensors of `global` (the completed
 // global training program; for a program without DistAttrs, rank 0 owns every tensor whole),
-// taken from `local`, its workspace, into the set of files DIR's committed index does not name.
+// taken from `local`, its workspace, into `set` (RankFileSetToWrite's, the same for every rank).
 // Creates DIR if needed; leaves the committed checkpoint alone.
 absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
-                             const std::string& dir);
+                             const std::string& dir, RankFileSet set);
 
 // The index, written after every rank's WriteRankShards has returned and before any rank saves
 // again (it names the set they wrote); then the rank files it does not name are removed.
-absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir);
+absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir,
+                             RankFileSet set);
 
 // What rank `rank` holds of every persistent tensor of `local_program` (its local program; a
 // program without DistAttrs holds everything whole), read from the files with overlapping pieces.

@@ -260,13 +260,16 @@ absl::Status AnnotationPlanner::PlanData() {
   // itself: completion spreads that mesh. Data annotated on the strategy's one process would put
   // the program on two meshes ({0} and the user's), which no rank's program could be cut from.
   if (s_.dp_degree == 1 && s_.mp_degree == 1) {
-    for (int64_t id = 0; id < program_.num_values(); ++id) {
+    bool several = false;  // the program's placements, or the strategy's annotations, on several processes
+    for (const strategy::TensorAnnotation& a : s_.annotations) several = several || a.mesh.size() > 1;
+    for (int64_t id = 0; id < program_.num_values() && !several; ++id) {
       const Value* v = program_.FindValue(id);
-      if (v->dist_attr() && v->dist_attr()->mesh.size() > 1) {
-        plan_.notes.push_back("data inputs: left to completion (the program is annotated on a mesh of several "
-                              "processes and the strategy has one rank)");
-        return absl::OkStatus();
-      }
+      several = v->dist_attr() && v->dist_attr()->mesh.size() > 1;
+    }
+    if (several) {
+      plan_.notes.push_back("data inputs: left to completion (the program is annotated on a mesh of several "
+                            "processes and the strategy has one rank)");
+      return absl::OkStatus();
     }
   }
   for (const Value* v : program_.block().arguments()) {

@@ -34,7 +34,7 @@ struct LaunchOptions {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   std::string backend = "gloo";    // PDIST_BACKEND; only gloo has ranks that are processes
-  std::string rendezvous_dir;      // PDIST_RENDEZVOUS_DIR when set: created if missing, must be empty
+  std::string rendezvous_dir;      // PDIST_RENDEZVOUS_DIR when set: created if missing, holding no store keys
   // PDIST_RENDEZVOUS_PREFIX, under which every rank's store keys go: one job's own, so that a rank
   // of another job on the same port or directory reads and writes none of this one's (two jobs
   // given one --master-port killed each other). Launch draws one for a one-node job; with several

@@ -53,7 +53,7 @@ int Main(int argc, char** argv) {
   flags.String("backend", &options.backend,
                "communicator backend the ranks use (PDIST_BACKEND): gloo (CPU), or nccl (one GPU per rank: LOCAL_RANK's)");
   flags.String("rendezvous-dir", &options.rendezvous_dir,
-               "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must be empty");
+               "rendezvous through this directory (Gloo FileStore) instead of a TCP store; created if missing, must hold no store keys of an earlier job");
   flags.Int("master-port", &master_port,
             "MASTER_PORT of rank 0's TCP store (0: a free port; with --nnodes > 1 give one, the same on every node)");
   flags.Double("timeout-s", &timeout_s, "stop every rank after this many seconds (0: no limit)");

@@ -54,6 +54,14 @@ absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engin
   return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
 }
 
+// Whether any value of `program` carries a placement of its own (shard_tensor's).
+bool HasPlacements(const pdist::ir::Program& program) {
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    if (program.FindValue(id)->dist_attr()) return true;
+  }
+  return false;
+}
+
 // Where --save goes, checked before the training (a path under a file, an unwritable place, a
 // missing parent all failed only after the last step): made if missing, and written to once.
 absl::Status CheckCheckpointDirectory(const std::string& dir) {
@@ -64,8 +72,11 @@ absl::Status CheckCheckpointDirectory(const std::string& dir) {
   }
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("--save: cannot make the directory '", dir, "': ", ec.message()));
-  // One name per process: the ranks under pdist-run check at once.
-  const std::string probe = (std::filesystem::path(dir) / absl::StrCat(".pdist-write-check-", ::getpid())).string();
+  // One name per process: the ranks check at once, on nodes whose containers may share pids.
+  char host[256] = "";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string probe =
+      (std::filesystem::path(dir) / absl::StrCat(".pdist-write-check-", host, "-", ::getpid())).string();
   absl::Status writable = pdist::ir::WriteFileAtomically(probe, "");
   std::filesystem::remove(probe, ec);
   return pdist::WithContext(writable, absl::StrCat("--save '", dir, "' is not writable"));
@@ -217,11 +228,6 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   if (options.strategy_json.empty() && f.ranks > 1) {
     options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", f.ranks);  // plain data parallelism
   }
-  // Under pdist-run (srun, mpirun) the processes are the ranks: without a strategy, as many of
-  // data parallelism (each used to train alone, racing on every file it wrote).
-  if (options.strategy_json.empty() && backend->process_per_rank && engine::LaunchedProcesses() > 1) {
-    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", engine::LaunchedProcesses());
-  }
   return options;
 }
 
@@ -320,8 +326,10 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
     }
     return results.status();
   }
-  PDIST_RETURN_IF_ERROR(WithContext(eval_status, "--eval-data"));
-  PDIST_RETURN_IF_ERROR(WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every)));
+  // A mid-run evaluation or checkpoint that failed stopped the training; the outputs still go
+  // out below, and its error with theirs.
+  const absl::Status stopped = !eval_status.ok() ? WithContext(eval_status, "--eval-data")
+                                                 : WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every));
   if (interrupted != 0 && reporter) {
     std::fprintf(stderr, "pdist-train: %s after step %lld of %lld: the checkpoint and losses go out as at the end\n",
                  interrupted == SIGINT ? "interrupted" : "terminated", static_cast<long long>(done),
@@ -365,7 +373,7 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   const absl::Status losses =
       reporter && !f.losses_out.empty() ? WriteLosses(f.losses_out, *results, held_out_losses) : absl::OkStatus();
   std::vector<absl::Status> failed;
-  for (const absl::Status& s : {saved, losses, held_out_status}) {
+  for (const absl::Status& s : {stopped, saved, losses, held_out_status}) {
     if (!s.ok()) failed.push_back(s);
   }
   if (failed.empty()) return absl::OkStatus();
@@ -397,6 +405,14 @@ absl::Status Train(const std::string& model_path, TrainFlags f) {
   using namespace pdist;
   PDIST_ASSIGN_OR_RETURN(engine::EngineOptions options, EngineOptionsFrom(f));
   PDIST_ASSIGN_OR_RETURN(ir::Program program, ir::LoadProgramAuto(model_path));
+  // Under pdist-run (srun, mpirun) the processes are the ranks: without a strategy, as many of
+  // data parallelism (each used to train alone, racing on every file it wrote) — unless the
+  // program places its tensors itself (shard_tensor), whose meshes name the ranks.
+  PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
+  if (options.strategy_json.empty() && backend->process_per_rank && engine::LaunchedProcesses() > 1 &&
+      !HasPlacements(program)) {
+    options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", engine::LaunchedProcesses());
+  }
   PDIST_ASSIGN_OR_RETURN(engine::TokenDataset dataset, OpenDataset(f, program));
   std::optional<engine::TokenDataset> held_out;
   if (!f.eval_data.empty()) {

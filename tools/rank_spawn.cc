@@ -42,6 +42,18 @@ int AboveStdio(int fd) {
   return moved;
 }
 
+// A rendezvous store's key file: Gloo's FileStore names them by a decimal hash, pdist's
+// DirectoryStore by the key in hex or "h<hash>-<length>". Anything else in the directory (a
+// rank's outputs, when it is the working directory) is no key.
+bool IsStoreKeyFile(const std::string& name) {
+  const auto all = [&name](size_t from, const char* digits) {
+    return name.size() > from && name.find_first_not_of(digits, from) == std::string::npos;
+  };
+  if (all(0, "0123456789") || all(0, "0123456789abcdef")) return true;
+  return name.size() > 18 && name[0] == 'h' && name.find('-') == 17 && all(18, "0123456789") &&
+         name.substr(1, 16).find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 }  // namespace
 
 std::vector<std::string> RankEnvironment(const LaunchOptions& o, int port, int rank) {
@@ -123,10 +135,13 @@ absl::Status PrepareRendezvousDir(const std::string& dir) {
   if (!fs::is_directory(dir, error)) {
     return absl::InvalidArgumentError(absl::StrCat("--rendezvous-dir '", dir, "' exists and is not a directory"));
   }
-  if (!fs::is_empty(dir, error)) {
-    return absl::FailedPreconditionError(absl::StrCat("--rendezvous-dir '", dir,
-                                                      "' is not empty: keys of an earlier job would mislead the "
-                                                      "rendezvous; remove it or pass a fresh directory"));
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_regular_file(error) && IsStoreKeyFile(entry.path().filename().string())) {
+      return absl::FailedPreconditionError(absl::StrCat("--rendezvous-dir '", dir, "' holds keys of an earlier job ('",
+                                                        entry.path().filename().string(),
+                                                        "'): they would mislead the rendezvous; remove them or pass a "
+                                                        "fresh directory"));
+    }
   }
   return absl::OkStatus();
 }
@@ -135,8 +150,10 @@ void ClearRendezvousDir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code error;
   std::vector<fs::path> keys;
-  for (const auto& entry : fs::directory_iterator(dir, error)) keys.push_back(entry.path());
-  for (const fs::path& key : keys) fs::remove_all(key, error);  // what cannot go is the next job's refusal
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_regular_file(error) && IsStoreKeyFile(entry.path().filename().string())) keys.push_back(entry.path());
+  }
+  for (const fs::path& key : keys) fs::remove(key, error);  // what cannot go is the next job's refusal
 }
 
 absl::StatusOr<int> PickFreePort() {

@@ -27,12 +27,14 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& options, int port,
 // InvalidArgument naming it.
 absl::StatusOr<pid_t> SpawnRank(const LaunchOptions& options, int port, int rank, int out_w, int err_w);
 
-// A FileStore directory must start empty: keys left by an earlier job would hand this job's
-// ranks stale addresses, and the rendezvous would fail far from its cause. Creates a missing
-// one (with its parents); FailedPrecondition for one that is not empty.
+// A FileStore directory must start without keys: keys left by an earlier job would hand this
+// job's ranks stale addresses, and the rendezvous would fail far from its cause. Creates a
+// missing one (with its parents); FailedPrecondition naming a key file it holds (other files,
+// such as a rank's outputs, are no keys).
 absl::Status PrepareRendezvousDir(const std::string& dir);
-// After a one-node job whose ranks have all exited: the keys they left in `dir` (checked empty by
-// PrepareRendezvousDir, so all of them this job's), so that the next job may use it again.
+// After a one-node job whose ranks have all exited: the store keys they left in `dir` (checked
+// absent by PrepareRendezvousDir, so all of them this job's), so that the next job may use it
+// again. Anything else a rank wrote there (outputs, when it is the working directory) stays.
 void ClearRendezvousDir(const std::string& dir);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back, close).

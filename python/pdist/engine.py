@@ -189,7 +189,10 @@ class Engine:
                 _native.encode_path(model, "pdist.Engine: model (a pdist.Program or a model file)"), ctypes.byref(config),
                 ctypes.byref(handle))
         _native.check(status, "pdist.Engine")
-        self._predict_lock = threading.Lock()
+        # Held by predict (whose outputs live until the next predict) and by fit's library loop
+        # (whose callbacks may predict): both take it before the library's own lock, so a fit
+        # callback's predict and another thread's cannot wait on each other.
+        self._lock = threading.RLock()
         self._handle = handle
         self._model = model
 
@@ -219,7 +222,7 @@ class Engine:
         count = ctypes.c_int()
         # The library takes one call at a time, but its outputs live until the next predict: the
         # lock keeps another thread's predict off them until they are copied.
-        with self._predict_lock:
+        with self._lock:
             _native.check(_native.lib.pdist_engine_predict(self._handle, feeds, len(feeds), ctypes.byref(outputs),
                                                            ctypes.byref(count)), "predict")
             result = {}
@@ -276,7 +279,7 @@ class Engine:
                 return 1
 
         data = _dataset(train_data, data_format, seed)
-        with _interrupts_kept(raised):
+        with _interrupts_kept(raised), self._lock:
             status = _native.lib.pdist_engine_fit(self._handle, ctypes.byref(data), int(steps),
                                                   _native.STEP_CALLBACK(on_step), None)
         if raised:

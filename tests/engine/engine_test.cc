@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -217,11 +218,10 @@ TEST(EngineTest, LearningRateScheduleWarmsUpAndDecays) {
   EXPECT_DOUBLE_EQ(s.At(100), 0.1);
 }
 
-// Options no run can mean are refused at Create, naming the value: pdist-train's flags, the C
-// API's config and Python's keywords all arrive here (the optimizer's through its pass).
 // A batch with a nan is refused before the step, naming where, and leaves the parameters as
 // they were (the step ran: every parameter became nan, and the error blamed the initialisers).
-TEST(EngineTest, ANonFiniteBatchIsRefusedAndTrainsNothing) {
+// An infinity passes: an additive attention mask holds -inf.
+TEST(EngineTest, ANanBatchIsRefusedAndTrainsNothing) {
   absl::StatusOr<ir::Program> mlp = ir::models::BuildMlp({});
   ASSERT_TRUE(mlp.ok()) << mlp.status();
   auto engine = Engine::Create(std::move(*mlp), {});
@@ -242,8 +242,15 @@ TEST(EngineTest, ANonFiniteBatchIsRefusedAndTrainsNothing) {
   absl::StatusOr<double> after = (*engine)->EvalStep(good);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(*after, *before);
+  exec::Tensor infinite = x.Clone();
+  infinite.data<float>()[3] = -std::numeric_limits<float>::infinity();
+  absl::StatusOr<StepResult> masked = (*engine)->TrainStep({{"x", infinite}, {"labels", labels}});
+  EXPECT_TRUE(masked.ok() || std::string(masked.status().message()).find("holds") == std::string::npos)
+      << masked.status();  // the batch check lets it through (this MLP may well make a nan of it)
 }
 
+// Options no run can mean are refused at Create, naming the value: pdist-train's flags, the C
+// API's config and Python's keywords all arrive here (the optimizer's through its pass).
 TEST(EngineTest, OptionsOutOfRangeAreRefusedNamingTheValue) {
   struct Case {
     std::function<void(EngineOptions&)> set;

@@ -246,6 +246,11 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
                               "tensors": {}})";
   absl::Status escape = LoadCheckpoint(dir).status();
   EXPECT_NE(escape.message().find("plain file names"), std::string::npos) << escape;
+  // Saving over an index that cannot be read: refused, not guessed (a guess could overwrite the
+  // files of a checkpoint that is fine).
+  absl::Status over = e->Save(dir);
+  EXPECT_EQ(over.code(), absl::StatusCode::kFailedPrecondition) << over;
+  EXPECT_NE(over.message().find("index.json cannot be read"), std::string::npos) << over;
 }
 
 // A save that fails part-way (here a directory where rank 1's new file goes; on a real run a

@@ -258,6 +258,30 @@ class EngineTest(WithExportedGpt):
         for a, b in zip(piped, one):
             self.assertAlmostEqual(a, b, delta=1e-5 * b)
 
+    def test_a_fit_callback_may_predict_while_another_thread_does(self):
+        # Another thread's predict took the Python lock, then waited for the library's (held by
+        # fit); the fit callback's predict then waited for the Python lock: a deadlock. Now fit
+        # holds the Python lock too, so the other thread waits outside both.
+        import threading
+        import time
+        import numpy as np
+        engine = pdist.Engine(self.model, learning_rate=3e-3)
+        batch = {"tokens": np.zeros((4, 16), dtype=np.int64)}
+        done = []
+        other = threading.Thread(target=lambda: done.append(engine.predict(batch)))
+
+        def callback(step, loss, seconds):
+            if step == 1:
+                other.start()
+                time.sleep(0.2)  # the other thread is waiting by now
+                done.append(engine.predict(batch))
+            return False
+
+        engine.fit(DATA, steps=2, callbacks=[callback])
+        other.join(timeout=60)
+        self.assertFalse(other.is_alive())
+        self.assertEqual(len(done), 2)
+
     def test_checkpoint_resumes_the_same_run(self):
         whole = pdist.Engine(self.model, learning_rate=3e-3).fit(DATA, steps=5)
         first = pdist.Engine(self.model, learning_rate=3e-3)

@@ -111,8 +111,11 @@ TEST_F(LaunchTest, MasterPortAndRendezvousDirWhenGiven) {
   EXPECT_THAT(RankLines(out_, 1), ElementsAre("29517 " + o.rendezvous_dir));
   EXPECT_TRUE(std::filesystem::is_directory(o.rendezvous_dir));
 
-  // A directory with keys of an earlier job is refused before any rank starts.
-  std::ofstream(o.rendezvous_dir + "/stale_key") << "x";
+  // A directory with keys of an earlier job is refused before any rank starts (another file
+  // is no key: the directory may be where the ranks write their outputs).
+  std::ofstream(o.rendezvous_dir + "/losses.json") << "{}";
+  ASSERT_TRUE(RunSh(2, "true", o).ok());
+  std::ofstream(o.rendezvous_dir + "/1669894788139398375") << "x";  // Gloo's FileStore names keys so
   r = RunSh(2, "echo started", o);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr(o.rendezvous_dir));

@@ -397,14 +397,18 @@ absl::Status GlooCommunicator::Run(const Call& call) {
     const std::string what = e.what();
     if (absl::StrContains(absl::AsciiStrToLower(what), "timeout") || absl::StrContains(what, "Timed out")) {
       // Which peer Gloo does not say (its message names a connection): the candidates, by world rank.
+      // Named when there is one; the first few otherwise (a 1,024-rank group listed them all).
       std::vector<int> others;
-      for (int r = 0; r < size(); ++r) {
+      for (int r = 0; r < size() && others.size() < 8; ++r) {
         if (r != rank()) others.push_back(r);
       }
+      const std::string peers = others.size() == 1 ? absl::StrCat("rank ", WorldRanksOf(config(), others))
+                                : size() - 1 > 8    ? absl::StrCat("one of ", size() - 1, " ranks: ", WorldRanksOf(config(), others), ", ...")
+                                                    : absl::StrCat("one of ranks ", WorldRanksOf(config(), others));
       return absl::DeadlineExceededError(absl::StrCat(
           "timeout after ", absl::FormatDuration(config().timeout), " in group '", name(), "' during ",
-          call.fp.ToString(), " (seq ", call.fp.seq, "): a peer stopped sending mid-collective (",
-          others.size() == 1 ? "rank " : "one of ranks ", WorldRanksOf(config(), others), "; gloo: ", what, ")"));
+          call.fp.ToString(), " (seq ", call.fp.seq, "): a peer stopped sending mid-collective (", peers,
+          "; gloo: ", what, ")"));
     }
     return absl::UnavailableError(absl::StrCat("lost the connection in group '", name(), "' during ", call.fp.ToString(),
                                                " (seq ", call.fp.seq, "): a peer exited or crashed mid-collective (gloo: ",
