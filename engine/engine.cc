@@ -133,9 +133,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
   PDIST_ASSIGN_OR_RETURN(const CommBackend* backend, FindCommBackend(options.backend));
   PDIST_ASSIGN_OR_RETURN(const exec::Device device, ChooseDevice(options.device));
   if (backend->device_memory && device.is_cpu()) {
-    return absl::InvalidArgumentError(absl::StrCat("backend '", backend->name, "' moves GPU memory: use --device cuda, ",
-                                                   "or --backend gloo for ranks on the CPU (device '", options.device,
-                                                   "')"));
+    // Worded for every caller: pdist-train's flags, the C API's config, Python's keywords.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backend '", backend->name, "' moves GPU memory: use device cuda (pdist-train --device cuda, "
+        "pdist.Engine(device=\"cuda\")), or backend gloo for ranks on the CPU (device '", options.device, "')"));
   }
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
   if (!options.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(options.timeline_dir));
