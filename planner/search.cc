@@ -240,7 +240,11 @@ class SearchRun {
           continue;
         }
         if (absl::StatusOr<const ModelProfile*> p = profiler_.Get({mp, sp, b}); !p.ok()) {
-          skipped_.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
+          // One reason per degree: heads that mp does not divide failed every micro-batch, and
+          // --explain listed each (nine lines of one cause).
+          if (unprofiled_.insert({mp, sp}).second) {
+            skipped_.insert(absl::StrCat("mp ", mp, sp ? " sp" : "", ": ", p.status().message()));
+          }
           layout.not_built = std::string(p.status().message());
           continue;
         }
@@ -409,6 +413,7 @@ class SearchRun {
   Profiler profiler_;
   SearchResult result_;
   std::set<std::string> skipped_;
+  std::set<std::pair<int64_t, bool>> unprofiled_;  // (mp, sp) whose profile failed, its reason filed
   std::optional<Estimate> leanest_;  // least memory of any candidate, for the "nothing fits" error
   double best_ = std::numeric_limits<double>::infinity();
 };
