@@ -160,6 +160,22 @@ absl::Status Engine::Prepare() {
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
   bool annotated = !strategy.annotations.empty();
   for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
+  // Micro-batches first, then each split over dp: a micro-batch dp cannot split was named as a
+  // data input of batch 1 "not divisible by dp_degree", with no word of the micro-batches.
+  if (strategy.MicroBatches() > 1 && strategy.dp_degree > 1) {
+    for (const ir::Value* arg : forward_.block().arguments()) {
+      if (arg->role() != ir::ValueRole::kDataInput || arg->type().rank() == 0) continue;
+      const int64_t batch = arg->type().shape[0], micro = strategy.MicroBatches();
+      if (batch % micro == 0 && (batch / micro) % strategy.dp_degree != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the batch of ", batch, " in ", micro, " micro-batches (",
+            strategy.gradient_merge.enable ? "gradient_merge.k_steps" : "pipeline.accumulate_steps", ") leaves ",
+            batch / micro, " per micro-batch, which dp_degree ", strategy.dp_degree,
+            " does not divide: fewer micro-batches, or a batch of a multiple of ", micro * strategy.dp_degree));
+      }
+      break;
+    }
+  }
   // Micro-batches cut a program before it is placed; placements the user gave cannot follow
   // (it said "micro-batches: split the program before it is annotated").
   if (annotated && strategy.MicroBatched()) {

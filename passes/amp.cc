@@ -73,6 +73,14 @@ class AmpRewriter {
         return absl::InvalidArgumentError(absl::StrCat("amp: '", arg->name(), "' is ", arg->type().ToString(),
                                                        "; mixed precision takes an f32 program (export it with --dtype f32)"));
       }
+      // A program that is mixed precision already (exported with --dtype bf16): a second pass
+      // left bf16 as it was and turned it into f16 for dtype float16, without a word.
+      if (arg->role() == ir::ValueRole::kParameter && ir::IsLowPrecisionFloat(arg->type().dtype)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "amp: parameter '", arg->name(), "' is ", arg->type().ToString(),
+            " already: the program is mixed precision (exported with --dtype bf16?); drop the strategy's amp, or "
+            "export the model in f32"));
+      }
     }
     return absl::OkStatus();
   }

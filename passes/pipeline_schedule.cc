@@ -141,7 +141,8 @@ absl::Status CheckScheduleShape(ScheduleMode mode, const ScheduleShape& shape) {
       if (d.interleaves_chunks) interleaved.push_back(d.name);
     }
     return absl::InvalidArgumentError(absl::StrCat(def.name, " runs one chunk per stage, got chunks=", shape.chunks,
-                                                   " (only ", absl::StrJoin(interleaved, ", "), " interleaves)"));
+                                                   " (pipeline.vpp_degree; only ", absl::StrJoin(interleaved, ", "),
+                                                   " interleaves)"));
   }
   if (def.interleaves_chunks && shape.chunks < 2) {
     return absl::InvalidArgumentError(absl::StrCat(def.name, " needs chunks >= 2, got chunks=", shape.chunks));

@@ -44,7 +44,7 @@ struct ScheduleShape {
 // own check passes (VPP: micro_batches % stages == 0, as Megatron's interleaved schedule walks
 // micro-batches in groups of p):
 //   CheckScheduleShape(kVPP, {.stages = 2, .micro_batches = 5, .chunks = 2})
-//   → "VPP needs micro_batches divisible by stages, got micro_batches=5, stages=2"
+//   → "VPP needs micro_batches divisible by stages, got micro_batches=5, stages=2 (pipeline.accumulate_steps, pp_degree)"
 absl::Status CheckScheduleShape(ScheduleMode mode, const ScheduleShape& shape);
 
 // The jobs of `stage` (0-based), ending with the optimizer job {kOptimizer, 0, 0}.

@@ -27,7 +27,7 @@ absl::StatusOr<SpecFields> ParseSpecFields(const std::string& spec, const std::s
   std::set<std::string> seen;
   for (absl::string_view item : absl::StrSplit(body, ',')) {
     if (body.empty()) break;  // "gpt" alone: the keys it needs are named below
-    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': an empty item (',,')"));
+    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("model spec '", spec, "': an empty item (a stray ',')"));
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     // As a strategy's JSON refuses a duplicate key: which of two values was meant is a guess.
     if (!seen.insert(kv.first).second) {

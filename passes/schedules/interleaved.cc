@@ -29,8 +29,10 @@ ScheduleDef InterleavedSchedule() {
           .check_shape = [](const ScheduleShape& shape) -> absl::Status {
             // Megatron's interleaved schedule walks micro-batches in groups of p.
             if (shape.micro_batches % shape.stages != 0) {
-              return absl::InvalidArgumentError(absl::StrCat("VPP needs micro_batches divisible by stages, got micro_batches=",
-                                                             shape.micro_batches, ", stages=", shape.stages));
+              // Named as the strategy names them too (the schedule's words alone sent users looking).
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "VPP needs micro_batches divisible by stages, got micro_batches=", shape.micro_batches,
+                  ", stages=", shape.stages, " (pipeline.accumulate_steps, pp_degree)"));
             }
             return absl::OkStatus();
           },

@@ -275,6 +275,9 @@ TEST(EngineTest, OptionsOutOfRangeAreRefusedNamingTheValue) {
          o.optimizer.momentum = -0.9;
        },
        "momentum -0.9 must be >= 0 and finite"},
+      // A batch of 8 in 8 micro-batches that dp 2 cannot split (it named a data input of batch 1).
+      {[](EngineOptions& o) { o.strategy_json = R"({"dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 8}})"; },
+       "the batch of 8 in 8 micro-batches (gradient_merge.k_steps) leaves 1 per micro-batch, which dp_degree 2"},
   };
   absl::StatusOr<ir::Program> model = ir::models::BuildGpt(SmallGpt());
   ASSERT_TRUE(model.ok()) << model.status();

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/tensor.h"
+#include "passes/amp.h"
 #include "tests/engine/distributed_test_util.h"
 
 namespace pdist::engine {
@@ -105,6 +106,19 @@ TEST(MixedPrecisionTest, CustomListsMoveOpsBetweenPrecisions) {
                                             "custom_white_list": ["layer_norm"]}})");
   EXPECT_EQ(custom.at("matmul"), std::set<ir::DataType>{ir::DataType::kFloat32});
   EXPECT_EQ(custom.at("layer_norm"), std::set<ir::DataType>{ir::DataType::kBFloat16});
+}
+
+// A strategy's amp on a program that is mixed precision already (exported with --dtype bf16):
+// refused by name (bf16 stayed as it was, whatever the level; float16 turned it into f16).
+TEST(MixedPrecisionTest, AmpOnAMixedPrecisionProgramIsRefused) {
+  ir::Program program = testing::BuildSmallModel("gpt", ir::DataType::kFloat32);
+  ASSERT_TRUE(passes::ApplyAmp(program, ir::DataType::kBFloat16, passes::AmpLevel::kO2).ok());
+  EngineOptions o = testing::EquivalenceOptions();
+  o.strategy_json = R"({"amp": {"enable": true, "dtype": "float16", "level": "o1"}})";
+  auto engine = Engine::Create(std::move(program), o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("already: the program is mixed precision"), std::string::npos)
+      << engine.status();
 }
 
 TEST(MixedPrecisionTest, OTwoParametersAreTheirMasterWeightsRounded) {

@@ -119,9 +119,9 @@ TEST(PipelineScheduleTest, BadShapes) {
     return std::string(status.message());
   };
   EXPECT_EQ(error(ScheduleMode::kVPP, {2, 5, 2}),
-            "VPP needs micro_batches divisible by stages, got micro_batches=5, stages=2");
+            "VPP needs micro_batches divisible by stages, got micro_batches=5, stages=2 (pipeline.accumulate_steps, pp_degree)");
   EXPECT_EQ(error(ScheduleMode::kVPP, {2, 4, 1}), "VPP needs chunks >= 2, got chunks=1");
-  EXPECT_EQ(error(ScheduleMode::k1F1B, {2, 4, 2}), "1F1B runs one chunk per stage, got chunks=2 (only VPP interleaves)");
+  EXPECT_EQ(error(ScheduleMode::k1F1B, {2, 4, 2}), "1F1B runs one chunk per stage, got chunks=2 (pipeline.vpp_degree; only VPP interleaves)");
   EXPECT_EQ(error(ScheduleMode::kFThenB, {0, 4, 1}), "stages must be >= 1, got 0");
   EXPECT_EQ(error(ScheduleMode::kZBH1, {2, 0, 1}), "micro_batches must be >= 1, got 0");
   EXPECT_EQ(error(ScheduleMode::kVPP, {2, 4, 0}), "chunks must be >= 1, got 0");

@@ -390,7 +390,7 @@ TEST(ModelSpecTest, BadSpecsNameTheirCulprit) {
       {"llama:layers=4,hidden=64,heads=4,vocab=64,seq=8,tied=-1", "tied='-1'"},
       // Each was taken: a flag of 2 as true, an empty item, the last of two values, an int dtype.
       {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,tied=2", "tied must be 0 or 1"},
-      {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,,", "an empty item"},
+      {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,,", "an empty item (a stray ',')"},
       {"gpt:layers=2,layers=3,hidden=64,heads=4,vocab=64,seq=8", "'layers' given twice"},
       {"gpt:layers=4,hidden=64,heads=4,vocab=64,seq=8,dtype=int64", "not a floating-point dtype"},
   };
