@@ -16,6 +16,7 @@
 #include "engine/device_choice.h"
 #include "engine/launched_rank.h"
 #include "engine/timeline_files.h"
+#include "ir/dist/shard_tensor.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
 
@@ -158,8 +159,7 @@ absl::Status Engine::Prepare() {
   const strategy::Strategy& strategy = strategy_;
   PDIST_RETURN_IF_ERROR(WithContext(passes::CheckExecutable(strategy), "strategy"));
   // A program whose values carry DistAttrs of their own is distributed even without a strategy.
-  bool annotated = !strategy.annotations.empty();
-  for (int64_t id = 0; id < forward_.num_values() && !annotated; ++id) annotated = forward_.FindValue(id)->dist_attr().has_value();
+  const bool annotated = !strategy.annotations.empty() || ir::HasPlacements(forward_);
   // Micro-batches first, then each split over dp: a micro-batch dp cannot split was named as a
   // data input of batch 1 "not divisible by dp_degree", with no word of the micro-batches.
   if (strategy.MicroBatches() > 1 && strategy.dp_degree > 1) {

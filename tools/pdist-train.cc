@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "engine/launched_rank.h"
 #include "engine/token_batches.h"
+#include "ir/dist/shard_tensor.h"
 #include "ir/models/model_stats.h"
 #include "ir/output_file.h"
 #include "ir/serialize.h"
@@ -52,14 +53,6 @@ absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engin
   }
   const std::string json = out.dump() + "\n";
   return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
-}
-
-// Whether any value of `program` carries a placement of its own (shard_tensor's).
-bool HasPlacements(const pdist::ir::Program& program) {
-  for (int64_t id = 0; id < program.num_values(); ++id) {
-    if (program.FindValue(id)->dist_attr()) return true;
-  }
-  return false;
 }
 
 // Where --save goes, checked before the training (a path under a file, an unwritable place, a
@@ -410,7 +403,7 @@ absl::Status Train(const std::string& model_path, TrainFlags f) {
   // program places its tensors itself (shard_tensor), whose meshes name the ranks.
   PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
   if (options.strategy_json.empty() && backend->process_per_rank && engine::LaunchedProcesses() > 1 &&
-      !HasPlacements(program)) {
+      !ir::HasPlacements(program)) {
     options.strategy_json = absl::StrFormat("{\"dp_degree\": %d}", engine::LaunchedProcesses());
   }
   PDIST_ASSIGN_OR_RETURN(engine::TokenDataset dataset, OpenDataset(f, program));

@@ -33,4 +33,11 @@ absl::Status ShardTensor(Value* value, const ProcessMesh& mesh, const std::vecto
   return absl::OkStatus();
 }
 
+bool HasPlacements(const Program& program) {
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    if (program.FindValue(id)->dist_attr()) return true;
+  }
+  return false;
+}
+
 }  // namespace pdist::ir

@@ -21,6 +21,10 @@ namespace pdist::ir {
 // counts from the end), a tensor dim sharded twice. The value is unchanged on error.
 absl::Status ShardTensor(Value* value, const ProcessMesh& mesh, const std::vector<Placement>& placements);
 
+// Whether any value of `program` carries a DistAttr of its own (ShardTensor's, or a model file's):
+// such a program names its ranks itself.
+bool HasPlacements(const Program& program);
+
 // "w" for a named value (a block argument), "value id 7" otherwise — for messages.
 std::string DescribeValue(const Value& value);
 
