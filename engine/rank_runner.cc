@@ -50,7 +50,7 @@ absl::Status RankRunner::Connect(std::shared_ptr<exec::comm::Communicator> world
                                  const std::vector<ir::ProcessMesh>& meshes) {
   // A channel per direction this rank sends or receives in (a predicting step's are among the
   // training step's: the forward's sends).
-  std::vector<std::pair<int64_t, int64_t>> channels = exec::comm::ChannelsOf(train_, rank_);
+  std::vector<exec::comm::ChannelKey> channels = exec::comm::ChannelsOf(train_, rank_);
   for (const auto& channel : exec::comm::ChannelsOf(eval_, rank_)) channels.push_back(channel);
   PDIST_ASSIGN_OR_RETURN(groups_, exec::comm::CommGroups::Create(std::move(world), meshes, std::move(channels)));
   return CreateExecutors();  // again, now with the communicators

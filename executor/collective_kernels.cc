@@ -132,8 +132,9 @@ absl::Status SendKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_send needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
+  PDIST_ASSIGN_OR_RETURN(int64_t lane, ir::GetInt(ctx.attrs(), "lane"));
   // Over the channel of this direction (comm/comm_groups.h): this rank is its 0, the peer its 1.
-  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(ctx.comm_groups()->rank(), peer));
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(ctx.comm_groups()->rank(), peer, lane));
   return channel->Send(*ctx.input(0), 1, tag, ctx.stream());
 }
 
@@ -141,7 +142,8 @@ absl::Status RecvKernel(KernelContext& ctx) {
   if (ctx.comm_groups() == nullptr) return absl::FailedPreconditionError("c_recv needs communicators");
   PDIST_ASSIGN_OR_RETURN(int64_t peer, ir::GetInt(ctx.attrs(), "peer"));
   PDIST_ASSIGN_OR_RETURN(int64_t tag, ir::GetInt(ctx.attrs(), "tag"));
-  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(peer, ctx.comm_groups()->rank()));
+  PDIST_ASSIGN_OR_RETURN(int64_t lane, ir::GetInt(ctx.attrs(), "lane"));
+  PDIST_ASSIGN_OR_RETURN(comm::Communicator * channel, ctx.comm_groups()->Channel(peer, ctx.comm_groups()->rank(), lane));
   return channel->Recv(ctx.AllocateOutput(0), 0, tag, ctx.stream());
 }
 

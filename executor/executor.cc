@@ -120,13 +120,16 @@ void Executor::PlanCommStreams() {
   comm_stream_of_.assign(ops.size(), 0);
   comm_stream_names_ = {"comm"};
   if (options_.comm_groups == nullptr) return;
-  std::map<std::pair<int64_t, int64_t>, size_t> index;
+  std::map<comm::ChannelKey, size_t> index;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!on_comm_stream_[i]) continue;
-    const std::optional<std::pair<int64_t, int64_t>> channel = comm::ChannelOf(*ops[i], options_.comm_groups->rank());
+    const std::optional<comm::ChannelKey> channel = comm::ChannelOf(*ops[i], options_.comm_groups->rank());
     if (!channel) continue;
     const auto [it, added] = index.emplace(*channel, comm_stream_names_.size());
-    if (added) comm_stream_names_.push_back(absl::StrCat("p2p ", channel->first, ">", channel->second));
+    if (added) {
+      comm_stream_names_.push_back(absl::StrCat("p2p ", channel->src, ">", channel->dst,
+                                                channel->lane > 0 ? absl::StrCat(" lane ", channel->lane) : ""));
+    }
     comm_stream_of_[i] = it->second;
   }
 }

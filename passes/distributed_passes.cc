@@ -20,6 +20,7 @@
 #include "passes/replicate_loss.h"
 #include "passes/sharding.h"
 #include "passes/regather.h"
+#include "passes/stage_gradient_sums.h"
 #include "passes/split_weight_grad.h"
 
 namespace pdist::passes {
@@ -76,6 +77,19 @@ class RegatherPass : public Pass {
     context.Explain(name(), absl::StrCat(r.values, " gathered activations regathered in the backward, ", r.bytes_saved,
                                          " bytes per micro-batch and rank no longer kept"));
     return r.values > 0;
+  }
+};
+
+// `stage-gradient-sums`: a parameter's gradient shares from several pipeline stages (a tied
+// embedding) summed once per step, in the optimizer job (passes/stage_gradient_sums.h).
+class StageGradientSumsPass : public Pass {
+ public:
+  std::string_view name() const override { return "stage-gradient-sums"; }
+  absl::StatusOr<bool> Run(ir::Program& program, PassContext& context) override {
+    PDIST_ASSIGN_OR_RETURN(int64_t moved, SumStageGradientsOncePerStep(program));
+    context.Explain(name(), absl::StrCat(moved, moved == 1 ? " parameter's" : " parameters'",
+                                         " gradient shares from other stages summed once per step"));
+    return moved > 0;
   }
 };
 
@@ -461,6 +475,9 @@ absl::Status RegisterDistributedPasses(PassRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register("regather",
                                           "all-gather sequence shards again in the backward instead of keeping them gathered (sp)",
                                           NoOptions<RegatherPass>("regather")));
+  PDIST_RETURN_IF_ERROR(registry.Register("stage-gradient-sums",
+                                          "sum a parameter's gradient shares from other pipeline stages once per step",
+                                          NoOptions<StageGradientSumsPass>("stage-gradient-sums")));
   PDIST_RETURN_IF_ERROR(registry.Register("split-weight-grad",
                                           "split the backward into activation (B) and weight (W) gradients (ZBH1)",
                                           NoOptions<SplitWeightGradPass>("split-weight-grad")));

@@ -92,6 +92,7 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
   p.train_tail.push_back({"optimizer", OptimizerPassOptions(optimizer)});
   if (strategy.amp.ScalesLoss()) p.train_tail.push_back({"loss-scaling", {}});
   p.train_tail.push_back({"completion", {}});
+  if (Pipelined(strategy)) p.train_tail.push_back({"stage-gradient-sums", {}});
   if (strategy.sp) p.train_tail.push_back({"regather", {}});
   if (Pipelined(strategy) && ScheduleDefOf(schedule).splits_backward) p.train_tail.push_back({"split-weight-grad", {}});
   if (strategy.sharding.enable && strategy.dp_degree > 1) {

@@ -81,6 +81,7 @@ class Partitioner {
             absl::StrCat("value ", NameOf(*v), " has no DistAttr: run completion before partition"));
       }
       const DistAttr& attr = *v->dist_attr();
+      for (int64_t id : attr.mesh.process_ids()) world_size_ = std::max(world_size_, id + 1);
       PDIST_RETURN_IF_ERROR(CheckEvenShards(attr, v->type().shape, absl::StrCat("value ", NameOf(*v))));
       if (!attr.mesh.Contains(rank_)) {
         absent_.insert(v);  // lives on another mesh (another pipeline stage)
@@ -153,8 +154,10 @@ class Partitioner {
     for (const ReshardStep& step : plan.steps) {
       Value* before = current;
       if (step.kind == ReshardStep::Kind::kSendRecv) {
+        const Message message{.tag = tag,
+                              .lane = InScheduleOrder(sender, receiver, state->mesh, step.after.mesh) ? 0 : tag};
         PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, {global_shapes_.at(y), y->type().dtype},
-                                                      current, receiver, tag));
+                                                      current, receiver, message));
       } else if (step.after.mesh.Contains(rank_)) {
         PDIST_ASSIGN_OR_RETURN(current, LowerStep(b, step, current));
       }
@@ -172,13 +175,49 @@ class Partitioner {
     return absl::OkStatus();
   }
 
+  // Whether the schedule issues a move's messages in one order with the other messages between
+  // the same two ranks, on both ends (NCCL pairs a direction's sends and receives in issue
+  // order): a move once per step (the optimizer job runs last everywhere), or one per
+  // micro-batch between neighbouring virtual stages along the pipeline's flow — forward to the
+  // next, backward to the previous, the pairs every schedule interleaves alike on both ends. A
+  // virtual stage is chunk·pp + s on the meshes of passes/pipeline_stages.h (stage s holds the
+  // ranks s·n … (s+1)·n − 1); on other meshes (placed by hand: one micro-batch, one chunk) each
+  // job's messages follow the global program order, so a move within one role is in order.
+  bool InScheduleOrder(const Operation& sender, const Operation& receiver, const ir::ProcessMesh& from,
+                       const ir::ProcessMesh& to) const {
+    if (sender.role() == ir::OpRole::kOptimizer || receiver.role() == ir::OpRole::kOptimizer) {
+      return sender.role() == receiver.role();
+    }
+    const bool forward = sender.role() == ir::OpRole::kForward && receiver.role() == ir::OpRole::kForward;
+    const bool backward = IsBackwardRole(sender.role()) && IsBackwardRole(receiver.role());
+    if (!forward && !backward) return false;
+    const int64_t n = from.size();
+    const int64_t first_from = from.process_ids().front(), first_to = to.process_ids().front();
+    auto block = [&](const ir::ProcessMesh& m) {
+      const std::vector<int64_t>& ids = m.process_ids();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] != ids.front() + static_cast<int64_t>(i)) return false;
+      }
+      return ids.front() % n == 0;
+    };
+    if (to.size() != n || world_size_ % n != 0 || !block(from) || !block(to)) return true;
+    const int64_t pp = world_size_ / n;
+    const int64_t from_stage = sender.chunk() * pp + first_from / n, to_stage = receiver.chunk() * pp + first_to / n;
+    return to_stage == from_stage + (forward ? 1 : -1);
+  }
+
+  struct Message {
+    int64_t tag = 0;   // pairs a send with its receive
+    int64_t lane = 0;  // 0: the direction's channel; else a channel of its own (InScheduleOrder)
+  };
+
   // The move between meshes: with meshes of one shape, the rank at each coordinate of the
   // source sends to the rank at that coordinate of the target; otherwise target rank t takes
   // the (replicated) tensor from source rank t mod |source|. Returns this rank's piece on the
   // target, or nullptr when it is not in the target mesh.
   absl::StatusOr<Value*> LowerSendRecv(ir::Builder& b, const DistAttr& from, const DistAttr& to,
                                        const ir::TensorType& global, Value* piece, const Operation& receiver,
-                                       int64_t tag) {
+                                       const Message& message) {
     const std::vector<int64_t>& senders = from.mesh.process_ids();
     const std::vector<int64_t>& receivers = to.mesh.process_ids();
     const bool same_shape = from.mesh.shape() == to.mesh.shape();
@@ -189,7 +228,8 @@ class Partitioner {
       if (receivers[t] == rank_) {
         received = piece;  // this rank is on both sides: no message
       } else {
-        PDIST_RETURN_IF_ERROR(b.Create("c_send", {piece}, {{"peer", receivers[t]}, {"tag", tag}}).status());
+        PDIST_RETURN_IF_ERROR(
+            b.Create("c_send", {piece}, {{"peer", receivers[t]}, {"tag", message.tag}, {"lane", message.lane}}).status());
       }
     }
     b.SetOpRoleAndChunkFrom(receiver);  // what follows runs on the target mesh
@@ -197,7 +237,8 @@ class Partitioner {
       if (receivers[t] != rank_ || sender_of(t) == rank_) continue;
       const ir::TensorType type{to.LocalShape(global.shape), global.dtype};
       PDIST_ASSIGN_OR_RETURN(received, b.Op1("c_recv", {}, {{"peer", sender_of(t)}, {"shape", type.shape},
-                                                             {"dtype", type.dtype}, {"tag", tag}}));
+                                                             {"dtype", type.dtype}, {"tag", message.tag},
+                                                             {"lane", message.lane}}));
     }
     return received;
   }
@@ -292,6 +333,7 @@ class Partitioner {
   std::unordered_set<const Value*> absent_;  // values on meshes without this rank
   std::unordered_map<const Value*, const Operation*> first_use_;  // the first op that reads each value
   int64_t next_message_tag_ = 1;  // of the moves between meshes, in program order
+  int64_t world_size_ = 1;        // 1 + the highest process id of any mesh
 };
 
 }  // namespace

@@ -20,20 +20,35 @@ namespace {
 using ir::Operation;
 using ir::Value;
 
-// Places to cut: where the fewest values cross, loosening the bound until there are `needed`.
-std::vector<size_t> CutCandidates(const std::vector<int64_t>& crossing, size_t needed) {
+// The levels at which cuts may go: each distinct number of crossing values, fewest first.
+std::vector<int64_t> CrossingLevels(const std::vector<int64_t>& crossing) {
   std::vector<int64_t> levels(crossing.begin() + (crossing.empty() ? 0 : 1), crossing.end());
   std::sort(levels.begin(), levels.end());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  std::vector<size_t> cuts;
-  for (int64_t bound : levels) {
-    cuts.clear();
-    for (size_t c = 1; c < crossing.size(); ++c) {
-      if (crossing[c] <= bound) cuts.push_back(c);
+  return levels;
+}
+
+// reach[c]: the last op that reads a value made before op c (c itself when none is read at or
+// after it). A stage that begins at cut c must reach past reach[c], or a value made before it
+// would be read two stages on.
+std::vector<size_t> ReachOfCuts(const ir::Program& program) {
+  const auto& ops = program.block().ops();
+  std::unordered_map<const Value*, size_t> last_use;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const Value* v : ops[i]->operands()) {
+      if (v != nullptr && !v->is_argument()) last_use[v] = i;
     }
-    if (cuts.size() >= needed) break;
   }
-  return cuts;
+  std::vector<size_t> reach(ops.size() + 1, 0);
+  size_t running = 0;
+  for (size_t c = 0; c <= ops.size(); ++c) {
+    reach[c] = std::max(running, c);
+    if (c == ops.size()) break;
+    for (const Value* r : ops[c]->results()) {
+      if (auto it = last_use.find(r); it != last_use.end()) running = std::max(running, it->second);
+    }
+  }
+  return reach;
 }
 
 }  // namespace
@@ -83,37 +98,70 @@ absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, i
   std::vector<int64_t> stage_of(n, 0);
   if (virtual_stages == 1) return stage_of;
   const size_t k = static_cast<size_t>(virtual_stages);
-  const std::vector<size_t> cuts = CutCandidates(CrossingValues(forward), k - 1);
-  if (cuts.size() < k - 1) {
-    return absl::InvalidArgumentError(absl::StrCat("stages: the program (", n, " ops) can be cut in only ", cuts.size(),
-                                                   " places; ", virtual_stages,
-                                                   " pipeline stages (pp_degree × vpp_degree) need ", k - 1));
-  }
+  const std::vector<int64_t> crossing = CrossingValues(forward);
+  const std::vector<size_t> reach = ReachOfCuts(forward);
   std::vector<double> prefix(n + 1, 0);
   for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + ForwardFlops(*ops[i]) + 1;  // +1: every op costs something
-  // Linear partition over the candidate positions P = {0, cuts…, n}: best[j][i] is the smallest
-  // possible cost of the heaviest of j stages covering ops [0, P[i]).
-  std::vector<size_t> pos = {0};
-  pos.insert(pos.end(), cuts.begin(), cuts.end());
-  pos.push_back(n);
-  const size_t m = pos.size();
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(k + 1, std::vector<double>(m, inf));
-  std::vector<std::vector<size_t>> from(k + 1, std::vector<size_t>(m, 0));
-  best[0][0] = 0;
-  for (size_t j = 1; j <= k; ++j) {
-    for (size_t i = 1; i < m; ++i) {
-      for (size_t prev = j - 1; prev < i; ++prev) {
-        if (best[j - 1][prev] == inf) continue;
-        const double cost = std::max(best[j - 1][prev], prefix[pos[i]] - prefix[pos[prev]]);
-        if (cost < best[j][i]) {
-          best[j][i] = cost;
-          from[j][i] = prev;
+  // Cuts where the fewest values cross, loosening the bound until k stages fit. A value may
+  // cross one cut only: one read two stages on would be a message between stages that are not
+  // neighbours, which no schedule orders (under NCCL an interleaved step deadlocks on it).
+  std::vector<size_t> pos;
+  std::vector<std::vector<size_t>> from;
+  size_t most_cuts = 0;
+  bool found = false;
+  for (int64_t bound : CrossingLevels(crossing)) {
+    pos = {0};
+    for (size_t c = 1; c < crossing.size(); ++c) {
+      if (crossing[c] <= bound) pos.push_back(c);
+    }
+    most_cuts = pos.size() - 1;
+    if (most_cuts < k - 1) continue;
+    pos.push_back(n);
+    // Linear partition over the candidate positions: best[j][i] is the smallest possible cost
+    // of the heaviest of j stages covering ops [0, pos[i]).
+    const size_t m = pos.size();
+    std::vector<std::vector<double>> best(k + 1, std::vector<double>(m, inf));
+    from.assign(k + 1, std::vector<size_t>(m, 0));
+    best[0][0] = 0;
+    for (size_t j = 1; j <= k; ++j) {
+      for (size_t i = 1; i < m; ++i) {
+        for (size_t prev = j - 1; prev < i; ++prev) {
+          if (best[j - 1][prev] == inf || (prev > 0 && reach[pos[prev]] >= pos[i])) continue;
+          const double cost = std::max(best[j - 1][prev], prefix[pos[i]] - prefix[pos[prev]]);
+          if (cost < best[j][i]) {
+            best[j][i] = cost;
+            from[j][i] = prev;
+          }
         }
       }
     }
+    if (best[k][m - 1] < inf) {
+      found = true;
+      break;
+    }
   }
-  for (size_t j = k, i = m - 1; j >= 1; --j) {
+  if (most_cuts < k - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("stages: the program (", n, " ops) can be cut in only ", most_cuts,
+                                                   " places; ", virtual_stages,
+                                                   " pipeline stages (pp_degree × vpp_degree) need ", k - 1));
+  }
+  if (!found) {
+    // The most stages there can be: each cut as early as the previous one allows (reach never
+    // decreases, so the earliest choice leaves the most room).
+    int64_t most = 1;
+    for (size_t cut = 0, c = 1; c < n; ++c) {
+      if (cut == 0 || reach[cut] < c) {
+        cut = c;
+        ++most;
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stages: the program (", n, " ops) cannot be cut into ", virtual_stages,
+        " pipeline stages (pp_degree × vpp_degree) so that every value is read on its own stage or the next; "
+        "it can be cut into at most ", most, ": ask for fewer, or a model with more layers"));
+  }
+  for (size_t j = k, i = pos.size() - 1; j >= 1; --j) {
     const size_t prev = from[j][i];
     for (size_t op = pos[prev]; op < pos[i]; ++op) stage_of[op] = static_cast<int64_t>(j - 1);
     i = prev;
@@ -218,7 +266,15 @@ class StageCutter {
                                                 out_.flops.size()));
       }
       for (const Value* v : ops[i]->operands()) {
-        if (v != nullptr) home_.emplace(v, stage_of_[i]);
+        if (v == nullptr) continue;
+        home_.emplace(v, stage_of_[i]);
+        // BalanceStages never cuts so; marks (pipeline.split_before) may.
+        if (!v->is_argument() && HomeOf(v) + 1 < stage_of_[i]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "stages: ", ops[i]->Describe(), " on virtual stage ", stage_of_[i], " reads %", v->id(), " (made by ",
+              v->producer()->Describe(), ") from virtual stage ", HomeOf(v), ": a value may cross one cut only (a message between stages that "
+              "are not neighbours is one no schedule orders); move the pipeline.split_before marks"));
+        }
       }
       for (const Value* r : ops[i]->results()) home_[r] = stage_of_[i];
       out_.flops[static_cast<size_t>(stage_of_[i])] += ForwardFlops(*ops[i]);

@@ -14,7 +14,7 @@ namespace pdist::exec::comm {
 
 absl::StatusOr<std::shared_ptr<CommGroups>> CommGroups::Create(std::shared_ptr<Communicator> world,
                                                                const std::vector<ir::ProcessMesh>& meshes,
-                                                               std::vector<std::pair<int64_t, int64_t>> channels) {
+                                                               std::vector<ChannelKey> channels) {
   auto groups = std::shared_ptr<CommGroups>(new CommGroups(world));
   const int64_t rank = world->rank();
   for (const ir::ProcessMesh& mesh : meshes) {
@@ -41,35 +41,37 @@ absl::StatusOr<std::shared_ptr<CommGroups>> CommGroups::Create(std::shared_ptr<C
     }
   }
   // Made by the two ends alone, each blocking until the other joins (Gloo, NCCL): in the order of
-  // the unordered pair, then the direction, every rank's sequence is a subsequence of one global
-  // order, so the lowest pair anyone waits for has both its ends at it.
-  auto order = [](const std::pair<int64_t, int64_t>& c) {
-    return std::make_tuple(std::min(c.first, c.second), std::max(c.first, c.second), c.first);
+  // the unordered pair, then the direction and lane, every rank's sequence is a subsequence of
+  // one global order, so the lowest pair anyone waits for has both its ends at it.
+  auto order = [](const ChannelKey& c) {
+    return std::make_tuple(std::min(c.src, c.dst), std::max(c.src, c.dst), c.src, c.lane);
   };
   std::sort(channels.begin(), channels.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
   channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
-  for (const auto& [src, dst] : channels) {
+  for (const ChannelKey& key : channels) {
+    const auto [src, dst, lane] = key;
     if (src != rank && dst != rank) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " was asked to join the channel ", src, " > ",
-                                                     dst, ", which it is not an end of"));
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " was asked to join the channel ", ToString(key),
+                                                     ", which it is not an end of"));
     }
     PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> channel,
-                           world->Channel(static_cast<int>(src), static_cast<int>(dst)));
+                           world->Channel(static_cast<int>(src), static_cast<int>(dst), lane));
     // One message now, in the same order: NCCL connects a pair at its first send and receive,
     // and a rank's one host thread may wait there; here both ends are at it by construction.
     Tensor hello = Tensor::Zeros({{1}, ir::DataType::kInt64});
     PDIST_RETURN_IF_ERROR(WithContext(src == rank ? channel->Send(hello, 1) : channel->Recv(hello, 0),
-                                      absl::StrCat("opening channel ", src, " > ", dst)));
-    groups->channels_[{src, dst}] = std::move(channel);
+                                      absl::StrCat("opening channel ", ToString(key))));
+    groups->channels_[key] = std::move(channel);
   }
   return groups;
 }
 
-absl::StatusOr<Communicator*> CommGroups::Channel(int64_t src, int64_t dst) const {
-  auto it = channels_.find({src, dst});
+absl::StatusOr<Communicator*> CommGroups::Channel(int64_t src, int64_t dst, int64_t lane) const {
+  auto it = channels_.find({src, dst, lane});
   if (it == channels_.end()) {
     return absl::NotFoundError(absl::StrCat("rank ", rank(), " has no channel for messages from rank ", src,
-                                            " to rank ", dst, " (CommGroups::Create makes the pairs it is given)"));
+                                            " to rank ", dst, lane > 0 ? absl::StrCat(" on lane ", lane) : "",
+                                            " (CommGroups::Create makes the pairs it is given)"));
   }
   return it->second.get();
 }
@@ -88,18 +90,23 @@ absl::StatusOr<Communicator*> CommGroups::Get(const std::vector<int64_t>& ranks)
   return it->second.get();
 }
 
-std::optional<std::pair<int64_t, int64_t>> ChannelOf(const ir::Operation& op, int64_t rank) {
+std::string ToString(const ChannelKey& key) {
+  return absl::StrCat(key.src, " > ", key.dst, key.lane > 0 ? absl::StrCat(" (lane ", key.lane, ")") : "");
+}
+
+std::optional<ChannelKey> ChannelOf(const ir::Operation& op, int64_t rank) {
   const ir::OpDef* def = ir::OpRegistry::Global().Find(op.type());
   if (def == nullptr || def->point_to_point == ir::PointToPoint::kNone) return std::nullopt;
   absl::StatusOr<int64_t> peer = ir::GetInt(op.attrs(), "peer");
   if (!peer.ok()) return std::nullopt;  // the verifier refuses such an op; its kernel names the attribute
-  return def->point_to_point == ir::PointToPoint::kSend ? std::pair{rank, *peer} : std::pair{*peer, rank};
+  const int64_t lane = ir::GetInt(op.attrs(), "lane").value_or(0);
+  return def->point_to_point == ir::PointToPoint::kSend ? ChannelKey{rank, *peer, lane} : ChannelKey{*peer, rank, lane};
 }
 
-std::vector<std::pair<int64_t, int64_t>> ChannelsOf(const ir::Program& local, int64_t rank) {
-  std::vector<std::pair<int64_t, int64_t>> channels;
+std::vector<ChannelKey> ChannelsOf(const ir::Program& local, int64_t rank) {
+  std::vector<ChannelKey> channels;
   for (const auto& op : local.block().ops()) {
-    if (std::optional<std::pair<int64_t, int64_t>> channel = ChannelOf(*op, rank)) channels.push_back(*channel);
+    if (std::optional<ChannelKey> channel = ChannelOf(*op, rank)) channels.push_back(*channel);
   }
   return channels;
 }
@@ -107,7 +114,7 @@ std::vector<std::pair<int64_t, int64_t>> ChannelsOf(const ir::Program& local, in
 absl::Status CommGroups::AsyncError() const {
   PDIST_RETURN_IF_ERROR(world_->AsyncError());
   for (const auto& [ranks, comm] : groups_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
-  for (const auto& [pair, comm] : channels_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
+  for (const auto& [key, comm] : channels_) PDIST_RETURN_IF_ERROR(comm->AsyncError());
   return absl::OkStatus();
 }
 

@@ -305,7 +305,8 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Split(int color, int
 
 int Communicator::WorldRank(int r) const { return WorldRankOf(config_, r); }
 
-absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Channel(int src, int dst) {
+absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Channel(int src, int dst, int64_t lane) {
+  if (lane < 0) return absl::InvalidArgumentError(absl::StrCat("channel ", src, " > ", dst, ": lane ", lane, " is negative"));
   if (src < 0 || src >= size_ || dst < 0 || dst >= size_ || src == dst || (rank_ != src && rank_ != dst)) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, " of '", name(), "' (", size_,
                                                    " ranks) cannot take part in a channel from ", src, " to ", dst));
@@ -318,13 +319,13 @@ absl::StatusOr<std::shared_ptr<Communicator>> Communicator::Channel(int src, int
                                                     "': communicator unusable after an earlier error: ",
                                                     error_.message()));
   }
-  auto it = channels_.find({src, dst});
+  auto it = channels_.find({src, dst, lane});
   if (it != channels_.end()) return it->second;
   CommConfig sub = config_;
-  sub.name = absl::StrCat(name(), "/p2p{", src, ">", dst, "}");
+  sub.name = absl::StrCat(name(), "/p2p{", src, ">", dst, "}", lane > 0 ? absl::StrCat(".lane", lane) : "");
   sub.world_ranks = {WorldRank(src), WorldRank(dst)};
   PDIST_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> comm, CreateSubgroup({src, dst}, sub));
-  channels_[{src, dst}] = comm;
+  channels_[{src, dst, lane}] = comm;
   return comm;
 }
 

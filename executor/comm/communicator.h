@@ -144,7 +144,9 @@ class Communicator {
   // other's receive behind it). The executor gives each direction its own stream, and streams
   // that run at once need communicators of their own. Two ranks that share several channels
   // must make them in one order (CommGroups sorts them).
-  absl::StatusOr<std::shared_ptr<Communicator>> Channel(int src, int dst);
+  // `lane` > 0: another channel for the same direction, for messages that the schedule does not
+  // issue in one order with the lane-0 ones on both ends (ir/ops/collective.cc, c_send's `lane`).
+  absl::StatusOr<std::shared_ptr<Communicator>> Channel(int src, int dst, int64_t lane = 0);
 
   // Wakes and fails every pending and later collective of this communicator and of the
   // sub-groups and channels made from it (ncclCommAbort).
@@ -199,7 +201,7 @@ class Communicator {
   mutable std::mutex mu_;
   absl::Status error_;                       // sticky first error
   std::map<std::vector<int>, std::shared_ptr<Communicator>> subgroups_;
-  std::map<std::pair<int, int>, std::shared_ptr<Communicator>> channels_;  // (src, dst)
+  std::map<std::tuple<int, int, int64_t>, std::shared_ptr<Communicator>> channels_;  // (src, dst, lane)
 };
 
 // Helpers shared by the backends.

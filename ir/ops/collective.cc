@@ -39,6 +39,8 @@ absl::StatusOr<int64_t> GroupSize(const AttributeMap& attrs) {
 absl::Status CheckPeer(const AttributeMap& attrs) {
   PDIST_ASSIGN_OR_RETURN(int64_t peer, GetInt(attrs, "peer"));
   if (peer < 0) return absl::InvalidArgumentError(absl::StrCat("peer must be a rank, got ", peer));
+  PDIST_ASSIGN_OR_RETURN(int64_t lane, GetInt(attrs, "lane"));
+  if (lane < 0) return absl::InvalidArgumentError(absl::StrCat("lane must be 0 or more, got ", lane));
   return absl::OkStatus();
 }
 
@@ -189,9 +191,13 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   // holds each send until its receive runs; the executor's channel per direction
   // (executor/comm/comm_groups.h) separates an activation from the gradient coming back, and
   // the schedules issue each direction's messages in the same order on both ends (checked on
-  // the CPU by the inproc backend's rendezvous sends).
+  // the CPU by the inproc backend's rendezvous sends). That holds for messages between
+  // neighbouring virtual stages; one that skips stages (a tied embedding's table to the last
+  // stage, a value read several stages on) is sent in jobs the schedule orders differently on
+  // the two ends, so partition gives it `lane = tag`: a channel of its own, where its messages
+  // are one per micro-batch, in micro-batch order on both ends.
   OpDef send = CollectiveDef(
-      "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}},
+      "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}, {"lane", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
         return std::vector<TensorType>{};
@@ -206,7 +212,7 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(send)));
   OpDef recv = CollectiveDef(
       "c_recv", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"shape", std::vector<int64_t>{}}, {"dtype", DataType::kFloat32},
-                 {"tag", int64_t{0}}},
+                 {"tag", int64_t{0}}, {"lane", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {
         PDIST_RETURN_IF_ERROR(CheckPeer(attrs));
         PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> shape, GetIntList(attrs, "shape"));

@@ -122,7 +122,7 @@ TEST(ParserTest, RoleAndChunkSuffixRoundTrips) {
       "  %0 = data \"x\" : f32[2]\n"
       "  %1 = tanh(%0) : f32[2] @forward.1\n"
       "  %2 = tanh(%1) : f32[2] @backward_weight\n"
-      "  c_send(%2) {peer = 1, tag = 3} @backward.1\n"
+      "  c_send(%2) {lane = 0, peer = 1, tag = 3} @backward.1\n"
       "}\n";
   absl::StatusOr<Program> p = ParseProgram(text);
   ASSERT_TRUE(p.ok()) << p.status();

@@ -2,6 +2,10 @@
 // cuts, stage meshes and boundary reshards, and the errors a program or strategy can raise.
 #include <gtest/gtest.h>
 
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+
 #include "ir/builder.h"
 #include "ir/dist/shard_tensor.h"
 #include "ir/models/gpt.h"
@@ -97,6 +101,56 @@ TEST(BalanceStagesTest, CutsAGptIntoBalancedStagesInProgramOrder) {
   auto too_many = BalanceStages(gpt, 100000);
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.status().message().find("can be cut in only"), std::string::npos) << too_many.status();
+}
+
+// The last op that reads a value made on stage k, for every value: it is on stage k or k + 1.
+void ExpectNoValueSkipsAStage(const ir::Program& program, const std::vector<int64_t>& stage_of, int64_t k) {
+  std::unordered_map<const ir::Value*, int64_t> home;
+  const auto& ops = program.block().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* v : ops[i]->operands()) {
+      if (v == nullptr || v->is_argument()) continue;
+      EXPECT_LE(stage_of[i] - home.at(v), 1) << k << " stages: " << ops[i]->Describe() << " reads %" << v->id();
+    }
+    for (const ir::Value* r : ops[i]->results()) home[r] = stage_of[i];
+  }
+}
+
+// Past the cuts between layers (one value crosses: the residual stream) the cuts go inside
+// them, where a value may cross two cuts (the residual, around an attention block cut in two):
+// a message between stages that are not neighbours, which no schedule orders. None is chosen;
+// a count that needs one is refused with the most there can be.
+TEST(BalanceStagesTest, NoValueIsReadTwoStagesOn) {
+  const ir::Program gpt = Gpt(/*layers=*/4);
+  for (int64_t k : {2, 4, 5, 8, 12}) {
+    auto stages = BalanceStages(gpt, k);
+    ASSERT_TRUE(stages.ok()) << k << ": " << stages.status();
+    EXPECT_EQ(stages->back(), k - 1);
+    ExpectNoValueSkipsAStage(gpt, *stages, k);
+  }
+  int64_t most = 2;
+  while (BalanceStages(gpt, most + 1).ok()) ++most;
+  auto too_many = BalanceStages(gpt, most + 1);
+  EXPECT_NE(too_many.status().message().find(absl::StrCat("so that every value is read on its own stage or the next; "
+                                                           "it can be cut into at most ", most, ":")),
+            std::string::npos) << too_many.status();
+  auto cut = BalanceStages(gpt, most);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ExpectNoValueSkipsAStage(gpt, *cut, most);
+}
+
+TEST(StagesFromMarksTest, AMarkThatMakesAValueSkipAStageIsRefused) {
+  ir::Program gpt = Gpt();
+  strategy::Strategy s;
+  s.pp_degree = 3;
+  // Cut before layer 1's attention and again before its output projection: the residual stream
+  // from before the first cut is added after the second.
+  s.pipeline.split_before = {"gpt.h.1.attn.qkv*", "gpt.h.1.attn.proj*"};
+  auto stages = AnnotatePipelineStages(s, gpt);
+  ASSERT_FALSE(stages.ok());
+  EXPECT_NE(stages.status().message().find("from virtual stage 0: a value may cross one cut only"), std::string::npos)
+      << stages.status();
+  EXPECT_NE(stages.status().message().find("move the pipeline.split_before marks"), std::string::npos);
 }
 
 TEST(StagesFromMarksTest, AStageStartsAtTheFirstReaderOfItsMarkedParameters) {

@@ -1,0 +1,37 @@
+// CheckMessageOrder: one pipelined step's point-to-point messages, run on every rank at once
+// without data, under NCCL's rules — so that a step that would hang on GPUs fails on the CPU,
+// in a test or before a run, naming the messages.
+//
+//   NCCL pairs the sends and receives of one channel (a direction between two ranks, and a
+//   lane: executor/comm/comm_groups.h) in the order each end issues them, and a receive waits
+//   for its send. A rank issues its jobs' messages in job order, each job's in program order.
+//
+//   rank 1: B0.1 sends tag 5, tag 6        rank 0: B0.1 receives tag 6; B0 receives tag 5
+//   → "channel 1 > 0: rank 0's receive of tag 6 (micro-batch 0, job B0.1, op #214) would get
+//      rank 1's send of tag 5 (micro-batch 0, job B0.1, op #143)"
+//
+// The model is stricter than a GPU's (a rank here stops at a receive whose send has not been
+// issued, where a GPU's host goes on queueing): a step that passes runs on both.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "ir/pipeline_job.h"
+#include "ir/program.h"
+
+namespace pdist::engine {
+
+struct RankStep {
+  int64_t rank = 0;                    // world rank
+  const ir::Program* program = nullptr;  // its local program
+  std::vector<ir::PipelineJob> jobs;     // its step, in order (PipelinePlan::JobsOf)
+};
+
+// OK when every receive meets its own send and every rank reaches the end of its step;
+// otherwise FailedPrecondition naming the first receive that would get another message, or
+// every rank left waiting and what for.
+absl::Status CheckMessageOrder(const std::vector<RankStep>& ranks);
+
+}  // namespace pdist::engine
