@@ -474,6 +474,14 @@ absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t s
   return total / static_cast<double>(steps);
 }
 
+absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {
+  if (!backend_->process_per_rank || world_size_ <= 1) return value;
+  const exec::Tensor mine = exec::Tensor::Scalar(ir::DataType::kInt64, static_cast<double>(value));
+  exec::Tensor largest = exec::Tensor::Scalar(ir::DataType::kInt64, 0);
+  PDIST_RETURN_IF_ERROR(worlds_.front()->AllReduce(mine, largest, exec::comm::ReduceOp::kMax));
+  return static_cast<int64_t>(largest.At(0));
+}
+
 absl::Status Engine::Save(const std::string& path) const {
   // Every rank writes the pieces it owns; rank 0 writes the index once every rank has
   // (engine/sharded_checkpoint.h). No rank gathers the model, and any strategy can resume it.

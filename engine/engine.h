@@ -122,6 +122,12 @@ class Engine {
   // under gloo: every rank calls it, and every rank gets every output.
   absl::StatusOr<std::map<std::string, exec::Tensor>> Predict(const exec::Feeds& feeds);
 
+  // The largest of `value` over every rank: a world all-reduce when the ranks are processes,
+  // `value` itself when they are this process's threads (one value for all). Collective: every
+  // rank calls it, the same number of times. pdist-train asks after each step whether a rank
+  // was signalled, so that every rank stops after the same step and saves.
+  absl::StatusOr<int64_t> MaxOverRanks(int64_t value) const;
+
   // A sharded checkpoint in the directory `path` (engine/sharded_checkpoint.h): every rank
   // writes the pieces it owns, rank 0 the index. Collective: every rank calls it.
   absl::Status Save(const std::string& path) const;

@@ -84,7 +84,7 @@ class Job {
   std::vector<int> Running() const;
   std::string RankList(const std::vector<int>& ranks) const;
   void SignalEveryGroup(int signal);
-  void BeginStop(int signal);
+  void BeginStop(int signal, absl::Duration grace);
   void Kill();
   Clock::time_point DrainDeadline() const;
   void ReadAvailable(Stream& s);
@@ -101,6 +101,7 @@ class Job {
   Clock::time_point start_ = Clock::now();
   bool stopping_ = false;
   int stop_signal_ = SIGTERM;
+  absl::Duration stop_grace_;
   bool killed_ = false;
   Clock::time_point kill_at_;
   Clock::time_point killed_at_;
@@ -165,10 +166,11 @@ void Job::SignalEveryGroup(int signal) {
   }
 }
 
-void Job::BeginStop(int signal) {
+void Job::BeginStop(int signal, absl::Duration grace) {
   stopping_ = true;
   stop_signal_ = signal;
-  kill_at_ = Clock::now() + absl::ToChronoNanoseconds(o_.grace);
+  stop_grace_ = grace;
+  kill_at_ = Clock::now() + absl::ToChronoNanoseconds(grace);
   SignalEveryGroup(signal);
 }
 
@@ -233,7 +235,11 @@ void Job::Reap() {
       result_.message = absl::StrCat("rank ", GlobalRank(o_, rank), " ", DescribeExit(r.wait_status));
       if (others > 0) absl::StrAppend(&result_.message, "; stopping the other ", others, " ", Plural(others, "rank"));
       Say(result_.message);
-      BeginStop(SIGTERM);
+      // A rank that exited 128 + SIGINT/SIGTERM stopped on a signal of its own, as asked (pdist-train
+      // then saves): its peers are stopping too and get the time to save; any other failure, 2 s.
+      const bool stopped_on_signal = WIFEXITED(r.wait_status) && (WEXITSTATUS(r.wait_status) == 128 + SIGINT ||
+                                                                  WEXITSTATUS(r.wait_status) == 128 + SIGTERM);
+      BeginStop(SIGTERM, stopped_on_signal ? o_.stop_grace : o_.grace);
     }
   }
   if (!all_exited_at_ && Running().empty()) all_exited_at_ = Clock::now();
@@ -248,7 +254,7 @@ void Job::HandleSignals() {
       result_.exit_code = 128 + signal;
       result_.message = absl::StrCat("received ", SignalName(signal), "; forwarding it to ", RankList(running));
       Say(result_.message);
-      BeginStop(signal);
+      BeginStop(signal, o_.stop_grace);
     } else {
       Say(absl::StrCat("received ", SignalName(signal), " again; killing ", RankList(running)));
       Kill();
@@ -265,10 +271,10 @@ void Job::CheckDeadlines() {
     result_.message = absl::StrCat("timeout: the job ran longer than ", absl::FormatDuration(o_.timeout),
                                    " (--timeout-s); stopping ", RankList(running));
     Say(result_.message);
-    BeginStop(SIGTERM);
+    BeginStop(SIGTERM, o_.stop_grace);
   } else if (stopping_ && !killed_ && now >= kill_at_ && (!running.empty() || AnyStreamOpen())) {
     if (!running.empty()) {
-      Say(absl::StrCat(RankList(running), " still running ", absl::FormatDuration(o_.grace), " after ",
+      Say(absl::StrCat(RankList(running), " still running ", absl::FormatDuration(stop_grace_), " after ",
                        stop_signal_ == SIGINT ? "SIGINT" : "SIGTERM", "; sending SIGKILL"));
     }
     Kill();  // also what the exited ranks left behind, still holding their output open
@@ -363,7 +369,7 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--timeout-s ", absl::ToDoubleSeconds(o.timeout), ": must be >= 0 (0: no timeout)"));
   }
-  if (o.grace < absl::ZeroDuration()) {
+  if (o.grace < absl::ZeroDuration() || o.stop_grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("grace period: must be >= 0");
   }
   if (o.command.empty() || o.command[0].empty()) {

@@ -14,7 +14,9 @@
 // PDIST_RENDEZVOUS_DIR. With nnodes > 1 one launcher runs on each node (torchrun's --nnodes,
 // --node-rank, --master-addr). Its stdout and stderr come back line by line with "[rank r] " in front.
 // The first rank to fail (non-zero exit or a signal) stops the job: the others get SIGTERM, and
-// SIGKILL after a grace period.
+// SIGKILL after a grace period. A stop asked for from outside (SIGINT or SIGTERM to the launcher,
+// the job's time limit) waits longer before SIGKILL: pdist-train then finishes its step, saves
+// and exits, every rank after the same step.
 #pragma once
 
 #include <string>
@@ -42,14 +44,16 @@ struct LaunchOptions {
   std::string job_prefix;
   int master_port = 0;             // MASTER_PORT; 0: a free port, found by binding port 0
   absl::Duration timeout = absl::ZeroDuration();  // stop the whole job after this; 0: never
-  absl::Duration grace = absl::Seconds(2);        // SIGTERM → SIGKILL
+  absl::Duration grace = absl::Seconds(2);        // SIGTERM → SIGKILL, after a rank failed
+  // SIGINT/SIGTERM forwarded, or the time limit → SIGKILL: time to finish a step and save.
+  absl::Duration stop_grace = absl::Seconds(30);
   std::vector<std::string> command;               // argv of every rank; [0] is looked up in PATH
   // Where the ranks' prefixed output and the launcher's own messages ("pdist-run: ...") go. Any
   // fd, so that tests can capture it in a file.
   int stdout_fd = 1;
   int stderr_fd = 2;
   // Catch SIGINT/SIGTERM while the job runs and send them on to every rank (then SIGKILL after
-  // the grace period; a second one kills at once).
+  // stop_grace; a second one kills at once).
   bool forward_signals = true;
 };
 

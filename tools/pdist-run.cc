@@ -29,7 +29,7 @@ int UsageError(const std::string& message) {
 
 int Main(int argc, char** argv) {
   int64_t nprocs = 1, master_port = 0, nnodes = 1, node_rank = 0;
-  double timeout_s = 0;
+  double timeout_s = 0, grace_s = 30;
   tools::LaunchOptions options;
   cli::FlagSet flags(
       "pdist-run", "--nprocs N [options] -- COMMAND [ARGS...]",
@@ -42,7 +42,9 @@ int Main(int argc, char** argv) {
       "Each rank's stdout and stderr come back line by line as \"[rank r] ...\" (stdin is /dev/null).\n"
       "When a rank fails, this node's other ranks get SIGTERM, then SIGKILL after 2 s, and pdist-run\n"
       "exits with that rank's status (the other nodes' ranks fail in their next collective). SIGINT and\n"
-      "SIGTERM are forwarded to every rank; the ranks die with their pdist-run.\n"
+      "SIGTERM are forwarded to every rank, and --timeout-s sends SIGTERM; either is followed by SIGKILL\n"
+      "after --grace-s (pdist-train finishes its step, saves and exits meanwhile, every rank after the\n"
+      "same step); a second signal kills at once. The ranks die with their pdist-run.\n"
       "See docs/launcher.md.");
   flags.Int("nprocs", &nprocs, "number of ranks (processes) on this node, 1..1024");
   flags.Int("nproc-per-node", &nprocs, "the same as --nprocs (torchrun's name)");
@@ -57,6 +59,8 @@ int Main(int argc, char** argv) {
   flags.Int("master-port", &master_port,
             "MASTER_PORT of rank 0's TCP store (0: a free port; with --nnodes > 1 give one, the same on every node)");
   flags.Double("timeout-s", &timeout_s, "stop every rank after this many seconds (0: no limit)");
+  flags.Double("grace-s", &grace_s,
+               "seconds from a forwarded SIGINT/SIGTERM (or --timeout-s) to SIGKILL: time to finish a step and save");
   std::string timeline;
   flags.String("timeline", &timeline,
                "ranks write their step timelines here (PDIST_TIMELINE_DIR, read by pdist-train); afterwards pdist-run "
@@ -99,6 +103,10 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat("--timeout-s ", timeout_s, ": must be 0 (no timeout) or 0.001..1e9 seconds"));
   }
   options.timeout = absl::Seconds(timeout_s);
+  if (!(grace_s >= 0 && grace_s <= 1e7)) {
+    return UsageError(absl::StrCat("--grace-s ", grace_s, ": must be 0..1e7 seconds"));
+  }
+  options.stop_grace = absl::Seconds(grace_s);
   if (absl::Status s = tools::ValidateLaunchOptions(options); !s.ok()) return UsageError(std::string(s.message()));
 
   if (!timeline.empty()) {

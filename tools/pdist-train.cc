@@ -90,10 +90,11 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
   }
 }
 
-// Ctrl-C or SIGTERM while in-process ranks train: the step running finishes, then the run ends
-// as a finished one does (checkpoint, losses) and exits 128 + the signal. A second one stops at
-// once. Ranks that are processes keep the default: they could stop at different steps, and the
-// save's collectives would wait for a rank that went on.
+// Ctrl-C or SIGTERM while training: the step running finishes, then the run ends as a finished
+// one does (checkpoint, losses) and exits 128 + the signal. A second one stops at once. Ranks
+// that are processes (pdist-run forwards the signal to each, or one rank alone got it) agree
+// after every step on whether any was signalled (Engine::MaxOverRanks), so that all stop after
+// the same step: one that went on would leave the others' save waiting for it.
 volatile std::sig_atomic_t interrupted = 0;
 
 void StopAfterThisStep(int signo) {
@@ -278,6 +279,16 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   std::vector<engine::StepResult> trained;  // kept here too: a step that fails returns none of them
   std::vector<std::pair<int64_t, double>> held_out_losses;  // (steps trained, loss)
   absl::Status periodic_save;
+  absl::Status agreeing;  // a failed agreement on stopping ends the run with its error
+  auto signalled = [&]() -> bool {
+    absl::StatusOr<int64_t> signal = trainer.MaxOverRanks(interrupted);
+    if (!signal.ok()) {
+      agreeing = signal.status();
+      return true;
+    }
+    if (*signal != 0) interrupted = static_cast<std::sig_atomic_t>(*signal);
+    return *signal != 0;
+  };
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     trained.push_back(r);
     seconds += r.seconds;
@@ -286,7 +297,7 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
       periodic_save = trainer.Save(f.save);
       if (!periodic_save.ok()) return false;
     }
-    if (interrupted != 0) return false;
+    if (signalled()) return false;
     if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
       absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
       if (!loss.ok()) {
@@ -321,8 +332,10 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   }
   // A mid-run evaluation or checkpoint that failed stopped the training; the outputs still go
   // out below, and its error with theirs.
-  const absl::Status stopped = !eval_status.ok() ? WithContext(eval_status, "--eval-data")
-                                                 : WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every));
+  const absl::Status stopped =
+      !agreeing.ok()      ? WithContext(agreeing, "agreeing with the other ranks on whether to stop")
+      : !eval_status.ok() ? WithContext(eval_status, "--eval-data")
+                          : WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every));
   if (interrupted != 0 && reporter) {
     std::fprintf(stderr, "pdist-train: %s after step %lld of %lld: the checkpoint and losses go out as at the end\n",
                  interrupted == SIGINT ? "interrupted" : "terminated", static_cast<long long>(done),
@@ -465,11 +478,8 @@ int main(int argc, char** argv) {
                  args.empty() ? "" : " (no --data given)");
     return 2;
   }
-  absl::StatusOr<const pdist::engine::CommBackend*> backend = pdist::engine::FindCommBackend(f.backend);
-  if (backend.ok() && !(*backend)->process_per_rank) {
-    std::signal(SIGINT, StopAfterThisStep);
-    std::signal(SIGTERM, StopAfterThisStep);
-  }
+  std::signal(SIGINT, StopAfterThisStep);
+  std::signal(SIGTERM, StopAfterThisStep);
   absl::Status trained = Train(args[0], f);
   if (!trained.ok()) return Fail(trained);
   return interrupted != 0 ? 128 + interrupted : 0;
