@@ -478,7 +478,11 @@ absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {
   if (!backend_->process_per_rank || world_size_ <= 1) return value;
   const exec::Tensor mine = exec::Tensor::Scalar(ir::DataType::kInt64, static_cast<double>(value));
   exec::Tensor largest = exec::Tensor::Scalar(ir::DataType::kInt64, 0);
-  PDIST_RETURN_IF_ERROR(worlds_.front()->AllReduce(mine, largest, exec::comm::ReduceOp::kMax));
+  if (absl::Status s = worlds_.front()->AllReduce(mine, largest, exec::comm::ReduceOp::kMax); !s.ok()) {
+    // The peers may still be inside it, or past it in the next collective: stop them all.
+    worlds_.front()->Abort();
+    return s;
+  }
   return static_cast<int64_t>(largest.At(0));
 }
 

@@ -124,8 +124,8 @@ class Engine {
 
   // The largest of `value` over every rank: a world all-reduce when the ranks are processes,
   // `value` itself when they are this process's threads (one value for all). Collective: every
-  // rank calls it, the same number of times. pdist-train asks after each step whether a rank
-  // was signalled, so that every rank stops after the same step and saves.
+  // rank calls it, the same number of times; a failure aborts the world. pdist-train asks after
+  // each step whether a rank was signalled, so that every rank stops after the same step and saves.
   absl::StatusOr<int64_t> MaxOverRanks(int64_t value) const;
 
   // A sharded checkpoint in the directory `path` (engine/sharded_checkpoint.h): every rank

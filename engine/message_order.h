@@ -10,8 +10,13 @@
 //   → "channel 1 > 0: rank 0's receive of tag 6 (micro-batch 0, job B0.1, op #214) would get
 //      rank 1's send of tag 5 (micro-batch 0, job B0.1, op #143)"
 //
-// The model is stricter than a GPU's (a rank here stops at a receive whose send has not been
-// issued, where a GPU's host goes on queueing): a step that passes runs on both.
+// What it models: each channel a queue of its own, a rank stopping at a receive whose send has
+// not been issued (stricter than a GPU's host, which goes on queueing). What it does not: the
+// collectives, and whether NCCL's kernels on several communicators of one GPU make progress
+// together (NCCL asks for one order of their launches on every rank; the lanes exist exactly
+// for messages that are not in one order with the rest) — docs/communicators.md's open question.
+// A step that fails here would hang on GPUs; one that passes has no mismatched or circular
+// point-to-point waits.
 #pragma once
 
 #include <cstdint>

@@ -46,6 +46,7 @@ class Partitioner {
     ir::Builder b(&local);
     for (const std::unique_ptr<Operation>& op : ops) {
       for (const Value* v : op->operands()) first_use_.emplace(v, op.get());
+      chunks_ = std::max(chunks_, op->chunk() + 1);
     }
     for (std::unique_ptr<Operation>& op : ops) {
       b.SetOpRoleAndChunkFrom(*op);
@@ -154,8 +155,7 @@ class Partitioner {
     for (const ReshardStep& step : plan.steps) {
       Value* before = current;
       if (step.kind == ReshardStep::Kind::kSendRecv) {
-        const Message message{.tag = tag,
-                              .lane = InScheduleOrder(sender, receiver, state->mesh, step.after.mesh) ? 0 : tag};
+        const Message message{.tag = tag, .lane = LaneOf(sender, receiver, state->mesh, step.after.mesh)};
         PDIST_ASSIGN_OR_RETURN(current, LowerSendRecv(b, *state, step.after, {global_shapes_.at(y), y->type().dtype},
                                                       current, receiver, message));
       } else if (step.after.mesh.Contains(rank_)) {
@@ -175,24 +175,30 @@ class Partitioner {
     return absl::OkStatus();
   }
 
-  // Whether the schedule issues a move's messages in one order with the other messages between
-  // the same two ranks, on both ends (NCCL pairs a direction's sends and receives in issue
-  // order): a move once per step (the optimizer job runs last everywhere), or one per
-  // micro-batch between neighbouring virtual stages along the pipeline's flow — forward to the
-  // next, backward to the previous, the pairs every schedule interleaves alike on both ends. A
-  // virtual stage is chunk·pp + s on the meshes of passes/pipeline_stages.h (stage s holds the
-  // ranks s·n … (s+1)·n − 1); on other meshes (placed by hand: one micro-batch, one chunk) each
-  // job's messages follow the global program order, so a move within one role is in order.
-  bool InScheduleOrder(const Operation& sender, const Operation& receiver, const ir::ProcessMesh& from,
-                       const ir::ProcessMesh& to) const {
+  // The channel lane of a move's messages: 0, the direction's channel, when the schedule issues
+  // them in one order with the other messages between the same two ranks on both ends (NCCL
+  // pairs a direction's sends and receives in issue order): a move once per step (the optimizer
+  // job runs last everywhere), or one per micro-batch between neighbouring virtual stages along
+  // the pipeline's flow — forward to the next, backward to the previous, the pairs every schedule
+  // interleaves alike on both ends. Any other move (a tied table sent to a stage that is not the
+  // next, a value sent in a forward job and received in a backward one) goes on a lane of its
+  // own, one per (sender's job, receiver's job): its messages there come one job pair per
+  // micro-batch, in micro-batch order on both ends, each job's in program order. The key is the
+  // same in every program of a run (training, evaluation, prediction), which share the channels
+  // made at the start. A virtual stage is chunk·pp + s on the meshes of passes/pipeline_stages.h
+  // (stage s holds the ranks s·n … (s+1)·n − 1); on other meshes (placed by hand: one micro-batch,
+  // one chunk) each job's messages follow the global program order, so a move within one role is
+  // in order and the roles alone key the others.
+  int64_t LaneOf(const Operation& sender, const Operation& receiver, const ir::ProcessMesh& from,
+                 const ir::ProcessMesh& to) const {
+    const auto role_s = static_cast<int64_t>(sender.role()), role_r = static_cast<int64_t>(receiver.role());
+    const int64_t by_roles = 1 + role_s * 4 + role_r;
     if (sender.role() == ir::OpRole::kOptimizer || receiver.role() == ir::OpRole::kOptimizer) {
-      return sender.role() == receiver.role();
+      return sender.role() == receiver.role() ? 0 : by_roles;
     }
     const bool forward = sender.role() == ir::OpRole::kForward && receiver.role() == ir::OpRole::kForward;
     const bool backward = IsBackwardRole(sender.role()) && IsBackwardRole(receiver.role());
-    if (!forward && !backward) return false;
     const int64_t n = from.size();
-    const int64_t first_from = from.process_ids().front(), first_to = to.process_ids().front();
     auto block = [&](const ir::ProcessMesh& m) {
       const std::vector<int64_t>& ids = m.process_ids();
       for (size_t i = 0; i < ids.size(); ++i) {
@@ -200,15 +206,17 @@ class Partitioner {
       }
       return ids.front() % n == 0;
     };
-    if (to.size() != n || world_size_ % n != 0 || !block(from) || !block(to)) return true;
-    const int64_t pp = world_size_ / n;
-    const int64_t from_stage = sender.chunk() * pp + first_from / n, to_stage = receiver.chunk() * pp + first_to / n;
-    return to_stage == from_stage + (forward ? 1 : -1);
+    if (to.size() != n || world_size_ % n != 0 || !block(from) || !block(to)) return forward || backward ? 0 : by_roles;
+    const int64_t pp = world_size_ / n, virtual_stages = pp * chunks_;
+    const int64_t from_stage = sender.chunk() * pp + from.process_ids().front() / n;
+    const int64_t to_stage = receiver.chunk() * pp + to.process_ids().front() / n;
+    if ((forward && to_stage == from_stage + 1) || (backward && to_stage == from_stage - 1)) return 0;
+    return 1 + ((role_s * 4 + role_r) * virtual_stages + from_stage) * virtual_stages + to_stage;
   }
 
   struct Message {
     int64_t tag = 0;   // pairs a send with its receive
-    int64_t lane = 0;  // 0: the direction's channel; else a channel of its own (InScheduleOrder)
+    int64_t lane = 0;  // 0: the direction's channel; else a channel of its own (LaneOf)
   };
 
   // The move between meshes: with meshes of one shape, the rank at each coordinate of the
@@ -334,6 +342,7 @@ class Partitioner {
   std::unordered_map<const Value*, const Operation*> first_use_;  // the first op that reads each value
   int64_t next_message_tag_ = 1;  // of the moves between meshes, in program order
   int64_t world_size_ = 1;        // 1 + the highest process id of any mesh
+  int64_t chunks_ = 1;            // 1 + the highest chunk of any op
 };
 
 }  // namespace

@@ -268,12 +268,15 @@ class StageCutter {
       for (const Value* v : ops[i]->operands()) {
         if (v == nullptr) continue;
         home_.emplace(v, stage_of_[i]);
-        // BalanceStages never cuts so; marks (pipeline.split_before) may.
-        if (!v->is_argument() && HomeOf(v) + 1 < stage_of_[i]) {
+        // BalanceStages never cuts so; marks (pipeline.split_before) may. A value that stays on
+        // its rank (pp 2: virtual stages k and k + 2) sends nothing and is let through.
+        const int64_t skipped = stage_of_[i] - HomeOf(v);
+        if (!v->is_argument() && skipped > 1 && skipped % pp_ != 0) {
           return absl::InvalidArgumentError(absl::StrCat(
               "stages: ", ops[i]->Describe(), " on virtual stage ", stage_of_[i], " reads %", v->id(), " (made by ",
-              v->producer()->Describe(), ") from virtual stage ", HomeOf(v), ": a value may cross one cut only (a message between stages that "
-              "are not neighbours is one no schedule orders); move the pipeline.split_before marks"));
+              v->producer()->Describe(), ") from virtual stage ", HomeOf(v),
+              " on another rank: a value may cross one cut only (a message between stages that are not neighbours "
+              "adds a dependency no schedule orders); move the pipeline.split_before marks"));
         }
       }
       for (const Value* r : ops[i]->results()) home_[r] = stage_of_[i];

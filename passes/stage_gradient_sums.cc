@@ -26,15 +26,20 @@ struct SumTree {
   bool has_move = false;
 };
 
+// Only gradients are followed: an add that mixes in anything else (a weight decay term read from
+// a parameter) would be summed once per step instead of once per micro-batch.
 void CollectSumTree(ir::Value* v, SumTree& tree) {
   ir::Operation* op = v->producer();
-  if (op == nullptr || !IsBackwardRole(op->role())) return;
+  if (op == nullptr || !IsBackwardRole(op->role()) || v->role() != ir::ValueRole::kGradient) return;
   if (MovesBetweenMeshes(*op)) {
     tree.ops.push_back(op);
     tree.has_move = true;
     return;
   }
   if (op->type() != "add") return;
+  for (const ir::Value* operand : op->operands()) {
+    if (operand == nullptr || operand->role() != ir::ValueRole::kGradient) return;
+  }
   tree.ops.push_back(op);
   for (ir::Value* operand : op->operands()) {
     if (operand != nullptr) CollectSumTree(operand, tree);

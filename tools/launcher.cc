@@ -255,9 +255,13 @@ void Job::HandleSignals() {
       result_.message = absl::StrCat("received ", SignalName(signal), "; forwarding it to ", RankList(running));
       Say(result_.message);
       BeginStop(signal, o_.stop_grace);
-    } else {
+    } else if (signal == SIGINT) {  // a person asking twice
       Say(absl::StrCat("received ", SignalName(signal), " again; killing ", RankList(running)));
       Kill();
+    } else {
+      // A scheduler may signal every process of the job, this one among them, and its SIGKILL
+      // follows anyway: the ranks go on stopping.
+      Say(absl::StrCat("received ", SignalName(signal), " again; the ranks are stopping (SIGINT kills them at once)"));
     }
   }
 }

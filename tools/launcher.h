@@ -53,7 +53,7 @@ struct LaunchOptions {
   int stdout_fd = 1;
   int stderr_fd = 2;
   // Catch SIGINT/SIGTERM while the job runs and send them on to every rank (then SIGKILL after
-  // stop_grace; a second one kills at once).
+  // stop_grace; a SIGINT after either kills at once, a second SIGTERM is only reported).
   bool forward_signals = true;
 };
 

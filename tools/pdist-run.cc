@@ -40,11 +40,12 @@ int Main(int argc, char** argv) {
       "  node 0: pdist-run --nnodes 2 --node-rank 0 --nprocs 2 --master-addr A --master-port P -- CMD\n"
       "  node 1: pdist-run --nnodes 2 --node-rank 1 --nprocs 2 --master-addr A --master-port P -- CMD\n"
       "Each rank's stdout and stderr come back line by line as \"[rank r] ...\" (stdin is /dev/null).\n"
-      "When a rank fails, this node's other ranks get SIGTERM, then SIGKILL after 2 s, and pdist-run\n"
+      "When a rank fails, this node's other ranks get SIGTERM, then SIGKILL after 2 s (after --grace-s\n"
+      "when it exited 130 or 143: it stopped on a signal, and its peers are saving), and pdist-run\n"
       "exits with that rank's status (the other nodes' ranks fail in their next collective). SIGINT and\n"
       "SIGTERM are forwarded to every rank, and --timeout-s sends SIGTERM; either is followed by SIGKILL\n"
       "after --grace-s (pdist-train finishes its step, saves and exits meanwhile, every rank after the\n"
-      "same step); a second signal kills at once. The ranks die with their pdist-run.\n"
+      "same step); a SIGINT after either kills at once. The ranks die with their pdist-run.\n"
       "See docs/launcher.md.");
   flags.Int("nprocs", &nprocs, "number of ranks (processes) on this node, 1..1024");
   flags.Int("nproc-per-node", &nprocs, "the same as --nprocs (torchrun's name)");

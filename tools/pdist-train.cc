@@ -91,19 +91,26 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 }
 
 // Ctrl-C or SIGTERM while training: the step running finishes, then the run ends as a finished
-// one does (checkpoint, losses) and exits 128 + the signal. A second one stops at once. Ranks
-// that are processes (pdist-run forwards the signal to each, or one rank alone got it) agree
-// after every step on whether any was signalled (Engine::MaxOverRanks), so that all stop after
-// the same step: one that went on would leave the others' save waiting for it.
-volatile std::sig_atomic_t interrupted = 0;
+// one does (checkpoint, losses) and exits 128 + the signal. Ranks that are processes (pdist-run
+// forwards the signal to each, or one rank alone got it) agree after every step on whether any
+// was signalled (Engine::MaxOverRanks), so that all stop after the same step: one that went on
+// would leave the others' save waiting for it.
+//
+// A second Ctrl-C (SIGINT after either) stops this process at once: a person asked twice. More
+// SIGTERMs are ignored: a scheduler sends one to every process of a job and pdist-run forwards
+// its own, so a rank often gets two within milliseconds, and the scheduler's SIGKILL follows
+// anyway. `received` is this process's own signal; `stopping`, the one the ranks agreed on (a
+// peer's, perhaps), decides the exit status but never makes a first signal a second one.
+volatile std::sig_atomic_t received = 0;
+std::sig_atomic_t stopping = 0;
 
 void StopAfterThisStep(int signo) {
-  if (interrupted != 0) {
+  if (received != 0 && signo == SIGINT) {
     std::signal(signo, SIG_DFL);
     std::raise(signo);
     return;
   }
-  interrupted = signo;
+  if (received == 0) received = signo;
 }
 
 // Every flag of the tool, as given.
@@ -279,25 +286,28 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
   std::vector<engine::StepResult> trained;  // kept here too: a step that fails returns none of them
   std::vector<std::pair<int64_t, double>> held_out_losses;  // (steps trained, loss)
   absl::Status periodic_save;
-  absl::Status agreeing;  // a failed agreement on stopping ends the run with its error
+  // A failed agreement on stopping ends the run with its error; the engine has stopped the
+  // world, so nothing collective (the final evaluation and save) runs after it.
+  absl::Status agreeing;
   auto signalled = [&]() -> bool {
-    absl::StatusOr<int64_t> signal = trainer.MaxOverRanks(interrupted);
+    absl::StatusOr<int64_t> signal = trainer.MaxOverRanks(received);
     if (!signal.ok()) {
       agreeing = signal.status();
       return true;
     }
-    if (*signal != 0) interrupted = static_cast<std::sig_atomic_t>(*signal);
+    if (*signal != 0) stopping = static_cast<std::sig_atomic_t>(*signal);
     return *signal != 0;
   };
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     trained.push_back(r);
     seconds += r.seconds;
     if (++done == 1) first_step_seconds = r.seconds;
+    // Before a periodic save, which the final one would repeat when the run stops here.
+    if (signalled()) return false;
     if (f.save_every > 0 && done % f.save_every == 0 && done < f.steps) {
       periodic_save = trainer.Save(f.save);
       if (!periodic_save.ok()) return false;
     }
-    if (signalled()) return false;
     if (held_out != nullptr && f.eval_every > 0 && done % f.eval_every == 0 && done < f.steps) {
       absl::StatusOr<double> loss = HeldOutLoss(f, trainer, *held_out);
       if (!loss.ok()) {
@@ -336,9 +346,15 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
       !agreeing.ok()      ? WithContext(agreeing, "agreeing with the other ranks on whether to stop")
       : !eval_status.ok() ? WithContext(eval_status, "--eval-data")
                           : WithContext(periodic_save, absl::StrCat("--save-every ", f.save_every));
-  if (interrupted != 0 && reporter) {
+  if (!agreeing.ok()) {
+    if (reporter && !f.losses_out.empty() && !trained.empty()) {
+      WriteLosses(f.losses_out, trained, held_out_losses).IgnoreError();
+    }
+    return stopped;
+  }
+  if (stopping != 0 && reporter) {
     std::fprintf(stderr, "pdist-train: %s after step %lld of %lld: the checkpoint and losses go out as at the end\n",
-                 interrupted == SIGINT ? "interrupted" : "terminated", static_cast<long long>(done),
+                 stopping == SIGINT ? "interrupted" : "terminated", static_cast<long long>(done),
                  static_cast<long long>(f.steps));
   }
   if (reporter && !results->empty()) {
@@ -482,5 +498,5 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, StopAfterThisStep);
   absl::Status trained = Train(args[0], f);
   if (!trained.ok()) return Fail(trained);
-  return interrupted != 0 ? 128 + interrupted : 0;
+  return stopping != 0 ? 128 + stopping : 0;
 }

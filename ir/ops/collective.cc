@@ -193,9 +193,9 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   // the schedules issue each direction's messages in the same order on both ends (checked on
   // the CPU by the inproc backend's rendezvous sends). That holds for messages between
   // neighbouring virtual stages; one that skips stages (a tied embedding's table to the last
-  // stage, a value read several stages on) is sent in jobs the schedule orders differently on
-  // the two ends, so partition gives it `lane = tag`: a channel of its own, where its messages
-  // are one per micro-batch, in micro-batch order on both ends.
+  // stage at pp ≥ 3) is sent in jobs the schedule orders differently on the two ends, so
+  // partition gives it a `lane` > 0: a channel of its own for the moves between one pair of jobs,
+  // where its messages come one per micro-batch, in micro-batch order on both ends.
   OpDef send = CollectiveDef(
       "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}, {"lane", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {

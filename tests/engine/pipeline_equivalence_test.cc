@@ -105,7 +105,8 @@ std::vector<Case> Cases() {
       cases.push_back({"gpt_tied_pp2_dp2_rendezvous", "gpt_tied", Pipeline(2, "1F1B", R"(, "dp_degree": 2)"), dtype,
                        "inproc-rendezvous"});
       // The head's share of the table's gradient is summed over the micro-batches and sent once,
-      // in the optimizer job; the table goes to a stage that is not the next on a lane of its own.
+      // in the optimizer job; at pp 4 the table goes to a stage that is not the next, on a lane
+      // of its own.
       cases.push_back({"gpt_tied_pp2_vpp2_rendezvous", "gpt_tied", Pipeline(2, "VPP", "", 2), dtype, "inproc-rendezvous"});
       cases.push_back({"gpt_tied_pp4_vpp2_rendezvous", "gpt_tied", Pipeline(4, "VPP", "", 2), dtype, "inproc-rendezvous"});
       cases.push_back({"gpt_tied_pp4_ZBH1_rendezvous", "gpt_tied", Pipeline(4, "ZBH1"), dtype, "inproc-rendezvous"});

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/builder.h"
+#include "ir/dist/process_mesh.h"
 #include "ir/models/gpt.h"
 #include "passes/distributed_programs.h"
 #include "passes/dist_state.h"
@@ -75,6 +77,51 @@ TEST(StageGradientSumsTest, UntiedGradientsStayInTheBackward) {
   for (const ir::StateUpdate& g : program.gradients()) {
     EXPECT_NE(g.new_value->producer()->role(), ir::OpRole::kOptimizer) << g.state->name();
   }
+}
+
+// By hand, after completion: w on process 0, a share of its gradient made on process 1 and
+// moved to 0, summed with process 0's share. `backward_reader`: a backward op also reads the sum.
+struct HandMade {
+  ir::Program program;
+  ir::Operation* sum = nullptr;
+  ir::Operation* move = nullptr;
+};
+
+HandMade TwoStageGradient(bool backward_reader) {
+  HandMade h;
+  ir::Builder b(&h.program);
+  const ir::ProcessMesh first = *ir::ProcessMesh::Create({1}, {0}, {"x"});
+  const ir::ProcessMesh second = *ir::ProcessMesh::Create({1}, {1}, {"x"});
+  const ir::TensorType type{{4}, ir::DataType::kFloat32};
+  auto on = [](ir::Value* v, const ir::ProcessMesh& mesh) {
+    v->set_dist_attr(ir::DistAttr::Replicated(mesh, 1));
+    return v;
+  };
+  ir::Value* w = on(b.Parameter("w", type, "zeros"), first);
+  ir::Value* x0 = on(b.Data("x0", type), first);
+  ir::Value* x1 = on(b.Data("x1", type), second);
+  b.set_op_role(ir::OpRole::kBackward);
+  b.set_result_role(ir::ValueRole::kGradient);
+  ir::Value* share1 = on(*b.Op1("scale", {x1}, {{"scale", 2.0}}), second);
+  ir::Value* moved = on(*b.Op1("reshard", {share1}), first);
+  ir::Value* share0 = on(*b.Op1("scale", {x0}, {{"scale", 3.0}}), first);
+  ir::Value* sum = on(*b.Op1("add", {moved, share0}), first);
+  if (backward_reader) on(*b.Op1("scale", {sum}, {{"scale", 1.0}}), first);
+  h.program.add_gradient(w, sum);
+  h.sum = sum->producer();
+  h.move = moved->producer();
+  return h;
+}
+
+TEST(StageGradientSumsTest, ASumTheBackwardReadsStaysInTheBackward) {
+  HandMade read = TwoStageGradient(/*backward_reader=*/true);
+  EXPECT_EQ(*SumStageGradientsOncePerStep(read.program), 0);
+  EXPECT_EQ(read.sum->role(), ir::OpRole::kBackward);
+  EXPECT_EQ(read.move->role(), ir::OpRole::kBackward);
+  HandMade unread = TwoStageGradient(/*backward_reader=*/false);
+  EXPECT_EQ(*SumStageGradientsOncePerStep(unread.program), 1);
+  EXPECT_EQ(unread.sum->role(), ir::OpRole::kOptimizer);
+  EXPECT_EQ(unread.move->role(), ir::OpRole::kOptimizer);
 }
 
 }  // namespace
