@@ -90,6 +90,9 @@ absl::Status CheckEngineOptions(const EngineOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("collective timeout ", o.collective_timeout_s, " s must be > 0"));
   }
+  if (!(o.checkpoint_timeout_s > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint timeout ", o.checkpoint_timeout_s, " s must be > 0"));
+  }
   if (o.gradient_bucket_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("gradient bucket of ", o.gradient_bucket_bytes, " bytes must be >= 0"));
   }
@@ -509,7 +512,12 @@ absl::Status Engine::Save(const std::string& path) const {
     return WriteRankShards(train_, runner.rank(), pieces, step_, path, static_cast<RankFileSet>(set));
   }));
   if (processes) {
-    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "checkpoint: waiting for every rank's file"));
+    // The slowest rank's files, however long storage takes, up to the checkpoint's own deadline.
+    const double timeout_s =
+        std::min(std::max(options_.checkpoint_timeout_s, options_.collective_timeout_s), kLongestCollectiveTimeoutS);
+    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(absl::Seconds(timeout_s)),
+                                      absl::StrCat("checkpoint: waiting for every rank's file (at most ", timeout_s,
+                                                   " s: pdist-train --checkpoint-timeout-s, checkpoint_timeout_s)")));
   }
   const absl::Status committed = first_local_rank() == 0
                                      ? WriteShardIndex(train_, world_size_, step_, path, static_cast<RankFileSet>(set))

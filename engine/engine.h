@@ -58,6 +58,10 @@ struct EngineOptions {
   // How long a collective waits for the other ranks before the step fails (> 0; beyond
   // kLongestCollectiveTimeoutS, inf included, as long as that).
   double collective_timeout_s = 300;
+  // How long the ranks that are processes wait for the slowest one to write its checkpoint
+  // files (Save), in place of the collective timeout: a save to network storage may take
+  // minutes where a hung collective should fail in seconds (> 0; inf as kLongestCollectiveTimeoutS).
+  double checkpoint_timeout_s = 3600;
   // Run collectives on a communication stream beside the compute (exec::ExecutorOptions).
   bool overlap_communication = true;
   // Gradient all-reduces are fused into buckets of this many bytes (passes/fuse_allreduce.h);

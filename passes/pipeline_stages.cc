@@ -205,7 +205,12 @@ absl::StatusOr<std::vector<int64_t>> StagesFromMarks(const ir::Program& forward,
       }
     }
     const std::string key = absl::StrCat("pipeline.split_before[", k, "] '", split_before[k], "'");
-    if (start == ops.size()) return absl::InvalidArgumentError(absl::StrCat(key, " matches no argument an op reads"));
+    if (start == ops.size()) {
+      // `?` and `[..]` look like wildcards but are matched as themselves (ir/glob.h).
+      const bool shell_like = split_before[k].find_first_of("?[") != std::string::npos;
+      return absl::InvalidArgumentError(absl::StrCat(key, " matches no argument an op reads",
+                                                     shell_like ? " ('*' is the only wildcard: '?' and '[' match themselves)" : ""));
+    }
     if (start == 0) {
       return absl::InvalidArgumentError(absl::StrCat(key, " starts at op #0, where the first stage starts unmarked: ",
                                                      "list where the stages after the first begin"));

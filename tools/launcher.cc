@@ -278,7 +278,8 @@ void Job::CheckDeadlines() {
     BeginStop(SIGTERM, o_.stop_grace);
   } else if (stopping_ && !killed_ && now >= kill_at_ && (!running.empty() || AnyStreamOpen())) {
     if (!running.empty()) {
-      Say(absl::StrCat(RankList(running), " still running ", absl::FormatDuration(stop_grace_), " after ",
+      Say(absl::StrCat(RankList(running), " still running ",
+                       stop_grace_ == absl::ZeroDuration() ? "0s" : absl::FormatDuration(stop_grace_), " after ",
                        stop_signal_ == SIGINT ? "SIGINT" : "SIGTERM", "; sending SIGKILL"));
     }
     Kill();  // also what the exited ranks left behind, still holding their output open

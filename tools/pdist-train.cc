@@ -101,11 +101,16 @@ void PrintProfile(const std::map<std::string, double>& op_seconds, int64_t steps
 // its own, so a rank often gets two within milliseconds, and the scheduler's SIGKILL follows
 // anyway. `received` is this process's own signal; `stopping`, the one the ranks agreed on (a
 // peer's, perhaps), decides the exit status but never makes a first signal a second one.
+//
+// Before the first step there is nothing to save: a signal then ends the process at once, as
+// it would without the handler (a rank still meeting its peers would otherwise wait in the
+// rendezvous for one that the same signal killed before it could install its handler).
 volatile std::sig_atomic_t received = 0;
+volatile std::sig_atomic_t training = 0;
 std::sig_atomic_t stopping = 0;
 
 void StopAfterThisStep(int signo) {
-  if (received != 0 && signo == SIGINT) {
+  if (training == 0 || (received != 0 && signo == SIGINT)) {
     std::signal(signo, SIG_DFL);
     std::raise(signo);
     return;
@@ -123,7 +128,7 @@ struct TrainFlags {
   std::string timeline;
   std::string fusions = "auto";
   int64_t steps = 100, seed = 1, warmup = 0, decay = 0, data_seed = 1, ranks = 0;
-  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, bucket_mb = 25, peak_tflops = 0;
+  double lr = 1e-3, weight_decay = 0.01, collective_timeout = 300, checkpoint_timeout = 3600, bucket_mb = 25, peak_tflops = 0;
   bool quiet = false, profile = false;
 };
 
@@ -157,6 +162,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
                "epilogues); on the CPU they change no number (docs/gpu.md)");
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks, in seconds (> 0; a deadline far off, "
                "such as 1e9, is how to wait without one)");
+  flags.Double("checkpoint-timeout-s", &f->checkpoint_timeout,
+               "with ranks that are processes: how long a save waits for the slowest rank's files, in seconds (> 0)");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
   flags.String("timeline", &f->timeline,
@@ -196,6 +203,7 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   options.device = f.device;
   options.timeline_dir = f.timeline;
   options.collective_timeout_s = f.collective_timeout;
+  options.checkpoint_timeout_s = f.checkpoint_timeout;
   PDIST_RETURN_IF_ERROR(pdist::WithContext(options.SetFusions(f.fusions), "--fusions"));
   if (f.steps < 1) return absl::InvalidArgumentError(absl::StrFormat("--steps %d must be >= 1", f.steps));
   if (f.peak_tflops < 0) return absl::InvalidArgumentError(absl::StrFormat("--peak-tflops %g must be >= 0", f.peak_tflops));
@@ -298,6 +306,7 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
     if (*signal != 0) stopping = static_cast<std::sig_atomic_t>(*signal);
     return *signal != 0;
   };
+  training = 1;
   auto results = trainer.Fit(engine::BatchesFrom(dataset), f.steps, [&](const engine::StepResult& r) {
     trained.push_back(r);
     seconds += r.seconds;

@@ -154,7 +154,8 @@ absl::Status ReduceRange(ir::DataType dtype, ReduceOp op, const std::vector<cons
 // ---- Collectives: check, number, run, remember the first failure ----------------------------
 
 absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in,
-                                 Tensor* out, int root_or_peer, int64_t tag, Stream* stream) {
+                                 Tensor* out, int root_or_peer, int64_t tag, Stream* stream,
+                                 std::optional<absl::Duration> timeout) {
   const std::string what = absl::StrCat(CollectiveName(kind), " in group '", name(), "' (rank ", WorldRank(rank_),
                                         config_.world_ranks.empty() ? "" : absl::StrCat(", its ", rank_), " of ",
                                         size_, ")");
@@ -222,7 +223,7 @@ absl::Status Communicator::Start(CollectiveKind kind, ReduceOp reduce, const Ten
   }
   call.in = in;
   call.out = out;
-  call.deadline = absl::Now() + config_.timeout;
+  call.deadline = absl::Now() + timeout.value_or(config_.timeout);
   call.stream = stream;
   absl::Status status = Run(call);
   if (!status.ok()) RecordError(status);
@@ -257,6 +258,9 @@ absl::Status Communicator::Recv(Tensor& tensor, int peer, int64_t tag, Stream* s
 }
 absl::Status Communicator::Barrier() {
   return Start(CollectiveKind::kBarrier, ReduceOp::kSum, nullptr, nullptr, -1);
+}
+absl::Status Communicator::Barrier(absl::Duration timeout) {
+  return Start(CollectiveKind::kBarrier, ReduceOp::kSum, nullptr, nullptr, -1, 0, nullptr, timeout);
 }
 
 void Communicator::Abort() {

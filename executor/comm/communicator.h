@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <memory>
 #include <mutex>
@@ -125,6 +126,9 @@ class Communicator {
   absl::Status Send(const Tensor& tensor, int peer, int64_t tag = 0, Stream* stream = nullptr);
   absl::Status Recv(Tensor& tensor, int peer, int64_t tag = 0, Stream* stream = nullptr);
   absl::Status Barrier();
+  // With its own deadline, `timeout` from now instead of the communicator's: a wait for work of
+  // unbounded length on the peers (a checkpoint's files being written), not for a collective.
+  absl::Status Barrier(absl::Duration timeout);
 
   // Collective over this communicator (like ncclCommSplit): ranks with the same `color` form
   // a sub-group, ordered by (key, rank). The sub-communicator is created once per member set
@@ -190,7 +194,8 @@ class Communicator {
 
  private:
   absl::Status Start(CollectiveKind kind, ReduceOp reduce, const Tensor* in, Tensor* out,
-                     int root_or_peer, int64_t tag = 0, Stream* stream = nullptr);
+                     int root_or_peer, int64_t tag = 0, Stream* stream = nullptr,
+                     std::optional<absl::Duration> timeout = std::nullopt);
 
   int rank_;
   int size_;

@@ -193,6 +193,27 @@ TEST(InprocErrorsTest, FingerprintMismatchNamesBothCalls) {
   }
 }
 
+// A barrier with its own deadline (a checkpoint's: the slowest rank's files) waits past the
+// communicator's; the plain one does not.
+TEST(InprocErrorsTest, ABarriersOwnDeadlineOutlastsTheCommunicators) {
+  for (bool own : {true, false}) {
+    auto world = std::make_shared<InprocWorld>(2);
+    CommConfig config;
+    config.timeout = absl::Milliseconds(200);
+    auto status = RunRanks(2, [&](int r) -> absl::Status {
+      PDIST_ASSIGN_OR_RETURN(auto c, CreateInprocCommunicator(world, r, config));
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));  // writing its files
+      return own ? c->Barrier(absl::Seconds(10)) : c->Barrier();
+    });
+    if (own) {
+      EXPECT_TRUE(status[0].ok()) << status[0];
+      EXPECT_TRUE(status[1].ok()) << status[1];
+    } else {
+      EXPECT_EQ(status[0].code(), absl::StatusCode::kDeadlineExceeded) << status[0];
+    }
+  }
+}
+
 TEST(InprocErrorsTest, MissingRankTimesOutNamingItAndPoisonsTheCommunicator) {
   auto world = std::make_shared<InprocWorld>(3);
   CommConfig config;
