@@ -35,18 +35,22 @@ std::vector<Message> MessagesOf(const RankStep& step) {
   const exec::JobPlan plan = exec::PlanJobs(*step.program, {});
   const auto& ops = step.program->block().ops();
   std::vector<Message> messages;
-  for (const ir::PipelineJob& job : step.jobs) {
-    for (size_t i : plan.OpsOf(job)) {
+  auto add = [&](const std::vector<size_t>& indices, int64_t micro_batch, const std::string& job) {
+    for (size_t i : indices) {
       const std::optional<ChannelKey> channel = exec::comm::ChannelOf(*ops[i], step.rank);
       if (!channel) continue;
       const ir::OpDef* def = ir::OpRegistry::Global().Find(ops[i]->type());
       messages.push_back({.send = def->point_to_point == ir::PointToPoint::kSend,
                           .channel = *channel,
                           .tag = ir::GetInt(ops[i]->attrs(), "tag").value_or(0),
-                          .micro_batch = job.kind == ir::JobKind::kOptimizer ? -1 : job.micro_batch,
-                          .job = job.ToString(),
+                          .micro_batch = micro_batch,
+                          .job = job,
                           .op = i});
     }
+  };
+  add(plan.prologue, -1, "prologue");  // before every job (executor/pipeline_run.cc)
+  for (const ir::PipelineJob& job : step.jobs) {
+    add(plan.OpsOf(job), job.kind == ir::JobKind::kOptimizer ? -1 : job.micro_batch, job.ToString());
   }
   return messages;
 }

@@ -4,7 +4,8 @@
 //
 //   NCCL pairs the sends and receives of one channel (a direction between two ranks, and a
 //   lane: executor/comm/comm_groups.h) in the order each end issues them, and a receive waits
-//   for its send. A rank issues its jobs' messages in job order, each job's in program order.
+//   for its send. A rank issues its prologue's messages first, then its jobs' in job order,
+//   each job's in program order.
 //
 //   rank 1: B0.1 sends tag 5, tag 6        rank 0: B0.1 receives tag 6; B0 receives tag 5
 //   → "channel 1 > 0: rank 0's receive of tag 6 (micro-batch 0, job B0.1, op #214) would get

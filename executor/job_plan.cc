@@ -11,9 +11,11 @@
 namespace pdist::exec {
 namespace {
 
-// Where op i runs among its micro-batch's sections; the optimizer's sections come last.
+// Where op i runs among its micro-batch's sections; the optimizer's sections come last, the
+// prologue's first.
 std::tuple<int, int64_t, int> SectionOrder(const ir::Operation& op, int64_t chunks, bool split) {
   switch (op.role()) {
+    case ir::OpRole::kPrologue: return {-1, 0, 0};
     case ir::OpRole::kForward: return {0, op.chunk(), 0};
     case ir::OpRole::kBackward: return {1, chunks - 1 - op.chunk(), 0};
     case ir::OpRole::kBackwardWeight: return {1, chunks - 1 - op.chunk(), split ? 1 : 0};
@@ -23,8 +25,9 @@ std::tuple<int, int64_t, int> SectionOrder(const ir::Operation& op, int64_t chun
 }
 
 // Last uses in section order; values in `kept` are never freed, those in `freed_once_summed` not
-// from a micro-batch's table (the step frees them there as it sums them). Micro-batch tables and the
-// optimizer's table are separate, so each op's list frees from the table it runs on.
+// from a micro-batch's table (the step frees them there as it sums them). Micro-batch tables, the
+// optimizer's table and the prologue's are separate, so each op's list frees from the table it
+// runs on; what the prologue makes for the jobs (JobPlan::step_values) is in `kept`.
 std::vector<std::vector<int64_t>> ReleasePlan(const ir::Program& program, int64_t chunks, bool split,
                                               const std::set<int64_t>& kept, const std::set<int64_t>& freed_once_summed) {
   const auto& ops = program.block().ops();
@@ -33,10 +36,10 @@ std::vector<std::vector<int64_t>> ReleasePlan(const ir::Program& program, int64_
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return SectionOrder(*ops[a], chunks, split) < SectionOrder(*ops[b], chunks, split);
   });
-  // Last user per (value, table): 0 = the micro-batch's, 1 = the optimizer's.
+  // Last user per (value, table): 0 = the micro-batch's, 1 = the optimizer's, 2 = the prologue's.
   std::map<std::pair<int64_t, int>, size_t> last;
   for (size_t i : order) {
-    const int table = ops[i]->role() == ir::OpRole::kOptimizer ? 1 : 0;
+    const int table = ops[i]->role() == ir::OpRole::kOptimizer ? 1 : ops[i]->role() == ir::OpRole::kPrologue ? 2 : 0;
     for (const ir::Value* r : ops[i]->results()) last[{r->id(), table}] = i;
     for (size_t k = 0; k < ops[i]->num_operands(); ++k) {  // a use of the type alone reads nothing
       const ir::Value* v = ops[i]->operand(k);
@@ -82,6 +85,17 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
       case ir::OpRole::kOptimizer:
         plan.ops[{ir::JobKind::kOptimizer, 0}].push_back(i);
         break;
+      case ir::OpRole::kPrologue:
+        plan.prologue.push_back(i);
+        break;
+    }
+  }
+  for (const auto& op : ops) {
+    if (op->role() == ir::OpRole::kPrologue) continue;
+    for (const ir::Value* v : op->operands()) {
+      if (v != nullptr && v->producer() != nullptr && v->producer()->role() == ir::OpRole::kPrologue) {
+        plan.step_values.insert(v->id());
+      }
     }
   }
   // Accumulated: made per micro-batch and read by the optimizer, or kept (the loss, fetches).
@@ -91,11 +105,11 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
   for (const auto& op : ops) {
     for (const ir::Value* v : op->operands()) {
       if (v == nullptr || v->is_argument()) continue;
-      const bool per_micro_batch = v->producer()->role() != ir::OpRole::kOptimizer;
+      const bool per_micro_batch = !ir::IsOncePerStepRole(v->producer()->role());
       if (op->role() == ir::OpRole::kOptimizer && per_micro_batch) plan.accumulated.insert(v->id());
     }
     for (const ir::Value* r : op->results()) {
-      if (kept.count(r->id()) && op->role() != ir::OpRole::kOptimizer) plan.accumulated.insert(r->id());
+      if (kept.count(r->id()) && !ir::IsOncePerStepRole(op->role())) plan.accumulated.insert(r->id());
     }
   }
   for (int64_t id : plan.accumulated) {
@@ -119,6 +133,7 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
   for (int64_t id : plan.accumulated) {
     if (!kept.count(id) && !read_per_micro_batch.count(id)) plan.freed_once_summed.insert(id);
   }
+  kept.insert(plan.step_values.begin(), plan.step_values.end());
   plan.release_whole = ReleasePlan(program, plan.chunks, /*split=*/false, kept, plan.freed_once_summed);
   plan.release_split = ReleasePlan(program, plan.chunks, /*split=*/true, kept, plan.freed_once_summed);
   return plan;

@@ -4,6 +4,8 @@
 //   F (chunk c):  ops of role forward, chunk c
 //   B (chunk c):  ops of role backward and backward_weight, chunk c   (B and W when split)
 //   O:            ops of role optimizer, once, on the sums
+//   prologue:     ops of role prologue, once, before every job (a tied table's send); what
+//                 they make is read by every micro-batch as an argument is
 //
 // A micro-batch's jobs run its sections in the order F(0) … F(v-1), B(v-1) … B(0) (B before W
 // of a chunk when split), whatever the schedule interleaves between micro-batches, so a tensor
@@ -28,6 +30,11 @@ struct JobPlan {
   int64_t chunks = 1;
   // Ops of each (job kind, chunk), in program order; the optimizer's under chunk 0.
   std::map<std::pair<ir::JobKind, int64_t>, std::vector<size_t>> ops;
+  // Ops of role prologue, in program order: run once, before the step's first job.
+  std::vector<size_t> prologue;
+  // What they make that other ops read: put in every micro-batch's table (and the optimizer's)
+  // as the arguments are, and freed from none of them; it lives until the step ends.
+  std::set<int64_t> step_values;
   // release_after[i]: ids freed from a micro-batch's tensors after op i (for O ops: from the
   // optimizer's); one plan for whole backward jobs, one for split (B, W) ones.
   std::vector<std::vector<int64_t>> release_whole;

@@ -1,5 +1,5 @@
-// Executor::RunJobs: a pipelined step — per-micro-batch tables, sums over micro-batches, the
-// optimizer once, spans for the timeline.
+// Executor::RunJobs: a pipelined step — the prologue once, per-micro-batch tables, sums over
+// micro-batches, the optimizer once, spans for the timeline.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -101,6 +101,7 @@ class PipelinedStep {
     if (ex_.options_.overlap_communication) {
       early_ = PlanEarlyGradientSync(program_, ex_.job_plan_, ex_.on_comm_stream_, jobs_);
     }
+    if (absl::Status s = RunPrologue(); !s.ok()) return ex_.Fail(s, state_);
     for (const ir::PipelineJob& job : jobs_) {
       // Whatever fails once the streams have work (a sum's allocation, a later micro-batch's
       // feeds) stops the peers too, which may be waiting for this rank's next message.
@@ -135,10 +136,33 @@ class PipelinedStep {
     return absl::OkStatus();
   }
 
+  // The ops of role prologue, once, before every job: on every rank first, so its messages
+  // (a tied table sent to the last stage) meet in one order everywhere.
+  absl::Status RunPrologue() {
+    const std::vector<size_t>& ops = ex_.job_plan_.prologue;
+    if (ops.empty()) return absl::OkStatus();
+    prologue_table_ = std::make_unique<ValueTable>(num_values_);
+    PDIST_RETURN_IF_ERROR(ex_.BindArguments(micro_feeds_[0], workspace_, *prologue_table_));
+    ScopedSpan span(state_.timeline, {.name = "prologue", .category = "prologue", .micro_batch = -1, .chunk = -1},
+                    *state_.compute);
+    return ex_.RunOps(ops, *release_, *prologue_table_, state_, nullptr);
+  }
+
+  // What the prologue made for the jobs, into `table` as the arguments are (waiting for what a
+  // stream still owes: the received table).
+  absl::Status BindStepValues(ValueTable& table) {
+    for (int64_t id : ex_.job_plan_.step_values) {
+      PDIST_RETURN_IF_ERROR(ex_.Await(id, *prologue_table_, state_));
+      table.values[static_cast<size_t>(id)] = prologue_table_->values[static_cast<size_t>(id)];
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status OpenOptimizerTable() {
     if (optimizer_table_ != nullptr) return absl::OkStatus();
     optimizer_table_ = std::make_unique<ValueTable>(num_values_);
-    return ex_.BindArguments(micro_feeds_[0], workspace_, *optimizer_table_);
+    PDIST_RETURN_IF_ERROR(ex_.BindArguments(micro_feeds_[0], workspace_, *optimizer_table_));
+    return BindStepValues(*optimizer_table_);
   }
 
   // The table `job` runs on: its micro-batch's (bound to its feeds on first use), or the
@@ -157,6 +181,7 @@ class PipelinedStep {
       table = std::make_unique<ValueTable>(num_values_);
       PDIST_RETURN_IF_ERROR(
           ex_.BindArguments(micro_feeds_[static_cast<size_t>(job.micro_batch)], workspace_, *table));
+      PDIST_RETURN_IF_ERROR(BindStepValues(*table));
     }
     return table.get();
   }
@@ -244,6 +269,7 @@ class PipelinedStep {
     std::unique_ptr<ValueTable>& table = tables_[static_cast<size_t>(micro_batch)];
     for (size_t id = 0; id < num_values_; ++id) {
       if (table->skip_release[id]) continue;  // its last reader, a stream op, holds it
+      if (ex_.job_plan_.step_values.count(static_cast<int64_t>(id))) continue;  // the prologue's, for every micro-batch
       if (absl::Status s = ex_.Await(static_cast<int64_t>(id), *table, state_); !s.ok()) return ex_.Fail(s, state_);
       if (!program_.FindValue(static_cast<int64_t>(id))->is_argument()) state_.live.Release(table->values[id]);
     }
@@ -257,7 +283,11 @@ class PipelinedStep {
       if (t != nullptr) open.push_back(t.get());
     }
     if (optimizer_table_ != nullptr) open.push_back(optimizer_table_.get());
+    if (prologue_table_ != nullptr) open.push_back(prologue_table_.get());
     PDIST_RETURN_IF_ERROR(ex_.Drain(open, state_));
+    if (prologue_table_ != nullptr) {
+      for (int64_t id : ex_.job_plan_.step_values) state_.live.Release(prologue_table_->values[static_cast<size_t>(id)]);
+    }
     std::vector<Tensor> merged = optimizer_table_ != nullptr ? optimizer_table_->values : std::vector<Tensor>(num_values_);
     for (int64_t id : ex_.job_plan_.accumulated) merged[static_cast<size_t>(id)] = sums_[static_cast<size_t>(id)];
     if (program_.loss() != nullptr && !merged[static_cast<size_t>(program_.loss()->id())].defined()) {
@@ -278,6 +308,7 @@ class PipelinedStep {
   // while the tables its queued ops point into still exist.
   std::vector<std::unique_ptr<ValueTable>> tables_;  // per micro-batch, while it has jobs left
   std::unique_ptr<ValueTable> optimizer_table_;
+  std::unique_ptr<ValueTable> prologue_table_;  // what the prologue made, while the step runs
   std::vector<Tensor> sums_;                          // by value id: summed over micro-batches
   RunState state_;
   EarlyGradientSync early_;

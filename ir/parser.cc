@@ -208,14 +208,14 @@ absl::Status Parser::ParseArgument(const Token& name, const Token& role_token) {
 // `@backward`, `@forward.1`: the op's pipeline role and model chunk (ir/pipeline_job.h).
 absl::Status Parser::ParseRoleAndChunk(Operation& op) {
   PDIST_RETURN_IF_ERROR(Advance());  // '@'
-  if (tok_.kind != TokenKind::kIdent) return Unexpected("a role after '@' (forward, backward, backward_weight, optimizer)");
+  if (tok_.kind != TokenKind::kIdent) return Unexpected("a role after '@' (forward, backward, backward_weight, optimizer, prologue)");
   const Token role_token = tok_;
   const std::string text = tok_.text;
   const size_t dot = text.find('.');
   std::optional<OpRole> role = ParseOpRole(std::string_view(text).substr(0, dot));
   if (!role) {
     return Error(role_token, absl::StrCat("unknown role '", text.substr(0, dot),
-                                          "' (forward, backward, backward_weight, optimizer)"));
+                                          "' (forward, backward, backward_weight, optimizer, prologue)"));
   }
   int64_t chunk = 0;
   if (dot != std::string::npos && !absl::SimpleAtoi(text.substr(dot + 1), &chunk)) {

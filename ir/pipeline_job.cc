@@ -11,12 +11,14 @@ const char* OpRoleName(OpRole role) {
     case OpRole::kBackward: return "backward";
     case OpRole::kBackwardWeight: return "backward_weight";
     case OpRole::kOptimizer: return "optimizer";
+    case OpRole::kPrologue: return "prologue";
   }
   return "?";
 }
 
 std::optional<OpRole> ParseOpRole(std::string_view name) {
-  for (OpRole role : {OpRole::kForward, OpRole::kBackward, OpRole::kBackwardWeight, OpRole::kOptimizer}) {
+  for (OpRole role : {OpRole::kForward, OpRole::kBackward, OpRole::kBackwardWeight, OpRole::kOptimizer,
+                      OpRole::kPrologue}) {
     if (name == OpRoleName(role)) return role;
   }
   return std::nullopt;

@@ -4,7 +4,8 @@
 // Every op of a training program has a role (forward, backward, optimizer) and a model chunk
 // (the virtual pipeline stage it belongs to, divided by the number of stages: 0 without
 // interleaving). A pipeline job runs the ops of one (role, chunk) for one micro-batch; a step is
-// a list of jobs per rank, ending with the optimizer job:
+// a list of jobs per rank, ending with the optimizer job (and, before them all, the ops of role
+// prologue, which every rank runs first, once):
 //
 //   1F1B, 2 stages, 4 micro-batches, stage 0:  F0 F1 B0 F2 B1 F3 B2 B3 O
 //   ZBH1 splits a backward into B (input gradients, sent upstream at once) and W (weight
@@ -23,8 +24,14 @@ enum class OpRole : int8_t {
   kBackward = 1,        // gradients of activations (and of weights, unless split off)
   kBackwardWeight = 2,  // ops that only compute weight gradients (zero-bubble schedules)
   kOptimizer = 3,       // runs once per step, on gradients accumulated over micro-batches
+  // Runs once per step before every micro-batch, on parameters only; what it makes every
+  // micro-batch reads (a tied embedding's table sent to the last stage: once, not per micro-batch).
+  kPrologue = 4,
 };
-const char* OpRoleName(OpRole role);  // "forward", "backward", "backward_weight", "optimizer"
+// "forward", "backward", "backward_weight", "optimizer", "prologue"
+const char* OpRoleName(OpRole role);
+// Optimizer or prologue: an op that runs once per step, outside the micro-batches' jobs.
+inline bool IsOncePerStepRole(OpRole role) { return role == OpRole::kOptimizer || role == OpRole::kPrologue; }
 // Backward or backward_weight: a gradient op, whether or not the zero-bubble split took it to W.
 inline bool IsBackwardRole(OpRole role) { return role == OpRole::kBackward || role == OpRole::kBackwardWeight; }
 // The inverse of OpRoleName; nullopt for any other text.

@@ -255,9 +255,9 @@ absl::Status ProtoReader::ReadOp(int index, const proto::Operation& p) {
     if (normalized.ok()) attrs = *std::move(normalized);
   }
   auto op = std::make_unique<Operation>(p.type(), std::move(operands), std::move(attrs));
-  if (p.role() < 0 || p.role() > static_cast<int32_t>(OpRole::kOptimizer) || p.chunk() < 0) {
+  if (p.role() < 0 || p.role() > static_cast<int32_t>(OpRole::kPrologue) || p.chunk() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": role ", p.role(), " / chunk ", p.chunk(),
-                                                   " is not a pipeline job (roles 0-3, chunks >= 0)"));
+                                                   " is not a pipeline job (roles 0-4, chunks >= 0)"));
   }
   op->set_role(static_cast<OpRole>(p.role()));
   op->set_chunk(p.chunk());

@@ -132,18 +132,17 @@ class Partitioner {
     // In a pipelined step (ir/pipeline_job.h) a move between meshes is sent in the job that
     // made the tensor (with the steps on the source mesh) and received in the job that first
     // reads it (with the steps on the target mesh); a move within one mesh runs where the
-    // reshard stands. A once-per-step reshard (the optimizer's) stays in one job.
+    // reshard stands. A once-per-step reshard (the optimizer's, the prologue's) stays in its job.
     const bool between_meshes = std::any_of(plan.steps.begin(), plan.steps.end(), [](const ReshardStep& step) {
       return step.kind == ReshardStep::Kind::kSendRecv;
     });
-    const Operation& sender = between_meshes && op.role() != ir::OpRole::kOptimizer && x->producer() != nullptr
-                                  ? *x->producer() : op;
+    const bool once = ir::IsOncePerStepRole(op.role());
+    const Operation& sender = between_meshes && !once && x->producer() != nullptr ? *x->producer() : op;
     auto first_use = first_use_.find(y);
-    const Operation& receiver = between_meshes && op.role() != ir::OpRole::kOptimizer && first_use != first_use_.end()
-                                    ? *first_use->second : op;
+    const Operation& receiver = between_meshes && !once && first_use != first_use_.end() ? *first_use->second : op;
     // A move made per micro-batch and received once per step (or the reverse) would leave
     // messages behind: both ends must run equally often.
-    if ((sender.role() == ir::OpRole::kOptimizer) != (receiver.role() == ir::OpRole::kOptimizer)) {
+    if (ir::IsOncePerStepRole(sender.role()) != ir::IsOncePerStepRole(receiver.role())) {
       return absl::InternalError(absl::StrCat("the move ", plan.ToString(), " would be sent in a ",
                                               ir::OpRoleName(sender.role()), " job and received in a ",
                                               ir::OpRoleName(receiver.role()), " job"));
@@ -177,8 +176,8 @@ class Partitioner {
 
   // The channel lane of a move's messages: 0, the direction's channel, when the schedule issues
   // them in one order with the other messages between the same two ranks on both ends (NCCL
-  // pairs a direction's sends and receives in issue order): a move once per step (the optimizer
-  // job runs last everywhere), or one per micro-batch between neighbouring virtual stages along
+  // pairs a direction's sends and receives in issue order): a move once per step (the prologue
+  // runs first everywhere, the optimizer job last), or one per micro-batch between neighbouring virtual stages along
   // the pipeline's flow — forward to the next, backward to the previous, the pairs every schedule
   // interleaves alike on both ends. Any other move (a tied table sent to a stage that is not the
   // next, a value sent in a forward job and received in a backward one) goes on a lane of its
@@ -192,8 +191,8 @@ class Partitioner {
   int64_t LaneOf(const Operation& sender, const Operation& receiver, const ir::ProcessMesh& from,
                  const ir::ProcessMesh& to) const {
     const auto role_s = static_cast<int64_t>(sender.role()), role_r = static_cast<int64_t>(receiver.role());
-    const int64_t by_roles = 1 + role_s * 4 + role_r;
-    if (sender.role() == ir::OpRole::kOptimizer || receiver.role() == ir::OpRole::kOptimizer) {
+    const int64_t by_roles = 1 + role_s * 5 + role_r;
+    if (ir::IsOncePerStepRole(sender.role()) || ir::IsOncePerStepRole(receiver.role())) {
       return sender.role() == receiver.role() ? 0 : by_roles;
     }
     const bool forward = sender.role() == ir::OpRole::kForward && receiver.role() == ir::OpRole::kForward;
@@ -211,7 +210,7 @@ class Partitioner {
     const int64_t from_stage = sender.chunk() * pp + from.process_ids().front() / n;
     const int64_t to_stage = receiver.chunk() * pp + to.process_ids().front() / n;
     if ((forward && to_stage == from_stage + 1) || (backward && to_stage == from_stage - 1)) return 0;
-    return 1 + ((role_s * 4 + role_r) * virtual_stages + from_stage) * virtual_stages + to_stage;
+    return 1 + ((role_s * 5 + role_r) * virtual_stages + from_stage) * virtual_stages + to_stage;
   }
 
   struct Message {

@@ -324,7 +324,9 @@ class StageCutter {
   }
 
   // Each op moves to its virtual stage's chunk; an operand from another virtual stage is read
-  // through a reshard to this one, made once per (value, virtual stage).
+  // through a reshard to this one, made once per (value, virtual stage). A parameter's (a tied
+  // embedding's table, read by the head on the last stage) is the same for every micro-batch:
+  // its reshard is in the prologue, which sends it once per step, not once per micro-batch.
   void InsertBoundaryReshards() {
     std::vector<std::unique_ptr<Operation>> old = std::move(forward_.block().mutable_ops());
     forward_.block().mutable_ops().clear();
@@ -341,6 +343,7 @@ class StageCutter {
           copy->set_dist_annotated(true);
           auto reshard = std::make_unique<Operation>("reshard", std::vector<Value*>{v}, ir::AttributeMap{});
           reshard->set_chunk(stage / pp_);
+          if (v->role() == ir::ValueRole::kParameter) reshard->set_role(ir::OpRole::kPrologue);
           reshard->add_result(copy);
           forward_.block().Append(std::move(reshard));
           ++out_.boundary_reshards;

@@ -17,7 +17,10 @@
 namespace pdist::planner {
 namespace {
 
-size_t Index(ir::OpRole role) { return static_cast<size_t>(role); }
+// The slot of seconds[] an op's time goes to: the prologue's, once per step, with the optimizer's.
+size_t Index(ir::OpRole role) {
+  return static_cast<size_t>(role == ir::OpRole::kPrologue ? ir::OpRole::kOptimizer : role);
+}
 
 
 // The collective an op performs (OpDef::collective) and the bytes the alpha–beta formula takes

@@ -17,8 +17,9 @@
 namespace pdist::planner {
 
 struct SegmentCost {
-  // Seconds by ir::OpRole (forward, backward, backward_weight, optimizer): compute and the
-  // tensor-parallel collectives inside the ops' own program order.
+  // Seconds by ir::OpRole (forward, backward, backward_weight, optimizer — the prologue's, once
+  // per step too, counted with the optimizer's): compute and the tensor-parallel collectives
+  // inside the ops' own program order.
   std::array<double, 4> seconds{};
   std::array<double, 4> mp_comm_seconds{};  // of which collectives
   double flops = 0;        // forward + backward FLOPs the kernels perform

@@ -192,10 +192,11 @@ absl::Status RegisterCollectiveOps(OpRegistry& registry) {
   // (executor/comm/comm_groups.h) separates an activation from the gradient coming back, and
   // the schedules issue each direction's messages in the same order on both ends (checked on
   // the CPU by the inproc backend's rendezvous sends). That holds for messages between
-  // neighbouring virtual stages; one that skips stages (a tied embedding's table to the last
-  // stage at pp ≥ 3) is sent in jobs the schedule orders differently on the two ends, so
-  // partition gives it a `lane` > 0: a channel of its own for the moves between one pair of jobs,
-  // where its messages come one per micro-batch, in micro-batch order on both ends.
+  // neighbouring virtual stages, and for those of the prologue and the optimizer job, which
+  // every rank runs first and last; any other (a value made in a forward job and read in a
+  // backward one) is sent in jobs the schedule orders differently on the two ends, so partition
+  // gives it a `lane` > 0: a channel of its own for the moves between one pair of jobs, where
+  // its messages come one per micro-batch, in micro-batch order on both ends.
   OpDef send = CollectiveDef(
       "c_send", CollectiveKind::kNone, {{"peer", int64_t{0}}, {"tag", int64_t{0}}, {"lane", int64_t{0}}},
       [](const InputTypes&, const AttributeMap& attrs) -> absl::StatusOr<std::vector<TensorType>> {

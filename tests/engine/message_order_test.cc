@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "executor/comm/comm_groups.h"
 #include "ir/builder.h"
+#include "ir/dist/process_mesh.h"
+#include "passes/partition.h"
 #include "passes/distributed_programs.h"
 #include "tests/engine/distributed_test_util.h"
 
@@ -95,32 +97,70 @@ TEST(MessageOrderTest, EveryScheduleAndLayoutKeepsEachChannelInOrder) {
   }
 }
 
-// Partition's lanes: the table goes from stage 0 to the last stage, not the next, on a channel
-// of its own (lane > 0); the residual stream to the next stage on the direction's own.
-TEST(MessageOrderTest, AMoveToAStageThatIsNotTheNextGetsALaneOfItsOwn) {
+// The tied table is the same for every micro-batch: stage 0 sends it to the last stage once per
+// step, in the prologue (lane 0: every rank runs its prologue first), where it went once per
+// micro-batch; the residual stream goes to the next stage per micro-batch.
+TEST(MessageOrderTest, TheTiedTableGoesToTheLastStageOnceAStepInThePrologue) {
   const ir::Program forward = SmallGpt(/*layers=*/4, /*tied=*/true);
   const strategy::Strategy strategy = *strategy::ParseStrategy(Pipeline(4, "1F1B", 1, 4));
   auto p = passes::BuildDistributedPrograms(forward, strategy, {});
   ASSERT_TRUE(p.ok()) << p.status();
   passes::ReshardPlanCache plans;
-  auto rank0 = passes::LocalProgram(p->train, passes::RankPipeline(0, std::nullopt), plans);
-  ASSERT_TRUE(rank0.ok()) << rank0.status();
-  int64_t to_next = 0, to_last = 0;
-  for (const auto& op : rank0->block().ops()) {
-    if (op->type() != "c_send") continue;
-    const int64_t peer = *ir::GetInt(op->attrs(), "peer"), lane = *ir::GetInt(op->attrs(), "lane");
-    if (peer == 1) {
-      ++to_next;
-      EXPECT_EQ(lane, 0) << op->Describe();
-    } else {
-      ++to_last;
-      EXPECT_EQ(peer, 3);
-      EXPECT_EQ(op->operand(0)->type().shape, (ir::Shape{testing::kSmallVocab, 32}));  // the table
-      EXPECT_GT(lane, 0) << op->Describe();
+  for (int64_t rank : {0, 3}) {
+    auto local = passes::LocalProgram(p->train, passes::RankPipeline(rank, std::nullopt), plans);
+    ASSERT_TRUE(local.ok()) << local.status();
+    int64_t table_moves = 0;
+    for (const auto& op : local->block().ops()) {
+      if (op->type() != "c_send" && op->type() != "c_recv") continue;
+      const ir::Value& moved = op->type() == "c_send" ? *op->operand(0) : *op->result(0);
+      const int64_t peer = *ir::GetInt(op->attrs(), "peer");
+      EXPECT_EQ(*ir::GetInt(op->attrs(), "lane"), 0) << op->Describe();
+      if (moved.type().shape == ir::Shape{testing::kSmallVocab, 32} && op->role() != ir::OpRole::kOptimizer) {
+        ++table_moves;
+        EXPECT_EQ(op->role(), ir::OpRole::kPrologue) << op->Describe();
+        EXPECT_EQ(peer, rank == 0 ? 3 : 0);
+      }
+    }
+    EXPECT_EQ(table_moves, 1) << "rank " << rank;
+  }
+}
+
+// A move the schedule does not order with the rest — made in a forward job, read in a backward
+// one on the next stage — gets a lane of its own (partition's LaneOf); the same move read in the
+// forward does not.
+TEST(MessageOrderTest, AMoveFromAForwardJobToABackwardOneGetsALaneOfItsOwn) {
+  for (ir::OpRole reader : {ir::OpRole::kBackward, ir::OpRole::kForward}) {
+    ir::Program global;
+    ir::Builder b(&global);
+    const ir::ProcessMesh first = *ir::ProcessMesh::Create({1}, {0}, {"x"});
+    const ir::ProcessMesh second = *ir::ProcessMesh::Create({1}, {1}, {"x"});
+    auto on = [](ir::Value* v, const ir::ProcessMesh& mesh) {
+      v->set_dist_attr(ir::DistAttr::Replicated(mesh, 1));
+      return v;
+    };
+    ir::Value* x = on(b.Data("x", {{4}, ir::DataType::kFloat32}), first);
+    ir::Value* y = on(*b.Op1("scale", {x}, {{"scale", 2.0}}), first);
+    b.set_op_role(reader);
+    ir::Value* moved = on(*b.Op1("reshard", {y}), second);
+    on(*b.Op1("scale", {moved}, {{"scale", 3.0}}), second);
+    passes::ReshardPlanCache plans;
+    for (int64_t rank : {0, 1}) {
+      auto local = passes::PartitionProgram(global, rank, plans);
+      ASSERT_TRUE(local.ok()) << local.status();
+      int64_t messages = 0;
+      for (const auto& op : local->block().ops()) {
+        if (op->type() != "c_send" && op->type() != "c_recv") continue;
+        ++messages;
+        const int64_t lane = *ir::GetInt(op->attrs(), "lane");
+        if (reader == ir::OpRole::kBackward) {
+          EXPECT_GT(lane, 0) << op->Describe();
+        } else {
+          EXPECT_EQ(lane, 0) << op->Describe();
+        }
+      }
+      EXPECT_EQ(messages, 1) << "rank " << rank;
     }
   }
-  EXPECT_EQ(to_next, 1);
-  EXPECT_EQ(to_last, 1);
 }
 
 // The channels are made once, from the training and evaluation programs (RankRunner::Connect);
