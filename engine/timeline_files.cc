@@ -29,8 +29,8 @@ using exec::Track;
 
 // Job kinds in the order of a step, with the colours the header promises.
 constexpr std::pair<const char*, const char*> kJobColors[] = {
-    {"forward", "#6fa8dc"},         {"backward", "#93c47d"},  {"backward_input", "#38a169"},
-    {"backward_weight", "#f6b26b"}, {"optimizer", "#999999"},
+    {"prologue", "#c27ba0"},        {"forward", "#6fa8dc"},   {"backward", "#93c47d"},
+    {"backward_input", "#38a169"},  {"backward_weight", "#f6b26b"}, {"optimizer", "#999999"},
 };
 constexpr const char* kOtherColor = "#d9d9d9";
 constexpr const char* kCommColor = "#8e7cc3";

@@ -42,7 +42,8 @@ struct PipelineSvgOptions {
 };
 
 // The pipeline as a standalone SVG 1.1 document: one row per rank (in the order of `rows`),
-// labelled "rank N"; a box per compute span, coloured by category — forward #6fa8dc (blue),
+// labelled "rank N"; a box per compute span, coloured by category — prologue #c27ba0 (mauve),
+// forward #6fa8dc (blue),
 // backward #93c47d (light green), backward_input #38a169 (green), backward_weight #f6b26b
 // (orange), optimizer #999999 (grey), anything else #d9d9d9 (light grey); comm spans as a thin
 // #8e7cc3 (purple) strip under the row. Each span is a <g> holding a <title> tooltip

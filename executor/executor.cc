@@ -458,7 +458,8 @@ namespace {
 // The job kind a whole-program step's op belongs to on a timeline (its role, as a job).
 ir::JobKind KindOfRole(ir::OpRole role) {
   switch (role) {
-    case ir::OpRole::kForward: return ir::JobKind::kForward;
+    case ir::OpRole::kForward:
+    case ir::OpRole::kPrologue: return ir::JobKind::kForward;
     case ir::OpRole::kOptimizer: return ir::JobKind::kOptimizer;
     case ir::OpRole::kBackward:
     case ir::OpRole::kBackwardWeight: return ir::JobKind::kBackward;

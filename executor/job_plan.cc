@@ -92,8 +92,10 @@ JobPlan PlanJobs(const ir::Program& program, const std::vector<int64_t>& keep) {
   }
   for (const auto& op : ops) {
     if (op->role() == ir::OpRole::kPrologue) continue;
-    for (const ir::Value* v : op->operands()) {
-      if (v != nullptr && v->producer() != nullptr && v->producer()->role() == ir::OpRole::kPrologue) {
+    for (size_t k = 0; k < op->num_operands(); ++k) {
+      const ir::Value* v = op->operand(k);
+      if (v != nullptr && ir::ReadsOperand(*op, k) && v->producer() != nullptr &&
+          v->producer()->role() == ir::OpRole::kPrologue) {
         plan.step_values.insert(v->id());
       }
     }

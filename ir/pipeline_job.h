@@ -32,6 +32,9 @@ enum class OpRole : int8_t {
 const char* OpRoleName(OpRole role);
 // Optimizer or prologue: an op that runs once per step, outside the micro-batches' jobs.
 inline bool IsOncePerStepRole(OpRole role) { return role == OpRole::kOptimizer || role == OpRole::kPrologue; }
+// Where a role's ops run in a step, earliest first: prologue, forward, backward,
+// backward_weight, optimizer (the enum's numbers keep model.pb's meaning, not this order).
+inline int StepOrderOf(OpRole role) { return role == OpRole::kPrologue ? -1 : static_cast<int>(role); }
 // Backward or backward_weight: a gradient op, whether or not the zero-bubble split took it to W.
 inline bool IsBackwardRole(OpRole role) { return role == OpRole::kBackward || role == OpRole::kBackwardWeight; }
 // The inverse of OpRoleName; nullopt for any other text.

@@ -211,6 +211,16 @@ absl::Status Verifier::CheckOp(size_t index, const Operation& op) {
       return error(absl::StrCat("runs in job backward but reads ", Name(v), ", which `",
                                 PrintOperation(*producer, numbering_), "` computes in backward_weight, a later job"));
     }
+    // The prologue runs once per step before every micro-batch: on parameters and states only
+    // (a data input differs per micro-batch, every other op runs after it).
+    if (op.role() == OpRole::kPrologue && ir::ReadsOperand(op, i)) {
+      const bool persistent = producer == nullptr && v->role() != ValueRole::kDataInput;
+      if (!persistent && (producer == nullptr || producer->role() != OpRole::kPrologue)) {
+        return error(absl::StrCat("runs in the prologue (once per step, before every micro-batch) but reads ", Name(v),
+                                  producer == nullptr ? ", a data input" : ", which a later job computes",
+                                  ": a prologue op reads parameters, states and other prologue ops' results"));
+      }
+    }
   }
   PDIST_RETURN_IF_ERROR(CheckAttributes(**def, op, where));
   for (size_t i = 0; i < op.num_results(); ++i) {

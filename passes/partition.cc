@@ -192,6 +192,9 @@ class Partitioner {
                  const ir::ProcessMesh& to) const {
     const auto role_s = static_cast<int64_t>(sender.role()), role_r = static_cast<int64_t>(receiver.role());
     const int64_t by_roles = 1 + role_s * 5 + role_r;
+    // The prologue's messages are in order anywhere; a lane of their own keeps a table's send
+    // from holding up the first micro-batch's activation queued behind it.
+    if (sender.role() == ir::OpRole::kPrologue && receiver.role() == ir::OpRole::kPrologue) return by_roles;
     if (ir::IsOncePerStepRole(sender.role()) || ir::IsOncePerStepRole(receiver.role())) {
       return sender.role() == receiver.role() ? 0 : by_roles;
     }

@@ -157,9 +157,9 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(ir::Program& program, RecomputeGr
   }
 
   // Kept: values read by a later segment's forward or by anything but the forward and backward
-  // (the optimizer, the loss), what a pipeline send delivers to another stage (a tied embedding's
-  // weight on the last stage: the receiver holds it as it would without recompute), and under
-  // selective the results of compute-bound ops.
+  // (the optimizer, the loss), what a pipeline send delivers to another stage (an activation
+  // across a cut: the receiver holds it as it would without recompute; a tied table comes in the
+  // prologue, outside the forward), and under selective the results of compute-bound ops.
   std::unordered_set<const Value*> kept;
   if (program.loss() != nullptr) kept.insert(program.loss());
   for (const auto& op : program.block().ops()) {

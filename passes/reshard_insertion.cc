@@ -126,7 +126,7 @@ class ReshardInserter {
       if (!state_.Matches(resharded, mesh, target)) continue;
       Operation* reshard = resharded->producer();
       if (user != nullptr && reshard->chunk() == user->chunk() &&
-          static_cast<int>(user->role()) < static_cast<int>(reshard->role())) {
+          ir::StepOrderOf(user->role()) < ir::StepOrderOf(reshard->role())) {
         reshard->set_role(user->role());
       }
       return resharded;

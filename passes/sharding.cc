@@ -263,7 +263,8 @@ class OptimizerSharder {
     for (const Use* use : type_only) {
       Value* any = nullptr;
       for (const auto& [job, g] : gathered) {
-        if (job.second == use->op->chunk()) any = g;
+        // Not the prologue's: what a type-only reader takes lives as long as that reader's job.
+        if (job.second == use->op->chunk() && g->producer()->role() != ir::OpRole::kPrologue) any = g;
       }
       use->op->set_operand(use->index, any != nullptr ? any : GatherFor(param, whole, *use->op, gathered));
     }

@@ -251,6 +251,10 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     const bool sliced_gradients = c.zero >= 2 && (c.micro_batches == 1 || c.accumulate_shards);
     if (sliced_gradients) st.memory.gradients /= shards;
     if (c.zero >= 3) st.memory.parameters /= shards;
+    for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {  // whole on every rank, all step
+      st.memory.parameters += vs[chunk * c.pp + stage].cost.step_value_bytes;
+      st.memory.gradients += vs[chunk * c.pp + stage].cost.step_sum_bytes;
+    }
     st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
     st.buckets_at_first_backward = c.micro_batches == 1 || c.ReducesEachMicroBatch() ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;

@@ -70,7 +70,9 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
       if (pp * v > segments) {
         if (fixed.vpp) {
           skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ",
-                                      segments, " segments (its repeated layers, or the pieces between cut points)"));
+                                      segments, " segments (its repeated layers, or the pieces between cut points); "
+                                      "the planner prices cuts between segments only, where pdist-train may also cut "
+                                      "inside a layer"));
         }
         break;
       }

@@ -17,10 +17,7 @@
 namespace pdist::planner {
 namespace {
 
-// The slot of seconds[] an op's time goes to: the prologue's, once per step, with the optimizer's.
-size_t Index(ir::OpRole role) {
-  return static_cast<size_t>(role == ir::OpRole::kPrologue ? ir::OpRole::kOptimizer : role);
-}
+size_t Index(ir::OpRole role) { return SegmentCost::Slot(role); }
 
 
 // The collective an op performs (OpDef::collective) and the bytes the alpha–beta formula takes
@@ -65,6 +62,8 @@ SegmentCost& SegmentCost::operator+=(const SegmentCost& o) {
   saved_bytes += o.saved_bytes;
   recomputable_seconds += o.recomputable_seconds;
   boundary_bytes += o.boundary_bytes;
+  step_value_bytes += o.step_value_bytes;
+  step_sum_bytes += o.step_sum_bytes;
   unfused_attention_bytes += o.unfused_attention_bytes;
   backward_excess_bytes = std::max(backward_excess_bytes, o.backward_excess_bytes);  // one segment's backward at a time
   backward_excess_with_grads_bytes = std::max(backward_excess_with_grads_bytes, o.backward_excess_with_grads_bytes);
@@ -80,7 +79,8 @@ SegmentCost& SegmentCost::operator*=(double k) {
     mp_comm_seconds[i] *= k;
   }
   for (double* f : {&flops, &model_flops, &param_bytes, &param_elements, &grad_bytes, &optimizer_state_bytes, &saved_bytes,
-                    &recomputable_seconds, &boundary_bytes, &unfused_attention_bytes}) {
+                    &recomputable_seconds, &boundary_bytes, &step_value_bytes, &step_sum_bytes,
+                    &unfused_attention_bytes}) {
     *f *= k;
   }
   return *this;
@@ -235,6 +235,13 @@ absl::StatusOr<SegmentCost> PriceLocalProgram(const ir::Program& local, const st
     if (op->type() == "c_send" || op->type() == "c_recv") {
       if (op->type() == "c_send" && op->role() == ir::OpRole::kForward) {
         cost.boundary_bytes += static_cast<double>(op->operand(0)->type().num_bytes());
+      }
+      if (op->type() == "c_recv" && op->role() == ir::OpRole::kPrologue) {
+        cost.step_value_bytes += static_cast<double>(op->result(0)->type().num_bytes());
+      }
+      const ir::Operation* sum = op->type() == "c_send" ? op->operand(0)->producer() : nullptr;
+      if (op->role() == ir::OpRole::kOptimizer && sum != nullptr && ir::IsBackwardRole(sum->role())) {
+        cost.step_sum_bytes += static_cast<double>(op->operand(0)->type().num_bytes());
       }
       continue;
     }

@@ -31,6 +31,11 @@ struct SegmentCost {
   double saved_bytes = 0;           // forward values (and fed inputs) a backward op reads
   double recomputable_seconds = 0;  // forward seconds of the ops that are not compute-bound (what selective recompute redoes)
   double boundary_bytes = 0;          // what a forward sends to the next stage (c_send)
+  // Held whole for the whole step, whatever ZeRO does: what the prologue receives for every
+  // micro-batch (a tied table's copy on the last stage), and the sums of gradient shares sent
+  // to another stage once per step (the head's share of that table's gradient).
+  double step_value_bytes = 0;
+  double step_sum_bytes = 0;
   // Of saved_bytes, what an unfused attention core keeps beyond the fused op's results (priced
   // for devices that run attention unfused: UnfusedAttentionSavedBytes).
   double unfused_attention_bytes = 0;
@@ -54,8 +59,12 @@ struct SegmentCost {
   // by max, not sum, and left alone by scaling.
   double largest_update_bytes = 0;
 
-  double Seconds(ir::OpRole role) const { return seconds[static_cast<size_t>(role)]; }
-  double MpCommSeconds(ir::OpRole role) const { return mp_comm_seconds[static_cast<size_t>(role)]; }
+  double Seconds(ir::OpRole role) const { return seconds[Slot(role)]; }
+  double MpCommSeconds(ir::OpRole role) const { return mp_comm_seconds[Slot(role)]; }
+  // The slot of seconds[] a role's time goes to: the prologue's, once per step, the optimizer's.
+  static size_t Slot(ir::OpRole role) {
+    return static_cast<size_t>(role == ir::OpRole::kPrologue ? ir::OpRole::kOptimizer : role);
+  }
 
   SegmentCost& operator+=(const SegmentCost& o);
   SegmentCost& operator*=(double k);
@@ -65,7 +74,9 @@ struct SegmentCost {
 
 // Prices every op of a rank's local (partitioned) program on `cluster`'s device. Collectives of
 // n ranks are priced as a group of n devices inside one node (tensor parallelism's place);
-// c_send / c_recv are not priced here, the forward sends' bytes become boundary_bytes.
+// c_send / c_recv are not priced here, the forward sends' bytes become boundary_bytes (and the
+// prologue's receives and the optimizer job's sends of gradient sums, step_value_bytes and
+// step_sum_bytes: memory; their once-per-step time is not priced).
 // A compute op's time is multiplied by the device's op_scale for its type (and dtype:
 // OpScaleOf); `unscaled_by_type`, when given, receives the compute seconds per OpScaleKey before
 // that (what calibration compares).

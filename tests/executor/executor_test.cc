@@ -255,6 +255,44 @@ TEST(ExecutorTest, APipelinedStepRunsTheOptimizerJobLast) {
       << run.status();
 }
 
+// The prologue runs once, before every job, and what it makes every micro-batch reads: with two
+// micro-batches, loss = Σ_k sum(x_k · 2w); the step's live bytes come back to nothing but what
+// the step returns (its step value released once, not once per micro-batch).
+TEST(ExecutorTest, APipelinedStepRunsThePrologueOnceForEveryMicroBatch) {
+  ir::Program p;
+  ir::Builder b(&p);
+  const ir::TensorType type{{4}, DataType::kFloat64};
+  ir::Value* w = b.Parameter("w", type, "ones");
+  ir::Value* x = b.Data("x", type);
+  b.set_op_role(ir::OpRole::kPrologue);
+  ir::Value* doubled = *b.Op1("scale", {w}, {{"scale", 2.0}});
+  b.set_op_role(ir::OpRole::kForward);
+  p.set_loss(*b.Op1("sum", {*b.Op1("multiply", {x, doubled})}));
+  ExecutorOptions options;
+  options.profile = true;
+  auto executor = Executor::Create(p, options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  Workspace ws;
+  ASSERT_TRUE(InitializeWorkspace(p, 1, ws).ok());
+  ws["w"] = TensorFromDoubles(type, {1, 2, 3, 4});
+  std::vector<Feeds> micro(2);
+  for (int k = 0; k < 2; ++k) {
+    const double base = 10.0 * k;
+    micro[static_cast<size_t>(k)] = {{"x", TensorFromDoubles(type, {base, base + 1, base + 2, base + 3})}};
+  }
+  const std::vector<ir::PipelineJob> jobs = {{.kind = ir::JobKind::kForward, .micro_batch = 0},
+                                             {.kind = ir::JobKind::kForward, .micro_batch = 1},
+                                             {.kind = ir::JobKind::kOptimizer}};
+  auto run = executor->RunJobs(jobs, micro, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  // Σ_i 2·w_i·(x0_i + x1_i) = 2·(1·10 + 2·12 + 3·14 + 4·16) = 280
+  EXPECT_DOUBLE_EQ(run->loss, 280.0);
+  EXPECT_GT(run->op_seconds.count("scale"), 0u);
+  auto again = executor->RunJobs(jobs, micro, ws);  // a second step: the prologue again, once
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_DOUBLE_EQ(again->loss, 280.0);
+}
+
 TEST(ExecutorTest, MissingOrMistypedFeedIsAnError) {
   ir::Program p;
   ir::Builder b(&p);

@@ -3,6 +3,7 @@
 #include "gtest/gtest.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/serialize.h"
 
 namespace pdist::ir {
 namespace {
@@ -120,9 +121,11 @@ TEST(ParserTest, RoleAndChunkSuffixRoundTrips) {
   const std::string text =
       "program {\n"
       "  %0 = data \"x\" : f32[2]\n"
-      "  %1 = tanh(%0) : f32[2] @forward.1\n"
-      "  %2 = tanh(%1) : f32[2] @backward_weight\n"
-      "  c_send(%2) {lane = 0, peer = 1, tag = 3} @backward.1\n"
+      "  %1 = param \"w\" : f32[2] {init = \"zeros\"}\n"
+      "  %2 = tanh(%0) : f32[2] @forward.1\n"
+      "  %3 = tanh(%2) : f32[2] @backward_weight\n"
+      "  c_send(%3) {lane = 0, peer = 1, tag = 3} @backward.1\n"
+      "  %4 = tanh(%1) : f32[2] @prologue\n"
       "}\n";
   absl::StatusOr<Program> p = ParseProgram(text);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -132,7 +135,14 @@ TEST(ParserTest, RoleAndChunkSuffixRoundTrips) {
   EXPECT_EQ(ops[1]->role(), OpRole::kBackwardWeight);
   EXPECT_EQ(ops[2]->role(), OpRole::kBackward);
   EXPECT_EQ(ops[2]->chunk(), 1);
+  EXPECT_EQ(ops[3]->role(), OpRole::kPrologue);
   EXPECT_EQ(PrintProgram(*p), text);
+  // And through model.pb (role 4).
+  absl::StatusOr<std::string> bytes = SerializeProgram(*p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Program> back = DeserializeProgram(*bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(PrintProgram(*back), text);
 
   absl::StatusOr<Program> bad = ParseProgram("program {\n  %0 = data \"x\" : f32[2]\n  %1 = tanh(%0) : f32[2] @sideways\n}");
   ASSERT_FALSE(bad.ok());

@@ -62,6 +62,32 @@ TEST(VerifierTest, ABackwardOpCannotReadABackwardWeightResult) {
   EXPECT_TRUE(VerifyProgram(other_chunk).ok());
 }
 
+TEST(VerifierTest, APrologueOpReadsOnlyWhatIsTheSameForEveryMicroBatch) {
+  // Once per step, before every micro-batch: parameters and other prologue results, yes.
+  Program ok = Parse(
+      "program {\n"
+      "  %0 = param \"w\" : f32[4] {init = \"zeros\"}\n"
+      "  %1 = scale(%0) {scale = 2.0} : f32[4] @prologue\n"
+      "  %2 = scale(%1) {scale = 2.0} : f32[4] @prologue\n"
+      "  %3 = scale(%2) {scale = 2.0} : f32[4]\n"
+      "}\n");
+  EXPECT_TRUE(VerifyProgram(ok).ok()) << VerifyProgram(ok);
+  // A data input differs per micro-batch; a forward value is made after the prologue ran.
+  Program fed = Parse(
+      "program {\n"
+      "  %0 = data \"x\" : f32[4]\n"
+      "  %1 = scale(%0) {scale = 2.0} : f32[4] @prologue\n"
+      "}\n");
+  EXPECT_THAT(ErrorOf(fed), HasSubstr("runs in the prologue (once per step, before every micro-batch) but reads %0, a data input"));
+  Program later = Parse(
+      "program {\n"
+      "  %0 = param \"w\" : f32[4] {init = \"zeros\"}\n"
+      "  %1 = scale(%0) {scale = 2.0} : f32[4]\n"
+      "  %2 = scale(%1) {scale = 2.0} : f32[4] @prologue\n"
+      "}\n");
+  EXPECT_THAT(ErrorOf(later), HasSubstr("but reads %1, which a later job computes"));
+}
+
 TEST(VerifierTest, UseBeforeDefinition) {
   Program p = testing::MatmulSumProgram();
   std::swap(p.block().mutable_ops()[0], p.block().mutable_ops()[1]);

@@ -118,6 +118,24 @@ TEST(ProfileTest, WholeModelMatchesTheClosedFormsOnSeveralSizes) {
   }
 }
 
+// A tied head's stage holds the table's copy (the prologue's receive) and the sum of its share
+// of the table's gradient, each whole for the whole step; an untied head holds neither (its own
+// weight is a parameter, counted as one).
+TEST(ProfileTest, ATiedHeadHoldsTheTablesCopyAndItsGradientShareAllStep) {
+  for (int tied : {1, 0}) {
+    const PlannedModel model =
+        *ModelFromSpec(absl::StrCat("gpt:layers=2,hidden=64,heads=4,vocab=128,seq=16,tied=", tied), 8);
+    Profiler profiler(model, *strategy::ClusterPreset("dgx-a100", 8));
+    absl::StatusOr<const ModelProfile*> p = profiler.Get({.mp = 1, .sp = false, .micro_batch = 1});
+    ASSERT_TRUE(p.ok()) << p.status();
+    const SegmentCost& head = (*p)->kinds[kHeadKind];
+    const double table = 128 * 64 * 4;  // f32
+    EXPECT_DOUBLE_EQ(head.step_value_bytes, tied ? table : 0) << "tied=" << tied;
+    EXPECT_DOUBLE_EQ(head.step_sum_bytes, tied ? table : 0) << "tied=" << tied;
+    EXPECT_DOUBLE_EQ((*p)->kinds[kEmbeddingKind].step_value_bytes, 0);
+  }
+}
+
 // The backward walk counts an add gradient that is the output gradient as that storage
 // (ir::OpDef::aliases_if_same_type): l = mean(z), z = a ± b of two [4,8] matmuls (128 bytes
 // each), where add's two operand gradients are both the output gradient g and subtract's second
