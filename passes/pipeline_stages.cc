@@ -28,17 +28,28 @@ std::vector<int64_t> CrossingLevels(const std::vector<int64_t>& crossing) {
   return levels;
 }
 
-// reach[c]: the last op that reads a value made before op c (c itself when none is read at or
-// after it). A stage that begins at cut c must reach past reach[c], or a value made before it
-// would be read two stages on.
-std::vector<size_t> ReachOfCuts(const ir::Program& program) {
-  const auto& ops = program.block().ops();
+// The last op of `ops` that reads each value made by one of them (arguments left out).
+std::unordered_map<const Value*, size_t> LastUses(const std::vector<const Operation*>& ops) {
   std::unordered_map<const Value*, size_t> last_use;
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const Value* v : ops[i]->operands()) {
       if (v != nullptr && !v->is_argument()) last_use[v] = i;
     }
   }
+  return last_use;
+}
+
+std::vector<const Operation*> OpsOf(const ir::Program& program) {
+  std::vector<const Operation*> ops;
+  for (const auto& op : program.block().ops()) ops.push_back(op.get());
+  return ops;
+}
+
+// reach[c]: the last op that reads a value made before op c (c itself when none is read at or
+// after it). A stage that begins at cut c must reach past reach[c], or a value made before it
+// would be read two stages on.
+std::vector<size_t> ReachOfCuts(const std::vector<const Operation*>& ops) {
+  const std::unordered_map<const Value*, size_t> last_use = LastUses(ops);
   std::vector<size_t> reach(ops.size() + 1, 0);
   size_t running = 0;
   for (size_t c = 0; c <= ops.size(); ++c) {
@@ -63,19 +74,10 @@ double ForwardFlops(const Operation& op) {
   return def->cost(inputs, outputs, op.attrs()).flops;
 }
 
-std::vector<int64_t> CrossingValues(const ir::Program& program) {
-  std::vector<const ir::Operation*> ops;
-  for (const auto& op : program.block().ops()) ops.push_back(op.get());
-  return CrossingValues(ops);
-}
+std::vector<int64_t> CrossingValues(const ir::Program& program) { return CrossingValues(OpsOf(program)); }
 
 std::vector<int64_t> CrossingValues(const std::vector<const ir::Operation*>& ops) {
-  std::unordered_map<const Value*, size_t> last_use;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (const Value* v : ops[i]->operands()) {
-      if (v != nullptr && !v->is_argument()) last_use[v] = i;
-    }
-  }
+  const std::unordered_map<const Value*, size_t> last_use = LastUses(ops);
   std::vector<int64_t> delta(ops.size() + 1, 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const Value* r : ops[i]->results()) {
@@ -99,7 +101,7 @@ absl::StatusOr<std::vector<int64_t>> BalanceStages(const ir::Program& forward, i
   if (virtual_stages == 1) return stage_of;
   const size_t k = static_cast<size_t>(virtual_stages);
   const std::vector<int64_t> crossing = CrossingValues(forward);
-  const std::vector<size_t> reach = ReachOfCuts(forward);
+  const std::vector<size_t> reach = ReachOfCuts(OpsOf(forward));
   std::vector<double> prefix(n + 1, 0);
   for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + ForwardFlops(*ops[i]) + 1;  // +1: every op costs something
   const double inf = std::numeric_limits<double>::infinity();

@@ -10,6 +10,7 @@
 #include "passes/distributed_programs.h"
 #include "passes/dist_state.h"
 #include "strategy/strategy.h"
+#include "tests/engine/distributed_test_util.h"
 
 namespace pdist::passes {
 namespace {
@@ -17,13 +18,7 @@ namespace {
 // The completed global training program of a small GPT under `strategy_json`, built with the
 // engine's pipelines up to completion (stage-gradient-sums not yet run).
 ir::Program Completed(bool tied, const std::string& strategy_json) {
-  ir::models::GptConfig c;
-  c.vocab = 64;
-  c.hidden = 32;
-  c.layers = 4;
-  c.heads = 4;
-  c.seq_len = 8;
-  c.batch = 8;
+  auto c = engine::testing::SmallConfig<ir::models::GptConfig>(ir::DataType::kFloat32, /*layers=*/4, /*batch=*/8);
   c.tied_embeddings = tied;
   ir::Program program = *ir::models::BuildGpt(c);
   const strategy::Strategy strategy = *strategy::ParseStrategy(strategy_json);
