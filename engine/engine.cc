@@ -3,7 +3,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -15,6 +19,7 @@
 #include "engine/comm_backend.h"
 #include "engine/device_choice.h"
 #include "engine/launched_rank.h"
+#include "engine/message_order.h"
 #include "engine/timeline_files.h"
 #include "ir/dist/shard_tensor.h"
 #include "ir/status.h"
@@ -97,6 +102,52 @@ absl::Status CheckEngineOptions(const EngineOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("gradient bucket of ", o.gradient_bucket_bytes, " bytes must be >= 0"));
   }
   return absl::OkStatus();
+}
+
+enum class StepKind { kTraining, kEvaluation, kPrediction };
+
+// A pipeline over a backend whose sends wait for their receives (NCCL) hangs when the two ends
+// of a channel issue its messages in different orders. The passes' rules keep them in one order
+// (docs/pipeline.md, "Message order"); this runs the step's messages without data on the ranks
+// of `runners` and every rank they exchange with, so that a defect in those rules is an error
+// before the first step, not a job that hangs until its collective timeout. `global` is the
+// step's global program; the runners hold their ranks' local ones.
+absl::Status CheckMessagesBeforeRunning(StepKind kind, const ir::Program& global,
+                                        const std::vector<std::unique_ptr<RankRunner>>& runners,
+                                        passes::ReshardPlanCache& plans) {
+  const RunnerOptions& options = runners.front()->options();
+  std::vector<int64_t> ranks;
+  for (const auto& runner : runners) ranks.push_back(runner->rank());
+  std::map<int64_t, ir::Program> built;  // the peers' programs, made here for the check alone
+  absl::Status status = CheckMessageOrderAround(ranks, [&](int64_t rank) -> absl::StatusOr<RankStep> {
+    const ir::Program* program = nullptr;
+    for (const auto& runner : runners) {
+      if (runner->rank() != rank) continue;
+      program = kind == StepKind::kTraining     ? &runner->train_program()
+                : kind == StepKind::kEvaluation ? &runner->eval_program()
+                                                : &runner->predict_program();
+    }
+    if (program == nullptr) {
+      const std::string pipeline = kind == StepKind::kTraining
+                                       ? passes::RankPipeline(rank, options.gradient_bucket_bytes, options.fusions)
+                                       : passes::RankPipeline(rank, {});
+      PDIST_ASSIGN_OR_RETURN(ir::Program local, passes::LocalProgram(global, pipeline, plans));
+      program = &built.emplace(rank, std::move(local)).first->second;
+    }
+    std::vector<ir::PipelineJob> jobs;
+    if (kind == StepKind::kPrediction) {
+      jobs = options.pipeline.PredictJobs();
+    } else {
+      PDIST_ASSIGN_OR_RETURN(jobs, options.pipeline.JobsOf(rank, /*forward_only=*/kind == StepKind::kEvaluation));
+    }
+    return RankStep{.rank = rank, .program = program, .jobs = std::move(jobs)};
+  });
+  if (status.ok() || !absl::IsFailedPrecondition(status)) return status;
+  const char* what = kind == StepKind::kTraining ? "training" : kind == StepKind::kEvaluation ? "evaluation" : "prediction";
+  return absl::InternalError(absl::StrCat(
+      "the ", what, " step's point-to-point messages would hang over NCCL: ", status.message(),
+      " — a defect in pdist's pipeline passes (please report it with the strategy); the same strategy runs on "
+      "CPU ranks over --backend gloo, whose sends do not wait for their receives"));
 }
 
 }  // namespace
@@ -268,6 +319,10 @@ absl::Status Engine::PrepareDistributed(const strategy::Strategy& strategy) {
   for (int64_t r : ranks) {
     PDIST_ASSIGN_OR_RETURN(auto runner, RankRunner::Create(train_, programs.eval, r, plans, runner_options));
     runners_.push_back(std::move(runner));
+  }
+  if (!backend_->buffered_sends && programs.pipeline.enabled()) {
+    PDIST_RETURN_IF_ERROR(CheckMessagesBeforeRunning(StepKind::kTraining, train_, runners_, plans));
+    PDIST_RETURN_IF_ERROR(CheckMessagesBeforeRunning(StepKind::kEvaluation, programs.eval, runners_, plans));
   }
   return OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
     PDIST_RETURN_IF_ERROR(runner.Connect(worlds_[k], programs.meshes));
@@ -441,6 +496,9 @@ absl::Status Engine::PreparePredict() {
   }
   passes::ReshardPlanCache plans;
   for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->PreparePredict(predict, plans));
+  if (!backend_->buffered_sends && runners_.front()->options().pipeline.enabled()) {
+    PDIST_RETURN_IF_ERROR(CheckMessagesBeforeRunning(StepKind::kPrediction, predict, runners_, plans));
+  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "executor/comm/comm_groups.h"
 #include "executor/job_plan.h"
 #include "ir/op_def.h"
+#include "ir/status.h"
 
 namespace pdist::engine {
 namespace {
@@ -103,6 +105,24 @@ absl::Status CheckMessageOrder(const std::vector<RankStep>& ranks) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckMessageOrderAround(const std::vector<int64_t>& ranks,
+                                     const std::function<absl::StatusOr<RankStep>(int64_t rank)>& step_of) {
+  std::vector<RankStep> steps;
+  std::set<int64_t> seen(ranks.begin(), ranks.end());
+  std::deque<int64_t> pending(seen.begin(), seen.end());
+  while (!pending.empty()) {
+    PDIST_ASSIGN_OR_RETURN(RankStep step, step_of(pending.front()));
+    pending.pop_front();
+    for (const ChannelKey& channel : exec::comm::ChannelsOf(*step.program, step.rank)) {
+      for (int64_t peer : {channel.src, channel.dst}) {
+        if (seen.insert(peer).second) pending.push_back(peer);
+      }
+    }
+    steps.push_back(std::move(step));
+  }
+  return CheckMessageOrder(steps);
 }
 
 }  // namespace pdist::engine

@@ -1,6 +1,7 @@
 // CheckMessageOrder: one pipelined step's point-to-point messages, run on every rank at once
 // without data, under NCCL's rules — so that a step that would hang on GPUs fails on the CPU,
-// in a test or before a run, naming the messages.
+// in a test or before a run (Engine::PrepareDistributed, over nccl and inproc-rendezvous),
+// naming the messages.
 //
 //   NCCL pairs the sends and receives of one channel (a direction between two ranks, and a
 //   lane: executor/comm/comm_groups.h) in the order each end issues them, and a receive waits
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,5 +41,12 @@ struct RankStep {
 // otherwise FailedPrecondition naming the first receive that would get another message, or
 // every rank left waiting and what for.
 absl::Status CheckMessageOrder(const std::vector<RankStep>& ranks);
+
+// The same check over `ranks` and every rank they exchange messages with, transitively (a
+// pipeline's column of stages, not the whole world): what a process checks before its first
+// step, building only the steps it needs. `step_of(rank)` gives a rank's step; the programs it
+// points to must outlive the call.
+absl::Status CheckMessageOrderAround(const std::vector<int64_t>& ranks,
+                                     const std::function<absl::StatusOr<RankStep>(int64_t rank)>& step_of);
 
 }  // namespace pdist::engine

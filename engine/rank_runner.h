@@ -76,6 +76,8 @@ class RankRunner {
   int64_t rank() const { return rank_; }
   const ir::Program& train_program() const { return train_; }
   const ir::Program& eval_program() const { return eval_; }
+  const ir::Program& predict_program() const { return predict_; }  // empty before PreparePredict
+  const RunnerOptions& options() const { return options_; }
   const exec::Device& device() const { return options_.device; }
   exec::comm::CommGroups* groups() const { return groups_.get(); }
   // Spans of the last step, when RunnerOptions::timeline; nullptr otherwise.

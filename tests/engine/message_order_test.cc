@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -223,6 +224,30 @@ TEST(MessageOrderTest, NamesAReceiveThatWouldGetAnotherMessageAndAMessageNeverRe
   EXPECT_TRUE(TwoRanks({2, 1}, /*lane_of_2=*/2).ok()) << TwoRanks({2, 1}, 2);
   EXPECT_THAT(TwoRanks({1}).message(), HasSubstr("rank 1's send of tag 2 (micro-batch 0, job F0, op #1) on channel 1 > 0 "
                                                  "is never received"));
+}
+
+// What a process checks before its first step (Engine::PrepareDistributed over NCCL): its own
+// ranks and those they exchange messages with, transitively — the column of stages, not the dp
+// replicas beside it.
+TEST(MessageOrderTest, AProcessChecksTheStagesItExchangesWithAndNoOthers) {
+  const ir::Program forward = SmallGpt(/*layers=*/4, /*tied=*/true);
+  const strategy::Strategy strategy = *strategy::ParseStrategy(Pipeline(4, "1F1B", 1, 4, R"(, "dp_degree": 2)"));
+  auto p = passes::BuildDistributedPrograms(forward, strategy, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->world_size, 8);
+  passes::ReshardPlanCache plans;
+  std::map<int64_t, ir::Program> built;
+  auto step_of = [&](int64_t rank) -> absl::StatusOr<RankStep> {
+    PDIST_ASSIGN_OR_RETURN(ir::Program local, passes::LocalProgram(p->train, passes::RankPipeline(rank, std::nullopt), plans));
+    PDIST_ASSIGN_OR_RETURN(std::vector<ir::PipelineJob> jobs, p->pipeline.JobsOf(rank, /*forward_only=*/false));
+    return RankStep{.rank = rank, .program = &built.emplace(rank, std::move(local)).first->second, .jobs = std::move(jobs)};
+  };
+  const absl::Status s = CheckMessageOrderAround({0}, step_of);
+  EXPECT_TRUE(s.ok()) << s;
+  // The stage mesh is [pp, dp]: rank 0's column is every other rank.
+  std::set<int64_t> checked;
+  for (const auto& [rank, program] : built) checked.insert(rank);
+  EXPECT_EQ(checked, (std::set<int64_t>{0, 2, 4, 6}));
 }
 
 TEST(MessageOrderTest, NamesEveryRankLeftWaiting) {
