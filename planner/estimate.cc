@@ -276,7 +276,51 @@ struct Simulated {
   std::vector<double> peak_alive_bytes;
 };
 
-absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<VirtualStage>& vs) {
+// Stage `stage`'s first job of `kind` (of chunk `chunk`; the optimizer's: any), or null.
+const passes::SimulatedJob* FirstJob(const passes::SimulatedSchedule& sim, int64_t stage, ir::JobKind kind,
+                                     int64_t chunk = 0) {
+  for (const passes::SimulatedJob& j : sim.stages[static_cast<size_t>(stage)]) {
+    if (j.job.kind == kind && (kind == ir::JobKind::kOptimizer || j.job.chunk == chunk)) return &j;
+  }
+  return nullptr;
+}
+
+// The messages a pipeline sends once per step, outside the micro-batches' sends the schedule
+// prices (passes/partition.h's prologue, passes/stage_gradient_sums.h): a parameter's copy that
+// the prologue sends at the step's start to a stage that also reads it (a tied table to the
+// head's), which that stage waits for at its first forward of the chunk reading it; and that
+// stage's summed share of the parameter's gradient, sent back from its optimizer job, which the
+// parameter's own stage waits for at its optimizer job. The parameter lives on the stage of its
+// first reader: the first stage for a tied table, the only parameter shared between stages in
+// the built-in models, and the stage priced here. What the schedule's slack does not hide
+// lengthens the step: a late table delays the head's stage and what follows it; a late share,
+// the first stage's update.
+double OncePerStepDelay(const Candidate& c, const strategy::Cluster& cluster, const std::vector<VirtualStage>& vs,
+                        const passes::SimulatedSchedule& sim) {
+  double prologue_delay = 0, end = sim.makespan;
+  const passes::SimulatedJob* first_update = FirstJob(sim, 0, ir::JobKind::kOptimizer);
+  for (int64_t k = 0; k < c.pp * c.vpp; ++k) {
+    const SegmentCost& cost = vs[static_cast<size_t>(k)].cost;
+    const int64_t stage = k % c.pp;
+    if (stage == 0) continue;  // the parameter's own stage: no message
+    auto link = [&](double bytes) {
+      return CollectiveSeconds(cluster, Collective::kSendRecv, bytes, {DeviceOf(c, stage, 0, 0), DeviceOf(c, 0, 0, 0)});
+    };
+    const passes::SimulatedJob* reader = FirstJob(sim, stage, ir::JobKind::kForward, k / c.pp);
+    if (cost.step_value_bytes > 0 && reader != nullptr) {
+      prologue_delay = std::max(prologue_delay, link(cost.step_value_bytes) - reader->start);
+    }
+    const passes::SimulatedJob* sender = FirstJob(sim, stage, ir::JobKind::kOptimizer);
+    if (cost.step_sum_bytes > 0 && sender != nullptr && first_update != nullptr) {
+      const double arrives = sender->start + link(cost.step_sum_bytes);
+      end = std::max(end, std::max(first_update->start, arrives) + (first_update->end - first_update->start));
+    }
+  }
+  return end - sim.makespan + prologue_delay;
+}
+
+absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const strategy::Cluster& cluster,
+                                       const std::vector<VirtualStage>& vs) {
   const passes::ScheduleShape shape{.stages = c.pp, .micro_batches = c.micro_batches, .chunks = c.vpp};
   std::vector<std::vector<ir::PipelineJob>> per_stage;
   for (int64_t stage = 0; stage < c.pp; ++stage) {
@@ -292,6 +336,7 @@ absl::StatusOr<Simulated> SimulateJobs(const Candidate& c, const std::vector<Vir
   Simulated out{sim.makespan, sim.makespan, sim.peak_in_flight, sim.alive_at_first_backward,
                 sim.alive_at_later_backwards, sim.peak_alive_bytes};
   if (c.pp > 1) {
+    out.makespan += OncePerStepDelay(c, cluster, vs, sim);  // counted in pp_comm with the rest
     for (JobCosts& j : costs) j.p2p = 0;
     PDIST_ASSIGN_OR_RETURN(passes::SimulatedSchedule free_sends, passes::SimulateSchedule(per_stage, shape, costs));
     out.without_p2p = free_sends.makespan;
@@ -385,7 +430,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
     return e;
   }
 
-  PDIST_ASSIGN_OR_RETURN(Simulated sim, SimulateJobs(c, vs));
+  PDIST_ASSIGN_OR_RETURN(Simulated sim, SimulateJobs(c, cluster, vs));
   e.step_time = sim.makespan;
   e.memory = {};
   double busiest_seen = -1;

@@ -76,7 +76,8 @@ struct SegmentCost {
 // n ranks are priced as a group of n devices inside one node (tensor parallelism's place);
 // c_send / c_recv are not priced here, the forward sends' bytes become boundary_bytes (and the
 // prologue's receives and the optimizer job's sends of gradient sums, step_value_bytes and
-// step_sum_bytes: memory; their once-per-step time is not priced).
+// step_sum_bytes: memory here, their once-per-step time priced against the schedule by
+// estimate.cc's OncePerStepDelay).
 // A compute op's time is multiplied by the device's op_scale for its type (and dtype:
 // OpScaleOf); `unscaled_by_type`, when given, receives the compute seconds per OpScaleKey before
 // that (what calibration compares).

@@ -3,6 +3,7 @@
 #include "planner/estimate.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -615,6 +616,36 @@ TEST(BackwardPeakTest, MatchesABackwardRunStepByStep) {
       EXPECT_LE(priced, old_bound + 1e-9) << trial;
     }
   }
+}
+
+// A tied table crosses between the first and the last stage twice a step, outside the
+// micro-batches' sends: its copy in the prologue, before the last stage's first forward can
+// use it, and the head's summed gradient share from the last stage's optimizer job, before the
+// first stage can update it. On a link so slow that the schedule hides neither, both lengthen
+// the step by their whole time; an untied model on the same link sends neither.
+TEST(OncePerStepMessagesTest, ATiedTablesTwoCrossingsAreOnTheStepsCriticalPath) {
+  strategy::Cluster cluster = Cluster(2);
+  cluster.intra_node = {.bandwidth = 1e8, .latency = 1e-5};  // 16 MiB in about 0.17 s
+  const Candidate c{.pp = 2, .micro_batch = 2, .micro_batches = 4};
+  const double table_bytes = 65536.0 * 64 * 4;
+  const double crossing = CollectiveSeconds(cluster, Collective::kSendRecv, table_bytes, {0, 1});
+  std::map<bool, Estimate> by_tied;
+  for (bool tied : {false, true}) {
+    const PlannedModel model =
+        *ModelFromSpec(absl::StrCat("gpt:layers=2,hidden=64,heads=4,vocab=65536,seq=16,tied=", tied ? 1 : 0), 8);
+    Profiler profiler(model, cluster);
+    absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, {});
+    ASSERT_TRUE(e.ok()) << e.status();
+    by_tied[tied] = *e;
+  }
+  const Estimate& tied = by_tied[true];
+  const Estimate& untied = by_tied[false];
+  EXPECT_LT(untied.step_time, 0.25 * crossing);  // per micro-batch, a few KiB cross
+  EXPECT_GT(tied.time.pp_comm, 2 * crossing - untied.step_time);
+  EXPECT_LT(tied.time.pp_comm, 2 * crossing + untied.step_time);
+  EXPECT_NEAR(tied.time.compute + tied.time.recompute + tied.time.mp_comm + tied.time.dp_comm + tied.time.pp_comm +
+                  tied.time.bubble,
+              tied.step_time, 1e-12);
 }
 
 TEST_F(EstimateTest, ShapesThatDoNotAddUpAreErrors) {
