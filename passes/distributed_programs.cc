@@ -1,7 +1,10 @@
 // The pass pipelines of a distributed run and the programs they make.
 #include "passes/distributed_programs.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "ir/dist/shard_tensor.h"
 #include "ir/status.h"
 #include "passes/partition.h"
 #include "passes/pass_pipeline_text.h"
@@ -15,12 +18,7 @@ int64_t WorldSizeOf(const strategy::Strategy& strategy, const ir::Program& progr
   for (const strategy::TensorAnnotation& a : strategy.annotations) {
     for (int64_t id : a.mesh.process_ids()) world = std::max(world, id + 1);
   }
-  for (int64_t id = 0; id < program.num_values(); ++id) {
-    const ir::Value* v = program.FindValue(id);
-    if (!v->dist_attr()) continue;
-    for (int64_t p : v->dist_attr()->mesh.process_ids()) world = std::max(world, p + 1);
-  }
-  return world;
+  return std::max(world, ir::RanksNamedBy(program));
 }
 
 absl::StatusOr<std::vector<ir::PipelineJob>> PipelinePlan::JobsOf(int64_t rank, bool forward_only) const {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/builder.h"
 #include "ir/dist/local_slice.h"
+#include "ir/dist/shard_tensor.h"
 #include "ir/op_def.h"
 #include "ir/status.h"
 #include "passes/reshard/reshard_primitive.h"
@@ -40,6 +41,7 @@ class Partitioner {
     }
     ir::Program local = global_.Clone();
     local.set_local_rank(rank_);
+    world_size_ = ir::RanksNamedBy(global_);
     PDIST_RETURN_IF_ERROR(LocaliseTypes(local));
     std::vector<std::unique_ptr<Operation>> ops = std::move(local.block().mutable_ops());
     local.block().mutable_ops().clear();
@@ -82,7 +84,6 @@ class Partitioner {
             absl::StrCat("value ", NameOf(*v), " has no DistAttr: run completion before partition"));
       }
       const DistAttr& attr = *v->dist_attr();
-      for (int64_t id : attr.mesh.process_ids()) world_size_ = std::max(world_size_, id + 1);
       PDIST_RETURN_IF_ERROR(CheckEvenShards(attr, v->type().shape, absl::StrCat("value ", NameOf(*v))));
       if (!attr.mesh.Contains(rank_)) {
         absent_.insert(v);  // lives on another mesh (another pipeline stage)
@@ -343,7 +344,7 @@ class Partitioner {
   std::unordered_set<const Value*> absent_;  // values on meshes without this rank
   std::unordered_map<const Value*, const Operation*> first_use_;  // the first op that reads each value
   int64_t next_message_tag_ = 1;  // of the moves between meshes, in program order
-  int64_t world_size_ = 1;        // 1 + the highest process id of any mesh
+  int64_t world_size_ = 1;        // the ranks the meshes name (ir::RanksNamedBy)
   int64_t chunks_ = 1;            // 1 + the highest chunk of any op
 };
 

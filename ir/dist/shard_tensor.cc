@@ -1,6 +1,8 @@
 // ShardTensor: placements → DistAttr on one value, marked annotated.
 #include "ir/dist/shard_tensor.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "ir/status.h"
 
@@ -38,6 +40,16 @@ bool HasPlacements(const Program& program) {
     if (program.FindValue(id)->dist_attr()) return true;
   }
   return false;
+}
+
+int64_t RanksNamedBy(const Program& program) {
+  int64_t ranks = 1;
+  for (int64_t id = 0; id < program.num_values(); ++id) {
+    const Value* v = program.FindValue(id);
+    if (!v->dist_attr()) continue;
+    for (int64_t p : v->dist_attr()->mesh.process_ids()) ranks = std::max(ranks, p + 1);
+  }
+  return ranks;
 }
 
 }  // namespace pdist::ir

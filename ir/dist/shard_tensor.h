@@ -25,6 +25,10 @@ absl::Status ShardTensor(Value* value, const ProcessMesh& mesh, const std::vecto
 // such a program names its ranks itself.
 bool HasPlacements(const Program& program);
 
+// 1 + the highest process id of any value's mesh in `program` (1 when none has a DistAttr): the
+// ranks its placements name.
+int64_t RanksNamedBy(const Program& program);
+
 // "w" for a named value (a block argument), "value id 7" otherwise — for messages.
 std::string DescribeValue(const Value& value);
 
