@@ -142,6 +142,24 @@ pdist_status pdist_engine_create_from_bytes(const void* model_bytes, size_t size
 
 void pdist_engine_destroy(pdist_engine* engine) { delete engine; }
 
+namespace {
+
+// Whether every rank goes on after a step: a callback's wish to stop, agreed over the job
+// (Engine::MaxOverRanks). Ranks that are processes each run their own callback, and Python's
+// Ctrl-C reaches each at its own moment (pdist-run forwards it to all): one that stopped alone
+// would leave the others in their next step's collectives until it exited or they timed out.
+// A failed agreement (the world is then aborted) stops, and is kept in `failed`.
+bool EveryRankGoesOn(const pdist::engine::Engine& engine, int callback_result, absl::Status& failed) {
+  absl::StatusOr<int64_t> any = engine.MaxOverRanks(callback_result != 0 ? 1 : 0);
+  if (!any.ok()) {
+    failed = any.status();
+    return false;
+  }
+  return *any == 0;
+}
+
+}  // namespace
+
 pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
                               pdist_step_callback callback, void* user_data) {
   if (engine == nullptr) return Fail("engine is NULL");
@@ -150,22 +168,45 @@ pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, i
   absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/true);
   if (!dataset.ok()) return ToCode(dataset.status());
   dataset->Seek(engine->engine->step());  // resuming after load continues the data order
+  absl::Status agreeing;
   auto result = engine->engine->Fit(pdist::engine::BatchesFrom(*dataset), steps,
                                     [&](const pdist::engine::StepResult& r) {
-                                      return callback == nullptr || callback(r.step, r.loss, r.seconds, user_data) == 0;
+                                      const int stop = callback == nullptr ? 0 : callback(r.step, r.loss, r.seconds, user_data);
+                                      return EveryRankGoesOn(*engine->engine, stop, agreeing);
                                     });
-  return ToCode(result.status());
+  return ToCode(agreeing.ok() ? result.status() : agreeing);
 }
 
 pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* data, int64_t steps, double* mean_loss) {
+  return pdist_engine_evaluate_with_callback(engine, data, steps, nullptr, nullptr, mean_loss);
+}
+
+pdist_status pdist_engine_evaluate_with_callback(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
+                                                 pdist_step_callback callback, void* user_data, double* mean_loss) {
   if (engine == nullptr || mean_loss == nullptr) return Fail("engine or mean_loss is NULL");
   std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/false);
   if (!dataset.ok()) return ToCode(dataset.status());
-  absl::StatusOr<double> loss = engine->engine->Evaluate(pdist::engine::BatchesFrom(*dataset), steps);
+  absl::Status agreeing;
+  pdist::engine::Engine::BatchCallback on_batch;
+  if (callback != nullptr) {
+    on_batch = [&](int64_t batch, double loss, double seconds) {
+      return EveryRankGoesOn(*engine->engine, callback(batch, loss, seconds, user_data), agreeing);
+    };
+  }
+  absl::StatusOr<double> loss = engine->engine->Evaluate(pdist::engine::BatchesFrom(*dataset), steps, on_batch);
+  if (!agreeing.ok()) return ToCode(agreeing);
   if (!loss.ok()) return ToCode(loss.status());
   *mean_loss = *loss;
   return ToCode(absl::OkStatus());
+}
+
+pdist_status pdist_engine_any_rank(pdist_engine* engine, int value, int* any) {
+  if (engine == nullptr || any == nullptr) return Fail("engine or any is NULL");
+  std::lock_guard<std::recursive_mutex> lock(engine->mu);
+  absl::Status failed;
+  *any = EveryRankGoesOn(*engine->engine, value, failed) ? 0 : 1;
+  return ToCode(failed);
 }
 
 pdist_status pdist_engine_save(const pdist_engine* engine, const char* path) {

@@ -76,7 +76,7 @@ typedef struct {
 
 typedef struct pdist_engine pdist_engine;
 
-/* Called after each training step; return non-zero to stop fit early. */
+/* Called after each training step (each evaluation batch); return non-zero to stop early. */
 typedef int (*pdist_step_callback)(int64_t step, double loss, double seconds, void* user_data);
 
 void pdist_engine_config_init(pdist_engine_config* config);
@@ -94,6 +94,16 @@ pdist_status pdist_engine_fit(pdist_engine* engine, const pdist_dataset* data, i
                               pdist_step_callback callback, void* user_data);
 /* Mean loss over `steps` batches, parameters unchanged. */
 pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* data, int64_t steps, double* mean_loss);
+/* The same, calling `callback` after each batch with the batch's number (1, 2, ...), its loss and
+ * seconds; non-zero stops, and `mean_loss` is then the mean over the batches done. */
+pdist_status pdist_engine_evaluate_with_callback(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
+                                                 pdist_step_callback callback, void* user_data, double* mean_loss);
+/* Ranks that are processes (pdist-run) each run their own callbacks: fit and evaluate stop after
+ * a step or batch when a callback on any rank asks, so that every rank stops after the same one.
+ * For loops of one's own (train_step per batch), `*any` is non-zero on every rank when `value`
+ * is non-zero on any: one 8-byte all-reduce over process ranks, `value` itself when the ranks
+ * are threads of this process. Collective: every rank calls it, the same number of times. */
+pdist_status pdist_engine_any_rank(pdist_engine* engine, int value, int* any);
 pdist_status pdist_engine_save(const pdist_engine* engine, const char* path);
 pdist_status pdist_engine_load(pdist_engine* engine, const char* path);
 /* Steps trained so far (restored by load). */

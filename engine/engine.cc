@@ -524,15 +524,21 @@ absl::StatusOr<std::vector<StepResult>> Engine::Fit(const BatchSource& next_batc
   return results;
 }
 
-absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t steps) const {
+absl::StatusOr<double> Engine::Evaluate(const BatchSource& next_batch, int64_t steps,
+                                        const BatchCallback& on_batch) const {
   if (steps <= 0) return absl::InvalidArgumentError(absl::StrCat("evaluate: steps must be positive, got ", steps));
   double total = 0;
-  for (int64_t i = 0; i < steps; ++i) {
+  int64_t done = 0;
+  while (done < steps) {
     PDIST_ASSIGN_OR_RETURN(exec::Feeds feeds, next_batch());
+    const auto start = std::chrono::steady_clock::now();
     PDIST_ASSIGN_OR_RETURN(double loss, EvalStep(feeds));
     total += loss;
+    ++done;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (on_batch && !on_batch(done, loss, seconds)) break;
   }
-  return total / static_cast<double>(steps);
+  return total / static_cast<double>(done);
 }
 
 absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {

@@ -117,8 +117,10 @@ class Engine {
   using BatchSource = std::function<absl::StatusOr<exec::Feeds>()>;
   using StepCallback = std::function<bool(const StepResult&)>;
   absl::StatusOr<std::vector<StepResult>> Fit(const BatchSource& next_batch, int64_t steps, const StepCallback& on_step);
-  // Mean loss over `steps` batches.
-  absl::StatusOr<double> Evaluate(const BatchSource& next_batch, int64_t steps) const;
+  // Mean loss over `steps` batches; `on_batch(k, loss, seconds)` after batch k (1, 2, ...) may
+  // return false to stop, the mean then over the k batches done.
+  using BatchCallback = std::function<bool(int64_t batch, double loss, double seconds)>;
+  absl::StatusOr<double> Evaluate(const BatchSource& next_batch, int64_t steps, const BatchCallback& on_batch = {}) const;
 
   // The model's outputs (ir::ProgramOutput: the builders' and importer's "logits") on `feeds`,
   // whole, by name, dropout off; feeds the outputs do not need (the labels) may be left out.

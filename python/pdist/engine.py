@@ -296,43 +296,77 @@ class Engine:
             print(f"step {done}{of}  loss {loss:.4f}  {seconds:.3f} s", flush=True)
         return any(bool(cb(step, loss, seconds)) for cb in callbacks)
 
-    def _fit_batches(self, batches, steps, epochs, log_freq, callbacks):
+    def _any_rank(self, stop):
+        """Whether `stop` holds on any rank of the job: ranks that are processes of a pdist-run
+        job each run their own loop (Ctrl-C reaches each at its own moment), and one that
+        stopped alone would leave the others waiting in their next step's collectives."""
+        any_ = ctypes.c_int()
+        _native.check(_native.lib.pdist_engine_any_rank(self._handle, 1 if stop else 0, ctypes.byref(any_)), "stopping")
+        return any_.value != 0
+
+    def _each_batch(self, batches, steps, epochs, run, after):
+        """The loop of fit and evaluate over an iterable: `run(batch)` on each batch of `epochs`
+        passes, at most `steps`, then `after(...)`; every rank stops after the same batch when
+        `after` returns True, raises or Ctrl-C comes on any rank, and the exception or Ctrl-C is
+        raised here on the rank it came to. Returns the losses."""
         losses = []
+        raised = []
+        with _interrupts_kept(raised):
+            for _ in range(int(epochs)):
+                for batch in batches:
+                    if steps is not None and len(losses) >= steps:
+                        return losses
+                    start = time.perf_counter()
+                    loss = run(batch)
+                    seconds = time.perf_counter() - start
+                    losses.append(loss)
+                    stop = False
+                    try:
+                        stop = bool(after(len(losses), loss, seconds))
+                    except BaseException as e:
+                        raised.append(e)
+                    if self._any_rank(stop or bool(raised)):
+                        if raised:
+                            raise raised[0]
+                        return losses
+        if raised:
+            raise raised[0]
+        return losses
+
+    def _fit_batches(self, batches, steps, epochs, log_freq, callbacks):
         asked = steps  # for log_freq's "step i/n": the steps this call will run, where known
         if hasattr(batches, "__len__"):
             total = int(epochs) * len(batches)
             asked = total if steps is None else min(int(steps), total)
-        for _ in range(int(epochs)):
-            for batch in batches:
-                if steps is not None and len(losses) >= steps:
-                    return losses
-                start = time.perf_counter()
-                loss = self.train_step(batch)
-                seconds = time.perf_counter() - start
-                losses.append(loss)
-                if self._after_step(self.step, len(losses), asked, loss, seconds, log_freq, callbacks):
-                    return losses
-        return losses
+        return self._each_batch(batches, steps, epochs, self.train_step,
+                                lambda done, loss, seconds: self._after_step(self.step, done, asked, loss, seconds,
+                                                                             log_freq, callbacks))
 
     def evaluate(self, valid_data, steps=None, data_format="text"):
         """Mean loss over `steps` batches from a token file's start, or over the batches of an
-        iterable (at most `steps`); parameters unchanged. On a token file the library's loop has
-        no callback: Ctrl-C is raised once it returns."""
+        iterable (at most `steps`); parameters unchanged. Ctrl-C stops it after the batch running
+        and is raised."""
         if not _is_file(valid_data):
-            losses = []
-            for batch in valid_data:
-                if steps is not None and len(losses) >= steps:
-                    break
-                losses.append(self.eval_step(batch))
+            losses = self._each_batch(valid_data, steps, 1, self.eval_step, lambda done, loss, seconds: False)
             if not losses:
                 raise ValueError("evaluate: no batches")
             return sum(losses) / len(losses)
         if steps is None:
             raise ValueError("evaluate: steps is needed with a token file")
+        raised = []
+
+        def on_batch(batch, loss, seconds, _):
+            return 1 if raised else 0  # Ctrl-C came while the batch ran (_interrupts_kept)
+
         mean = ctypes.c_double()
         data = _dataset(valid_data, data_format, 0)
-        _native.check(_native.lib.pdist_engine_evaluate(self._handle, ctypes.byref(data), int(steps), ctypes.byref(mean)),
-                      "evaluate")
+        with _interrupts_kept(raised), self._lock:
+            status = _native.lib.pdist_engine_evaluate_with_callback(self._handle, ctypes.byref(data), int(steps),
+                                                                     _native.STEP_CALLBACK(on_batch), None,
+                                                                     ctypes.byref(mean))
+        if raised:
+            raise raised[0]
+        _native.check(status, "evaluate")
         return mean.value
 
     def save(self, path):

@@ -160,6 +160,26 @@ TEST(CApiTest, FitEvaluateSaveLoad) {
   double eval = 0;
   ASSERT_EQ(pdist_engine_evaluate(engine, &data, 2, &eval), PDIST_OK) << pdist_last_error();
   EXPECT_GT(eval, 0.0);
+  // A callback after each batch, with the batch's loss: stopping after the second of five
+  // leaves the mean over those two, which is evaluate's over two.
+  std::vector<double> batch_losses;
+  double stopped = 0;
+  auto stop_at_two = [](int64_t batch, double loss, double, void* user) {
+    static_cast<std::vector<double>*>(user)->push_back(loss);
+    return batch == 2 ? 1 : 0;
+  };
+  ASSERT_EQ(pdist_engine_evaluate_with_callback(engine, &data, 5, stop_at_two, &batch_losses, &stopped), PDIST_OK)
+      << pdist_last_error();
+  ASSERT_EQ(batch_losses.size(), 2u);
+  EXPECT_EQ(stopped, eval);
+  EXPECT_EQ((batch_losses[0] + batch_losses[1]) / 2, eval);
+  // Ranks that are threads of this process share one callback: any_rank is the value itself.
+  int any = -1;
+  ASSERT_EQ(pdist_engine_any_rank(engine, 0, &any), PDIST_OK);
+  EXPECT_EQ(any, 0);
+  ASSERT_EQ(pdist_engine_any_rank(engine, 7, &any), PDIST_OK);
+  EXPECT_EQ(any, 1);
+  EXPECT_EQ(pdist_engine_any_rank(engine, 1, nullptr), PDIST_INVALID_ARGUMENT);
 
   const std::string ckpt = pdist::testing::UniqueTempPath("ckpt");
   ASSERT_EQ(pdist_engine_save(engine, ckpt.c_str()), PDIST_OK) << pdist_last_error();

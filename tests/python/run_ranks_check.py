@@ -1,5 +1,6 @@
 """pdist.Engine as the ranks of a pdist-run job: two Python processes, one data-parallel rank each
-(gloo), train as the in-process dp 2 run does, and each predicts the whole logits it predicts. Run by ctest (python.pdist_run_ranks, registered
+(gloo), train as the in-process dp 2 run does, each predicts the whole logits, and a callback
+that stops one rank stops both after the same step. Run by ctest (python.pdist_run_ranks, registered
 where Gloo is built); the environment names the library, pdist-export, pdist-run and the data.
 
     python3 run_ranks_check.py              checks (spawns pdist-run)
@@ -30,9 +31,16 @@ def train_one_rank(model, out_dir):
     engine = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3)  # the backend from pdist-run's environment
     losses = engine.fit(os.environ["PDIST_DATA"], steps=STEPS)
     logits = engine.predict(first_windows())["logits"]
-    with open(os.path.join(out_dir, f"rank{os.environ['RANK']}.json"), "w") as f:
+    # A callback that stops on one rank only (as Ctrl-C reaches each process at its own moment):
+    # every rank stops after that step, on a token file and on batches alike.
+    rank = int(os.environ["RANK"])
+    on_file = engine.fit(os.environ["PDIST_DATA"], steps=STEPS, callbacks=[lambda step, loss, s: rank == 1 and step == STEPS + 2])
+    batch = dict(first_windows(), labels=first_windows()["tokens"])
+    on_batches = engine.fit([batch] * STEPS, callbacks=[lambda step, loss, s: rank == 0])
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"losses": losses, "local_ranks": engine.local_ranks, "logits_shape": list(logits.shape),
-                   "logits": logits.ravel().tolist()}, f)
+                   "logits": logits.ravel().tolist(), "stopped_by_one_rank": [len(on_file), len(on_batches)],
+                   "step": engine.step}, f)
 
 
 def read_json(path):
@@ -66,6 +74,9 @@ class PdistRunRanksTest(unittest.TestCase):
                 self.assertEqual(rank["logits_shape"], list(logits.shape))
                 got = np.array(rank["logits"], dtype=logits.dtype)
                 self.assertLess(np.abs(got - logits.ravel()).max(), 1e-5 * np.abs(logits).max())
+                # One rank's callback stopped both: after step 2 of the file, step 1 of the batches.
+                self.assertEqual(rank["stopped_by_one_rank"], [2, 1])
+                self.assertEqual(rank["step"], STEPS + 3)
 
 
 if __name__ == "__main__":
