@@ -18,6 +18,7 @@
 #include "passes/loss_scaling.h"
 #include "engine/comm_backend.h"
 #include "engine/device_choice.h"
+#include "engine/feed_checks.h"
 #include "engine/launched_rank.h"
 #include "engine/message_order.h"
 #include "engine/timeline_files.h"
@@ -37,31 +38,6 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
-// A NaN in a batch makes a NaN loss and, through the gradients, a NaN update of every parameter
-// it reaches (and the step's error blamed the initialisers): refused before the step, naming
-// where, with the parameters untouched. Infinities pass: an additive attention mask holds -inf.
-absl::Status CheckFeedsHaveNoNan(const exec::Feeds& feeds) {
-  for (const auto& [name, t] : feeds) {
-    if (!ir::IsFloatingPoint(t.dtype()) || !t.device().is_cpu()) continue;
-    const int64_t n = t.num_elements();
-    int64_t at = -1;
-    if (t.dtype() == ir::DataType::kFloat32) {
-      const float* v = t.data<float>();
-      for (int64_t i = 0; i < n && at < 0; ++i) at = std::isnan(v[i]) ? i : -1;
-    } else {
-      for (int64_t i = 0; i < n && at < 0; ++i) at = std::isnan(t.At(i)) ? i : -1;
-    }
-    if (at >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("batch input '", name, "' holds nan at flat index ", at, " of ",
-                                                     t.type().ToString(),
-                                                     ": not trained on (the parameters are as they were)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The kernel fusions, where a launch and a pass over memory cost something (a GPU), unless the
-// options say.
 passes::KernelFusions FusionsFor(const EngineOptions& o, const exec::Device& device) {
   const bool gpu = device.type == exec::DeviceType::kCUDA;
   return {.optimizer = o.fuse_optimizer.value_or(gpu), .gemm_epilogue = o.fuse_gemm_epilogue.value_or(gpu)};
@@ -196,6 +172,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
   if (!options.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(options.timeline_dir));
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend, device));
+  engine->feed_checks_ = FeedChecks::Of(engine->forward_);
   PDIST_RETURN_IF_ERROR(engine->Prepare());
   return engine;
 }
@@ -413,7 +390,7 @@ absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
-  PDIST_RETURN_IF_ERROR(CheckFeedsHaveNoNan(feeds));
+  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
   exec::Feeds all = feeds;
   const ir::Value* lr_value = train_.FindArgument(passes::kLearningRateFeed);
   StepResult result;
@@ -437,13 +414,18 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   }));
   const exec::RunResult& run = runs.front();
   if (!std::isfinite(run.loss)) {
-    // The first step's loss comes before any update: the model or its initial values make it
-    // (a nan or inf initialiser, an attribute such as a negative norm epsilon), not the rate.
-    return absl::InvalidArgumentError(
-        absl::StrCat("loss is ", run.loss, " at step ", step_,
-                     step_ == 0 ? " (before any update: check the model's initialisers and attributes)"
-                                : " (diverged: lower the learning rate; the step's update is in the parameters, so "
-                                  "go on from a checkpoint)"));
+    // The step ran its update (or loss scaling skipped it, which counts as a step too): the
+    // count goes on with the parameters, so that a save records the two together. The first
+    // step's loss is computed from the initial values: the model or the batch made it (a nan or
+    // inf initialiser, an attribute such as a negative norm epsilon, an infinite input), not
+    // the rate.
+    const int64_t failed = step_++;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loss is ", run.loss, " at step ", failed,
+        failed == 0 ? " (computed from the initial parameters: check the model's initialisers and attributes, and "
+                      "the batch for infinities"
+                    : " (diverged: lower the learning rate",
+        "; the step's update, unless loss scaling skipped it, is in the parameters: go on from a checkpoint)"));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.loss = run.loss;
@@ -476,6 +458,7 @@ absl::Status Engine::WriteTimeline() const {
 }
 
 absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {
+  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
   std::vector<double> losses(runners_.size());
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(losses[k], runner.Eval(feeds));
@@ -503,6 +486,7 @@ absl::Status Engine::PreparePredict() {
 }
 
 absl::StatusOr<std::map<std::string, exec::Tensor>> Engine::Predict(const exec::Feeds& feeds) {
+  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
   PDIST_RETURN_IF_ERROR(PreparePredict());
   std::vector<std::map<std::string, exec::Tensor>> outputs(runners_.size());
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/comm_backend.h"
+#include "engine/feed_checks.h"
 #include "engine/rank_runner.h"
 #include "executor/executor.h"
 #include "ir/program.h"
@@ -172,6 +173,7 @@ class Engine {
 
   ir::Program forward_;
   ir::Program train_;
+  FeedChecks feed_checks_;  // of forward_'s data inputs: NaNs, index ranges
   EngineOptions options_;
   strategy::Strategy strategy_;  // parsed from options_.strategy_json
   const CommBackend* backend_;  // options_.backend's

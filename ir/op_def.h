@@ -130,6 +130,20 @@ struct OpDef {
   // their gradient, the head's two largest tensors, are never held at once. flash-attn's fused
   // cross entropy does the same (inplace_backward).
   std::vector<std::pair<size_t, size_t>> overwrites_dying_operand;
+  // Operands that hold indices into a dim of another operand: embedding's ids into its table's
+  // rows, cross entropy's labels into the classes, gather's index into x's `axis`. The engine
+  // checks a batch input read there against the whole operand's dim before a step: a rank's
+  // piece of a vocab-parallel table or logits masks the ids outside it, so its kernel cannot
+  // tell an id of another rank's piece from one of no piece (an id out of range trained
+  // silently under mp, where one rank's kernel refuses it).
+  struct IndexOperand {
+    size_t operand = 0;
+    size_t into = 0;                // the operand indexed
+    int64_t dim = 0;                // its dim (negative: from the end), unless dim_attr names one
+    std::string dim_attr;           // the attribute holding the dim (gather's and cross entropy's "axis")
+    std::string also_allowed_attr;  // an attribute whose value is allowed too (cross entropy's "ignore_index")
+  };
+  std::vector<IndexOperand> index_operands;
 
   const AttrSpec* FindAttr(const std::string& attr) const;
 };

@@ -243,6 +243,7 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_spmd = embedding_rule.infer,
       .infer_spmd_reverse = embedding_rule.reverse,
       .describe_spmd = embedding_rule.describe,
+      .index_operands = {{.operand = 0, .into = 1, .dim = 0}},
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "embedding_grad",
@@ -280,6 +281,7 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       .infer_spmd = ce_rule.infer,
       .infer_spmd_reverse = ce_rule.reverse,
       .describe_spmd = ce_rule.describe,
+      .index_operands = {{.operand = 1, .into = 0, .dim_attr = "axis", .also_allowed_attr = "ignore_index"}},
   }));
   PDIST_RETURN_IF_ERROR(registry.Register(OpDef{
       .name = "cross_entropy_with_softmax_grad",

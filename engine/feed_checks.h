@@ -1,0 +1,44 @@
+// What a batch must hold before a step runs on it, checked on the host so that a bad batch is
+// refused naming the input and the element, with the parameters untouched — rather than found
+// by a kernel on one rank mid-step (which aborts the other ranks' communicators) or not at all.
+//
+//   FeedChecks checks = FeedChecks::Of(forward);   // once, from the forward program
+//   PDIST_RETURN_IF_ERROR(checks.Check(feeds));    // before every step
+//   → "batch input 'tokens' holds 999 at flat index 0 of i64[8,16], out of range: embedding reads
+//      it as an index into dim 0 of f32[256,32] (0 to 255): not trained on (the parameters are as
+//      they were)"
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "executor/executor.h"
+#include "ir/program.h"
+
+namespace pdist::engine {
+
+class FeedChecks {
+ public:
+  // The index ranges of the data inputs that ops read as indices (ir::OpDef::index_operands),
+  // against the whole tensors of `forward` (a rank's piece of a vocab-parallel table cannot
+  // tell an id of another piece from one of none).
+  static FeedChecks Of(const ir::Program& forward);
+
+  // No NaN in a floating-point input (infinities pass: an additive attention mask holds -inf),
+  // and every index in its range. Inputs on a device are not read.
+  absl::Status Check(const exec::Feeds& feeds) const;
+
+ private:
+  struct IndexRange {
+    std::string input;
+    int64_t size = 0;                     // indices 0 … size-1
+    std::optional<int64_t> also_allowed;  // cross entropy's ignore_index
+    std::string reader;                   // "embedding reads it as an index into dim 0 of f32[256,32]"
+  };
+  std::vector<IndexRange> ranges_;
+};
+
+}  // namespace pdist::engine
