@@ -318,17 +318,27 @@ Engine::~Engine() {
 }
 
 absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
-  // A deadline's error says which option sets it (the communicators cannot: they serve every caller).
-  auto with_deadline = [this](absl::Status status) {
+  // A deadline's error says which option sets it (the communicators cannot: they serve every
+  // caller). After an earlier failure aborted the communicators, work that needs them fails for
+  // good (work that does not, a save's writes, still runs): the error says why and what to do.
+  const bool aborted_before = !aborted_.ok();
+  auto explain = [this, aborted_before](absl::Status status) {
+    if (status.ok()) return status;
+    if (aborted_before) {
+      return absl::Status(status.code(),
+                          absl::StrCat(status.message(), " (this engine's communicators were aborted after an earlier "
+                                                         "failure, so that no rank waited for the failed one: ",
+                                       aborted_.message(), "; create a new engine and load the last checkpoint)"));
+    }
     if (!absl::IsDeadlineExceeded(status)) return status;
     return absl::Status(status.code(), absl::StrCat(status.message(), " (the deadline is the collective timeout, ",
                                                     options_.collective_timeout_s,
                                                     " s: pdist-train --collective-timeout-s, collective_timeout_s)"));
   };
   if (runners_.size() == 1) {
-    absl::Status status = fn(0, *runners_[0]);
-    if (!status.ok() && !worlds_.empty()) worlds_[0]->Abort();  // peers in other processes stop waiting
-    return with_deadline(status);
+    absl::Status status = explain(fn(0, *runners_[0]));
+    if (!status.ok() && !worlds_.empty()) AbortWorld(status);  // peers in other processes stop waiting
+    return status;
   }
   std::vector<absl::Status> statuses(runners_.size());
   std::vector<std::thread> threads;
@@ -344,15 +354,21 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   }
   for (std::thread& t : threads) t.join();
   // The root cause: a failure that is not another rank's abort.
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    if (!statuses[i].ok() && !absl::IsAborted(statuses[i])) {
-      return with_deadline(WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank())));
-    }
+  absl::Status first;
+  for (size_t i = 0; i < statuses.size() && first.ok(); ++i) {
+    if (!statuses[i].ok() && !absl::IsAborted(statuses[i])) first = WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
   }
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    if (!statuses[i].ok()) return with_deadline(WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank())));
+  for (size_t i = 0; i < statuses.size() && first.ok(); ++i) {
+    if (!statuses[i].ok()) first = WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
   }
-  return absl::OkStatus();
+  first = explain(first);
+  if (!first.ok() && !worlds_.empty()) AbortWorld(first);
+  return first;
+}
+
+void Engine::AbortWorld(const absl::Status& cause) const {
+  for (const auto& world : worlds_) world->Abort();
+  if (aborted_.ok()) aborted_ = cause;
 }
 
 int64_t Engine::first_local_rank() const { return std::max<int64_t>(0, runners_.front()->rank()); }
@@ -531,7 +547,7 @@ absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {
   exec::Tensor largest = exec::Tensor::Scalar(ir::DataType::kInt64, 0);
   if (absl::Status s = worlds_.front()->AllReduce(mine, largest, exec::comm::ReduceOp::kMax); !s.ok()) {
     // The peers may still be inside it, or past it in the next collective: stop them all.
-    worlds_.front()->Abort();
+    AbortWorld(s);
     return s;
   }
   return static_cast<int64_t>(largest.At(0));

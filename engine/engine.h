@@ -168,6 +168,9 @@ class Engine {
   // communicators are aborted so that no other rank waits for it, and the first failure that
   // is not such an abort is returned.
   absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn) const;
+  // Aborts the job's communicators after `cause` (which every later OnEveryRank names: an
+  // aborted communicator cannot be used again).
+  void AbortWorld(const absl::Status& cause) const;
   absl::Status WriteTimeline() const;
   absl::Status SendOtherMeshesToRankZero(exec::Workspace& whole) const;
 
@@ -180,6 +183,7 @@ class Engine {
   exec::Device device_;         // options_.device's (ChooseDevice)
   int64_t world_size_ = 1;
   std::vector<std::unique_ptr<RankRunner>> runners_;
+  mutable absl::Status aborted_;  // why the communicators were aborted (AbortWorld); OK while they work
   std::vector<std::shared_ptr<exec::comm::Communicator>> worlds_;  // one per local rank
   int kernel_threads_per_rank_ = 1;
   int64_t step_ = 0;

@@ -91,7 +91,7 @@ absl::Status MissingRanks(const Fingerprint& fp, absl::Duration timeout,
 
 absl::Status LostRanks(const Fingerprint& fp, const std::vector<int>& lost, const std::string& detail) {
   std::string msg = absl::StrCat("lost the connection in group '", fp.group, "' during ", fp.ToString(), " (seq ",
-                                 fp.seq, "): ranks that closed it (exited or crashed?): ", WorldRanksOf(fp, lost));
+                                 fp.seq, "): ranks that closed it (exited, crashed, or stopped after an error of their own: see their output): ", WorldRanksOf(fp, lost));
   if (!detail.empty()) absl::StrAppend(&msg, " (", detail, ")");
   return absl::UnavailableError(msg);
 }

@@ -285,7 +285,7 @@ TEST_F(GlooTest, KilledProcessMakesTheOthersFailInBoundedTime) {
       }
       absl::Status s = (*comm)->AllReduce(x, x, ReduceOp::kSum);
       // A closed connection (Unavailable) or, if the close was not seen, a timeout — naming rank 2.
-      const bool named = (absl::StrContains(s.message(), "closed it (exited or crashed?): 2") ||
+      const bool named = (absl::StrContains(s.message(), "closed it (exited, crashed, or stopped after an error of their own: see their output): 2") ||
                           absl::StrContains(s.message(), "did not arrive: 2"));
       fprintf(stderr, "rank %d: %s\n", r, s.ToString().c_str());
       _exit(!s.ok() && named ? 0 : 12);

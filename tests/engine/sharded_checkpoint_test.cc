@@ -232,6 +232,14 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
   absl::Status damaged = e->Load(dir);
   EXPECT_FALSE(damaged.ok());
   EXPECT_NE(damaged.message().find("rank1.alt.ckpt"), std::string::npos) << damaged;
+  // The ranks' communicators were aborted with the load, so that none waited for the other: a
+  // step, which needs them, says so and what to do (it said only "communicator 'world' was
+  // aborted", on every later call).
+  absl::StatusOr<double> after = e->EvalStep(testing::RandomTokenBatch(model, 0, testing::kSmallVocab));
+  EXPECT_NE(after.status().message().find("communicators were aborted after an earlier failure"), std::string::npos)
+      << after.status();
+  EXPECT_NE(after.status().message().find("rank1.alt.ckpt"), std::string::npos) << after.status();
+  EXPECT_NE(after.status().message().find("create a new engine and load the last checkpoint"), std::string::npos);
 
   // No index: a save that did not finish is not a checkpoint.
   std::filesystem::remove(index);

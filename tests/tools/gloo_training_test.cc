@@ -290,8 +290,8 @@ TEST_F(GlooFailureTest, KilledRankEndsTheOtherAtOnce) {
   const Survivor s = SignalRankOne(SIGKILL, 30);
   EXPECT_LT(s.seconds, 10.0) << s.log;
   // Lost at the handshake (naming the rank) or mid-transfer (Gloo names the connection).
-  EXPECT_TRUE(s.log.find("ranks that closed it (exited or crashed?): 1") != std::string::npos ||
-              s.log.find("a peer exited or crashed mid-collective") != std::string::npos)
+  EXPECT_TRUE(s.log.find("ranks that closed it (exited, crashed, or stopped after an error of their own: see their output): 1") != std::string::npos ||
+              s.log.find("a peer exited, crashed or stopped after an error of its own mid-collective") != std::string::npos)
       << s.log;
 }
 
@@ -300,8 +300,8 @@ TEST_F(GlooFailureTest, KilledRankEndsTheOtherAtOnce) {
 TEST_F(GlooFailureTest, KilledPipelineStageEndsTheOtherAtOnce) {
   const Survivor s = SignalRankOne(SIGKILL, 30, kTwoStages);
   EXPECT_LT(s.seconds, 10.0) << s.log;
-  EXPECT_TRUE(s.log.find("ranks that closed it (exited or crashed?): 1") != std::string::npos ||
-              s.log.find("a peer exited or crashed mid-collective") != std::string::npos)
+  EXPECT_TRUE(s.log.find("ranks that closed it (exited, crashed, or stopped after an error of their own: see their output): 1") != std::string::npos ||
+              s.log.find("a peer exited, crashed or stopped after an error of its own mid-collective") != std::string::npos)
       << s.log;
 }
 

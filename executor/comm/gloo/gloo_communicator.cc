@@ -216,7 +216,7 @@ absl::Status GlooCommunicator::ExchangeFingerprints(const Call& call) {
   std::vector<std::shared_ptr<gloo::transport::UnboundBuffer>> sends, recvs;
   std::vector<int> missing;
   std::string detail;
-  bool timed_out = false;  // else every lost peer closed its connection: it exited or crashed
+  bool timed_out = false;  // else every lost peer closed its connection: it exited, crashed or aborted
   auto lost = [&](int peer, const std::exception& e) {
     missing.push_back(peer);
     timed_out = timed_out || std::string(e.what()).find("Timed out") != std::string::npos;
@@ -411,7 +411,7 @@ absl::Status GlooCommunicator::Run(const Call& call) {
           "; gloo: ", what, ")"));
     }
     return absl::UnavailableError(absl::StrCat("lost the connection in group '", name(), "' during ", call.fp.ToString(),
-                                               " (seq ", call.fp.seq, "): a peer exited or crashed mid-collective (gloo: ",
+                                               " (seq ", call.fp.seq, "): a peer exited, crashed or stopped after an error of its own mid-collective (gloo: ",
                                                what, ")"));
   }
 }
