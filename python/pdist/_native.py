@@ -8,6 +8,7 @@ The library is found at $PDIST_LIBRARY, else next to this package in an installe
 (<prefix>/lib/libpdist.so.0), else by the dynamic loader's search path.
 """
 import ctypes
+import json
 import os
 
 _STATUS_NAMES = {1: "INVALID_ARGUMENT", 2: "NOT_FOUND", 3: "FAILED_PRECONDITION", 4: "UNIMPLEMENTED", 5: "INTERNAL"}
@@ -159,3 +160,13 @@ def encode_path(path, what):
     except TypeError:
         raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), got {type(path).__name__} {path!r}") \
             from None
+
+
+def to_json(value, what):
+    """json.dumps that takes numpy's scalars (np.int64(2), np.float32(0.5), np.bool_) as the numbers
+    they are, and names `what` when a value is not JSON at all."""
+    def plain(v):
+        if hasattr(v, "item") and hasattr(v, "dtype") and getattr(v, "ndim", None) == 0:
+            return v.item()
+        raise TypeError(f"{what}: {v!r} ({type(v).__name__}) is not a JSON value")
+    return json.dumps(value, default=plain)

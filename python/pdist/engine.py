@@ -44,6 +44,8 @@ def _feeds(batch):
         encoded = _native.encode(name, f"batch key {name!r} (a data input's name)")
         # np.ascontiguousarray makes a 0-d array 1-d: the library then named a scalar f32[1].
         array = np.asarray(value)
+        if not array.dtype.isnative:  # big-endian data: the library reads this machine's order
+            array = array.astype(array.dtype.newbyteorder("="))
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
         dtype = _DTYPES.get(array.dtype.name)
@@ -56,14 +58,38 @@ def _feeds(batch):
     return feeds, keep
 
 
-def _c_int(name, value, low, high):
-    """`value` as an int in [low, high], else ValueError naming it (TypeError for a non-integer)."""
+def _c_int(name, value, low, high, where="pdist.Engine"):
+    """`value` as an int in [low, high], else ValueError naming it (TypeError for a non-integer):
+    ctypes would wrap a larger one silently and truncate a float."""
     import numbers
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"pdist.Engine: {name} must be an int, got {value!r}")
+        raise TypeError(f"{where}: {name} must be an int, got {value!r}")
     if not low <= int(value) <= high:
-        raise ValueError(f"pdist.Engine: {name} {int(value)} must be in [{low}, {high}]")
+        raise ValueError(f"{where}: {name} {int(value)} must be in [{low}, {high}]")
     return int(value)
+
+
+def _callbacks(callbacks, where):
+    """fit's callbacks as a list of callables, checked before any step trains."""
+    if callable(callbacks):
+        raise TypeError(f"{where}: callbacks is a list of functions: callbacks=[{getattr(callbacks, '__name__', 'f')}]")
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise TypeError(f"{where}: callbacks must be a list of functions, got {callbacks!r}") from None
+    for cb in callbacks:
+        if not callable(cb):
+            raise TypeError(f"{where}: a callback must be a function (step, loss, seconds) -> bool, got {cb!r}")
+    return callbacks
+
+
+def _stops(result, callback):
+    """A callback's answer: True stops, False or None goes on; anything else is a TypeError (a
+    callback returning "no" stopped training)."""
+    if result is None or isinstance(result, bool) or type(result).__name__ == "bool_":
+        return bool(result)
+    raise TypeError(f"fit: callback {getattr(callback, '__name__', callback)!r} returned {result!r}: return True "
+                    "to stop, False or None to go on")
 
 
 def _dataset(path, data_format, seed):
@@ -148,10 +174,12 @@ class Engine:
                 # its enable is then refused by name (its full form said enable false: unused).
                 strategy = json.dumps(strategy.to_dict(given_only=True))
             elif isinstance(strategy, Mapping):
-                strategy = json.dumps(dict(strategy))
+                strategy = _native.to_json(dict(strategy), "pdist.Engine: strategy")
             elif not isinstance(strategy, str):
                 raise TypeError("pdist.Engine: strategy must be a pdist.Strategy, a dict or JSON text, got "
                                 f"{type(strategy).__name__}")
+            if not strategy.strip():  # a quiet "no strategy" would run one rank where several were meant
+                raise ValueError("pdist.Engine: strategy is empty text; give None for one rank, or a strategy")
             # A path where JSON belongs read as "not valid JSON ... last read: '/'".
             if not strategy.lstrip().startswith("{") and os.path.isfile(strategy):
                 raise ValueError(f"pdist.Engine: strategy {strategy!r} is a file; a strategy is JSON text, a dict or "
@@ -259,7 +287,15 @@ class Engine:
         checkpoint), and may return True to stop; an exception from one, or Ctrl-C, stops fit
         after the step running and is raised. `log_freq` prints "step i/n" every log_freq steps,
         i counting this call's steps and n the steps asked for."""
+        callbacks = _callbacks(callbacks, "fit")
+        log_freq = _c_int("log_freq", log_freq, 0, 2**63 - 1, "fit")
+        if steps is not None:
+            steps = _c_int("steps", steps, 0, 2**63 - 1, "fit")
+        if isinstance(train_data, Mapping):
+            raise TypeError("fit: train_data is one batch (a dict); give an iterable of batches, [batch], or a "
+                            "token file's path")
         if not _is_file(train_data):
+            epochs = _c_int("epochs", epochs, 0, 2**63 - 1, "fit")
             return self._fit_batches(train_data, steps, epochs, log_freq, callbacks)
         if steps is None:
             raise ValueError("fit: steps is needed with a token file")
@@ -280,7 +316,7 @@ class Engine:
 
         data = _dataset(train_data, data_format, seed)
         with _interrupts_kept(raised), self._lock:
-            status = _native.lib.pdist_engine_fit(self._handle, ctypes.byref(data), int(steps),
+            status = _native.lib.pdist_engine_fit(self._handle, ctypes.byref(data), steps,
                                                   _native.STEP_CALLBACK(on_step), None)
         if raised:
             raise raised[0]
@@ -294,7 +330,7 @@ class Engine:
         if log_freq and done % log_freq == 0:
             of = f"/{asked}" if asked is not None else ""
             print(f"step {done}{of}  loss {loss:.4f}  {seconds:.3f} s", flush=True)
-        return any(bool(cb(step, loss, seconds)) for cb in callbacks)
+        return any(_stops(cb(step, loss, seconds), cb) for cb in callbacks)
 
     def _any_rank(self, stop):
         """Whether `stop` holds on any rank of the job: ranks that are processes of a pdist-run
@@ -346,6 +382,11 @@ class Engine:
         """Mean loss over `steps` batches from a token file's start, or over the batches of an
         iterable (at most `steps`); parameters unchanged. Ctrl-C stops it after the batch running
         and is raised."""
+        if steps is not None:
+            steps = _c_int("steps", steps, 1, 2**63 - 1, "evaluate")
+        if isinstance(valid_data, Mapping):
+            raise TypeError("evaluate: valid_data is one batch (a dict); give an iterable of batches, [batch], or a "
+                            "token file's path (or eval_step(batch))")
         if not _is_file(valid_data):
             losses = self._each_batch(valid_data, steps, 1, self.eval_step, lambda done, loss, seconds: False)
             if not losses:
@@ -361,7 +402,7 @@ class Engine:
         mean = ctypes.c_double()
         data = _dataset(valid_data, data_format, 0)
         with _interrupts_kept(raised), self._lock:
-            status = _native.lib.pdist_engine_evaluate_with_callback(self._handle, ctypes.byref(data), int(steps),
+            status = _native.lib.pdist_engine_evaluate_with_callback(self._handle, ctypes.byref(data), steps,
                                                                      _native.STEP_CALLBACK(on_batch), None,
                                                                      ctypes.byref(mean))
         if raised:

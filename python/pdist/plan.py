@@ -1,6 +1,7 @@
 """pdist.plan: the planner's pick for a program on a cluster, as pdist-plan makes it."""
 import ctypes
 import json
+import numbers
 import os
 
 from . import _native
@@ -37,6 +38,15 @@ class Plan:
         return f"pdist.Plan(step_time={self.step_time:.4g} s, mfu={self.mfu:.3f}, strategy={self.strategy.to_dict()!r})"
 
 
+def _whole(name, value, low):
+    """`value` as an int >= low, else TypeError / ValueError naming plan's argument."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"plan: {name} must be an int, got {value!r}")
+    if int(value) < low:
+        raise ValueError(f"plan: {name} must be >= {low}, got {int(value)}")
+    return int(value)
+
+
 def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.1, max_micro_batch=64,
          mp_across_nodes=False, top=5):
     """Searches data, tensor, pipeline and sequence parallelism, ZeRO, micro-batching, schedules and
@@ -52,14 +62,19 @@ def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.
         cluster = os.fsdecode(cluster)
     if not isinstance(cluster, str):
         raise TypeError(f"plan: cluster must be a preset name or a cluster file's path, got {cluster!r}")
-    options = {"cluster": cluster, "memory_margin": float(memory_margin), "max_micro_batch": int(max_micro_batch),
-               "mp_across_nodes": bool(mp_across_nodes), "top": int(top)}
+    if not isinstance(memory_margin, numbers.Real) or isinstance(memory_margin, bool) or \
+            not 0 <= float(memory_margin) < 1:
+        raise ValueError(f"plan: memory_margin must be a number in [0, 1), got {memory_margin!r}")
+    options = {"cluster": cluster, "memory_margin": float(memory_margin),
+               "max_micro_batch": _whole("max_micro_batch", max_micro_batch, 1),
+               "mp_across_nodes": bool(mp_across_nodes), "top": _whole("top", top, 0)}
     if gpus is not None:
-        options["gpus"] = int(gpus)
+        options["gpus"] = _whole("gpus", gpus, 1)
     if strategy is not None:
         options["strategy"] = config_dict(strategy, "plan")  # of a pdist.Strategy, the keys set on it
     result = ctypes.c_char_p()
-    _native.check(_native.lib.pdist_program_plan(program._handle, _native.encode(json.dumps(options), "plan options"),
+    options_json = _native.encode(_native.to_json(options, "plan"), "plan options")
+    _native.check(_native.lib.pdist_program_plan(program._handle, options_json,
                                                  ctypes.byref(result)),
                   "plan")
     return Plan(json.loads(result.value.decode("utf-8")))

@@ -1,7 +1,6 @@
 """Programs: pdist.load(path), pdist.import_onnx(path, ...), program.save(path), str(program),
 and Paddle's pdist.shard_tensor(program, name, mesh, placements)."""
 import ctypes
-import json
 
 from . import _native
 from .placements import Placement, ProcessMesh
@@ -47,6 +46,11 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
     (default: the only output) against a new data input `labels`; frozen: initializer names or
     globs kept fixed ("blocks.*.mask"); input_shapes: {"tokens": (8, 128)} for inputs whose ONNX
     shape is symbolic."""
+    if isinstance(frozen, (str, bytes)):  # one pattern, not its characters
+        frozen = [frozen]
+    if loss is None and labels != "labels":
+        raise ValueError(f"import_onnx: labels={labels!r} names the data input of a loss: give loss too "
+                         "(\"cross_entropy\" or \"mse\")")
     options = {"labels": labels, "frozen": list(frozen)}
     if loss is not None:
         options["loss"] = loss
@@ -56,7 +60,8 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
         options["input_shapes"] = {name: [int(d) for d in shape] for name, shape in input_shapes.items()}
     handle = ctypes.c_void_p()
     _native.check(_native.lib.pdist_program_import_onnx(_native.encode_path(path, "import_onnx: path"),
-                                                        _native.encode(json.dumps(options), "import_onnx options"),
+                                                        _native.encode(_native.to_json(options, "import_onnx"),
+                                                                       "import_onnx options"),
                                                         ctypes.byref(handle)),
                   f"import_onnx {path}")
     return Program(handle.value)

@@ -39,7 +39,8 @@ def _checked(path, default, value):
     # numbers.Integral / Real, not int / float: numpy's scalars (np.int64(2)) are numbers too. A
     # bool is an int to Python, never a degree or a count here.
     if isinstance(default, bool):
-        ok = isinstance(value, bool)
+        ok = isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool is no bool subclass
+        value = bool(value) if ok else value
     elif isinstance(default, int):
         ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
         value = int(value) if ok else value  # a plain int: json.dumps takes no numpy scalar

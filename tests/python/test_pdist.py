@@ -542,6 +542,56 @@ class NumpyBatchTest(unittest.TestCase):
         engine.fit(iter(self.batches), steps=4, callbacks=[lambda step, loss, seconds: step == 2])
         self.assertEqual(engine.step, 2)  # the callback stopped it after the second step
 
+    def test_arguments_are_checked_before_any_step_trains(self):
+        # A user probe: each of these trained a step, or ran a different number of steps than
+        # asked, before (or instead of) an error.
+        np = self.np
+        engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
+        data = os.environ["PDIST_DATA"]
+        cases = [
+            (TypeError, "callbacks is a list of functions", lambda: engine.fit(self.batches, callbacks=print)),
+            (TypeError, "callbacks must be a list of functions", lambda: engine.fit(self.batches, callbacks=None)),
+            (ValueError, "steps 18446744073709551617 must be in", lambda: engine.fit(data, steps=2**64 + 1)),
+            (TypeError, "steps must be an int, got 2.7", lambda: engine.fit(self.batches, steps=2.7)),
+            (ValueError, "steps -1 must be in", lambda: engine.fit(self.batches, steps=-1)),
+            (TypeError, "epochs must be an int, got 2.5", lambda: engine.fit(self.batches, epochs=2.5)),
+            (ValueError, "log_freq -1 must be in", lambda: engine.fit(self.batches, log_freq=-1)),
+            (TypeError, "train_data is one batch", lambda: engine.fit(self.batches[0])),
+            (ValueError, "steps 0 must be in", lambda: engine.evaluate(data, steps=0)),
+            (ValueError, "steps 18446744073709551617 must be in", lambda: engine.evaluate(data, steps=2**64 + 1)),
+        ]
+        for error, message, call in cases:
+            with self.assertRaises(error) as raised:
+                call()
+            self.assertIn(message, str(raised.exception))
+        self.assertEqual(engine.step, 0)
+        # A callback's answer is True, False or None: "no" stopped training.
+        with self.assertRaisesRegex(TypeError, "returned 'no': return True to stop"):
+            engine.fit(self.batches, callbacks=[lambda step, loss, seconds: "no"])
+        self.assertEqual(engine.step, 1)
+        self.assertEqual(len(engine.fit(self.batches, steps=2, callbacks=[lambda *a: np.bool_(False)])), 2)
+
+    def test_big_endian_arrays_are_read_as_the_numbers_they_hold(self):
+        # They were read as this machine's bytes: a loss of 1.4e37, and parameters made nan.
+        batch = self.batches[0]
+        swapped = {"x": batch["x"].astype(">f4"), "labels": batch["labels"].astype(">i8")}
+        engine = pdist.Engine(self.mlp(), learning_rate=1e-2)
+        self.assertEqual(engine.eval_step(swapped), engine.eval_step(batch))
+
+    def test_numpy_numbers_in_a_strategy_dict_are_numbers(self):
+        np = self.np
+        engine = pdist.Engine(self.mlp(), strategy={"dp_degree": np.int64(2)})
+        self.assertEqual(engine.local_ranks, 2)
+        s = pdist.Strategy()
+        s.sp = np.bool_(True)
+        self.assertIs(s.sp, True)
+        with self.assertRaisesRegex(ValueError, "strategy is empty text"):
+            pdist.Engine(self.mlp(), strategy="")
+        with self.assertRaisesRegex(ValueError, "memory_margin must be a number in"):
+            pdist.plan(self.mlp(), gpus=8, memory_margin=float("nan"))
+        with self.assertRaisesRegex(TypeError, "gpus must be an int"):
+            pdist.plan(self.mlp(), gpus=2.7)
+
     def test_threads_sharing_an_engine_take_turns(self):
         # Two threads training and one predicting on one engine crashed the process (the library
         # now takes one call at a time; predict's outputs are copied before another can run).
@@ -716,6 +766,13 @@ class ImportOnnxTest(unittest.TestCase):
         two = pdist.Engine(self.imported(), strategy={"dp_degree": 2}, learning_rate=1e-2).fit(self.batches, steps=10)
         for a, b in zip(two, one[:10]):
             self.assertAlmostEqual(a, b, delta=1e-5 * b)
+
+    def test_frozen_as_one_name_and_labels_without_a_loss(self):
+        # frozen="w1" was taken apart into "w" and "1"; labels without a loss were ignored.
+        program = pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)}, frozen="w1")
+        self.assertIn('param "w1" : f32[16,32] {init = "stored", trainable = false}', str(program))
+        with self.assertRaisesRegex(ValueError, "names the data input of a loss"):
+            pdist.import_onnx(self.model, labels="y", input_shapes={"x": (8, 16)})
 
     def test_predict_gives_the_onnx_graphs_outputs_on_one_rank_and_on_two(self):
         w = self.weights
