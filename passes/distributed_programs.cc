@@ -61,7 +61,7 @@ std::string DistributedPipelines::Train() const {
 }
 
 std::string DistributedPipelines::Eval() const {
-  std::vector<PassSpec> all = annotate;
+  std::vector<PassSpec> all = eval_annotate;
   all.insert(all.end(), eval_tail.begin(), eval_tail.end());
   return PrintPipeline(all);
 }
@@ -78,6 +78,10 @@ absl::StatusOr<DistributedPipelines> DistributedPipelinesFor(const strategy::Str
     p.annotate.push_back(std::move(micro));
   }
   p.annotate.insert(p.annotate.end(), annotate.begin(), annotate.end());
+  p.eval_annotate = p.annotate;
+  for (PassSpec& pass : p.eval_annotate) {
+    if (pass.options.count("avg")) pass.options["avg"] = "true";  // (without it, the strategy's)
+  }
   p.predict = annotate;  // whole batches
   p.predict.insert(p.predict.end(), {{"eval-mode", {}}, {"prune-to-outputs", {}}, {"completion", {}},
                                      {"replicate-outputs", {{"world", absl::StrCat(world_size)}}}});
@@ -163,7 +167,15 @@ absl::StatusOr<DistributedPrograms> BuildDistributedPrograms(const ir::Program& 
   ir::Program annotated = forward.Clone();
   PDIST_RETURN_IF_ERROR(RunPipeline(PrintPipeline(pipelines.annotate), annotated, context, "annotated forward program",
                                     pass_options));
-  DistributedPrograms out{annotated.Clone(), std::move(annotated), {}, world_size, {}, std::move(pipelines)};
+  ir::Program eval = annotated.Clone();
+  if (pipelines.eval_annotate != pipelines.annotate) {
+    PassContext eval_context;
+    eval_context.strategy = strategy;
+    eval = forward.Clone();
+    PDIST_RETURN_IF_ERROR(RunPipeline(PrintPipeline(pipelines.eval_annotate), eval, eval_context,
+                                      "annotated forward program for evaluation", pass_options));
+  }
+  DistributedPrograms out{std::move(annotated), std::move(eval), {}, world_size, {}, std::move(pipelines)};
   PDIST_RETURN_IF_ERROR(
       RunPipeline(PrintPipeline(out.pipelines.train_tail), out.train, context, "training program", pass_options));
   PDIST_RETURN_IF_ERROR(

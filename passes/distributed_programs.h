@@ -57,6 +57,10 @@ struct PipelinePlan {
 //   "annotate-strategy,eval-mode,prune-to-outputs,completion,replicate-outputs{world=4}"
 struct DistributedPipelines {
   std::vector<PassSpec> annotate, train_tail, eval_tail, predict;
+  // Evaluation's annotation: `annotate` but for micro-batch's avg, which gradient_merge.avg
+  // false turns off for training (the step sums the micro-batches' gradients) and evaluation
+  // keeps (its loss is the batch's mean whatever the step does with gradients).
+  std::vector<PassSpec> eval_annotate;
   // Whole pipelines as pdist-opt text (passes/pass_pipeline_text.h).
   std::string Train() const;
   std::string Eval() const;
