@@ -1,6 +1,7 @@
 // AppendOptimizer: one sgd / momentum / adamw op per trainable parameter.
 #include "passes/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -55,6 +56,14 @@ absl::Status CheckOptimizerConfig(const OptimizerConfig& config) {
 
 absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config) {
   if (program.gradients().empty()) {
+    const std::vector<ir::Value*> parameters = program.Parameters();
+    if (!parameters.empty() &&
+        std::none_of(parameters.begin(), parameters.end(), [](const ir::Value* p) { return p->trainable(); })) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "optimizer: every one of the program's ", parameters.size(),
+          " parameters is frozen (trainable = false): there is nothing to train; leave one trainable "
+          "(pdist-import --frozen, pdist.import_onnx(frozen=...))"));
+    }
     return absl::FailedPreconditionError("optimizer: the program has no gradients (run autodiff first)");
   }
   if (!program.updates().empty()) return absl::FailedPreconditionError("optimizer: the program already has updates");

@@ -773,6 +773,10 @@ class ImportOnnxTest(unittest.TestCase):
         self.assertIn('param "w1" : f32[16,32] {init = "stored", trainable = false}', str(program))
         with self.assertRaisesRegex(ValueError, "names the data input of a loss"):
             pdist.import_onnx(self.model, labels="y", input_shapes={"x": (8, 16)})
+        # Every initializer frozen: the error said "run autodiff first".
+        frozen = pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)}, frozen=["*"])
+        with self.assertRaisesRegex(pdist.PdistError, "every one of the program's 3 parameters is frozen"):
+            pdist.Engine(frozen)
 
     def test_predict_gives_the_onnx_graphs_outputs_on_one_rank_and_on_two(self):
         w = self.weights
