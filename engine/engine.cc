@@ -170,6 +170,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
         "pdist.Engine(device=\"cuda\")), or backend gloo for ranks on the CPU (device '", options.device, "')"));
   }
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
+  // A batch of no samples has no mean loss: its first step's nan blamed the initialisers.
+  for (const ir::Value* arg : forward.block().arguments()) {
+    if (arg->role() == ir::ValueRole::kDataInput && arg->type().num_elements() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("model: data input '", arg->name(), "' is ",
+                                                     arg->type().ToString(),
+                                                     ", which holds no elements: a batch needs at least one sample"));
+    }
+  }
   if (!options.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(options.timeline_dir));
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(forward), std::move(options), backend, device));
   engine->feed_checks_ = FeedChecks::Of(engine->forward_);

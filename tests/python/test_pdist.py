@@ -773,6 +773,9 @@ class ImportOnnxTest(unittest.TestCase):
         self.assertIn('param "w1" : f32[16,32] {init = "stored", trainable = false}', str(program))
         with self.assertRaisesRegex(ValueError, "names the data input of a loss"):
             pdist.import_onnx(self.model, labels="y", input_shapes={"x": (8, 16)})
+        # A batch of no samples: its first step's nan loss blamed the initialisers.
+        with self.assertRaisesRegex(pdist.PdistError, "data input 'x' is f32\\[0,16\\], which holds no elements"):
+            pdist.Engine(pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (0, 16)}))
         # Every initializer frozen: the error said "run autodiff first".
         frozen = pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)}, frozen=["*"])
         with self.assertRaisesRegex(pdist.PdistError, "every one of the program's 3 parameters is frozen"):
