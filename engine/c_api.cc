@@ -187,13 +187,13 @@ pdist_status pdist_engine_evaluate_with_callback(pdist_engine* engine, const pdi
   std::lock_guard<std::recursive_mutex> lock(engine->mu);
   absl::StatusOr<pdist::engine::TokenDataset> dataset = OpenDataset(*engine->engine, data, /*shuffle=*/false);
   if (!dataset.ok()) return ToCode(dataset.status());
+  // Every rank agrees after every batch, a callback or not (as fit does): a rank with a callback
+  // beside ranks without one would otherwise call one more collective per batch than they.
   absl::Status agreeing;
-  pdist::engine::Engine::BatchCallback on_batch;
-  if (callback != nullptr) {
-    on_batch = [&](int64_t batch, double loss, double seconds) {
-      return EveryRankGoesOn(*engine->engine, callback(batch, loss, seconds, user_data), agreeing);
-    };
-  }
+  auto on_batch = [&](int64_t batch, double loss, double seconds) {
+    const int stop = callback == nullptr ? 0 : callback(batch, loss, seconds, user_data);
+    return EveryRankGoesOn(*engine->engine, stop, agreeing);
+  };
   absl::StatusOr<double> loss = engine->engine->Evaluate(pdist::engine::BatchesFrom(*dataset), steps, on_batch);
   if (!agreeing.ok()) return ToCode(agreeing);
   if (!loss.ok()) return ToCode(loss.status());

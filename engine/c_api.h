@@ -99,7 +99,8 @@ pdist_status pdist_engine_evaluate(pdist_engine* engine, const pdist_dataset* da
 pdist_status pdist_engine_evaluate_with_callback(pdist_engine* engine, const pdist_dataset* data, int64_t steps,
                                                  pdist_step_callback callback, void* user_data, double* mean_loss);
 /* Ranks that are processes (pdist-run) each run their own callbacks: fit and evaluate stop after
- * a step or batch when a callback on any rank asks, so that every rank stops after the same one.
+ * a step or batch when a callback on any rank asks, so that every rank stops after the same one
+ * (they agree after every step or batch, whether a rank passed a callback or NULL).
  * For loops of one's own (train_step per batch), `*any` is non-zero on every rank when `value`
  * is non-zero on any: one 8-byte all-reduce over process ranks, `value` itself when the ranks
  * are threads of this process. Collective: every rank calls it, the same number of times. */

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "engine/checkpoint.h"
@@ -170,12 +171,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
         "pdist.Engine(device=\"cuda\")), or backend gloo for ranks on the CPU (device '", options.device, "')"));
   }
   PDIST_RETURN_IF_ERROR(WithContext(ir::VerifyProgram(forward), "model"));
-  // A batch of no samples has no mean loss: its first step's nan blamed the initialisers.
+  // A batch of no samples has no mean loss: its first step's nan blamed the initialisers. (Dim 0
+  // is the batch, as micro-batching takes it; an empty dim elsewhere — a cache of no past
+  // positions — is the model's own.)
   for (const ir::Value* arg : forward.block().arguments()) {
-    if (arg->role() == ir::ValueRole::kDataInput && arg->type().num_elements() == 0) {
+    const ir::Shape& shape = arg->type().shape;
+    if (arg->role() == ir::ValueRole::kDataInput && !shape.empty() && shape[0] == 0) {
       return absl::InvalidArgumentError(absl::StrCat("model: data input '", arg->name(), "' is ",
                                                      arg->type().ToString(),
-                                                     ", which holds no elements: a batch needs at least one sample"));
+                                                     ", a batch of no samples: a batch needs at least one"));
     }
   }
   if (!options.timeline_dir.empty()) PDIST_RETURN_IF_ERROR(MakeTimelineDirectory(options.timeline_dir));
@@ -332,7 +336,8 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   const bool aborted_before = !aborted_.ok();
   auto explain = [this, aborted_before](absl::Status status) {
     if (status.ok()) return status;
-    if (aborted_before) {
+    // Only a failure of the communicators themselves (a later load's own error is not one).
+    if (aborted_before && absl::StrContains(status.message(), "communicator")) {
       return absl::Status(status.code(),
                           absl::StrCat(status.message(), " (this engine's communicators were aborted after an earlier "
                                                          "failure, so that no rank waited for the failed one: ",
@@ -414,7 +419,7 @@ absl::Status Engine::SendOtherMeshesToRankZero(exec::Workspace& whole) const {
 }
 
 absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
-  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
+  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds, FeedUse::kTraining));
   exec::Feeds all = feeds;
   const ir::Value* lr_value = train_.FindArgument(passes::kLearningRateFeed);
   StepResult result;
@@ -482,7 +487,7 @@ absl::Status Engine::WriteTimeline() const {
 }
 
 absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {
-  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
+  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds, FeedUse::kEvaluation));
   std::vector<double> losses(runners_.size());
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(losses[k], runner.Eval(feeds));
@@ -492,6 +497,7 @@ absl::StatusOr<double> Engine::EvalStep(const exec::Feeds& feeds) const {
 }
 
 absl::Status Engine::PreparePredict() {
+  PDIST_RETURN_IF_ERROR(predict_refused_);  // the check below fails once and for all
   if (runners_.front()->predict_prepared()) return absl::OkStatus();
   ir::Program predict;
   if (runners_.front()->rank() < 0) {
@@ -504,14 +510,16 @@ absl::Status Engine::PreparePredict() {
   passes::ReshardPlanCache plans;
   for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->PreparePredict(predict, plans));
   if (!backend_->buffered_sends && runners_.front()->options().pipeline.enabled()) {
-    PDIST_RETURN_IF_ERROR(CheckMessagesBeforeRunning(StepKind::kPrediction, predict, runners_, plans));
+    predict_refused_ = CheckMessagesBeforeRunning(StepKind::kPrediction, predict, runners_, plans);
+    PDIST_RETURN_IF_ERROR(predict_refused_);
   }
+  predict_feed_checks_ = FeedChecks::Of(predict);  // the labels, which it does not read, go unchecked
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::map<std::string, exec::Tensor>> Engine::Predict(const exec::Feeds& feeds) {
-  PDIST_RETURN_IF_ERROR(feed_checks_.Check(feeds));
   PDIST_RETURN_IF_ERROR(PreparePredict());
+  PDIST_RETURN_IF_ERROR(predict_feed_checks_.Check(feeds, FeedUse::kPrediction));
   std::vector<std::map<std::string, exec::Tensor>> outputs(runners_.size());
   PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
     PDIST_ASSIGN_OR_RETURN(outputs[k], runner.Predict(feeds));

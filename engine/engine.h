@@ -176,7 +176,9 @@ class Engine {
 
   ir::Program forward_;
   ir::Program train_;
-  FeedChecks feed_checks_;  // of forward_'s data inputs: NaNs, index ranges
+  FeedChecks feed_checks_;          // of forward_'s data inputs: NaNs, index ranges
+  FeedChecks predict_feed_checks_;  // of the prediction program's (PreparePredict)
+  absl::Status predict_refused_;    // the prediction step's message order would hang (PreparePredict)
   EngineOptions options_;
   strategy::Strategy strategy_;  // parsed from options_.strategy_json
   const CommBackend* backend_;  // options_.backend's

@@ -22,17 +22,24 @@ int64_t FirstWhere(const exec::Tensor& t, Bad bad) {
 
 // "batch input 'x' holds nan at flat index 3 of f32[8,16]<why>: not trained on ...".
 absl::Status Refused(const std::string& input, const exec::Tensor& t, int64_t at, const std::string& value,
-                     const std::string& why = "") {
+                     FeedUse use, const std::string& why = "") {
+  const char* consequence = use == FeedUse::kTraining     ? "not trained on (the parameters are as they were)"
+                            : use == FeedUse::kEvaluation ? "not evaluated"
+                                                          : "nothing predicted";
   return absl::InvalidArgumentError(absl::StrCat("batch input '", input, "' holds ", value, " at flat index ", at,
-                                                 " of ", t.type().ToString(), why,
-                                                 ": not trained on (the parameters are as they were)"));
+                                                 " of ", t.type().ToString(), why, ": ", consequence));
 }
 
 }  // namespace
 
-FeedChecks FeedChecks::Of(const ir::Program& forward) {
+FeedChecks FeedChecks::Of(const ir::Program& program) {
   FeedChecks checks;
-  for (const auto& op : forward.block().ops()) {
+  for (const auto& op : program.block().ops()) {
+    for (const ir::Value* v : op->operands()) {
+      if (v != nullptr && v->role() == ir::ValueRole::kDataInput) checks.read_.insert(v->name());
+    }
+  }
+  for (const auto& op : program.block().ops()) {
     const ir::OpDef* def = ir::OpRegistry::Global().Find(op->type());
     if (def == nullptr) continue;
     for (const ir::OpDef::IndexOperand& index : def->index_operands) {
@@ -57,6 +64,7 @@ FeedChecks FeedChecks::Of(const ir::Program& forward) {
       if (dim < 0 || dim >= rank) continue;  // shape inference refuses it
       IndexRange range{.input = read->name(),
                        .size = into->type().shape[static_cast<size_t>(dim)],
+                       .from_end = index.from_end,
                        .reader = absl::StrCat(op->type(), " reads it as an index into dim ", dim, " of ",
                                               into->type().ToString())};
       if (!index.also_allowed_attr.empty()) {
@@ -70,16 +78,16 @@ FeedChecks FeedChecks::Of(const ir::Program& forward) {
   return checks;
 }
 
-absl::Status FeedChecks::Check(const exec::Feeds& feeds) const {
+absl::Status FeedChecks::Check(const exec::Feeds& feeds, FeedUse use) const {
   for (const auto& [name, t] : feeds) {
-    if (!t.device().is_cpu() || !ir::IsFloatingPoint(t.dtype())) continue;
+    if (!read_.contains(name) || !t.device().is_cpu() || !ir::IsFloatingPoint(t.dtype())) continue;
     int64_t at = -1;
     if (t.dtype() == ir::DataType::kFloat32) {
       at = FirstWhere<float>(t, [](float v) { return std::isnan(v); });
     } else {
       for (int64_t i = 0; i < t.num_elements() && at < 0; ++i) at = std::isnan(t.At(i)) ? i : -1;
     }
-    if (at >= 0) return Refused(name, t, at, "nan");
+    if (at >= 0) return Refused(name, t, at, "nan", use);
   }
   for (const IndexRange& range : ranges_) {
     auto it = feeds.find(range.input);
@@ -87,7 +95,7 @@ absl::Status FeedChecks::Check(const exec::Feeds& feeds) const {
     const exec::Tensor& t = it->second;
     auto bad = [&](auto v) {
       const int64_t id = static_cast<int64_t>(v);
-      return (id < 0 || id >= range.size) && id != range.also_allowed;
+      return (id < (range.from_end ? -range.size : 0) || id >= range.size) && id != range.also_allowed;
     };
     int64_t at = -1;
     if (t.dtype() == ir::DataType::kInt64) {
@@ -99,8 +107,9 @@ absl::Status FeedChecks::Check(const exec::Feeds& feeds) const {
     }
     if (at >= 0) {
       const int64_t id = t.dtype() == ir::DataType::kInt64 ? t.data<int64_t>()[at] : t.data<int32_t>()[at];
-      return Refused(range.input, t, at, absl::StrCat(id),
-                     absl::StrCat(", out of range: ", range.reader, " (0 to ", range.size - 1,
+      return Refused(range.input, t, at, absl::StrCat(id), use,
+                     absl::StrCat(", out of range: ", range.reader, " (", range.from_end ? -range.size : 0, " to ",
+                                  range.size - 1,
                                   range.also_allowed ? absl::StrCat(", or ", *range.also_allowed) : "", ")"));
     }
   }

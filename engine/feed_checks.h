@@ -2,8 +2,8 @@
 // refused naming the input and the element, with the parameters untouched — rather than found
 // by a kernel on one rank mid-step (which aborts the other ranks' communicators) or not at all.
 //
-//   FeedChecks checks = FeedChecks::Of(forward);   // once, from the forward program
-//   PDIST_RETURN_IF_ERROR(checks.Check(feeds));    // before every step
+//   FeedChecks checks = FeedChecks::Of(forward);                    // once, from the program
+//   PDIST_RETURN_IF_ERROR(checks.Check(feeds, FeedUse::kTraining));  // before every step
 //   → "batch input 'tokens' holds 999 at flat index 0 of i64[8,16], out of range: embedding reads
 //      it as an index into dim 0 of f32[256,32] (0 to 255): not trained on (the parameters are as
 //      they were)"
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,21 +21,27 @@
 
 namespace pdist::engine {
 
+enum class FeedUse { kTraining, kEvaluation, kPrediction };  // what a refusal says was not done
+
 class FeedChecks {
  public:
-  // The index ranges of the data inputs that ops read as indices (ir::OpDef::index_operands),
-  // against the whole tensors of `forward` (a rank's piece of a vocab-parallel table cannot
-  // tell an id of another piece from one of none).
-  static FeedChecks Of(const ir::Program& forward);
+  // The data inputs `program` reads (a prediction program leaves out the labels), and the index
+  // ranges of those that ops read as indices (ir::OpDef::index_operands), against the whole
+  // tensors of a global program (a rank's piece of a vocab-parallel table cannot tell an id of
+  // another piece from one of none).
+  static FeedChecks Of(const ir::Program& program);
 
-  // No NaN in a floating-point input (infinities pass: an additive attention mask holds -inf),
-  // and every index in its range. Inputs on a device are not read.
-  absl::Status Check(const exec::Feeds& feeds) const;
+  // No NaN in a floating-point input the program reads (infinities pass: an additive attention
+  // mask holds -inf), and every index in its range. Feeds it does not read and inputs on a
+  // device are not looked at.
+  absl::Status Check(const exec::Feeds& feeds, FeedUse use) const;
 
  private:
+  std::set<std::string> read_;
   struct IndexRange {
     std::string input;
     int64_t size = 0;                     // indices 0 … size-1
+    bool from_end = false;                // and -size … -1
     std::optional<int64_t> also_allowed;  // cross entropy's ignore_index
     std::string reader;                   // "embedding reads it as an index into dim 0 of f32[256,32]"
   };

@@ -142,6 +142,7 @@ struct OpDef {
     int64_t dim = 0;                // its dim (negative: from the end), unless dim_attr names one
     std::string dim_attr;           // the attribute holding the dim (gather's and cross entropy's "axis")
     std::string also_allowed_attr;  // an attribute whose value is allowed too (cross entropy's "ignore_index")
+    bool from_end = false;          // -size … -1 count from the end (gather's, as ONNX's and numpy's)
   };
   std::vector<IndexOperand> index_operands;
 

@@ -90,7 +90,7 @@ absl::Status RegisterGatherOps(OpRegistry& registry) {
   gather.grad = GatherGrad;
   gather.cost = MovementCost();
   SetSpmd(gather, spmd::GatherRule());
-  gather.index_operands = {{.operand = 1, .into = 0, .dim_attr = "axis"}};
+  gather.index_operands = {{.operand = 1, .into = 0, .dim_attr = "axis", .from_end = true}};
   PDIST_RETURN_IF_ERROR(registry.Register(std::move(gather)));
 
   OpDef grad;

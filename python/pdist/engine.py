@@ -84,12 +84,13 @@ def _callbacks(callbacks, where):
 
 
 def _stops(result, callback):
-    """A callback's answer: True stops, False or None goes on; anything else is a TypeError (a
-    callback returning "no" stopped training)."""
-    if result is None or isinstance(result, bool) or type(result).__name__ == "bool_":
-        return bool(result)
-    raise TypeError(f"fit: callback {getattr(callback, '__name__', callback)!r} returned {result!r}: return True "
-                    "to stop, False or None to go on")
+    """A callback's answer: true stops, false or None goes on (numpy's and torch's bools, 0 and 1
+    included); a string or a container is a TypeError (a callback returning "no" stopped
+    training)."""
+    if isinstance(result, (str, bytes, list, tuple, dict, set)):
+        raise TypeError(f"fit: callback {getattr(callback, '__name__', callback)!r} returned {result!r}: return True "
+                        "to stop, False or None to go on")
+    return bool(result)
 
 
 def _dataset(path, data_format, seed):
@@ -343,30 +344,37 @@ class Engine:
     def _each_batch(self, batches, steps, epochs, run, after):
         """The loop of fit and evaluate over an iterable: `run(batch)` on each batch of `epochs`
         passes, at most `steps`, then `after(...)`; every rank stops after the same batch when
-        `after` returns True, raises or Ctrl-C comes on any rank, and the exception or Ctrl-C is
-        raised here on the rank it came to. Returns the losses."""
+        `after` returns True or raises, or Ctrl-C comes while a batch runs, on any rank, and the
+        exception or Ctrl-C is raised here on the rank it came to. Ctrl-C while the iterable
+        makes a batch is raised at once. Returns the losses."""
         losses = []
-        raised = []
-        with _interrupts_kept(raised):
-            for _ in range(int(epochs)):
-                for batch in batches:
-                    if steps is not None and len(losses) >= steps:
-                        return losses
-                    start = time.perf_counter()
-                    loss = run(batch)
-                    seconds = time.perf_counter() - start
-                    losses.append(loss)
-                    stop = False
+
+        def done():  # checked before the iterable makes another batch, which nothing would read
+            return steps is not None and len(losses) >= steps
+
+        for _ in range(epochs):
+            if done():
+                return losses
+            for batch in batches:
+                raised = []
+                with _interrupts_kept(raised):  # a step, its callbacks and the agreement: not cut short
                     try:
+                        start = time.perf_counter()
+                        loss = run(batch)
+                        seconds = time.perf_counter() - start
+                        losses.append(loss)
                         stop = bool(after(len(losses), loss, seconds))
-                    except BaseException as e:
+                    except BaseException as e:  # noqa: BLE001 - raised below, once every rank knows
                         raised.append(e)
-                    if self._any_rank(stop or bool(raised)):
-                        if raised:
-                            raise raised[0]
-                        return losses
-        if raised:
-            raise raised[0]
+                        stop = True
+                    try:
+                        stop = self._any_rank(stop or bool(raised))
+                    except BaseException as e:  # noqa: BLE001
+                        raised.append(e)  # after a callback's exception, which is raised first
+                if raised:
+                    raise raised[0]
+                if stop or done():
+                    return losses
         return losses
 
     def _fit_batches(self, batches, steps, epochs, log_freq, callbacks):

@@ -39,7 +39,9 @@ def _checked(path, default, value):
     # numbers.Integral / Real, not int / float: numpy's scalars (np.int64(2)) are numbers too. A
     # bool is an int to Python, never a degree or a count here.
     if isinstance(default, bool):
-        ok = isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool is no bool subclass
+        # numpy's bool is no bool subclass (np.bool_; np.bool in numpy 2): told by its dtype
+        ok = isinstance(value, bool) or (getattr(value, "ndim", None) == 0 and getattr(value, "dtype", None) is not None
+                                         and getattr(value.dtype, "kind", "") == "b")
         value = bool(value) if ok else value
     elif isinstance(default, int):
         ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)

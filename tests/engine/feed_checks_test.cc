@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "ir/parser.h"
 #include "tests/engine/distributed_test_util.h"
 
 namespace pdist::engine {
@@ -24,9 +25,9 @@ TEST(FeedChecksTest, AnIndexOutOfTheWholeVocabularyIsRefusedUnderEveryStrategy) 
   };
   const std::vector<Case> cases = {
       {"tokens", testing::kSmallVocab, "batch input 'tokens' holds 64 at flat index 5 of i64[4,8], out of range: "
-                                       "embedding reads it as an index into dim 0 of f32[64,32] (0 to 63): not "
-                                       "trained on (the parameters are as they were)"},
-      {"tokens", -1, "batch input 'tokens' holds -1 at flat index 5"},
+                                       "embedding reads it as an index into dim 0 of f32[64,32] (0 to 63): "},
+      {"tokens", -1, "batch input 'tokens' holds -1 at flat index 5 of i64[4,8], out of range: "
+                     "embedding reads it as an index into dim 0 of f32[64,32] (0 to 63): "},
       {"labels", 999, "batch input 'labels' holds 999 at flat index 5 of i64[4,8], out of range: "
                       "cross_entropy_with_softmax reads it as an index into dim 2 of f32[4,8,64] (0 to 63, or -100)"},
       {"labels", -100, ""},  // ignore_index: a position without a label
@@ -51,19 +52,72 @@ TEST(FeedChecksTest, AnIndexOutOfTheWholeVocabularyIsRefusedUnderEveryStrategy) 
         EXPECT_TRUE(evaluated.ok()) << evaluated.status();
         continue;
       }
-      EXPECT_THAT(std::string(trained.status().message()), HasSubstr(c.error));
+      EXPECT_THAT(std::string(trained.status().message()),
+                  HasSubstr(c.error + (c.input == "tokens" ? "not trained on (the parameters are as they were)" : "")));
       EXPECT_THAT(std::string(evaluated.status().message()), HasSubstr(c.error));
+      auto predicted = (*engine)->Predict(bad);
       if (c.input == "tokens") {
-        auto predicted = (*engine)->Predict({{"tokens", bad.at("tokens")}});
-        EXPECT_THAT(std::string(predicted.status().message()), HasSubstr(c.error));
+        EXPECT_THAT(std::string(predicted.status().message()), HasSubstr(c.error + "nothing predicted"));
+      } else {
+        EXPECT_TRUE(predicted.ok()) << predicted.status();  // prediction reads no labels
       }
     }
-    // Nothing ran on a refused batch: the communicators are whole and the parameters as they
-    // were but for the one step on ignore_index labels.
+    // Nothing ran on a refused batch: the communicators are whole and the parameters are those
+    // of one step on the ignore_index batch alone, bit for bit.
     EXPECT_EQ((*engine)->step(), 1);
+    auto reference = Engine::Create(model.Clone(), o);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    exec::Feeds ignored = good;
+    ignored["labels"] = good.at("labels").Clone();
+    ignored["labels"].data<int64_t>()[5] = -100;
+    ASSERT_TRUE((*reference)->TrainStep(ignored).ok());
     absl::StatusOr<double> after = (*engine)->EvalStep(good);
+    absl::StatusOr<double> want = (*reference)->EvalStep(good);
     ASSERT_TRUE(after.ok()) << after.status();
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(*after, *want);
     EXPECT_NE(*after, *before);
+  }
+}
+
+// gather counts negative indices from the end (as ONNX and numpy do): -4 … 3 index 4 rows, and
+// the check takes what the kernel takes — int32 indices too.
+TEST(FeedChecksTest, GatherIndicesMayCountFromTheEnd) {
+  for (const char* dtype : {"i64", "i32"}) {
+    absl::StatusOr<ir::Program> program = ir::ParseProgram(absl::StrCat(R"ir(program {
+  %x = data "x" : f32[4,3]
+  %i = data "i" : )ir", dtype, R"ir([2]
+  %w = param "w" : f32[3,2] {init = "normal(0.1)"}
+  %g = gather(%x, %i) {axis = 0} : f32[2,3]
+  %y = matmul(%g, %w) : f32[2,2]
+  %l = mean(%y) : f32[]
+  loss %l
+})ir"));
+    ASSERT_TRUE(program.ok()) << program.status();
+    auto engine = Engine::Create(*std::move(program), {});
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    exec::Tensor x = exec::Tensor::Zeros({{4, 3}, ir::DataType::kFloat32});
+    for (int64_t k = 0; k < 12; ++k) x.data<float>()[k] = static_cast<float>(k);
+    auto indices = [&](int64_t a, int64_t b) {
+      exec::Tensor t = exec::Tensor::Zeros({{2}, dtype == std::string("i64") ? ir::DataType::kInt64 : ir::DataType::kInt32});
+      if (t.dtype() == ir::DataType::kInt64) {
+        t.data<int64_t>()[0] = a, t.data<int64_t>()[1] = b;
+      } else {
+        t.data<int32_t>()[0] = static_cast<int32_t>(a), t.data<int32_t>()[1] = static_cast<int32_t>(b);
+      }
+      return exec::Feeds{{"x", x}, {"i", t}};
+    };
+    absl::StatusOr<double> from_end = (*engine)->EvalStep(indices(-1, 0));
+    absl::StatusOr<double> from_start = (*engine)->EvalStep(indices(3, 0));
+    ASSERT_TRUE(from_end.ok()) << from_end.status();
+    ASSERT_TRUE(from_start.ok()) << from_start.status();
+    EXPECT_EQ(*from_end, *from_start);
+    for (int64_t bad : {-5, 4}) {
+      absl::StatusOr<double> refused = (*engine)->EvalStep(indices(bad, 0));
+      EXPECT_THAT(std::string(refused.status().message()),
+                  HasSubstr(absl::StrCat("batch input 'i' holds ", bad, " at flat index 0 of ", dtype,
+                                         "[2], out of range: gather reads it as an index into dim 0 of f32[4,3] (-4 to 3)")));
+    }
   }
 }
 

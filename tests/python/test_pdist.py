@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 
 import pdist
@@ -338,6 +339,17 @@ class EngineTest(WithExportedGpt):
         self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)  # put back
         self.assertEqual(len(engine.fit(DATA, steps=1)), 1)  # and the engine trains on
 
+    def test_ctrl_c_during_evaluate_on_a_token_file_stops_it_after_the_batch(self):
+        # The library's evaluation loop had no callback: Ctrl-C waited for all its batches.
+        engine = pdist.Engine(self.model)
+        threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+        start = time.perf_counter()
+        with self.assertRaises(KeyboardInterrupt):
+            engine.evaluate(DATA, steps=100000)  # hours of batches
+        self.assertLess(time.perf_counter() - start, 30)
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+        self.assertGreater(engine.evaluate(DATA, steps=1), 0)
+
     def test_callbacks_get_the_engines_step_and_the_log_counts_this_fits_steps(self):
         engine = pdist.Engine(self.model)
         engine.fit(DATA, steps=2)
@@ -570,6 +582,19 @@ class NumpyBatchTest(unittest.TestCase):
             engine.fit(self.batches, callbacks=[lambda step, loss, seconds: "no"])
         self.assertEqual(engine.step, 1)
         self.assertEqual(len(engine.fit(self.batches, steps=2, callbacks=[lambda *a: np.bool_(False)])), 2)
+        # numpy's and torch's bools, 0 and 1 answer as they did.
+        self.assertEqual(len(engine.fit(self.batches, steps=3, callbacks=[lambda *a: np.float32(1) > 0])), 1)
+        self.assertEqual(len(engine.fit(self.batches, steps=3, callbacks=[lambda *a: 1])), 1)
+        # The iterable makes no batch beyond the steps asked for (a generator reading files).
+        pulled = []
+
+        def batches():
+            for b in self.batches:
+                pulled.append(b)
+                yield b
+
+        self.assertEqual(len(engine.fit(batches(), steps=2)), 2)
+        self.assertEqual(len(pulled), 2)
 
     def test_big_endian_arrays_are_read_as_the_numbers_they_hold(self):
         # They were read as this machine's bytes: a loss of 1.4e37, and parameters made nan.
@@ -774,7 +799,7 @@ class ImportOnnxTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "names the data input of a loss"):
             pdist.import_onnx(self.model, labels="y", input_shapes={"x": (8, 16)})
         # A batch of no samples: its first step's nan loss blamed the initialisers.
-        with self.assertRaisesRegex(pdist.PdistError, "data input 'x' is f32\\[0,16\\], which holds no elements"):
+        with self.assertRaisesRegex(pdist.PdistError, "data input 'x' is f32\\[0,16\\], a batch of no samples"):
             pdist.Engine(pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (0, 16)}))
         # Every initializer frozen: the error said "run autodiff first".
         frozen = pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)}, frozen=["*"])
