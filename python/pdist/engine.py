@@ -34,7 +34,7 @@ def _feeds(batch):
     the arrays they point into, which must live until the call returns. C-contiguous arrays are
     not copied here (the library copies them once)."""
     import numpy as np
-    if not isinstance(batch, dict):
+    if not isinstance(batch, Mapping):
         raise TypeError("a batch is a dict of data input name -> numpy array (training data: an iterable of such "
                         f"batches, or a token file path), got {type(batch).__name__}")
     feeds = (_native.Feed * len(batch))()
@@ -268,15 +268,19 @@ class Engine:
         """The model's outputs (Paddle's Engine.predict): on one batch (a dict), a dict of output
         name → numpy array; on an iterable of batches, a list of such dicts, one per batch (at
         most `steps`). Parameters unchanged, dropout off."""
-        if isinstance(test_data, dict):
+        if isinstance(test_data, Mapping):
             return self.predict_step(test_data)
         if _is_file(test_data):
             raise TypeError("predict: give batches (dicts of data input name -> numpy array), not a token file")
+        if steps is not None:
+            steps = _c_int("steps", steps, 0, 2**63 - 1, "predict")
         results = []
+        if steps == 0:
+            return results
         for batch in test_data:
-            if steps is not None and len(results) >= steps:
-                break
             results.append(self.predict_step(batch))
+            if steps is not None and len(results) >= steps:
+                break  # before the iterable makes a batch nothing would read
         return results
 
     def fit(self, train_data, steps=None, epochs=1, data_format="text", seed=0, log_freq=0, callbacks=()):

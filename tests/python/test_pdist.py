@@ -595,6 +595,12 @@ class NumpyBatchTest(unittest.TestCase):
 
         self.assertEqual(len(engine.fit(batches(), steps=2)), 2)
         self.assertEqual(len(pulled), 2)
+        pulled.clear()
+        self.assertEqual(len(engine.predict(batches(), steps=1)), 1)
+        self.assertEqual(len(pulled), 1)
+        # Any mapping is a batch (it iterated the keys of one that was not a dict).
+        import types
+        self.assertEqual(set(engine.predict(types.MappingProxyType(self.batches[0]))), {"logits"})
 
     def test_big_endian_arrays_are_read_as_the_numbers_they_hold(self):
         # They were read as this machine's bytes: a loss of 1.4e37, and parameters made nan.
