@@ -255,7 +255,11 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
       st.memory.parameters += vs[chunk * c.pp + stage].cost.step_value_bytes;
       st.memory.gradients += vs[chunk * c.pp + stage].cost.step_sum_bytes;
     }
-    st.bucket_bytes = c.dp > 1 ? 2 * options.bucket_bytes : 0;
+    // Two buckets in flight, each at most the bucket size, together at most the stage's
+    // gradients (a model smaller than a bucket fills one bucket of its own size).
+    double whole_gradients = 0;
+    for (int64_t chunk = 0; chunk < c.vpp; ++chunk) whole_gradients += vs[chunk * c.pp + stage].cost.grad_bytes;
+    st.bucket_bytes = c.dp > 1 ? std::min(2 * options.bucket_bytes, whole_gradients) : 0;
     st.buckets_at_first_backward = c.micro_batches == 1 || c.ReducesEachMicroBatch() ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
     // One chunk: its first backward starts with no gradient; ZeRO 2 and 3 may keep a slice of
