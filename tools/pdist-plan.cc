@@ -56,7 +56,14 @@ absl::StatusOr<strategy::Cluster> CalibrateHere(const Options& o) {
 absl::StatusOr<strategy::Cluster> ResolveCluster(const Options& o) {
   if (o.cluster == "cpu-local") return CalibrateHere(o);
   absl::StatusOr<strategy::Cluster> c = strategy::ClusterFromFileOrPreset(o.cluster, o.gpus);
-  if (!c.ok()) return WithContext(c.status(), o.gpus > 0 ? "--cluster (with --gpus)" : "--cluster");
+  if (!c.ok()) {
+    // The presets' list is the strategy layer's; cpu-local, measured here, is this tool's.
+    absl::Status named = absl::IsNotFound(c.status())
+                             ? absl::Status(c.status().code(), absl::StrCat(c.status().message(),
+                                                                            "; or cpu-local: this machine, measured"))
+                             : c.status();
+    return WithContext(named, o.gpus > 0 ? "--cluster (with --gpus)" : "--cluster");
+  }
   return c;
 }
 
