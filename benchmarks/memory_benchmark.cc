@@ -119,6 +119,12 @@ std::vector<Candidate> Candidates() {
                      .schedule = pdist::passes::ScheduleMode::kVPP, .recompute = rc});
     }
   }
+  // A split backward (ZBH1): W reads what B replayed, so recompute saves no memory (session 31's
+  // user probe; the planner priced a saving until then).
+  for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    out.push_back({.dp = 2, .pp = 2, .micro_batch = 2, .micro_batches = 4,
+                   .schedule = pdist::passes::ScheduleMode::kZBH1, .recompute = rc});
+  }
   return out;
 }
 
