@@ -39,6 +39,8 @@ double LearningRateSchedule::At(int64_t step) const {
 
 namespace {
 
+// The kernel fusions, where a launch and a pass over memory cost something (a GPU), unless the
+// options say.
 passes::KernelFusions FusionsFor(const EngineOptions& o, const exec::Device& device) {
   const bool gpu = device.type == exec::DeviceType::kCUDA;
   return {.optimizer = o.fuse_optimizer.value_or(gpu), .gemm_epilogue = o.fuse_gemm_epilogue.value_or(gpu)};
@@ -336,8 +338,9 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   const bool aborted_before = !aborted_.ok();
   auto explain = [this, aborted_before](absl::Status status) {
     if (status.ok()) return status;
-    // Only a failure of the communicators themselves (a later load's own error is not one).
-    if (aborted_before && absl::StrContains(status.message(), "communicator")) {
+    // Only the aborted communicators' own refusal (executor/comm/communicator.cc), not a later
+    // load's error of its own.
+    if (aborted_before && absl::StrContains(status.message(), "communicator unusable after an earlier error")) {
       return absl::Status(status.code(),
                           absl::StrCat(status.message(), " (this engine's communicators were aborted after an earlier "
                                                          "failure, so that no rank waited for the failed one: ",

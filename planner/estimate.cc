@@ -249,16 +249,15 @@ std::vector<StageTotals> SumStages(const Candidate& c, const std::vector<Virtual
     // and sums the shards (sharding.accumulate_shards): ZeRO 2 and 3 hold a slice of each
     // gradient with one micro-batch per step or with accumulated shards.
     const bool sliced_gradients = c.zero >= 2 && (c.micro_batches == 1 || c.accumulate_shards);
+    const double whole_gradients = st.memory.gradients;
     if (sliced_gradients) st.memory.gradients /= shards;
     if (c.zero >= 3) st.memory.parameters /= shards;
     for (int64_t chunk = 0; chunk < c.vpp; ++chunk) {  // whole on every rank, all step
       st.memory.parameters += vs[chunk * c.pp + stage].cost.step_value_bytes;
       st.memory.gradients += vs[chunk * c.pp + stage].cost.step_sum_bytes;
     }
-    // Two buckets in flight, each at most the bucket size, together at most the stage's
+    // Two buckets in flight, each at most the bucket size, together at most the stage's whole
     // gradients (a model smaller than a bucket fills one bucket of its own size).
-    double whole_gradients = 0;
-    for (int64_t chunk = 0; chunk < c.vpp; ++chunk) whole_gradients += vs[chunk * c.pp + stage].cost.grad_bytes;
     st.bucket_bytes = c.dp > 1 ? std::min(2 * options.bucket_bytes, whole_gradients) : 0;
     st.buckets_at_first_backward = c.micro_batches == 1 || c.ReducesEachMicroBatch() ? st.bucket_bytes : 0;
     st.memory.workspace += st.bucket_bytes;
@@ -397,9 +396,13 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
                                            const EstimateOptions& options, double beat) {
   PDIST_RETURN_IF_ERROR(CheckShape(c, model, cluster));
   PDIST_ASSIGN_OR_RETURN(const ModelProfile* profile, profiler.Get({.mp = c.mp, .sp = c.sp, .micro_batch = c.micro_batch}));
-  // Recompute's memory as the pass leaves it (planner/profile.h).
+  // Recompute's memory as the pass leaves it (planner/profile.h). Not under a split backward
+  // (ZBH1): B replays the segment, and its W, run later to fill bubbles, still reads the replayed
+  // inputs of the weight GEMMs, which then live from B to W where recompute freed them from F to
+  // B. Measured (a user probe, session 31): the peak with recompute equals the peak without, so
+  // its memory is priced as without; its time is the replay's all the same.
   const ModelProfile* replayed = nullptr;
-  if (c.recompute != Recompute::kNone) {
+  if (c.recompute != Recompute::kNone && !passes::ScheduleDefOf(c.schedule).splits_backward) {
     PDIST_ASSIGN_OR_RETURN(replayed, profiler.Get({.mp = c.mp, .sp = c.sp, .micro_batch = c.micro_batch,
                                                    .recompute = c.recompute}));
   }

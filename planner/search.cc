@@ -65,33 +65,26 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
                                   " interleaves at least 2 model chunks per stage"));
       continue;
     }
-    // Searched up to kMaxVppDegree; a fixed degree is tried whatever it is. Where only the
-    // schedule is fixed and no degree fits, the first degree's reason is filed (the search
-    // said "no candidate could be built" and nothing more).
+    // Searched up to kMaxVppDegree; a fixed degree is tried whatever it is. A degree's reason
+    // is filed where vpp is fixed, or, where only the schedule is, the first one when no degree
+    // fits (the search said "no candidate could be built" and nothing more).
     const size_t before = out.size();
     std::string first_reason;
     for (int64_t v = fixed.vpp ? *fixed.vpp : 2; v <= (fixed.vpp ? *fixed.vpp : kMaxVppDegree); ++v) {
-      if (pp * v > segments) {
-        if (first_reason.empty()) {
-          first_reason = absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ",
-                                      segments, " segments");
-        }
-        if (fixed.vpp) {
-          skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ",
-                                      segments, " segments (its repeated layers, or the pieces between cut points); "
-                                      "the planner prices cuts between segments only, where pdist-train may also cut "
-                                      "inside a layer"));
-        }
-        break;
-      }
-      const absl::Status shape = passes::CheckScheduleShape(mode, {pp, micro_batches, v});
-      if (shape.ok()) {
+      std::string reason;
+      const bool too_many_chunks = pp * v > segments;
+      if (too_many_chunks) {
+        reason = absl::StrCat("pp ", pp, " vpp ", v, ": ", pp * v, " model chunks, but the model cuts into ", segments,
+                              " segments (its repeated layers, or the pieces between cut points); the planner prices "
+                              "cuts between segments only, where pdist-train may also cut inside a layer");
+      } else if (const absl::Status shape = passes::CheckScheduleShape(mode, {pp, micro_batches, v}); !shape.ok()) {
+        reason = absl::StrCat("pp ", pp, " vpp ", v, " with ", micro_batches, " micro-batches: ", shape.message());
+      } else {
         out.push_back({mode, v});
-      } else if (fixed.vpp) {
-        skipped.insert(absl::StrCat("pp ", pp, " vpp ", v, " with ", micro_batches, " micro-batches: ", shape.message()));
-      } else if (first_reason.empty()) {
-        first_reason = absl::StrCat("pp ", pp, " vpp ", v, " with ", micro_batches, " micro-batches: ", shape.message());
       }
+      if (!reason.empty() && fixed.vpp) skipped.insert(reason);
+      if (first_reason.empty()) first_reason = reason;
+      if (too_many_chunks) break;
     }
     if (out.size() == before && fixed.schedule && !fixed.vpp && !first_reason.empty()) {
       skipped.insert(absl::StrCat(first_reason, " (", passes::ScheduleModeName(mode),

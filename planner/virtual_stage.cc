@@ -94,12 +94,7 @@ VirtualStage PriceVirtualStage(const Candidate& c, const PlannedModel& model, co
     double segment_dropped = 0, segment_workspace = cost.backward_excess_bytes;
     double segment_with_grads = cost.backward_excess_with_grads_bytes;
     double segment_accumulating = cost.backward_excess_accumulating_bytes;
-    // A split backward (ZBH1) replays the segment in B, and its W, run later to fill bubbles,
-    // still reads the replayed inputs of the weight GEMMs: they live from B to W, where the
-    // values recompute frees would have lived from F to B. Measured (a user probe, session 31):
-    // the peak with recompute equals the peak without, so its memory is priced as without.
-    const bool weight_gradients_keep_the_replay = passes::ScheduleDefOf(c.schedule).splits_backward;
-    if (replayed != nullptr && !weight_gradients_keep_the_replay) {
+    if (replayed != nullptr) {
       // Its memory from what the pass made of this segment: the values it keeps (less an unfused
       // attention core's probabilities, which recompute replays: Korthikanti et al.'s selective
       // and full alike) and what its backward adds to them at most, replays and activation
