@@ -69,6 +69,8 @@ absl::StatusOr<pdist::engine::EngineOptions> ToOptions(const pdist_engine_config
   if (c.device != nullptr) o.device = c.device;
   if (c.fusions != nullptr) PDIST_RETURN_IF_ERROR(pdist::WithContext(o.SetFusions(c.fusions), "fusions"));
   if (c.timeline_dir != nullptr) o.timeline_dir = c.timeline_dir;
+  o.collective_timeout_s = c.collective_timeout_s;  // checked by Engine::Create, by name
+  o.checkpoint_timeout_s = c.checkpoint_timeout_s;
   return o;
 }
 
@@ -118,6 +120,9 @@ void pdist_engine_config_init(pdist_engine_config* config) {
   config->beta2 = 0.999;
   config->epsilon = 1e-8;
   config->seed = 1;
+  const pdist::engine::EngineOptions engine_defaults;
+  config->collective_timeout_s = engine_defaults.collective_timeout_s;
+  config->checkpoint_timeout_s = engine_defaults.checkpoint_timeout_s;
 }
 
 pdist_status pdist_engine_create_from_file(const char* model_path, const pdist_engine_config* config,
@@ -152,7 +157,7 @@ namespace {
 bool EveryRankGoesOn(const pdist::engine::Engine& engine, int callback_result, absl::Status& failed) {
   absl::StatusOr<int64_t> any = engine.MaxOverRanks(callback_result != 0 ? 1 : 0);
   if (!any.ok()) {
-    failed = any.status();
+    failed = pdist::WithContext(any.status(), "agreeing with the other ranks on whether to stop");
     return false;
   }
   return *any == 0;

@@ -72,6 +72,12 @@ typedef struct {
    * step's — a Chrome trace per rank (rank<k>.trace.json), and pipeline.svg where the ranks are
    * threads of this process (docs/pipeline.md). Made at create; a file there is an error. */
   const char* timeline_dir;
+  /* How long a collective waits for the other ranks before the call fails, in seconds (> 0; 300;
+   * INFINITY: as long as the engine allows). A rank that froze fails the others after this. */
+  double collective_timeout_s;
+  /* How long ranks that are processes wait for the slowest one's checkpoint files in
+   * pdist_engine_save, in place of the collective timeout (> 0; 3600). */
+  double checkpoint_timeout_s;
 } pdist_engine_config;
 
 typedef struct pdist_engine pdist_engine;

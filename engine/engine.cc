@@ -331,28 +331,28 @@ Engine::~Engine() {
   if (backend_->process_per_rank && world_size_ > 1 && !worlds_.empty()) worlds_.front()->Barrier().IgnoreError();
 }
 
+// A deadline's error says which option sets it (the communicators cannot: they serve every
+// caller). After an earlier failure aborted the communicators, work that needs them fails for
+// good (work that does not, a save's writes, still runs): the error says why and what to do.
+absl::Status Engine::Explained(absl::Status status) const {
+  if (status.ok()) return status;
+  // Only the aborted communicators' own refusal (executor/comm/communicator.cc), not a later
+  // load's error of its own.
+  if (!aborted_.ok() && absl::StrContains(status.message(), "communicator unusable after an earlier error")) {
+    return absl::Status(status.code(),
+                        absl::StrCat(status.message(), " (this engine's communicators were aborted after an earlier "
+                                                       "failure, so that no rank waited for the failed one: ",
+                                     aborted_.message(), "; create a new engine and load the last checkpoint)"));
+  }
+  if (!absl::IsDeadlineExceeded(status)) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), " (the deadline is the collective timeout, ",
+                                                  options_.collective_timeout_s,
+                                                  " s: pdist-train --collective-timeout-s, collective_timeout_s)"));
+}
+
 absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
-  // A deadline's error says which option sets it (the communicators cannot: they serve every
-  // caller). After an earlier failure aborted the communicators, work that needs them fails for
-  // good (work that does not, a save's writes, still runs): the error says why and what to do.
-  const bool aborted_before = !aborted_.ok();
-  auto explain = [this, aborted_before](absl::Status status) {
-    if (status.ok()) return status;
-    // Only the aborted communicators' own refusal (executor/comm/communicator.cc), not a later
-    // load's error of its own.
-    if (aborted_before && absl::StrContains(status.message(), "communicator unusable after an earlier error")) {
-      return absl::Status(status.code(),
-                          absl::StrCat(status.message(), " (this engine's communicators were aborted after an earlier "
-                                                         "failure, so that no rank waited for the failed one: ",
-                                       aborted_.message(), "; create a new engine and load the last checkpoint)"));
-    }
-    if (!absl::IsDeadlineExceeded(status)) return status;
-    return absl::Status(status.code(), absl::StrCat(status.message(), " (the deadline is the collective timeout, ",
-                                                    options_.collective_timeout_s,
-                                                    " s: pdist-train --collective-timeout-s, collective_timeout_s)"));
-  };
   if (runners_.size() == 1) {
-    absl::Status status = explain(fn(0, *runners_[0]));
+    absl::Status status = Explained(fn(0, *runners_[0]));
     if (!status.ok() && !worlds_.empty()) AbortWorld(status);  // peers in other processes stop waiting
     return status;
   }
@@ -377,7 +377,7 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   for (size_t i = 0; i < statuses.size() && first.ok(); ++i) {
     if (!statuses[i].ok()) first = WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
   }
-  first = explain(first);
+  first = Explained(first);
   if (!first.ok() && !worlds_.empty()) AbortWorld(first);
   return first;
 }
@@ -433,7 +433,7 @@ absl::StatusOr<StepResult> Engine::TrainStep(const exec::Feeds& feeds) {
   // first, so that every process's origin (its step start) is the same instant to within the
   // barrier's latency and pdist-run's picture lines their rows up.
   if (!options_.timeline_dir.empty() && backend_->process_per_rank && !worlds_.empty()) {
-    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(), "aligning the ranks' timeline clocks"));
+    PDIST_RETURN_IF_ERROR(WithContext(Explained(worlds_.front()->Barrier()), "aligning the ranks' timeline clocks"));
   }
   const auto start = std::chrono::steady_clock::now();
   for (const auto& runner : runners_) {
@@ -566,6 +566,7 @@ absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {
   exec::Tensor largest = exec::Tensor::Scalar(ir::DataType::kInt64, 0);
   if (absl::Status s = worlds_.front()->AllReduce(mine, largest, exec::comm::ReduceOp::kMax); !s.ok()) {
     // The peers may still be inside it, or past it in the next collective: stop them all.
+    s = Explained(s);
     AbortWorld(s);
     return s;
   }
@@ -582,7 +583,7 @@ absl::Status Engine::Save(const std::string& path) const {
   auto from_rank_zero = [&](int64_t value, const char* what) -> absl::StatusOr<int64_t> {
     if (!processes) return value;
     exec::Tensor code = exec::Tensor::Scalar(ir::DataType::kInt64, static_cast<double>(value));
-    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Broadcast(code, 0), absl::StrCat("checkpoint: ", what)));
+    PDIST_RETURN_IF_ERROR(WithContext(Explained(worlds_.front()->Broadcast(code, 0)), absl::StrCat("checkpoint: ", what)));
     return static_cast<int64_t>(code.At(0));
   };
   absl::StatusOr<RankFileSet> chosen = first_local_rank() == 0 ? RankFileSetToWrite(path) : RankFileSet::kPlain;

@@ -171,6 +171,10 @@ class Engine {
   // Aborts the job's communicators after `cause` (which every later OnEveryRank names: an
   // aborted communicator cannot be used again).
   void AbortWorld(const absl::Status& cause) const;
+  // `status` with what a user needs next: which option sets a deadline that passed, or which
+  // earlier failure made the communicators unusable. Every collective the engine issues goes
+  // through it (OnEveryRank, MaxOverRanks, a save's agreement).
+  absl::Status Explained(absl::Status status) const;
   absl::Status WriteTimeline() const;
   absl::Status SendOtherMeshesToRankZero(exec::Workspace& whole) const;
 

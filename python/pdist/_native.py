@@ -77,6 +77,8 @@ class EngineConfig(ctypes.Structure):
         ("device", ctypes.c_char_p),
         ("fusions", ctypes.c_char_p),
         ("timeline_dir", ctypes.c_char_p),
+        ("collective_timeout_s", ctypes.c_double),
+        ("checkpoint_timeout_s", ctypes.c_double),
     ]
 
 

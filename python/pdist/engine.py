@@ -3,6 +3,7 @@ shape: Engine(model, strategy=...).fit(train_data, ...))."""
 import contextlib
 import ctypes
 import json
+import numbers
 import os
 import signal
 import tempfile
@@ -61,12 +62,18 @@ def _feeds(batch):
 def _c_int(name, value, low, high, where="pdist.Engine"):
     """`value` as an int in [low, high], else ValueError naming it (TypeError for a non-integer):
     ctypes would wrap a larger one silently and truncate a float."""
-    import numbers
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise TypeError(f"{where}: {name} must be an int, got {value!r}")
     if not low <= int(value) <= high:
         raise ValueError(f"{where}: {name} {int(value)} must be in [{low}, {high}]")
     return int(value)
+
+
+def _seconds(name, value, where="pdist.Engine"):
+    """`value` as a float, else TypeError naming it (float() would take "300" and True)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be a number of seconds, got {value!r}")
+    return float(value)
 
 
 def _callbacks(callbacks, where):
@@ -158,11 +165,15 @@ class Engine:
     GPU's kernel fusions, "auto" (all on cuda, none on cpu), "all", "none", or a comma list of
     "optimizer" and "gemm-epilogue"; on the CPU they change no number. `timeline`: a directory
     where every training step writes its timeline over the previous step's (a Chrome trace per rank
-    for Perfetto, and pipeline.svg where the ranks are threads; docs/pipeline.md)."""
+    for Perfetto, and pipeline.svg where the ranks are threads; docs/pipeline.md).
+    `collective_timeout_s`: how long a collective waits for the other ranks before the call fails
+    (a frozen rank fails the others after it; math.inf: as long as the engine allows);
+    `checkpoint_timeout_s`: how long the ranks wait for the slowest one's checkpoint files."""
 
     def __init__(self, model, strategy=None, optimizer="adamw", learning_rate=1e-3, warmup_steps=0, decay_steps=0,
                  weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, seed=1, backend=None,
-                 device="cpu", fusions="auto", timeline=None):
+                 device="cpu", fusions="auto", timeline=None, collective_timeout_s=300.0,
+                 checkpoint_timeout_s=3600.0):
         config = _native.EngineConfig()
         _native.lib.pdist_engine_config_init(ctypes.byref(config))
         # The config holds pointers into these bytes: keep them as long as the call needs them.
@@ -207,6 +218,9 @@ class Engine:
         if self._timeline == b"":  # the library reads "" as no timeline: a quiet no, where a directory was meant
             raise ValueError("pdist.Engine: timeline is '', not a directory (None: no timeline)")
         config.timeline_dir = self._timeline
+        # The library refuses one <= 0 or NaN by name; a str would be read as a number here.
+        config.collective_timeout_s = _seconds("collective_timeout_s", collective_timeout_s)
+        config.checkpoint_timeout_s = _seconds("checkpoint_timeout_s", checkpoint_timeout_s)
         handle = ctypes.c_void_p()
         if isinstance(model, Program):
             with tempfile.TemporaryDirectory() as tmp:

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/engine.h"
 #include "engine/timeline_files.h"
 #include "ir/models/gpt.h"
 #include "ir/serialize.h"
@@ -107,6 +108,14 @@ TEST(CApiTest, BadConfigNamesTheField) {
   EXPECT_NE(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_OK);
   EXPECT_NE(std::string(pdist_last_error()).find("cuda:0"), std::string::npos) << pdist_last_error();
   EXPECT_EQ(engine, nullptr);
+  // The deadlines default to the engine's and reach it.
+  pdist_engine_config_init(&cfg);
+  EXPECT_EQ(cfg.collective_timeout_s, pdist::engine::EngineOptions{}.collective_timeout_s);
+  EXPECT_EQ(cfg.checkpoint_timeout_s, pdist::engine::EngineOptions{}.checkpoint_timeout_s);
+  cfg.collective_timeout_s = 0;
+  EXPECT_EQ(pdist_engine_create_from_file(model.c_str(), &cfg, &engine), PDIST_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pdist_last_error()).find("collective timeout 0 s must be > 0"), std::string::npos)
+      << pdist_last_error();
 }
 
 TEST(CApiTest, ATimelineDirectoryGetsEachStepsTrace) {

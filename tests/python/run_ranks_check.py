@@ -1,16 +1,19 @@
 """pdist.Engine as the ranks of a pdist-run job: two Python processes, one data-parallel rank each
 (gloo), train as the in-process dp 2 run does, each predicts the whole logits, and a callback
-that stops one rank stops both after the same step. Run by ctest (python.pdist_run_ranks, registered
+that stops one rank stops both after the same step, and a rank that outlasts the collective
+timeout fails the other with an error naming the option that sets it. Run by ctest (python.pdist_run_ranks, registered
 where Gloo is built); the environment names the library, pdist-export, pdist-run and the data.
 
     python3 run_ranks_check.py              checks (spawns pdist-run)
     python3 run_ranks_check.py MODEL OUT    one rank: trains, writes OUT/rank<R>.json
+    python3 run_ranks_check.py MODEL OUT late    one rank: rank 1 outlasts the timeout, writes OUT/late<R>.txt
 """
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -43,21 +46,62 @@ def train_one_rank(model, out_dir):
                    "step": engine.step}, f)
 
 
+TIMEOUT_S = 2
+
+
+def outlast_the_timeout(model, out_dir):
+    """Rank 1's callback takes longer than the collective timeout: rank 0, already waiting for it
+    to agree on whether to stop, fails with the timeout's error; rank 1 then finds rank 0 gone."""
+    engine = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3, collective_timeout_s=TIMEOUT_S)
+    rank = int(os.environ["RANK"])
+
+    def slow(step, loss, seconds):
+        if rank == 1:
+            time.sleep(3 * TIMEOUT_S)
+
+    try:
+        engine.fit(os.environ["PDIST_DATA"], steps=STEPS, callbacks=[slow])
+        error = "no error"
+    except pdist.PdistError as e:
+        error = str(e)
+    with open(os.path.join(out_dir, f"late{rank}.txt"), "w") as f:
+        f.write(error)
+
+
 def read_json(path):
     with open(path) as f:
         return json.load(f)
 
 
+def export_model(tmp):
+    model = os.path.join(tmp, "gpt.pb")
+    subprocess.run([os.environ["PDIST_EXPORT"], "gpt", "--layers", "2", "--hidden", "32", "--heads", "2",
+                    "--vocab", "256", "--seq", "16", "--batch", "4", "-o", model], check=True, capture_output=True)
+    return model
+
+
+def run_two_ranks(*args):
+    return subprocess.run([os.environ["PDIST_RUN"], "--nprocs", "2", "--timeout-s", "120", "--", sys.executable,
+                           os.path.abspath(__file__), *args], capture_output=True, text=True, timeout=180)
+
+
 class PdistRunRanksTest(unittest.TestCase):
+    def test_a_rank_past_the_deadline_fails_the_other_naming_the_option(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_two_ranks(export_model(tmp), tmp, "late")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            with open(os.path.join(tmp, "late0.txt")) as f:
+                error = f.read()
+            self.assertIn("agreeing with the other ranks on whether to stop", error)
+            self.assertIn(f"timeout after {TIMEOUT_S}s", error)
+            self.assertIn("collective_timeout_s", error)  # which option sets the deadline
+            with open(os.path.join(tmp, "late1.txt")) as f:
+                self.assertNotEqual(f.read(), "no error")  # the late rank does not train on alone
+
     def test_two_processes_train_as_the_in_process_ranks(self):
         with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "gpt.pb")
-            subprocess.run([os.environ["PDIST_EXPORT"], "gpt", "--layers", "2", "--hidden", "32", "--heads", "2",
-                            "--vocab", "256", "--seq", "16", "--batch", "4", "-o", model], check=True,
-                           capture_output=True)
-            run = subprocess.run([os.environ["PDIST_RUN"], "--nprocs", "2", "--timeout-s", "120", "--",
-                                  sys.executable, os.path.abspath(__file__), model, tmp],
-                                 capture_output=True, text=True, timeout=180)
+            model = export_model(tmp)
+            run = run_two_ranks(model, tmp)
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
             ranks = [read_json(os.path.join(tmp, f"rank{r}.json")) for r in range(2)]
             in_process = pdist.Engine(model, strategy=STRATEGY, learning_rate=3e-3, backend="inproc")
@@ -80,7 +124,9 @@ class PdistRunRanksTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 4 and sys.argv[3] == "late":
+        outlast_the_timeout(sys.argv[1], sys.argv[2])
+    elif len(sys.argv) == 3:
         train_one_rank(sys.argv[1], sys.argv[2])
     else:
         unittest.main()

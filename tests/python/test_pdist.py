@@ -379,6 +379,14 @@ class EngineTest(WithExportedGpt):
             pdist.Engine(self.model, seed=-1)
         with self.assertRaisesRegex(pdist.InvalidArgumentError, "learning_rate nan must be > 0 and finite"):
             pdist.Engine(self.model, learning_rate=float("nan"))
+        # The deadlines reach the engine, which refuses them by name; a str is not read as a number.
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "collective timeout 0 s must be > 0"):
+            pdist.Engine(self.model, collective_timeout_s=0)
+        with self.assertRaisesRegex(pdist.InvalidArgumentError, "checkpoint timeout -1 s must be > 0"):
+            pdist.Engine(self.model, checkpoint_timeout_s=-1)
+        with self.assertRaisesRegex(TypeError, "collective_timeout_s must be a number of seconds, got '30'"):
+            pdist.Engine(self.model, collective_timeout_s="30")
+        pdist.Engine(self.model, collective_timeout_s=float("inf"))  # as long as the engine allows
         # A section's detail without its enable: refused by name, not trained without it.
         zero3 = pdist.Strategy({"dp_degree": 2})
         zero3.sharding.stage = 3
