@@ -14,14 +14,14 @@
 
 namespace pdist::engine {
 
-absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path) {
+absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path, ir::Replace what) {
   std::vector<CheckpointRecord> records;
   for (const auto& [name, t] : checkpoint.tensors) {
     records.push_back({name, t.type(), std::string_view(static_cast<const char*>(t.raw()),
                                                         static_cast<size_t>(t.num_bytes()))});
   }
   PDIST_ASSIGN_OR_RETURN(std::string out, EncodeCheckpoint(checkpoint.step, records));
-  return ir::WriteFileAtomically(path, out);
+  return ir::WriteFileAtomically(path, out, what);
 }
 
 absl::Status UnknownCheckpointTensor(const std::string& source, const std::string& name, const ir::Program& program) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "engine/checkpoint_format.h"  // kMaxCheckpointStep, the format
 #include "executor/executor.h"
+#include "ir/output_file.h"
 
 namespace pdist::engine {
 
@@ -29,7 +30,8 @@ struct Checkpoint {
   exec::Workspace tensors;
 };
 
-absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path);
+absl::Status SaveCheckpoint(const Checkpoint& checkpoint, const std::string& path,
+                            ir::Replace what = ir::Replace::kTarget);
 // The error for checkpoint tensor `name`, which `program` holds no parameter or state of; where
 // the name is a state of one of its parameters ("w.beta1_pow"), it says so: a checkpoint of
 // another optimizer.

@@ -350,10 +350,11 @@ absl::Status Engine::Explained(absl::Status status) const {
                                                   " s: pdist-train --collective-timeout-s, collective_timeout_s)"));
 }
 
-absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn) const {
+absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRunner&)>& fn, RankWork work) const {
+  const bool abort = work == RankWork::kCommunicates && !worlds_.empty();
   if (runners_.size() == 1) {
     absl::Status status = Explained(fn(0, *runners_[0]));
-    if (!status.ok() && !worlds_.empty()) AbortWorld(status);  // peers in other processes stop waiting
+    if (!status.ok() && abort) AbortWorld(status);  // peers in other processes stop waiting
     return status;
   }
   std::vector<absl::Status> statuses(runners_.size());
@@ -363,7 +364,7 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
     threads.emplace_back([&, i] {
       exec::SetKernelThreadsOfThisThread(kernel_threads_per_rank_);
       statuses[i] = fn(i, *runners_[i]);
-      if (!statuses[i].ok()) {
+      if (!statuses[i].ok() && abort) {
         for (const auto& world : worlds_) world->Abort();
       }
     });
@@ -378,8 +379,19 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
     if (!statuses[i].ok()) first = WithContext(statuses[i], absl::StrCat("rank ", runners_[i]->rank()));
   }
   first = Explained(first);
-  if (!first.ok() && !worlds_.empty()) AbortWorld(first);
+  if (!first.ok() && abort) AbortWorld(first);
   return first;
+}
+
+absl::Status Engine::AgreeOnFailure(const absl::Status& mine, const std::string& what) const {
+  absl::StatusOr<int64_t> failed = MaxOverRanks(mine.ok() ? 0 : 1);
+  if (!mine.ok()) return mine;
+  if (!failed.ok()) return WithContext(failed.status(), what);
+  if (*failed != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " failed on another rank (its error is in its own output); nothing changed here"));
+  }
+  return absl::OkStatus();
 }
 
 void Engine::AbortWorld(const absl::Status& cause) const {
@@ -576,6 +588,8 @@ absl::StatusOr<int64_t> Engine::MaxOverRanks(int64_t value) const {
 absl::Status Engine::Save(const std::string& path) const {
   // Every rank writes the pieces it owns; rank 0 writes the index once every rank has
   // (engine/sharded_checkpoint.h). No rank gathers the model, and any strategy can resume it.
+  // A failure to write (a full disk, a bad path) is an error on every rank, agreed, not an abort:
+  // the engine goes on training and can save elsewhere.
   const bool processes = backend_->process_per_rank && world_size_ > 1;
   // Rank 0 says which set of files every rank writes and, at the end, whether the index went in:
   // each rank reading the index itself could see an older one on a shared filesystem, and ranks
@@ -586,15 +600,31 @@ absl::Status Engine::Save(const std::string& path) const {
     PDIST_RETURN_IF_ERROR(WithContext(Explained(worlds_.front()->Broadcast(code, 0)), absl::StrCat("checkpoint: ", what)));
     return static_cast<int64_t>(code.At(0));
   };
-  absl::StatusOr<RankFileSet> chosen = first_local_rank() == 0 ? RankFileSetToWrite(path) : RankFileSet::kPlain;
+  // Rank 0 holds the directory's lock from choosing the set to the commit.
+  std::optional<CheckpointSaveLock> lock;
+  absl::StatusOr<RankFileSet> chosen = RankFileSet::kPlain;
+  if (first_local_rank() == 0) {
+    absl::StatusOr<CheckpointSaveLock> taken = CheckpointSaveLock::Take(path);
+    if (taken.ok()) {
+      lock.emplace(*std::move(taken));
+      chosen = RankFileSetToWrite(path);
+    } else {
+      chosen = taken.status();
+    }
+  }
   PDIST_ASSIGN_OR_RETURN(const int64_t set, from_rank_zero(chosen.ok() ? static_cast<int64_t>(*chosen) : -1,
                                                            "choosing the set of files"));
   if (!chosen.ok()) return chosen.status();
-  if (set < 0) return absl::FailedPreconditionError(absl::StrCat("cannot save into '", path, "': rank 0 could not read its index"));
-  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t, RankRunner& runner) -> absl::Status {
-    PDIST_ASSIGN_OR_RETURN(exec::Workspace pieces, runner.LocalStateOnHost());
-    return WriteRankShards(train_, runner.rank(), pieces, step_, path, static_cast<RankFileSet>(set));
-  }));
+  if (set < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot save into '", path, "': rank 0 refused it (its output says why)"));
+  }
+  const absl::Status wrote = OnEveryRank(
+      [&](size_t, RankRunner& runner) -> absl::Status {
+        PDIST_ASSIGN_OR_RETURN(exec::Workspace pieces, runner.LocalStateOnHost());
+        return WriteRankShards(train_, runner.rank(), pieces, step_, path, static_cast<RankFileSet>(set));
+      },
+      RankWork::kLocal);
   if (processes) {
     // The slowest rank's files, however long storage takes, up to the checkpoint's own deadline.
     const double timeout_s =
@@ -603,6 +633,7 @@ absl::Status Engine::Save(const std::string& path) const {
                                       absl::StrCat("checkpoint: waiting for every rank's file (at most ", timeout_s,
                                                    " s: pdist-train --checkpoint-timeout-s, checkpoint_timeout_s)")));
   }
+  PDIST_RETURN_IF_ERROR(AgreeOnFailure(wrote, absl::StrCat("saving '", path, "'")));
   const absl::Status committed = first_local_rank() == 0
                                      ? WriteShardIndex(train_, world_size_, step_, path, static_cast<RankFileSet>(set))
                                      : absl::OkStatus();
@@ -615,22 +646,43 @@ absl::Status Engine::Save(const std::string& path) const {
 }
 
 absl::Status Engine::Load(const std::string& path) {
+  // Every rank reads and checks its pieces, and only when every rank of the job has does any
+  // take them: a damaged file on one stage's rank left the other stages loaded and this one
+  // not, a model from two checkpoints that a save then wrote out as one. A failure is an error
+  // on every rank, agreed, with the state as it was and the communicators working.
+  std::vector<exec::Workspace> staged(runners_.size());
+  int64_t step = 0;
+  absl::Status read;
   if (IsShardedCheckpoint(path)) {
     // Each rank reads only the files whose pieces overlap its own.
     std::vector<int64_t> steps(runners_.size(), 0);
-    PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) -> absl::Status {
-      PDIST_ASSIGN_OR_RETURN(Checkpoint mine, ReadShardsFor(path, runner.train_program(), runner.rank(), train_));
-      steps[k] = mine.step;
-      return runner.LoadLocalState(std::move(mine.tensors));
-    }));
-    step_ = steps.front();
-    return absl::OkStatus();
+    read = OnEveryRank(
+        [&](size_t k, RankRunner& runner) -> absl::Status {
+          PDIST_ASSIGN_OR_RETURN(Checkpoint mine, ReadShardsFor(path, runner.train_program(), runner.rank(), train_));
+          PDIST_RETURN_IF_ERROR(runner.CheckLocalState(mine.tensors));
+          steps[k] = mine.step;
+          staged[k] = std::move(mine.tensors);
+          return absl::OkStatus();
+        },
+        RankWork::kLocal);
+    step = steps.front();
+  } else {
+    // A single-file checkpoint (written before sharded checkpoints): whole tensors, sliced here.
+    absl::StatusOr<Checkpoint> ckpt = LoadCheckpoint(path);
+    read = ckpt.status();
+    const std::string source = absl::StrCat("checkpoint '", path, "'");
+    for (size_t k = 0; read.ok() && k < runners_.size(); ++k) {
+      absl::StatusOr<exec::Workspace> mine = runners_[k]->PiecesOfWhole(ckpt->tensors, source);
+      read = mine.status();
+      if (mine.ok()) staged[k] = *std::move(mine);
+    }
+    if (ckpt.ok()) step = ckpt->step;
   }
-  // A single-file checkpoint (written before sharded checkpoints): whole tensors, sliced here.
-  PDIST_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
-  const std::string source = absl::StrCat("checkpoint '", path, "'");
-  for (const auto& runner : runners_) PDIST_RETURN_IF_ERROR(runner->LoadWholeState(ckpt.tensors, source));
-  step_ = ckpt.step;
+  PDIST_RETURN_IF_ERROR(AgreeOnFailure(read, absl::StrCat("loading '", path, "'")));
+  // Moving host tensors to the rank's device; each rank takes all of its state or none.
+  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) { return runner.AdoptState(staged[k]); },
+                                    RankWork::kLocal));
+  step_ = step;
   return absl::OkStatus();
 }
 

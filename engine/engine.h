@@ -164,10 +164,19 @@ class Engine {
   absl::Status PrepareSingleRank();
   absl::Status PrepareDistributed(const strategy::Strategy& strategy);
   absl::Status PreparePredict();
-  // Runs fn on every local rank (threads under inproc). When one rank fails, the job's
-  // communicators are aborted so that no other rank waits for it, and the first failure that
-  // is not such an abort is returned.
-  absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn) const;
+  // Whether the work OnEveryRank runs calls collectives: only then does one rank's failure abort
+  // the job's communicators (a peer would wait for it); a failure of work that is each rank's
+  // own (a checkpoint's files) leaves them working, and the ranks agree on it (AgreeOnFailure).
+  enum class RankWork { kCommunicates, kLocal };
+  // Runs fn on every local rank (threads under inproc). When one rank fails at work that
+  // communicates, the job's communicators are aborted so that no other rank waits for it. The
+  // first failure that is not such an abort is returned.
+  absl::Status OnEveryRank(const std::function<absl::Status(size_t index, RankRunner&)>& fn,
+                           RankWork work = RankWork::kCommunicates) const;
+  // `mine`, this process's outcome of local work, agreed over the job (one 8-byte all-reduce
+  // between ranks that are processes): OK where every rank's was, `mine` where it failed, else
+  // an error that another rank failed at `what`. No communicator is aborted: the engine goes on.
+  absl::Status AgreeOnFailure(const absl::Status& mine, const std::string& what) const;
   // Aborts the job's communicators after `cause` (which every later OnEveryRank names: an
   // aborted communicator cannot be used again).
   void AbortWorld(const absl::Status& cause) const;

@@ -202,7 +202,7 @@ absl::StatusOr<exec::Workspace> RankRunner::WholeState() {
   return whole;
 }
 
-absl::Status RankRunner::LoadLocalState(exec::Workspace local) {
+absl::Status RankRunner::CheckLocalState(const exec::Workspace& local) const {
   for (const ir::Value* arg : train_.block().arguments()) {
     if (!arg->is_persistent()) continue;
     auto it = local.find(arg->name());
@@ -212,10 +212,10 @@ absl::Status RankRunner::LoadLocalState(exec::Workspace local) {
                                               ", the rank holds ", arg->type().ToString()));
     }
   }
-  return AdoptState(local);
+  return absl::OkStatus();
 }
 
-absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std::string& source) {
+absl::StatusOr<exec::Workspace> RankRunner::PiecesOfWhole(const exec::Workspace& whole, const std::string& source) const {
   exec::Workspace next;
   for (const ir::Value* arg : train_.block().arguments()) {
     if (!arg->is_persistent()) continue;
@@ -237,7 +237,7 @@ absl::Status RankRunner::LoadWholeState(const exec::Workspace& whole, const std:
       return UnknownCheckpointTensor(source, name, train_);
     }
   }
-  return AdoptState(next);
+  return next;
 }
 
 }  // namespace pdist::engine

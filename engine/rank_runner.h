@@ -67,11 +67,14 @@ class RankRunner {
   absl::StatusOr<exec::Workspace> LocalStateOnHost() const;
   // This rank's piece of the persistent tensor `name` on the host; nullopt when there is none.
   absl::StatusOr<std::optional<exec::Tensor>> StateOnHost(const std::string& name) const;
-  // Replaces every persistent tensor with this rank's piece of `whole` (host tensors); names and
-  // global types must match.
-  absl::Status LoadWholeState(const exec::Workspace& whole, const std::string& source);
-  // Takes `local`, this rank's own pieces on the host (engine/sharded_checkpoint.h checked them).
-  absl::Status LoadLocalState(exec::Workspace local);
+  // Loading a checkpoint in two steps, so that the engine changes no rank before every rank has
+  // read its pieces (a damaged file on one stage's rank left the others loaded): first this
+  // rank's pieces of `whole` (host tensors; names and global types must match) or a check of
+  // `local`, its own pieces (engine/sharded_checkpoint.h read them) — nothing changed — ...
+  absl::StatusOr<exec::Workspace> PiecesOfWhole(const exec::Workspace& whole, const std::string& source) const;
+  absl::Status CheckLocalState(const exec::Workspace& local) const;
+  // ... then every persistent tensor replaced by them (moved to the rank's device).
+  absl::Status AdoptState(const exec::Workspace& host);
 
   int64_t rank() const { return rank_; }
   const ir::Program& train_program() const { return train_; }
@@ -89,8 +92,6 @@ class RankRunner {
   absl::Status CreateExecutors();
   // This rank's pieces of `whole`, on the runner's device.
   absl::StatusOr<exec::Feeds> LocalFeeds(const ir::Program& program, const exec::Feeds& whole) const;
-  // Host tensors (this rank's pieces) made the state, on the runner's device.
-  absl::Status AdoptState(const exec::Workspace& host);
   // A step of `executor`: whole-program, or the `jobs` over this rank's micro-batch feeds.
   absl::StatusOr<exec::RunResult> Step(const exec::Executor& executor, const ir::Program& program,
                                        const std::vector<ir::PipelineJob>& jobs, const exec::Feeds& whole_feeds,

@@ -1,7 +1,13 @@
 // Sharded checkpoints: pieces per rank, an index, and reading back the pieces a rank needs.
 #include "engine/sharded_checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -185,7 +191,73 @@ class PieceReader {
   int64_t bytes_read_ = 0;
 };
 
+constexpr char kSaveLockFile[] = ".pdist-save.lock";
+
+// Makes `dir` (and its parents) unless it is there; a file in the way is named.
+absl::Status MakeCheckpointDirectory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec)) {
+    return absl::UnavailableError(absl::StrCat("cannot make the checkpoint directory '", dir, "'",
+                                               ec ? absl::StrCat(": ", ec.message()) : " (a file is in the way)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<CheckpointSaveLock> CheckpointSaveLock::Take(const std::string& dir) {
+  PDIST_RETURN_IF_ERROR(MakeCheckpointDirectory(dir));
+  const std::string path = InDir(dir, kSaveLockFile);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot save into '", dir, "': cannot open its lock '", path,
+                                               "': ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot save into '", dir, "': another save into it is running (it holds '", path,
+          "'); two saves at once would mix their files: wait for it, or save elsewhere"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot save into '", dir, "': cannot lock '", path, "': ",
+                                               std::strerror(err)));
+  }
+  return CheckpointSaveLock(fd);
+}
+
+CheckpointSaveLock::~CheckpointSaveLock() {
+  if (fd_ >= 0) ::close(fd_);  // drops the lock
+}
+
+absl::Status CheckSaveTarget(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", dir, "' is a file: a checkpoint is a directory (each rank writes its pieces)"));
+  }
+  PDIST_RETURN_IF_ERROR(MakeCheckpointDirectory(dir));
+  // One name per process: the ranks check at once, on nodes whose containers may share pids.
+  char host[256] = "";
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string probe = InDir(dir, absl::StrCat(".pdist-write-check-", host, "-", ::getpid()));
+  absl::Status writable = ir::WriteFileAtomically(probe, "");
+  std::filesystem::remove(probe, ec);
+  PDIST_RETURN_IF_ERROR(WithContext(writable, absl::StrCat("'", dir, "' is not writable")));
+  // The names a save writes (any rank's, either set, their temporaries): a directory there
+  // fails only when the save comes. Anything else there is replaced.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool written = IsRankFile(name) || name == kShardIndexFile || name == absl::StrCat(kShardIndexFile, ".tmp");
+    if (written && std::filesystem::is_directory(entry.path(), ec)) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot save into '", dir, "': '", entry.path().string(),
+                                                     "' is a directory where the save writes a file"));
+    }
+  }
+  return RankFileSetToWrite(dir).status();
+}
 
 absl::StatusOr<RankFileSet> RankFileSetToWrite(const std::string& dir) {
   std::error_code ec;
@@ -208,12 +280,7 @@ bool IsShardedCheckpoint(const std::string& path) {
 
 absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec::Workspace& local, int64_t step,
                              const std::string& dir, RankFileSet set) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec)) {
-    return absl::UnavailableError(absl::StrCat("cannot make the checkpoint directory '", dir, "'",
-                                               ec ? absl::StrCat(": ", ec.message()) : " (a file is in the way)"));
-  }
+  PDIST_RETURN_IF_ERROR(MakeCheckpointDirectory(dir));
   const int64_t me = std::max<int64_t>(rank, 0);
   Checkpoint mine{step, {}};
   for (const ir::Value* v : global.block().arguments()) {
@@ -231,7 +298,7 @@ absl::Status WriteRankShards(const ir::Program& global, int64_t rank, const exec
     }
   }
   if (mine.tensors.empty()) return absl::OkStatus();  // a replica: others own all it holds
-  return SaveCheckpoint(mine, InDir(dir, RankFile(me, set)));
+  return SaveCheckpoint(mine, InDir(dir, RankFile(me, set)), ir::Replace::kEntry);
 }
 
 absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int64_t step, const std::string& dir,
@@ -276,7 +343,8 @@ absl::Status WriteShardIndex(const ir::Program& global, int64_t world_size, int6
       t.pieces.push_back({file_of.at(p.owner), p.box, offset, size});
     }
   }
-  PDIST_RETURN_IF_ERROR(ir::WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index)));
+  PDIST_RETURN_IF_ERROR(
+      ir::WriteFileAtomically(InDir(dir, kShardIndexFile), EncodeShardIndex(index), ir::Replace::kEntry));
   RemoveUnlisted(dir, index.files);
   return absl::OkStatus();
 }

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "engine/checkpoint.h"
@@ -39,6 +40,30 @@ bool IsShardedCheckpoint(const std::string& path);
 
 // The two sets of rank files (above): rank<k>.ckpt and rank<k>.alt.ckpt.
 enum class RankFileSet : int8_t { kPlain = 0, kAlt = 1 };
+
+// Held by rank 0 from choosing the set of files to the commit: a second save into the same
+// directory meanwhile (another job, or another engine of this process) is refused, naming the
+// directory, instead of writing over this save's files and committing a checkpoint mixed from
+// two runs. An advisory lock (flock) on DIR/.pdist-save.lock, an empty file left there; the
+// kernel drops it when the holder exits, however it exits, so a killed save leaves no stale lock.
+class CheckpointSaveLock {
+ public:
+  // Makes `dir` if needed. FailedPrecondition while another holds it.
+  static absl::StatusOr<CheckpointSaveLock> Take(const std::string& dir);
+  CheckpointSaveLock(CheckpointSaveLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  CheckpointSaveLock& operator=(CheckpointSaveLock&&) = delete;
+  ~CheckpointSaveLock();
+
+ private:
+  explicit CheckpointSaveLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// What a save into `dir` would refuse, checked before hours of training whose end it is (made
+// if missing): a file in the way, a directory that cannot be written, an index that cannot be
+// read, or a rank file, its temporary or the index that is a directory or another non-file
+// where a file goes.
+absl::Status CheckSaveTarget(const std::string& dir);
 
 // The set a save into `dir` writes: the one its committed index does not name (kPlain where
 // there is none). Chosen once, by rank 0, for every rank: a rank reading the index itself could

@@ -37,7 +37,8 @@ int WriteAll(int fd, std::string_view bytes) {
 // step fails, it is removed (nothing half-written left behind); where it could not be opened,
 // whatever is at `path` is not this call's to remove.
 absl::Status WriteDurably(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: the temporary is this call's own; a link there would be written through.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return WriteError("write", path, errno);
   auto fail = [&](const std::string& action, int err) {
     ::close(fd);
@@ -95,20 +96,8 @@ absl::Status WriteInPlace(const std::string& path, std::string_view bytes) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  // Checked first: renaming a file over a directory fails only after the temporary is written.
-  PDIST_RETURN_IF_ERROR(CheckOutputPath(path));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteInPlace(path, bytes);
-  // A symbolic link is written through (its target replaced), not replaced by a file of its own.
-  std::string target = path;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    std::error_code ec;
-    target = std::filesystem::canonical(path, ec).string();
-    if (ec) return WriteError("resolve", path, ec.value());
-  }
+// TARGET.tmp written durably and renamed over TARGET (a link at TARGET is replaced, not followed).
+absl::Status WriteReplacing(const std::string& target, std::string_view bytes) {
   const std::string tmp = target + ".tmp";
   PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
@@ -118,6 +107,24 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
   }
   SyncDirectoryOf(target);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes, Replace what) {
+  // Checked first: renaming a file over a directory fails only after the temporary is written.
+  PDIST_RETURN_IF_ERROR(CheckOutputPath(path));
+  if (what == Replace::kEntry) return WriteReplacing(path, bytes);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteInPlace(path, bytes);
+  // A symbolic link is written through: its target replaced.
+  std::string target = path;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    target = std::filesystem::canonical(path, ec).string();
+    if (ec) return WriteError("resolve", path, ec.value());
+  }
+  return WriteReplacing(target, bytes);
 }
 
 }  // namespace pdist::ir

@@ -15,8 +15,16 @@
 
 namespace pdist::ir {
 
+// What an existing PATH that is not a plain file gets. kTarget, for a file a user named: a
+// symbolic link's target is replaced (a loss log linked into a results folder), and a FIFO or
+// device is written in place (/dev/stdout). kEntry, for the files of a directory that is itself
+// the unit of commit (a checkpoint's index and rank files): the directory entry is replaced,
+// whatever it is, so that saving into a directory of links to another checkpoint's files cannot
+// rewrite that one, and a FIFO there cannot block the save.
+enum class Replace { kTarget, kEntry };
+
 // PATH.tmp written and flushed, renamed over PATH, PATH's directory synced.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes, Replace what = Replace::kTarget);
 
 // The checks WriteFileAtomically makes before writing, for a tool to make before hours of work
 // whose result goes to `path`: not empty, not a directory, in a directory that exists.

@@ -3,7 +3,6 @@
 //   pdist-train model.pb --data data/essay.txt --steps 300 --lr 3e-3 --losses-out losses.json
 //   pdist-train model.pb --data data/essay.txt --strategy dp2mp2.json            # 4 ranks as threads
 //   pdist-run --nprocs 4 -- pdist-train model.pb --data ... --strategy dp2mp2.json --backend gloo
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -23,6 +22,7 @@
 #include "engine/comm_backend.h"
 #include "engine/engine.h"
 #include "engine/launched_rank.h"
+#include "engine/sharded_checkpoint.h"
 #include "engine/token_batches.h"
 #include "ir/dist/shard_tensor.h"
 #include "ir/models/model_stats.h"
@@ -53,26 +53,6 @@ absl::Status WriteLosses(const std::string& path, const std::vector<pdist::engin
   }
   const std::string json = out.dump() + "\n";
   return pdist::WithContext(pdist::ir::WriteFileAtomically(path, json), "--losses-out");
-}
-
-// Where --save goes, checked before the training (a path under a file, an unwritable place, a
-// missing parent all failed only after the last step): made if missing, and written to once.
-absl::Status CheckCheckpointDirectory(const std::string& dir) {
-  std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--save '", dir, "' is a file: a checkpoint is a directory (each rank writes its pieces)"));
-  }
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("--save: cannot make the directory '", dir, "': ", ec.message()));
-  // One name per process: the ranks check at once, on nodes whose containers may share pids.
-  char host[256] = "";
-  ::gethostname(host, sizeof(host) - 1);
-  const std::string probe =
-      (std::filesystem::path(dir) / absl::StrCat(".pdist-write-check-", host, "-", ::getpid())).string();
-  absl::Status writable = pdist::ir::WriteFileAtomically(probe, "");
-  std::filesystem::remove(probe, ec);
-  return pdist::WithContext(writable, absl::StrCat("--save '", dir, "' is not writable"));
 }
 
 // Kernel time per op type, largest first, per step.
@@ -228,7 +208,9 @@ absl::StatusOr<pdist::engine::EngineOptions> EngineOptionsFrom(const TrainFlags&
   if (f.save_every > 0 && f.save.empty()) {
     return absl::InvalidArgumentError(absl::StrFormat("--save-every %d needs --save DIR", f.save_every));
   }
-  if (!f.save.empty()) PDIST_RETURN_IF_ERROR(CheckCheckpointDirectory(f.save));
+  // Checked before the training (a path under a file, an unwritable place, an unreadable index
+  // all failed only after the last step): made if missing.
+  if (!f.save.empty()) PDIST_RETURN_IF_ERROR(pdist::WithContext(pdist::engine::CheckSaveTarget(f.save), "--save"));
   PDIST_ASSIGN_OR_RETURN(const engine::CommBackend* backend, engine::FindCommBackend(f.backend));
   if (f.ranks > 0 && backend->process_per_rank) {
     return absl::InvalidArgumentError(

@@ -151,14 +151,22 @@ def encode(text, what):
     objects' bytes unchecked."""
     if not isinstance(text, str):
         raise TypeError(f"{what} must be str, got {type(text).__name__} {text!r}")
-    return text.encode("utf-8")
+    return _without_nul(text.encode("utf-8"), what)
+
+
+def _without_nul(data, what):
+    """A C string ends at its first NUL: "a\0b" would reach the library as "a" (a save into the
+    wrong directory). A ValueError, as open() raises."""
+    if b"\0" in data:
+        raise ValueError(f"{what}: embedded null byte in {data!r}")
+    return data
 
 
 def encode_path(path, what):
     """A file system path (str, bytes or os.PathLike) as bytes for a const char*, as the OS
     spells it (os.fsencode); anything else is a TypeError naming `what`."""
     try:
-        return os.fsencode(path)
+        return _without_nul(os.fsencode(path), what)
     except TypeError:
         raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), got {type(path).__name__} {path!r}") \
             from None

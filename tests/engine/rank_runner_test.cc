@@ -52,7 +52,8 @@ TEST(RankRunnerTest, AStepThatFailsAfterUpdatingInPlaceLeavesTheStateRefusedUnti
   EXPECT_FALSE((*runner)->LocalStateOnHost().ok());  // a half-updated state is not saved
   EXPECT_FALSE((*runner)->Eval(feeds).ok());
 
-  ASSERT_TRUE((*runner)->LoadLocalState(*fresh).ok());
+  ASSERT_TRUE((*runner)->CheckLocalState(*fresh).ok());
+  ASSERT_TRUE((*runner)->AdoptState(*fresh).ok());
   EXPECT_TRUE((*runner)->LocalStateOnHost().ok());
 }
 

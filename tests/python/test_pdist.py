@@ -296,6 +296,12 @@ class EngineTest(WithExportedGpt):
         for a, b in zip(rest, whole[3:]):
             self.assertAlmostEqual(a, b, delta=1e-6 * b)
         self.assertGreater(resumed.evaluate(DATA, steps=2), 0)
+        # A C string ends at a NUL: "ckpt\0x" saved into "ckpt" (and loaded from it) quietly.
+        with self.assertRaisesRegex(ValueError, "save: path: embedded null byte"):
+            first.save(ckpt + "\0x")
+        with self.assertRaisesRegex(ValueError, "load: path: embedded null byte"):
+            resumed.load(ckpt + "\0x")
+        self.assertEqual(resumed.step, 5)
 
     def test_callbacks_stop_fit_and_their_errors_propagate(self):
         engine = pdist.Engine(self.model)
