@@ -110,7 +110,9 @@ absl::StatusOr<ShardIndex> DecodeShardIndex(std::string_view text, const std::st
     for (const Json& p : t["pieces"]) {
       if (!p.is_object() || !p.contains("file") || !p["file"].is_number_integer() || p["file"].get<int64_t>() < 0 ||
           p["file"].get<int64_t>() >= static_cast<int64_t>(index.files.size())) {
-        return bad(at + ": a piece's 'file' must index 'files'");
+        const std::string given = p.is_object() && p.contains("file") ? p["file"].dump() : "nothing";
+        return bad(absl::StrCat(at, ": a piece's 'file' must index 'files' (0 to ", index.files.size() - 1,
+                                "), got ", given.size() > 40 ? given.substr(0, 40) + "..." : given));
       }
       PDIST_RETURN_IF_ERROR(OnlyKeys(p, {"file", "offsets", "sizes", "bytes"}, absl::StrCat(what, ": ", at, " piece")));
       absl::StatusOr<ir::Shape> offsets = ReadShape(p.contains("offsets") ? p["offsets"] : Json(), at + " piece 'offsets'");

@@ -14,6 +14,7 @@
 #include "ir/printer.h"
 #include "ir/status.h"
 #include "passes/annotate.h"
+#include "passes/batch_inputs.h"
 #include "passes/dist_state.h"
 
 namespace pdist::passes {
@@ -272,10 +273,17 @@ absl::Status AnnotationPlanner::PlanData() {
       return absl::OkStatus();
     }
   }
-  for (const Value* v : program_.block().arguments()) {
-    if (v->role() != ir::ValueRole::kDataInput || v->type().rank() == 0 || v->name() == "learning_rate") continue;
+  absl::StatusOr<BatchInputs> batch = FindBatchInputs(program_);
+  if (!batch.ok()) return absl::OkStatus();  // no batched data: nothing to cut along dp
+  for (const Value* v : batch->inputs) {
     PDIST_RETURN_IF_ERROR(Add(v, 0, -1, "data input", "the batch",
                               s_.dp_degree > 1 ? "data parallel: the batch along dp" : "a data input (dp_degree 1)"));
+  }
+  for (const Value* v : program_.block().arguments()) {
+    if (v->role() != ir::ValueRole::kDataInput || v->type().rank() == 0 || v->name() == "learning_rate") continue;
+    if (v->type().shape[0] == batch->batch) continue;
+    plan_.notes.push_back(absl::StrCat(Name(v), " ", v->type().ToString(), ": dim 0 is not the batch (",
+                                       batch->batch, "): placed by completion from its uses"));
   }
   return absl::OkStatus();
 }

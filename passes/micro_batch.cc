@@ -7,22 +7,28 @@
 #include "ir/op_def.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
+#include "passes/batch_inputs.h"
 #include "passes/completion.h"
 #include "passes/optimizer.h"
 
 namespace pdist::passes {
 namespace {
 
-absl::StatusOr<std::vector<ir::Value*>> BatchInputs(const ir::Program& program) {
-  std::vector<ir::Value*> inputs;
-  int64_t batch = -1;
-  for (ir::Value* arg : program.block().arguments()) {
-    if (arg->role() != ir::ValueRole::kDataInput || arg->type().rank() == 0 || arg->name() == kLearningRateFeed) continue;
-    if (batch < 0) batch = arg->type().shape[0];
-    if (arg->type().shape[0] == batch) inputs.push_back(arg);
+// The data inputs completion cut along the micro-batches: the batch's, and those whose uses
+// follow the batch (a flattened [batch·seq] label vector). The feeds are split along dim 0
+// (SplitMicroBatchFeeds), so one cut along another dim cannot be fed.
+absl::StatusOr<std::vector<std::string>> SplitInputs(const ir::Program& program) {
+  std::vector<std::string> split;
+  for (const ir::Value* arg : program.block().arguments()) {
+    if (arg->role() != ir::ValueRole::kDataInput || !arg->dist_attr() || arg->dist_attr()->is_replicated()) continue;
+    if (arg->dist_attr()->dims_mapping.empty() || arg->dist_attr()->dims_mapping[0] != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "micro-batches: data input '", arg->name(), "' ", arg->type().ToString(), " follows the batch along ",
+          arg->dist_attr()->ToString(), ", not along dim 0: its feed cannot be cut into micro-batches"));
+    }
+    split.push_back(arg->name());
   }
-  if (inputs.empty()) return absl::InvalidArgumentError("micro-batches: the program has no data input with a batch dim");
-  return inputs;
+  return split;
 }
 
 // The op that reads what completion had to reshard: it needs samples of other micro-batches.
@@ -91,11 +97,12 @@ absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, 
     }
   }
   MicroBatchProgram out{forward.Clone(), {}, micro_batches};
-  PDIST_ASSIGN_OR_RETURN(std::vector<ir::Value*> inputs, BatchInputs(out.program));
-  const int64_t batch = inputs.front()->type().shape[0];
+  absl::StatusOr<BatchInputs> found = FindBatchInputs(out.program);
+  if (!found.ok()) return WithContext(found.status(), "micro-batches");
+  const std::vector<ir::Value*>& inputs = found->inputs;
   for (const ir::Value* v : inputs) out.split_inputs.push_back(v->name());
-  if (batch % micro_batches != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("micro-batches: the batch (", batch, ", dim 0 of '",
+  if (found->batch % micro_batches != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("micro-batches: the batch (", found->batch, ", dim 0 of '",
                                                    inputs.front()->name(), "') is not divisible by ", micro_batches,
                                                    " micro-batches (pipeline.accumulate_steps or gradient_merge.k_steps)"));
   }
@@ -105,6 +112,7 @@ absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, 
   for (ir::Value* v : inputs) PDIST_RETURN_IF_ERROR(ir::ShardTensor(v, mesh, {ir::Placement::Shard(0)}));
   PDIST_ASSIGN_OR_RETURN(CompletionReport report, CompleteDistAttrs(out.program));
   if (report.reshards > 0) return MixesSamples(out.program);
+  PDIST_ASSIGN_OR_RETURN(out.split_inputs, SplitInputs(out.program));
 
   ir::Value* loss = out.program.loss();
   // A mean, or independent of the batch: 1/m, unless the step sums the micro-batches' gradients.

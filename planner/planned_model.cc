@@ -11,6 +11,7 @@
 #include "ir/models/layer_builder.h"
 #include "ir/models/llama.h"
 #include "ir/status.h"
+#include "passes/batch_inputs.h"
 #include "passes/micro_batch.h"
 
 namespace pdist::planner {
@@ -165,14 +166,16 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
 
 absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string description) {
   if (program.loss() == nullptr) return absl::InvalidArgumentError(absl::StrCat(description, ": the program has no loss"));
-  const ir::Value* input = nullptr;
-  for (const ir::Value* arg : program.block().arguments()) {
-    if (arg->role() == ir::ValueRole::kDataInput && !arg->type().shape.empty()) {
-      input = arg;
-      break;
-    }
+  absl::StatusOr<passes::BatchInputs> batch = passes::FindBatchInputs(program);
+  if (!batch.ok()) return absl::InvalidArgumentError(absl::StrCat(description, ": the program has no batched data input"));
+  const ir::Value* input = batch->inputs.front();
+  // As --model's and pdist-export's: the search tries the divisors of the batch, and an
+  // imported model declaring 2^40 samples ran out of memory profiling them.
+  if (batch->batch > ir::models::kMaxModelDim) {
+    return absl::InvalidArgumentError(absl::StrCat(description, ": data input '", input->name(), "' ",
+                                                   input->type().ToString(), " has batch ", batch->batch,
+                                                   "; the planner takes at most ", ir::models::kMaxModelDim));
   }
-  if (input == nullptr) return absl::InvalidArgumentError(absl::StrCat(description, ": the program has no batched data input"));
   absl::StatusOr<ProgramSegments> found = FindProgramSegments(program);
   if (!found.ok()) return WithContext(found.status(), description);
   PlannedModel m;

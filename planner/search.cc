@@ -97,11 +97,14 @@ std::vector<Schedule> SchedulesFor(int64_t pp, int64_t micro_batches, int64_t se
 }  // namespace
 
 std::vector<int64_t> Divisors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
+  std::vector<int64_t> low, high;  // d and n / d for d up to √n: a batch of 2^20 took seconds
+  for (int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
   }
-  return out;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 std::vector<int64_t> ZeroDegreeChoices(const Candidate& c, const strategy::Cluster& cluster, const FixedChoices& fixed) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -390,8 +391,18 @@ absl::Status FitAndReport(const TrainFlags& f, pdist::engine::Engine& trainer, p
     if (!s.ok()) failed.push_back(s);
   }
   if (failed.empty()) return absl::OkStatus();
+  // A save or evaluation that failed mid-run (a full disk) usually fails the same way at the
+  // end: said once.
   std::vector<std::string> messages;
-  for (const absl::Status& s : failed) messages.emplace_back(s.message());
+  for (const absl::Status& s : failed) {
+    auto said = std::find_if(messages.begin(), messages.end(),
+                             [&](const std::string& m) { return absl::StrContains(m, s.message()); });
+    if (said != messages.end()) {
+      said->append(" (and again at the end)");
+    } else {
+      messages.emplace_back(s.message());
+    }
+  }
   return absl::Status(failed.front().code(), absl::StrJoin(messages, "; and "));
 }
 
