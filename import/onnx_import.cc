@@ -133,6 +133,14 @@ absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, cons
     }
     return type;
   }
+  // No shape at all is an unknown rank (ONNX's scalar is a shape of no dims): read as a scalar,
+  // it failed in the first op that needed a dim.
+  if (!t.has_shape()) {
+    return absl::InvalidArgumentError(absl::StrCat("graph input '", input.name(),
+                                                   "' has no shape (not even its rank); pdist programs have static "
+                                                   "shapes: give it (pdist-import --input-shape ",
+                                                   input.name(), "=8,128)"));
+  }
   ir::Shape shape;
   for (int d = 0; d < t.shape().dim_size(); ++d) {
     const onnx::TensorShapeProto::Dimension& dim = t.shape().dim(d);
@@ -151,7 +159,17 @@ absl::StatusOr<ir::TensorType> InputType(const onnx::ValueInfoProto& input, cons
 }
 
 absl::Status AppendLoss(ImportContext& ctx, OnnxImport& out, const OnnxImportOptions& options) {
-  if (options.loss.empty()) return absl::OkStatus();
+  if (options.loss.empty() || options.loss == "none") {
+    // What a loss reads, named without one: the user meant a loss (it exited 0 without one).
+    if (!options.logits.empty() || options.labels != OnnxImportOptions().labels) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          !options.logits.empty() ? absl::StrCat("logits '", options.logits, "'")
+                                  : absl::StrCat("labels '", options.labels, "'"),
+          " name what a loss reads, but no loss is appended: give one (--loss cross_entropy or mse)"));
+    }
+    return absl::OkStatus();
+  }
+  if (options.labels.empty()) return absl::InvalidArgumentError("the labels input of the loss needs a name (--labels)");
   ir::Value* logits = nullptr;
   std::vector<std::string> names;
   const std::vector<ir::ProgramOutput>& outputs = out.program.outputs();

@@ -23,7 +23,8 @@
 namespace pdist::onnx_import {
 
 struct OnnxImportOptions {
-  // "" (no loss: the forward program, for inference and tests), "cross_entropy" (mean softmax
+  // "" or "none" (no loss: the forward program, for inference and tests; `logits` and `labels`
+  // then refused), "cross_entropy" (mean softmax
   // cross entropy of `logits` against integer class labels of logits' shape but the last axis)
   // or "mse" (mean squared error against float labels of logits' shape).
   std::string loss;

@@ -306,7 +306,15 @@ absl::Status Gather(ImportContext& ctx, const onnx::NodeProto& node) {
   PDIST_ASSIGN_OR_RETURN(ir::TensorType table, TypeOf(ctx, node, 0));
   PDIST_ASSIGN_OR_RETURN(ir::Value * x, ctx.Input(node, 0));
   PDIST_ASSIGN_OR_RETURN(ir::Value * index, ctx.Input(node, 1));
-  if (axis == 0 && table.rank() == 2 && ir::IsFloatingPoint(table.dtype)) {
+  // A table lookup is an embedding (its vocab-parallel rule, its sparse gradient), whose ids are
+  // in [0, rows); ONNX's Gather also counts a negative index from the end, which gather does:
+  // a constant index with one (table[-1]) imported as an embedding failed its first step.
+  bool counts_from_end = false;
+  if (indices != nullptr) {
+    PDIST_ASSIGN_OR_RETURN(std::vector<int64_t> at, ctx.KnownInts(node, 1, "indices"));
+    for (int64_t i : at) counts_from_end = counts_from_end || i < 0;
+  }
+  if (axis == 0 && table.rank() == 2 && ir::IsFloatingPoint(table.dtype) && !counts_from_end) {
     return Define1(ctx, node, ctx.Op1(node, "embedding", {index, x}));
   }
   return Define1(ctx, node, ctx.Op1(node, "gather", {x, index}, {{"axis", axis}}));

@@ -111,6 +111,13 @@ absl::Status Verifier::CheckDefinition(const Value* v, const std::string& where)
   }
   absl::Status type = CheckTensorType(v->type());
   if (!type.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), ": ", type.message()));
+  // A parameter or optimizer state of no elements trains nothing and stores no numbers (a model
+  // file cannot say "stored" for it): refused by name, where it was written as a model that no
+  // tool could read back, or failed inside a pass.
+  if (v->is_persistent() && NumElements(v->type().shape) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value ", Name(v), " '", v->name(), "' ",
+                                                   v->type().ToString(), " is a parameter or state of no elements"));
+  }
   PDIST_RETURN_IF_ERROR(CheckDistAttr(*v, where));
   return CheckStored(*v, where);
 }

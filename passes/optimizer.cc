@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "ir/attribute.h"
@@ -54,6 +55,28 @@ absl::Status CheckOptimizerConfig(const OptimizerConfig& config) {
   return in("momentum", config.momentum, 0, kInf, ">= 0 and finite");
 }
 
+namespace {
+
+// Whether a trainable parameter is among what `loss` is computed from through floating-point
+// values (an integer value carries no gradient: a cast to one cuts the path).
+bool AnyTrainableReaches(const ir::Value& loss) {
+  std::vector<const ir::Value*> work = {&loss};
+  std::set<const ir::Value*> seen = {&loss};
+  while (!work.empty()) {
+    const ir::Value* v = work.back();
+    work.pop_back();
+    if (!ir::IsFloatingPoint(v->type().dtype)) continue;
+    if (v->role() == ir::ValueRole::kParameter && v->trainable()) return true;
+    if (v->producer() == nullptr) continue;
+    for (const ir::Value* operand : v->producer()->operands()) {
+      if (operand != nullptr && seen.insert(operand).second) work.push_back(operand);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config) {
   if (program.gradients().empty()) {
     const std::vector<ir::Value*> parameters = program.Parameters();
@@ -63,6 +86,17 @@ absl::Status AppendOptimizer(ir::Program& program, const OptimizerConfig& config
           "optimizer: every one of the program's ", parameters.size(),
           " parameters is frozen (trainable = false): there is nothing to train; leave one trainable "
           "(pdist-import --frozen, pdist.import_onnx(frozen=...))"));
+    }
+    if (parameters.empty()) {
+      return absl::FailedPreconditionError(
+          "optimizer: the program has no parameters: there is nothing to train (the loss is computed from the data "
+          "alone)");
+    }
+    if (program.loss() != nullptr && !AnyTrainableReaches(*program.loss())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "optimizer: none of the program's ", parameters.size(),
+          " parameters reaches the loss through an op with a gradient: there is nothing to train "
+          "(is the loss computed from the data alone, or through an integer cast?)"));
     }
     return absl::FailedPreconditionError("optimizer: the program has no gradients (run autodiff first)");
   }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -34,6 +35,7 @@ absl::Status ParseInputShapes(const std::string& text, std::map<std::string, std
   if (text.empty()) return absl::OkStatus();
   for (absl::string_view item : absl::StrSplit(text, ';', absl::SkipEmpty())) {
     std::vector<absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    for (absl::string_view& part : kv) part = absl::StripAsciiWhitespace(part);  // ' x = 8, 16 '
     if (kv.size() != 2 || kv[0].empty()) {
       return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", item, "' is not NAME=D0,D1,..."));
     }
@@ -43,7 +45,9 @@ absl::Status ParseInputShapes(const std::string& text, std::map<std::string, std
       return absl::InvalidArgumentError(absl::StrCat("flag --input-shape: '", kv[0], "' is given twice"));
     }
     std::vector<int64_t>& shape = it->second;
-    for (absl::string_view d : absl::StrSplit(kv[1], ',', absl::SkipEmpty())) {
+    // Every piece a dimension: '8,,16' was read as [8, 16].
+    for (absl::string_view d : absl::StrSplit(kv[1], ',')) {
+      d = absl::StripAsciiWhitespace(d);
       int64_t n = 0;
       // 0 imported, and the planner aborted on a batch of nothing.
       if (!absl::SimpleAtoi(d, &n) || n < 1) {

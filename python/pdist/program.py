@@ -1,6 +1,8 @@
 """Programs: pdist.load(path), pdist.import_onnx(path, ...), program.save(path), str(program),
 and Paddle's pdist.shard_tensor(program, name, mesh, placements)."""
 import ctypes
+import numbers
+from collections.abc import Mapping
 
 from . import _native
 from .placements import Placement, ProcessMesh
@@ -39,6 +41,26 @@ def load(path):
     return Program.load(path)
 
 
+def _input_shapes(given):
+    """import_onnx's input_shapes as {name: [dims]}, each dim an int in [0, 2^62]: int() cut 8.5
+    to 8, and a str failed with an AttributeError."""
+    if not isinstance(given, Mapping):
+        raise TypeError(f"import_onnx: input_shapes must be a dict of input name -> shape, got {given!r}")
+    shapes = {}
+    for name, shape in given.items():
+        if not isinstance(name, str):
+            raise TypeError(f"import_onnx: input_shapes: an input name must be str, got {name!r}")
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError(f"import_onnx: input_shapes[{name!r}] must be a sequence of dims, got {shape!r}")
+        dims = list(shape)
+        for d in dims:
+            if not isinstance(d, numbers.Integral) or isinstance(d, bool) or not 0 <= int(d) <= 2**62:
+                raise ValueError(f"import_onnx: input_shapes[{name!r}] = {shape!r}: each dim must be an int in "
+                                 f"[0, 2**62], got {d!r}")
+        shapes[name] = [int(d) for d in dims]
+    return shapes
+
+
 def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_shapes=None):
     """An ONNX model (opset >= 13) as a program, as pdist-import makes it (docs/onnx.md).
 
@@ -48,16 +70,16 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
     shape is symbolic."""
     if isinstance(frozen, (str, bytes)):  # one pattern, not its characters
         frozen = [frozen]
-    if loss is None and labels != "labels":
-        raise ValueError(f"import_onnx: labels={labels!r} names the data input of a loss: give loss too "
-                         "(\"cross_entropy\" or \"mse\")")
+    if loss == "":  # the library reads "" as no loss: a quiet no, where one was meant
+        raise ValueError('import_onnx: loss is ""; give None for the forward program, or "cross_entropy" or "mse"')
+    # labels or logits without a loss: the library names them.
     options = {"labels": labels, "frozen": list(frozen)}
     if loss is not None:
         options["loss"] = loss
     if logits is not None:
         options["logits"] = logits
     if input_shapes:
-        options["input_shapes"] = {name: [int(d) for d in shape] for name, shape in input_shapes.items()}
+        options["input_shapes"] = _input_shapes(input_shapes)
     handle = ctypes.c_void_p()
     _native.check(_native.lib.pdist_program_import_onnx(_native.encode_path(path, "import_onnx: path"),
                                                         _native.encode(_native.to_json(options, "import_onnx"),

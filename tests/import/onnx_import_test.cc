@@ -107,6 +107,39 @@ TEST(OnnxImportTest, AnEmbeddingGatherAndASquareComputeWhatOnnxDefines) {
   }
 }
 
+// table[-1], as torch exports self.table[-1]: a Gather on axis 0 of a 2-D table with a constant
+// negative index counts from the end. Imported as an embedding (ids in [0, rows)) it failed its
+// first step ("embedding id -1 ... out of range"); it is a gather.
+TEST(OnnxImportTest, AConstantNegativeGatherIndexCountsFromTheEnd) {
+  onnx::ModelProto m = Model();
+  AddInput(m, "x", onnx::TensorProto::FLOAT, {2});
+  AddInitializer(m, "table", {3, 2}, {1, 2, 3, 4, 5, 6});
+  onnx::TensorProto* idx = m.mutable_graph()->add_initializer();
+  idx->set_name("idx");
+  idx->set_data_type(onnx::TensorProto::INT64);
+  idx->add_int64_data(-1);
+  AddNode(m, "Gather", {"table", "idx"}, {"row"});
+  AddNode(m, "Add", {"x", "row"}, {"y"});
+  AddOutput(m, "y");
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  exec::ExecutorOptions options;
+  options.fetch_ids = {imported->program.outputs().at(0).value->id()};
+  absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  exec::Workspace ws;
+  ASSERT_TRUE(exec::InitializeWorkspace(imported->program, 1, ws).ok());
+  exec::Tensor x = exec::Tensor::Empty({{2}, ir::DataType::kFloat32});
+  const float zeros[] = {0, 0};
+  std::memcpy(x.raw(), zeros, sizeof(zeros));
+  absl::StatusOr<exec::RunResult> run = executor->Run({{"x", x}}, ws);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const exec::Tensor& y = run->fetched.at(options.fetch_ids[0]);
+  ASSERT_EQ(y.type().shape, (ir::Shape{2}));
+  EXPECT_EQ(y.At(0), 5);  // the last row
+  EXPECT_EQ(y.At(1), 6);
+}
+
 // LayerNorm as PyTorch exports it below opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
 // Sqrt, Div — and the same with Pow −0.5 and Mul.
 TEST(OnnxImportTest, ADecomposedLayerNormComputesTheNorm) {
@@ -279,6 +312,32 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   shaped.input_shapes["tokens"] = {8, 16};
   shaped.input_shapes["nope"] = {1};
   EXPECT_THAT(std::string(Import(symbolic, shaped).status().message()), HasSubstr("--input-shape names 'nope', which is not a graph input"));
+
+  // No shape at all (an unknown rank) was read as a scalar and failed in the first op.
+  onnx::ModelProto unshaped = Model();
+  AddInput(unshaped, "x", onnx::TensorProto::FLOAT, {});
+  AddNode(unshaped, "Relu", {"x"}, {"y"});
+  AddOutput(unshaped, "y");
+  EXPECT_THAT(std::string(Import(unshaped).status().message()),
+              HasSubstr("graph input 'x' has no shape (not even its rank)"));
+  shaped.input_shapes = {{"x", {4, 2}}};
+  absl::StatusOr<OnnxImport> given = Import(unshaped, shaped);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->program.FindArgument("x")->type().shape, (ir::Shape{4, 2}));
+
+  // What a loss reads, named without a loss: pdist-import exited 0 without one.
+  OnnxImportOptions labels_only;
+  labels_only.labels = "y";
+  labels_only.input_shapes = {{"x", {4, 2}}};
+  EXPECT_THAT(std::string(Import(unshaped, labels_only).status().message()),
+              HasSubstr("labels 'y' name what a loss reads, but no loss is appended"));
+  labels_only.labels = "labels";
+  labels_only.logits = "y";
+  labels_only.loss = "none";
+  EXPECT_THAT(std::string(Import(unshaped, labels_only).status().message()),
+              HasSubstr("logits 'y' name what a loss reads, but no loss is appended"));
+  labels_only.logits = "";
+  EXPECT_TRUE(Import(unshaped, labels_only).ok()) << "--loss none: the forward program";
 
   onnx::ModelProto dynamic_reshape = Model();
   AddInput(dynamic_reshape, "x", onnx::TensorProto::FLOAT, {2, 3});

@@ -41,6 +41,20 @@ TEST(VerifierTest, ResultTypeDiffersFromInferred) {
             "matmul infers f32[8,64]");
 }
 
+// An ONNX initializer of shape [8,0] was imported into a model.pb that no tool could read back
+// ("init stored but carries no numbers"); in textual IR, one failed inside the optimizer pass.
+TEST(VerifierTest, AParameterOfNoElementsIsNamed) {
+  const Program p = Parse(R"(program {
+  %x = data "x" : f32[4,2]
+  %w = param "past" : f32[8,0] {init = "zeros"}
+  %s = sum(%w) : f32[]
+  %m = mean(%x) : f32[]
+  %l = add(%m, %s) : f32[]
+  loss %l
+})");
+  EXPECT_THAT(ErrorOf(p), HasSubstr("'past' f32[8,0] is a parameter or state of no elements"));
+}
+
 TEST(VerifierTest, ABackwardOpCannotReadABackwardWeightResult) {
   // The backward job of a micro-batch runs before its backward_weight job (zero-bubble schedules).
   Program p = Parse(

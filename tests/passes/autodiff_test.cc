@@ -110,5 +110,35 @@ TEST(OptimizerTest, NeedsGradients) {
   EXPECT_EQ(ParseOptimizerType("adagrad").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Why there are no gradients after autodiff, where there is a reason to say: no parameters at
+// all, or none reaching the loss (a cast to an integer cuts the path). Both said "run autodiff first".
+TEST(OptimizerTest, NamesWhyNothingIsTrained) {
+  for (bool with_parameter : {false, true}) {
+    ir::Program p;
+    ir::Builder b(&p);
+    ir::Value* x = b.Data("x", {{4}, DataType::kFloat32});
+    if (with_parameter) {
+      ir::Value* w = b.Parameter("w", {{4}, DataType::kFloat32}, "ones");
+      auto product = b.Op1("multiply", {x, w});
+      ASSERT_TRUE(product.ok()) << product.status();
+      auto integral = b.Op1("cast", {*product}, {{"dtype", DataType::kInt64}});
+      ASSERT_TRUE(integral.ok()) << integral.status();
+      auto back = b.Op1("cast", {*integral}, {{"dtype", DataType::kFloat32}});
+      ASSERT_TRUE(back.ok()) << back.status();
+      x = *back;
+    }
+    auto loss = b.Op1("mean", {x});
+    ASSERT_TRUE(loss.ok()) << loss.status();
+    p.set_loss(*loss);
+    ASSERT_TRUE(AppendBackward(p, *loss).ok());
+    const absl::Status s = AppendOptimizer(p, OptimizerConfig{});
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find(with_parameter ? "none of the program's 1 parameters reaches the loss"
+                                              : "the program has no parameters"),
+              std::string::npos)
+        << s;
+  }
+}
+
 }  // namespace
 }  // namespace pdist::passes

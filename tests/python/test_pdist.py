@@ -816,8 +816,18 @@ class ImportOnnxTest(unittest.TestCase):
         # frozen="w1" was taken apart into "w" and "1"; labels without a loss were ignored.
         program = pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (8, 16)}, frozen="w1")
         self.assertIn('param "w1" : f32[16,32] {init = "stored", trainable = false}', str(program))
-        with self.assertRaisesRegex(ValueError, "names the data input of a loss"):
+        with self.assertRaisesRegex(ValueError, "labels 'y' name what a loss reads, but no loss is appended"):
             pdist.import_onnx(self.model, labels="y", input_shapes={"x": (8, 16)})
+        with self.assertRaisesRegex(ValueError, "logits 'logits' name what a loss reads"):
+            pdist.import_onnx(self.model, logits="logits", input_shapes={"x": (8, 16)})
+        with self.assertRaisesRegex(ValueError, 'loss is ""; give None'):
+            pdist.import_onnx(self.model, loss="", input_shapes={"x": (8, 16)})
+        with self.assertRaisesRegex(ValueError, "the labels input of the loss needs a name"):
+            pdist.import_onnx(self.model, loss="mse", labels="", input_shapes={"x": (8, 16)})
+        # Shapes: 8.5 was cut to 8, 2**70 misreported, a str an AttributeError.
+        for shape, error in (((8.5, 16), ValueError), ((2**70, 16), ValueError), ("8,16", TypeError)):
+            with self.assertRaisesRegex(error, "input_shapes\\['x'\\]"):
+                pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": shape})
         # A batch of no samples: its first step's nan loss blamed the initialisers.
         with self.assertRaisesRegex(pdist.PdistError, "data input 'x' is f32\\[0,16\\], a batch of no samples"):
             pdist.Engine(pdist.import_onnx(self.model, loss="cross_entropy", input_shapes={"x": (0, 16)}))
