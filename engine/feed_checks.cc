@@ -34,6 +34,9 @@ absl::Status Refused(const std::string& input, const exec::Tensor& t, int64_t at
 
 FeedChecks FeedChecks::Of(const ir::Program& program) {
   FeedChecks checks;
+  for (const ir::Value* arg : program.block().arguments()) {
+    if (arg->role() == ir::ValueRole::kDataInput) checks.types_.emplace(arg->name(), arg->type());
+  }
   for (const auto& op : program.block().ops()) {
     for (const ir::Value* v : op->operands()) {
       if (v != nullptr && v->role() == ir::ValueRole::kDataInput) checks.read_.insert(v->name());
@@ -79,6 +82,15 @@ FeedChecks FeedChecks::Of(const ir::Program& program) {
 }
 
 absl::Status FeedChecks::Check(const exec::Feeds& feeds, FeedUse use) const {
+  // The whole batch's type first: a rank's piece of a mis-shaped feed was refused by the slicer
+  // in the words of placements ("dims_mapping [0] does not fit shape [4,16]").
+  for (const auto& [name, t] : feeds) {
+    auto it = types_.find(name);
+    if (it != types_.end() && t.type() != it->second) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' has type ", t.type().ToString(),
+                                                     ", the program expects ", it->second.ToString()));
+    }
+  }
   for (const auto& [name, t] : feeds) {
     if (!read_.contains(name) || !t.device().is_cpu() || !ir::IsFloatingPoint(t.dtype())) continue;
     int64_t at = -1;

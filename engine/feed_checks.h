@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,12 +32,13 @@ class FeedChecks {
   // another piece from one of none).
   static FeedChecks Of(const ir::Program& program);
 
-  // No NaN in a floating-point input the program reads (infinities pass: an additive attention
+  // Each feed of a data input of the program's type (the whole batch's); no NaN in a floating-point input the program reads (infinities pass: an additive attention
   // mask holds -inf), and every index in its range. Feeds it does not read and inputs on a
   // device are not looked at.
   absl::Status Check(const exec::Feeds& feeds, FeedUse use) const;
 
  private:
+  std::map<std::string, ir::TensorType> types_;  // every data input's, whole
   std::set<std::string> read_;
   struct IndexRange {
     std::string input;

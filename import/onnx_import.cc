@@ -214,7 +214,11 @@ absl::Status AppendLoss(ImportContext& ctx, OnnxImport& out, const OnnxImportOpt
 
 absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxImportOptions& options) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) return absl::InvalidArgumentError("not an ONNX model (the protobuf does not parse)");
+  if (!model.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        "not an ONNX model (the protobuf does not parse: another kind of file, a truncated one, or subgraphs nested "
+        "deeper than protobuf's limit of 100)");
+  }
   if (!model.has_graph()) return absl::InvalidArgumentError("the ONNX model has no graph");
   const onnx::GraphProto& graph = model.graph();
   OnnxImport out;
@@ -222,6 +226,13 @@ absl::StatusOr<OnnxImport> ImportOnnxBytes(const std::string& bytes, const OnnxI
   PDIST_RETURN_IF_ERROR(CheckEveryOpIsSupported(graph));
   PDIST_RETURN_IF_ERROR(CheckFrozenPatternsMatch(graph, options.frozen));
 
+  // Read as absent: "'w' is read before any node, input or initializer defines it".
+  if (graph.sparse_initializer_size() > 0) {
+    const onnx::SparseTensorProto& sparse = graph.sparse_initializer(0);
+    return absl::UnimplementedError(absl::StrCat("initializer '", sparse.values().name(), "' is sparse (",
+                                                 graph.sparse_initializer_size(),
+                                                 " sparse initializers); pdist imports dense ones: store it dense"));
+  }
   ImportContext ctx(&out.program, options);
   ctx.set_opset(out.opset);
   for (const onnx::TensorProto& init : graph.initializer()) {

@@ -82,6 +82,25 @@ TEST(FeedChecksTest, AnIndexOutOfTheWholeVocabularyIsRefusedUnderEveryStrategy) 
 
 // gather counts negative indices from the end (as ONNX and numpy do): -4 … 3 index 4 rows, and
 // the check takes what the kernel takes — int32 indices too.
+// A batch of another shape is named with the whole batch's type under every strategy: a rank's
+// piece was refused by the slicer in the words of placements ("dims_mapping [0] does not fit
+// shape [4,16]"), one rank by the executor as here.
+TEST(FeedChecksTest, AFeedOfAnotherTypeIsNamedAsOneRankNamesIt) {
+  const ir::Program model = *ir::models::BuildGpt(
+      testing::SmallConfig<ir::models::GptConfig>(ir::DataType::kFloat32, /*layers=*/2, /*batch=*/4));
+  exec::Feeds bad = testing::RandomTokenBatch(model, 0, testing::kSmallVocab);
+  bad["labels"] = exec::Tensor::Empty({{32}, ir::DataType::kInt64});  // flattened: 4·8
+  for (const char* strategy : {"", R"({"dp_degree": 2})", R"({"pp_degree": 2, "pipeline": {"accumulate_steps": 2}})"}) {
+    SCOPED_TRACE(strategy);
+    EngineOptions o = testing::EquivalenceOptions();
+    o.strategy_json = strategy;
+    auto engine = Engine::Create(model.Clone(), o);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    EXPECT_THAT(std::string((*engine)->TrainStep(bad).status().message()),
+                HasSubstr("feed 'labels' has type i64[32], the program expects i64[4,8]"));
+  }
+}
+
 TEST(FeedChecksTest, GatherIndicesMayCountFromTheEnd) {
   for (const char* dtype : {"i64", "i32"}) {
     absl::StatusOr<ir::Program> program = ir::ParseProgram(absl::StrCat(R"ir(program {

@@ -325,6 +325,21 @@ TEST(OnnxImportTest, ModelsPdistCannotTakeAreRefusedWithTheFix) {
   ASSERT_TRUE(given.ok()) << given.status();
   EXPECT_EQ(given->program.FindArgument("x")->type().shape, (ir::Shape{4, 2}));
 
+  // A sparse initializer was read as absent ("'w' is read before any node ... defines it").
+  onnx::ModelProto sparse = Model();
+  AddInput(sparse, "x", onnx::TensorProto::FLOAT, {2});
+  onnx::SparseTensorProto* w = sparse.mutable_graph()->add_sparse_initializer();
+  w->add_dims(2);
+  w->mutable_values()->set_name("w");
+  w->mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+  w->mutable_values()->add_float_data(1);
+  w->mutable_indices()->set_data_type(onnx::TensorProto::INT64);
+  w->mutable_indices()->add_int64_data(0);
+  AddNode(sparse, "Add", {"x", "w"}, {"y"});
+  AddOutput(sparse, "y");
+  EXPECT_THAT(std::string(Import(sparse).status().message()),
+              HasSubstr("initializer 'w' is sparse (1 sparse initializers); pdist imports dense ones"));
+
   // What a loss reads, named without a loss: pdist-import exited 0 without one.
   OnnxImportOptions labels_only;
   labels_only.labels = "y";
