@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -668,6 +669,11 @@ absl::Status Engine::Load(const std::string& path) {
     step = steps.front();
   } else {
     // A single-file checkpoint (written before sharded checkpoints): whole tensors, sliced here.
+    if (IsRankFileOfShardedCheckpoint(path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' is one rank's file of the sharded checkpoint '",
+          std::filesystem::path(path).parent_path().string(), "': load the directory"));
+    }
     absl::StatusOr<Checkpoint> ckpt = LoadCheckpoint(path);
     read = ckpt.status();
     const std::string source = absl::StrCat("checkpoint '", path, "'");

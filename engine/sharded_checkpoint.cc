@@ -273,6 +273,12 @@ absl::StatusOr<RankFileSet> RankFileSetToWrite(const std::string& dir) {
                                                                                            : RankFileSet::kAlt;
 }
 
+bool IsRankFileOfShardedCheckpoint(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  return IsRankFile(p.filename().string()) && IsShardedCheckpoint(dir.string());
+}
+
 bool IsShardedCheckpoint(const std::string& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(InDir(path, kShardIndexFile), ec);

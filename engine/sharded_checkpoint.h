@@ -37,6 +37,9 @@ inline constexpr char kShardIndexFile[] = "index.json";
 
 // Whether `path` is a directory with an index (a sharded checkpoint).
 bool IsShardedCheckpoint(const std::string& path);
+// Whether `path` is one rank's file in a sharded checkpoint's directory (rank3.ckpt beside an
+// index.json): loaded as a checkpoint of its own, it lacked every tensor of the other ranks.
+bool IsRankFileOfShardedCheckpoint(const std::string& path);
 
 // The two sets of rank files (above): rank<k>.ckpt and rank<k>.alt.ckpt.
 enum class RankFileSet : int8_t { kPlain = 0, kAlt = 1 };

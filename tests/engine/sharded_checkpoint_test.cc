@@ -258,6 +258,10 @@ TEST(ShardedCheckpointTest, HalfFinishedStaleAndDamagedSavesAreNamed) {
   absl::StatusOr<double> after = e->EvalStep(testing::RandomTokenBatch(model, 0, testing::kSmallVocab));
   EXPECT_TRUE(after.ok()) << after.status();
 
+  // One rank's file given where the directory belongs: said so (it lacked the other ranks' tensors).
+  const absl::Status one_file = e->Load(rank1_now);
+  EXPECT_NE(one_file.message().find("is one rank's file of the sharded checkpoint"), std::string::npos) << one_file;
+
   // No index: a save that did not finish is not a checkpoint.
   std::filesystem::remove(index);
   absl::Status half = e->Load(dir);
