@@ -297,7 +297,7 @@ class Engine:
                 break  # before the iterable makes a batch nothing would read
         return results
 
-    def fit(self, train_data, steps=None, epochs=1, data_format="text", seed=0, log_freq=0, callbacks=()):
+    def fit(self, train_data, steps=None, epochs=1, data_format="text", seed=1, log_freq=0, callbacks=()):
         """Trains on a token file (`steps` steps; `data_format` text, uint16 or uint32; a path as
         str, bytes or os.PathLike) or on an iterable of batches (dicts of data input name → numpy
         array; `epochs` passes over it, at most `steps` steps); returns the loss of each step.
@@ -305,7 +305,9 @@ class Engine:
         engine's step count after it (engine.step: it goes on from an earlier fit or a loaded
         checkpoint), and may return True to stop; an exception from one, or Ctrl-C, stops fit
         after the step running and is raised. `log_freq` prints "step i/n" every log_freq steps,
-        i counting this call's steps and n the steps asked for."""
+        i counting this call's steps and n the steps asked for. `seed` orders a token file's
+        windows: 1, as pdist-train's --data-seed, so that a run it checkpointed resumes here in the
+        same order (it was 0)."""
         callbacks = _callbacks(callbacks, "fit")
         log_freq = _c_int("log_freq", log_freq, 0, 2**63 - 1, "fit")
         if steps is not None:

@@ -303,6 +303,23 @@ class EngineTest(WithExportedGpt):
             resumed.load(ckpt + "\0x")
         self.assertEqual(resumed.step, 5)
 
+    def test_a_pdist_train_checkpoint_resumes_here_in_the_same_order(self):
+        # The same defaults as pdist-train (data seed 1, lr, AdamW): its run of 4 steps, and 2
+        # steps of it resumed here. Python's data seed was 0, another order of windows.
+        ckpt = os.path.join(self.tmp.name, "cli_ckpt")
+        losses = os.path.join(self.tmp.name, "cli_losses.json")
+        train = os.environ["PDIST_TRAIN"]
+        subprocess.run([train, self.model, "--data", DATA, "--steps", "4", "--losses-out", losses, "--quiet"],
+                       check=True, capture_output=True)
+        subprocess.run([train, self.model, "--data", DATA, "--steps", "2", "--save", ckpt, "--quiet"],
+                       check=True, capture_output=True)
+        with open(losses) as f:
+            whole = json.load(f)["losses"]
+        resumed = pdist.Engine(self.model)
+        resumed.load(ckpt)
+        for a, b in zip(resumed.fit(DATA, steps=2), whole[2:]):
+            self.assertAlmostEqual(a, b, delta=1e-6 * b)
+
     def test_callbacks_stop_fit_and_their_errors_propagate(self):
         engine = pdist.Engine(self.model)
         losses = engine.fit(DATA, steps=10, callbacks=[lambda step, loss, seconds: step == 2])
