@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/checkpoint.h"
 #include "engine/sharded_checkpoint.h"
+#include "passes/batch_inputs.h"
 #include "passes/distributed_programs.h"
 #include "passes/inference.h"
 #include "passes/loss_scaling.h"
@@ -193,12 +194,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(ir::Program forward, Engi
 }
 
 absl::Status Engine::Prepare() {
-  for (const ir::Value* arg : forward_.block().arguments()) {
-    if (arg->role() == ir::ValueRole::kDataInput) {
-      tokens_per_step_ = arg->type().num_elements();
-      break;
-    }
-  }
+  // The batch as data parallelism and micro-batching see it (passes/batch_inputs.h).
+  const absl::StatusOr<passes::BatchInputs> batch_inputs = passes::FindBatchInputs(forward_);
+  if (batch_inputs.ok()) tokens_per_step_ = batch_inputs->inputs.front()->type().num_elements();
   if (!options_.strategy_json.empty()) {
     PDIST_ASSIGN_OR_RETURN(strategy_, strategy::ParseStrategy(options_.strategy_json));
   }
@@ -208,18 +206,14 @@ absl::Status Engine::Prepare() {
   const bool annotated = !strategy.annotations.empty() || ir::HasPlacements(forward_);
   // Micro-batches first, then each split over dp: a micro-batch dp cannot split was named as a
   // data input of batch 1 "not divisible by dp_degree", with no word of the micro-batches.
-  if (strategy.MicroBatches() > 1 && strategy.dp_degree > 1) {
-    for (const ir::Value* arg : forward_.block().arguments()) {
-      if (arg->role() != ir::ValueRole::kDataInput || arg->type().rank() == 0) continue;
-      const int64_t batch = arg->type().shape[0], micro = strategy.MicroBatches();
-      if (batch % micro == 0 && (batch / micro) % strategy.dp_degree != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the batch of ", batch, " in ", micro, " micro-batches (",
-            strategy.gradient_merge.enable ? "gradient_merge.k_steps" : "pipeline.accumulate_steps", ") leaves ",
-            batch / micro, " per micro-batch, which dp_degree ", strategy.dp_degree,
-            " does not divide: fewer micro-batches, or a batch of a multiple of ", micro * strategy.dp_degree));
-      }
-      break;
+  if (strategy.MicroBatches() > 1 && strategy.dp_degree > 1 && batch_inputs.ok()) {
+    const int64_t batch = batch_inputs->batch, micro = strategy.MicroBatches();
+    if (batch % micro == 0 && (batch / micro) % strategy.dp_degree != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the batch of ", batch, " in ", micro, " micro-batches (",
+          strategy.gradient_merge.enable ? "gradient_merge.k_steps" : "pipeline.accumulate_steps", ") leaves ",
+          batch / micro, " per micro-batch, which dp_degree ", strategy.dp_degree,
+          " does not divide: fewer micro-batches, or a batch of a multiple of ", micro * strategy.dp_degree));
     }
   }
   // Micro-batches cut a program before it is placed; placements the user gave cannot follow
