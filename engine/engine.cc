@@ -378,6 +378,22 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
   return first;
 }
 
+absl::Status Engine::AgreeOnceAllAreDone(const absl::Status& mine, const std::string& what) const {
+  if (backend_->process_per_rank && world_size_ > 1) {
+    const double timeout_s =
+        std::min(std::max(options_.checkpoint_timeout_s, options_.collective_timeout_s), kLongestCollectiveTimeoutS);
+    const absl::Status waited =
+        WithContext(worlds_.front()->Barrier(absl::Seconds(timeout_s)),
+                    absl::StrCat(what, ": waiting for every rank (at most ", timeout_s,
+                                 " s: pdist-train --checkpoint-timeout-s, checkpoint_timeout_s)"));
+    if (!waited.ok()) {
+      AbortWorld(waited);  // later calls name this wait, not the collective timeout
+      return mine.ok() ? waited : mine;
+    }
+  }
+  return AgreeOnFailure(mine, what);
+}
+
 absl::Status Engine::AgreeOnFailure(const absl::Status& mine, const std::string& what) const {
   absl::StatusOr<int64_t> failed = MaxOverRanks(mine.ok() ? 0 : 1);
   if (!mine.ok()) return mine;
@@ -620,15 +636,8 @@ absl::Status Engine::Save(const std::string& path) const {
         return WriteRankShards(train_, runner.rank(), pieces, step_, path, static_cast<RankFileSet>(set));
       },
       RankWork::kLocal);
-  if (processes) {
-    // The slowest rank's files, however long storage takes, up to the checkpoint's own deadline.
-    const double timeout_s =
-        std::min(std::max(options_.checkpoint_timeout_s, options_.collective_timeout_s), kLongestCollectiveTimeoutS);
-    PDIST_RETURN_IF_ERROR(WithContext(worlds_.front()->Barrier(absl::Seconds(timeout_s)),
-                                      absl::StrCat("checkpoint: waiting for every rank's file (at most ", timeout_s,
-                                                   " s: pdist-train --checkpoint-timeout-s, checkpoint_timeout_s)")));
-  }
-  PDIST_RETURN_IF_ERROR(AgreeOnFailure(wrote, absl::StrCat("saving '", path, "'")));
+  // The slowest rank's files, however long storage takes, up to the checkpoint's own deadline.
+  PDIST_RETURN_IF_ERROR(AgreeOnceAllAreDone(wrote, absl::StrCat("saving '", path, "'")));
   const absl::Status committed = first_local_rank() == 0
                                      ? WriteShardIndex(train_, world_size_, step_, path, static_cast<RankFileSet>(set))
                                      : absl::OkStatus();
@@ -661,13 +670,15 @@ absl::Status Engine::Load(const std::string& path) {
         },
         RankWork::kLocal);
     step = steps.front();
+  } else if (IsRankFileOfShardedCheckpoint(path)) {
+    // Loaded as a checkpoint of its own, it lacked the other ranks' tensors. (Not returned at
+    // once: every rank meets the others below.)
+    read = absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is one rank's file of the sharded checkpoint '",
+        std::filesystem::path(path).has_parent_path() ? std::filesystem::path(path).parent_path().string() : ".",
+        "': load the directory"));
   } else {
     // A single-file checkpoint (written before sharded checkpoints): whole tensors, sliced here.
-    if (IsRankFileOfShardedCheckpoint(path)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", path, "' is one rank's file of the sharded checkpoint '",
-          std::filesystem::path(path).parent_path().string(), "': load the directory"));
-    }
     absl::StatusOr<Checkpoint> ckpt = LoadCheckpoint(path);
     read = ckpt.status();
     const std::string source = absl::StrCat("checkpoint '", path, "'");
@@ -678,10 +689,19 @@ absl::Status Engine::Load(const std::string& path) {
     }
     if (ckpt.ok()) step = ckpt->step;
   }
-  PDIST_RETURN_IF_ERROR(AgreeOnFailure(read, absl::StrCat("loading '", path, "'")));
-  // Moving host tensors to the rank's device; each rank takes all of its state or none.
-  PDIST_RETURN_IF_ERROR(OnEveryRank([&](size_t k, RankRunner& runner) { return runner.AdoptState(staged[k]); },
-                                    RankWork::kLocal));
+  // Reading may take as long as storage does on one rank: the slowest is waited for.
+  PDIST_RETURN_IF_ERROR(AgreeOnceAllAreDone(read, absl::StrCat("loading '", path, "'")));
+  // On each rank's device beside the state (where a GPU may run out of memory), agreed, then
+  // installed everywhere.
+  std::vector<exec::Workspace> on_device(runners_.size());
+  const absl::Status moved = OnEveryRank(
+      [&](size_t k, RankRunner& runner) -> absl::Status {
+        PDIST_ASSIGN_OR_RETURN(on_device[k], runner.OnDevice(staged[k]));
+        return absl::OkStatus();
+      },
+      RankWork::kLocal);
+  PDIST_RETURN_IF_ERROR(AgreeOnFailure(moved, absl::StrCat("loading '", path, "' onto the devices")));
+  for (size_t k = 0; k < runners_.size(); ++k) runners_[k]->Install(std::move(on_device[k]));
   step_ = step;
   return absl::OkStatus();
 }

@@ -140,7 +140,8 @@ class Engine {
   absl::Status Save(const std::string& path) const;
   // Restores parameters, optimizer states and the step counter from a sharded checkpoint saved
   // under any strategy (each rank reads only what overlaps its pieces), or from a single-file
-  // checkpoint of earlier versions; every tensor must match.
+  // checkpoint of earlier versions; every tensor must match. Collective: every rank calls it. No
+  // rank's state changes unless every rank has read, checked and placed its pieces.
   absl::Status Load(const std::string& path);
 
   const ir::Program& forward_program() const { return forward_; }
@@ -175,14 +176,20 @@ class Engine {
                            RankWork work = RankWork::kCommunicates) const;
   // `mine`, this process's outcome of local work, agreed over the job (one 8-byte all-reduce
   // between ranks that are processes): OK where every rank's was, `mine` where it failed, else
-  // an error that another rank failed at `what`. No communicator is aborted: the engine goes on.
+  // an error that another rank failed at `what`. A failure of the work aborts no communicator:
+  // the engine goes on (one of the agreement itself does, as every failed collective does).
   absl::Status AgreeOnFailure(const absl::Status& mine, const std::string& what) const;
+  // The same once every rank is done with work of unbounded length (a checkpoint's files on
+  // slow storage): ranks that are processes first wait for the slowest, up to the checkpoint
+  // timeout, not the collective timeout.
+  absl::Status AgreeOnceAllAreDone(const absl::Status& mine, const std::string& what) const;
   // Aborts the job's communicators after `cause` (which every later OnEveryRank names: an
   // aborted communicator cannot be used again).
   void AbortWorld(const absl::Status& cause) const;
   // `status` with what a user needs next: which option sets a deadline that passed, or which
-  // earlier failure made the communicators unusable. Every collective the engine issues goes
-  // through it (OnEveryRank, MaxOverRanks, a save's agreement).
+  // earlier failure made the communicators unusable. The collectives under the collective
+  // timeout go through it (OnEveryRank's, MaxOverRanks, a save's broadcasts); the waits under
+  // the checkpoint timeout name that one themselves (AgreeOnceAllAreDone).
   absl::Status Explained(absl::Status status) const;
   absl::Status WriteTimeline() const;
   absl::Status SendOtherMeshesToRankZero(exec::Workspace& whole) const;

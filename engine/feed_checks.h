@@ -32,8 +32,9 @@ class FeedChecks {
   // another piece from one of none).
   static FeedChecks Of(const ir::Program& program);
 
-  // Each feed of a data input of the program's type (the whole batch's); no NaN in a floating-point input the program reads (infinities pass: an additive attention
-  // mask holds -inf), and every index in its range. Feeds it does not read and inputs on a
+  // Every feed of one of the program's data inputs of its type (the whole batch's); no NaN in a
+  // floating-point input the program reads (infinities pass: an additive attention mask holds
+  // -inf), and every index in its range. For the values, feeds it does not read and inputs on a
   // device are not looked at.
   absl::Status Check(const exec::Feeds& feeds, FeedUse use) const;
 

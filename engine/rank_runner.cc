@@ -67,15 +67,24 @@ absl::Status RankRunner::Initialize(uint64_t seed) {
   return AdoptState(host);
 }
 
-absl::Status RankRunner::AdoptState(const exec::Workspace& host) {
+absl::StatusOr<exec::Workspace> RankRunner::OnDevice(const exec::Workspace& host) const {
   exec::Workspace next;
   for (const auto& [name, tensor] : host) {
     absl::StatusOr<exec::Tensor> moved = exec::ToDevice(tensor, options_.device);
     if (!moved.ok()) return WithContext(moved.status(), absl::StrCat("moving '", name, "' to ", options_.device.ToString()));
     next[name] = *std::move(moved);
   }
-  workspace_ = std::move(next);
+  return next;
+}
+
+void RankRunner::Install(exec::Workspace state) {
+  workspace_ = std::move(state);
   broken_ = absl::OkStatus();  // a whole new state: whatever a failed step left is gone
+}
+
+absl::Status RankRunner::AdoptState(const exec::Workspace& host) {
+  PDIST_ASSIGN_OR_RETURN(exec::Workspace next, OnDevice(host));
+  Install(std::move(next));
   return absl::OkStatus();
 }
 

@@ -73,7 +73,12 @@ class RankRunner {
   // `local`, its own pieces (engine/sharded_checkpoint.h read them) — nothing changed — ...
   absl::StatusOr<exec::Workspace> PiecesOfWhole(const exec::Workspace& whole, const std::string& source) const;
   absl::Status CheckLocalState(const exec::Workspace& local) const;
-  // ... then every persistent tensor replaced by them (moved to the rank's device).
+  // ... then moved to the rank's device (a copy beside the state: a GPU may run out of memory
+  // here, and the engine agrees on that too) ...
+  absl::StatusOr<exec::Workspace> OnDevice(const exec::Workspace& host) const;
+  // ... and made every persistent tensor, which cannot fail.
+  void Install(exec::Workspace state);
+  // OnDevice and Install at once (initialisation; one rank).
   absl::Status AdoptState(const exec::Workspace& host);
 
   int64_t rank() const { return rank_; }

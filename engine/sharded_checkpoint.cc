@@ -251,7 +251,8 @@ absl::Status CheckSaveTarget(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const bool written = IsRankFile(name) || name == kShardIndexFile || name == absl::StrCat(kShardIndexFile, ".tmp");
-    if (written && std::filesystem::is_directory(entry.path(), ec)) {
+    // A link is replaced, whatever it points to (ir::Replace::kEntry); a directory cannot be.
+    if (written && std::filesystem::is_directory(std::filesystem::symlink_status(entry.path(), ec))) {
       return absl::InvalidArgumentError(absl::StrCat("cannot save into '", dir, "': '", entry.path().string(),
                                                      "' is a directory where the save writes a file"));
     }

@@ -112,10 +112,14 @@ absl::Status WriteReplacing(const std::string& target, std::string_view bytes) {
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes, Replace what) {
+  struct stat st {};
+  // A link (to anything, a directory included) in a directory whose entries are replaced.
+  if (what == Replace::kEntry && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return WriteReplacing(path, bytes);
+  }
   // Checked first: renaming a file over a directory fails only after the temporary is written.
   PDIST_RETURN_IF_ERROR(CheckOutputPath(path));
   if (what == Replace::kEntry) return WriteReplacing(path, bytes);
-  struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteInPlace(path, bytes);
   // A symbolic link is written through: its target replaced.
   std::string target = path;

@@ -1,6 +1,7 @@
-// FindBatchInputs: the dim 0 most data inputs share.
+// FindBatchInputs: dim 0 of the data inputs of the highest rank.
 #include "passes/batch_inputs.h"
 
+#include <algorithm>
 #include <map>
 
 #include "passes/optimizer.h"
@@ -9,16 +10,26 @@ namespace pdist::passes {
 
 absl::StatusOr<BatchInputs> FindBatchInputs(const ir::Program& program) {
   std::vector<ir::Value*> data;
-  std::map<int64_t, int64_t> count;  // dim 0 → inputs with it
   for (ir::Value* arg : program.block().arguments()) {
     if (arg->role() != ir::ValueRole::kDataInput || arg->type().rank() == 0 || arg->name() == kLearningRateFeed) continue;
     data.push_back(arg);
-    ++count[arg->type().shape[0]];
   }
   if (data.empty()) return absl::InvalidArgumentError("the program has no data input with a batch dim");
+  const bool all_one = std::all_of(data.begin(), data.end(), [](const ir::Value* v) { return v->type().shape[0] == 1; });
+  std::vector<const ir::Value*> candidates;
+  for (const ir::Value* v : data) {
+    if (all_one || v->type().shape[0] != 1) candidates.push_back(v);
+  }
+  size_t rank = 0;
+  for (const ir::Value* v : candidates) rank = std::max(rank, v->type().shape.size());
+  std::map<int64_t, int64_t> count;  // dim 0 → highest-rank candidates with it
+  for (const ir::Value* v : candidates) {
+    if (v->type().shape.size() == rank) ++count[v->type().shape[0]];
+  }
   BatchInputs out;
   int64_t most = 0;
-  for (const ir::Value* v : data) {  // argument order: the first of the most shared wins
+  for (const ir::Value* v : candidates) {  // argument order: the first of the most shared wins
+    if (v->type().shape.size() != rank) continue;
     const int64_t n = count[v->type().shape[0]];
     if (n > most) {
       most = n;

@@ -32,8 +32,8 @@ struct MicroBatchProgram {
   int64_t micro_batches = 1;
 };
 
-// The batch is dim 0 of the first data input of rank ≥ 1; every data input with that dim 0 is
-// split. Errors: the batch not divisible by `micro_batches` (naming both), a program that already
+// The batch inputs (passes/batch_inputs.h) are cut into micro-batches, and with them every data
+// input completion finds following the batch (its split_inputs). Errors: the batch not divisible by `micro_batches` (naming both), a program that already
 // has DistAttrs or gradients, an op that mixes samples (above).
 absl::StatusOr<MicroBatchProgram> SplitMicroBatches(const ir::Program& forward, int64_t micro_batches,
                                                     bool average = true);

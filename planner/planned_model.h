@@ -57,7 +57,8 @@ absl::StatusOr<PlannedModel> ModelFromSpec(const std::string& spec, int64_t glob
 
 // A forward program with a loss (a model.pb), of any structure and parameter names: its
 // segments come from the graph (planner/program_segments.h). Batch and sequence come from its
-// first data input [batch, seq, ...]. InvalidArgument naming what is missing.
+// first batch input [batch, seq, ...] (passes/batch_inputs.h), the batch at most 2^24.
+// InvalidArgument naming what is missing.
 absl::StatusOr<PlannedModel> ModelFromProgram(ir::Program program, std::string description);
 
 }  // namespace pdist::planner

@@ -78,7 +78,7 @@ def import_onnx(path, loss=None, logits=None, labels="labels", frozen=(), input_
         options["loss"] = loss
     if logits is not None:
         options["logits"] = logits
-    if input_shapes:
+    if input_shapes is not None:  # [] or "" were skipped unchecked
         options["input_shapes"] = _input_shapes(input_shapes)
     handle = ctypes.c_void_p()
     _native.check(_native.lib.pdist_program_import_onnx(_native.encode_path(path, "import_onnx: path"),

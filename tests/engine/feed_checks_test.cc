@@ -80,8 +80,6 @@ TEST(FeedChecksTest, AnIndexOutOfTheWholeVocabularyIsRefusedUnderEveryStrategy) 
   }
 }
 
-// gather counts negative indices from the end (as ONNX and numpy do): -4 … 3 index 4 rows, and
-// the check takes what the kernel takes — int32 indices too.
 // A batch of another shape is named with the whole batch's type under every strategy: a rank's
 // piece was refused by the slicer in the words of placements ("dims_mapping [0] does not fit
 // shape [4,16]"), one rank by the executor as here.
@@ -101,6 +99,8 @@ TEST(FeedChecksTest, AFeedOfAnotherTypeIsNamedAsOneRankNamesIt) {
   }
 }
 
+// gather counts negative indices from the end (as ONNX and numpy do): -4 … 3 index 4 rows, and
+// the check takes what the kernel takes — int32 indices too.
 TEST(FeedChecksTest, GatherIndicesMayCountFromTheEnd) {
   for (const char* dtype : {"i64", "i32"}) {
     absl::StatusOr<ir::Program> program = ir::ParseProgram(absl::StrCat(R"ir(program {

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "ir/parser.h"
 #include "passes/batch_inputs.h"
@@ -43,6 +44,27 @@ program {
   %flat = reshape(%logits) {shape = [32, 16]} : f64[32,16]
   %l2 = reshape(%labels) {shape = [32, 1]} : i64[32,1]
   %soft, %each = cross_entropy_with_softmax(%flat, %l2) {axis = -1} : f64[32,16], f64[32,1]
+  %loss = mean(%each) : f64[]
+  loss %loss
+}
+)pdir";
+
+// Offsets and scales broadcast over the batch, [1,16] each: three inputs of dim 0 = 1 outvoted
+// the batch and made it 1.
+constexpr char kBroadcastTables[] = R"pdir(
+program {
+  %x = data "x" : f64[4,16]
+  %b = data "b" : f64[1,16]
+  %s = data "s" : f64[1,16]
+  %t = data "t" : f64[1,16]
+  %w = param "w" : f64[16,5] {init = "normal(0.3)"}
+  %labels = data "labels" : i64[4]
+  %xb = add(%x, %b) : f64[4,16]
+  %xs = multiply(%xb, %s) : f64[4,16]
+  %xt = add(%xs, %t) : f64[4,16]
+  %logits = matmul(%xt, %w) : f64[4,5]
+  %l2 = reshape(%labels) {shape = [4, 1]} : i64[4,1]
+  %soft, %each = cross_entropy_with_softmax(%logits, %l2) {axis = -1} : f64[4,5], f64[4,1]
   %loss = mean(%each) : f64[]
   loss %loss
 }
@@ -83,7 +105,7 @@ void ExpectEveryLayoutTrainsAsOneRank(const char* text, int64_t classes, const s
   }
 }
 
-TEST(NonBatchInputsTest, TheBatchIsTheDimZeroMostDataInputsShare) {
+TEST(NonBatchInputsTest, TheBatchIsDimZeroOfTheInputsOfTheHighestRank) {
   const ir::Program weights = Parse(kClassWeights);
   absl::StatusOr<passes::BatchInputs> found = passes::FindBatchInputs(weights);
   ASSERT_TRUE(found.ok()) << found.status();
@@ -91,17 +113,57 @@ TEST(NonBatchInputsTest, TheBatchIsTheDimZeroMostDataInputsShare) {
   ASSERT_EQ(found->inputs.size(), 2u);
   EXPECT_EQ(found->inputs[0]->name(), "x");
   EXPECT_EQ(found->inputs[1]->name(), "labels");
-  // A tie (tokens [4,8] and labels [32]): the first input's.
-  absl::StatusOr<passes::BatchInputs> flat = passes::FindBatchInputs(Parse(kFlatLabels));
+  // Tokens [4,8] beside labels and a loss mask flattened to [32]: the tokens'.
+  absl::StatusOr<ir::Program> flat = ir::ParseProgram(R"pdir(program {
+  %tokens = data "tokens" : i64[4,8]
+  %labels = data "labels" : i64[32]
+  %mask = data "mask" : f64[32]
+  %m = mean(%mask) : f64[]
+  loss %m
+})pdir");
   ASSERT_TRUE(flat.ok()) << flat.status();
-  EXPECT_EQ(flat->batch, 4);
-  ASSERT_EQ(flat->inputs.size(), 1u);
-  EXPECT_EQ(flat->inputs[0]->name(), "tokens");
+  absl::StatusOr<passes::BatchInputs> tokens = passes::FindBatchInputs(*flat);
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(tokens->batch, 4);
+  ASSERT_EQ(tokens->inputs.size(), 1u);
+  EXPECT_EQ(tokens->inputs[0]->name(), "tokens");
+  // Tables broadcast over the batch ([1,16]) and per-feature vectors ([16]) are not the batch,
+  // however many; a batch of one where every input has dim 0 = 1.
+  for (const char* others : {"f64[1,16]", "f64[16]"}) {
+    absl::StatusOr<ir::Program> p = ir::ParseProgram(absl::StrCat(R"pdir(program {
+  %x = data "x" : f64[4,16]
+  %b = data "b" : )pdir", others, R"pdir(
+  %s = data "s" : )pdir", others, R"pdir(
+  %t = data "t" : )pdir", others, R"pdir(
+  %labels = data "labels" : i64[4]
+  %m = mean(%x) : f64[]
+  loss %m
+})pdir"));
+    ASSERT_TRUE(p.ok()) << p.status();
+    absl::StatusOr<passes::BatchInputs> found = passes::FindBatchInputs(*p);
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_EQ(found->batch, 4) << others;
+    EXPECT_EQ(found->inputs.size(), 2u) << others;  // x, labels
+  }
+  absl::StatusOr<ir::Program> one = ir::ParseProgram(R"pdir(program {
+  %x = data "x" : f64[1,16]
+  %m = mean(%x) : f64[]
+  loss %m
+})pdir");
+  ASSERT_TRUE(one.ok()) << one.status();
+  absl::StatusOr<passes::BatchInputs> single = passes::FindBatchInputs(*one);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ(single->batch, 1);
 }
 
 TEST(NonBatchInputsTest, PerClassWeightsStayWholeUnderDataParallelismAndMicroBatches) {
   ExpectEveryLayoutTrainsAsOneRank(kClassWeights, 5,
                                    {R"({"dp_degree": 4})", R"({"dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 2}})"});
+}
+
+TEST(NonBatchInputsTest, TablesBroadcastOverTheBatchStayWhole) {
+  ExpectEveryLayoutTrainsAsOneRank(kBroadcastTables, 5,
+                                   {R"({"dp_degree": 2})", R"({"dp_degree": 2, "gradient_merge": {"enable": true, "k_steps": 2}})"});
 }
 
 TEST(NonBatchInputsTest, FlattenedLabelsAreCutWithTheBatch) {

@@ -299,6 +299,7 @@ TEST(ShardedCheckpointTest, AFailedSaveLeavesTheLastCheckpointLoadable) {
   const auto blocker = std::filesystem::path(dir) / "rank1.alt.ckpt.tmp";
   std::filesystem::create_directory(blocker);
   EXPECT_FALSE(e->Save(dir).ok());
+  EXPECT_TRUE(e->EvalStep(Batch(model, 0)).ok());  // the ranks' communicators still work
   std::unique_ptr<Engine> resumed = Make(model, "{}");
   ASSERT_NE(resumed, nullptr);
   const absl::Status loaded = resumed->Load(dir);
@@ -414,12 +415,16 @@ TEST(ShardedCheckpointTest, ASaveTargetThatWouldFailIsNamedBeforeTraining) {
         << blocked;
   }
 
-  // A save that fails anyway (the path is a file) is an error, not an abort: the ranks, threads
-  // here, go on (every later call said "communicator 'world' was aborted").
+  // A save that fails anyway — before any rank writes (the path is a file) or while they do
+  // (a directory where rank 1's file goes) — is an error, not an abort: the ranks, threads here,
+  // go on (every later call said "communicator 'world' was aborted").
   const ir::Program model = Model();
-  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2})");
+  std::unique_ptr<Engine> e = Make(model, R"({"dp_degree": 2, "sharding": {"enable": true, "stage": 1}})");
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->Save((root / "file").string()).ok());
+  std::filesystem::create_directories(root / "midway" / "rank1.ckpt.tmp");
+  const absl::Status midway = e->Save((root / "midway").string());
+  EXPECT_NE(midway.message().find("rank1.ckpt.tmp"), std::string::npos) << midway;
   absl::StatusOr<StepResult> step = e->TrainStep(Batch(model, 0));
   EXPECT_TRUE(step.ok()) << step.status();
 }

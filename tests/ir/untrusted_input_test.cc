@@ -121,6 +121,22 @@ TEST(OutputFileTest, WritesWholeOrNotAtAll) {
   ASSERT_TRUE(WriteFileAtomically(link, "new").ok());
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_EQ(*ReadFileToString(real), "new");
+  // Replace::kEntry (a checkpoint's files): the link itself is replaced, the target left alone,
+  // whatever it is; a temporary that is a link is refused rather than written through.
+  ASSERT_TRUE(WriteFileAtomically(link, "own", Replace::kEntry).ok());
+  EXPECT_FALSE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(*ReadFileToString(link), "own");
+  EXPECT_EQ(*ReadFileToString(real), "new");
+  const std::string to_dir = dir + "/to_dir.json";
+  std::filesystem::create_directory(dir + "/a_dir");
+  std::filesystem::create_directory_symlink(dir + "/a_dir", to_dir);
+  ASSERT_TRUE(WriteFileAtomically(to_dir, "file", Replace::kEntry).ok());
+  EXPECT_EQ(*ReadFileToString(to_dir), "file");
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/a_dir"));
+  const std::string guarded = dir + "/guarded.json";
+  std::filesystem::create_symlink(real, guarded + ".tmp");
+  EXPECT_FALSE(WriteFileAtomically(guarded, "x", Replace::kEntry).ok());
+  EXPECT_EQ(*ReadFileToString(real), "new");
   std::filesystem::remove_all(dir);
 }
 

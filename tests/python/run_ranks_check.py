@@ -1,12 +1,14 @@
 """pdist.Engine as the ranks of a pdist-run job: two Python processes, one data-parallel rank each
 (gloo), train as the in-process dp 2 run does, each predicts the whole logits, and a callback
 that stops one rank stops both after the same step, and a rank that outlasts the collective
-timeout fails the other with an error naming the option that sets it. Run by ctest (python.pdist_run_ranks, registered
+timeout fails the other with an error naming the option that sets it, and a checkpoint that fails
+on one rank is an error on both that leaves them training. Run by ctest (python.pdist_run_ranks, registered
 where Gloo is built); the environment names the library, pdist-export, pdist-run and the data.
 
     python3 run_ranks_check.py              checks (spawns pdist-run)
     python3 run_ranks_check.py MODEL OUT    one rank: trains, writes OUT/rank<R>.json
     python3 run_ranks_check.py MODEL OUT late    one rank: rank 1 outlasts the timeout, writes OUT/late<R>.json
+    python3 run_ranks_check.py MODEL OUT save|fail    one rank: checkpoint failures, writes OUT/checkpoint<R>.json
 """
 import json
 import os
@@ -70,6 +72,34 @@ def outlast_the_timeout(model, out_dir):
         json.dump(errors, f)
 
 
+ZERO1 = {"dp_degree": 2, "sharding": {"enable": True, "stage": 1}}  # rank 1 writes a file of its own
+
+
+def checkpoint_failures(model, out_dir, phase):
+    """Checkpoint failures agreed between processes: phase "save" writes a good checkpoint; phase
+    "fail" loads it after the driver damaged rank 1's file and saves where the driver blocked rank
+    1's file. Each fails on both ranks — the failing rank with its error, the other saying another
+    rank failed — and both go on training (the communicators were aborted before)."""
+    engine = pdist.Engine(model, strategy=ZERO1, learning_rate=3e-3)
+    rank = int(os.environ["RANK"])
+    good = os.path.join(out_dir, "good")
+    if phase == "save":
+        engine.fit(os.environ["PDIST_DATA"], steps=2)
+        engine.save(good)
+        return
+    engine.fit(os.environ["PDIST_DATA"], steps=1)
+    errors = []
+    for call in (lambda: engine.load(good), lambda: engine.save(os.path.join(out_dir, "blocked"))):
+        try:
+            call()
+            errors.append("no error")
+        except pdist.PdistError as e:
+            errors.append(str(e))
+    losses = engine.fit(os.environ["PDIST_DATA"], steps=1)
+    with open(os.path.join(out_dir, f"checkpoint{rank}.json"), "w") as f:
+        json.dump({"errors": errors, "losses": losses, "step": engine.step}, f)
+
+
 def read_json(path):
     with open(path) as f:
         return json.load(f)
@@ -88,6 +118,34 @@ def run_two_ranks(*args):
 
 
 class PdistRunRanksTest(unittest.TestCase):
+    def test_checkpoint_failures_on_one_rank_are_errors_on_both_and_training_goes_on(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = export_model(tmp)
+            run = run_two_ranks(model, tmp, "save")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            rank1 = os.path.join(tmp, "good", "rank1.ckpt")
+            with open(rank1, "r+b") as f:  # a flipped byte in rank 1's last piece
+                f.seek(-20, os.SEEK_END)
+                byte = f.read(1)
+                f.seek(-20, os.SEEK_END)
+                f.write(bytes([byte[0] ^ 0x5A]))
+            os.makedirs(os.path.join(tmp, "blocked", "rank1.ckpt.tmp"))  # where rank 1's new file goes
+            run = run_two_ranks(model, tmp, "fail")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            ranks = [read_json(os.path.join(tmp, f"checkpoint{r}.json")) for r in range(2)]
+            load1, save1 = ranks[1]["errors"]
+            self.assertIn("rank1.ckpt", load1)
+            self.assertIn("rank1.ckpt.tmp", save1)
+            load0, save0 = ranks[0]["errors"]
+            self.assertIn("loading", load0)
+            self.assertIn("failed on another rank", load0)
+            self.assertIn("failed on another rank", save0)
+            for rank in ranks:
+                self.assertEqual(len(rank["losses"]), 1)  # trained on after both
+                self.assertEqual(rank["step"], 2)  # the failed load changed nothing
+            self.assertEqual(ranks[0]["losses"], ranks[1]["losses"])
+
+
     def test_a_rank_past_the_deadline_fails_the_other_naming_the_option(self):
         with tempfile.TemporaryDirectory() as tmp:
             run = run_two_ranks(export_model(tmp), tmp, "late")
@@ -129,7 +187,9 @@ class PdistRunRanksTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[3] == "late":
+    if len(sys.argv) == 4 and sys.argv[3] in ("save", "fail"):
+        checkpoint_failures(sys.argv[1], sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[3] == "late":
         outlast_the_timeout(sys.argv[1], sys.argv[2])
     elif len(sys.argv) == 3:
         train_one_rank(sys.argv[1], sys.argv[2])
