@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "import/onnx_import.h"
 #include "ir/serialize.h"
+#include "ir/status.h"
 #include "onnx/onnx_pb.h"
 #include "passes/autodiff.h"
 #include "tests/testing/temp_path.h"
@@ -59,6 +60,17 @@ onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& type, std::vect
 
 absl::StatusOr<OnnxImport> Import(const onnx::ModelProto& m, const OnnxImportOptions& options = {}) {
   return ImportOnnxBytes(m.SerializeAsString(), options);
+}
+
+// The imported program's first output on `feeds`, its parameters initialised (seed 1).
+absl::StatusOr<exec::Tensor> FirstOutput(const OnnxImport& imported, const exec::Feeds& feeds) {
+  exec::ExecutorOptions options;
+  options.fetch_ids = {imported.program.outputs().at(0).value->id()};
+  PDIST_ASSIGN_OR_RETURN(exec::Executor executor, exec::Executor::Create(imported.program, options));
+  exec::Workspace ws;
+  PDIST_RETURN_IF_ERROR(exec::InitializeWorkspace(imported.program, 1, ws));
+  PDIST_ASSIGN_OR_RETURN(exec::RunResult run, executor.Run(feeds, ws));
+  return run.fetched.at(options.fetch_ids[0]);
 }
 
 // tokens:i64[2,3] → Gather(table f32[4,2]) → Pow 2 → y:f32[2,3,2]
@@ -123,21 +135,14 @@ TEST(OnnxImportTest, AConstantNegativeGatherIndexCountsFromTheEnd) {
   AddOutput(m, "y");
   absl::StatusOr<OnnxImport> imported = Import(m);
   ASSERT_TRUE(imported.ok()) << imported.status();
-  exec::ExecutorOptions options;
-  options.fetch_ids = {imported->program.outputs().at(0).value->id()};
-  absl::StatusOr<exec::Executor> executor = exec::Executor::Create(imported->program, options);
-  ASSERT_TRUE(executor.ok()) << executor.status();
-  exec::Workspace ws;
-  ASSERT_TRUE(exec::InitializeWorkspace(imported->program, 1, ws).ok());
   exec::Tensor x = exec::Tensor::Empty({{2}, ir::DataType::kFloat32});
   const float zeros[] = {0, 0};
   std::memcpy(x.raw(), zeros, sizeof(zeros));
-  absl::StatusOr<exec::RunResult> run = executor->Run({{"x", x}}, ws);
-  ASSERT_TRUE(run.ok()) << run.status();
-  const exec::Tensor& y = run->fetched.at(options.fetch_ids[0]);
-  ASSERT_EQ(y.type().shape, (ir::Shape{2}));
-  EXPECT_EQ(y.At(0), 5);  // the last row
-  EXPECT_EQ(y.At(1), 6);
+  absl::StatusOr<exec::Tensor> y = FirstOutput(*imported, {{"x", x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->type().shape, (ir::Shape{2}));
+  EXPECT_EQ(y->At(0), 5);  // the last row
+  EXPECT_EQ(y->At(1), 6);
 }
 
 // LayerNorm as PyTorch exports it below opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
