@@ -1,6 +1,7 @@
 // Engine: program preparation, train/eval steps, fit loop, checkpoints.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -328,7 +329,8 @@ Engine::~Engine() {
 
 // A deadline's error says which option sets it (the communicators cannot: they serve every
 // caller). After an earlier failure aborted the communicators, work that needs them fails for
-// good (work that does not, a save's writes, still runs): the error says why and what to do.
+// good — in-process ranks can still save, ranks that are processes cannot (a save agrees over
+// them): the error says why and what to do.
 absl::Status Engine::Explained(absl::Status status) const {
   if (status.ok()) return status;
   // Only the aborted communicators' own refusal (executor/comm/communicator.cc), not a later
@@ -380,8 +382,7 @@ absl::Status Engine::OnEveryRank(const std::function<absl::Status(size_t, RankRu
 
 absl::Status Engine::AgreeOnceAllAreDone(const absl::Status& mine, const std::string& what) const {
   if (backend_->process_per_rank && world_size_ > 1) {
-    const double timeout_s =
-        std::min(std::max(options_.checkpoint_timeout_s, options_.collective_timeout_s), kLongestCollectiveTimeoutS);
+    const double timeout_s = std::min(options_.checkpoint_timeout_s, kLongestCollectiveTimeoutS);  // as given
     const absl::Status waited =
         WithContext(worlds_.front()->Barrier(absl::Seconds(timeout_s)),
                     absl::StrCat(what, ": waiting for every rank (at most ", timeout_s,
@@ -395,12 +396,15 @@ absl::Status Engine::AgreeOnceAllAreDone(const absl::Status& mine, const std::st
 }
 
 absl::Status Engine::AgreeOnFailure(const absl::Status& mine, const std::string& what) const {
-  absl::StatusOr<int64_t> failed = MaxOverRanks(mine.ok() ? 0 : 1);
+  // (rank + 1) · 256 + the error's code: the ranks learn which rank failed (the highest) and
+  // raise the same kind of error it did (Python's exception type, on every rank alike).
+  const int64_t code = static_cast<int64_t>(mine.code());
+  absl::StatusOr<int64_t> failed = MaxOverRanks(mine.ok() ? 0 : (first_local_rank() + 1) * 256 + code);
   if (!mine.ok()) return mine;
   if (!failed.ok()) return WithContext(failed.status(), what);
   if (*failed != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, " failed on another rank (its error is in its own output); nothing changed here"));
+    return absl::Status(static_cast<absl::StatusCode>(*failed % 256),
+                        absl::StrCat(what, " failed on rank ", *failed / 256 - 1, " (its error is in its output)"));
   }
   return absl::OkStatus();
 }
@@ -655,11 +659,10 @@ absl::Status Engine::Load(const std::string& path) {
   // not, a model from two checkpoints that a save then wrote out as one. A failure is an error
   // on every rank, agreed, with the state as it was and the communicators working.
   std::vector<exec::Workspace> staged(runners_.size());
-  int64_t step = 0;
+  std::vector<int64_t> steps(runners_.size(), 0);  // as each rank read it
   absl::Status read;
   if (IsShardedCheckpoint(path)) {
     // Each rank reads only the files whose pieces overlap its own.
-    std::vector<int64_t> steps(runners_.size(), 0);
     read = OnEveryRank(
         [&](size_t k, RankRunner& runner) -> absl::Status {
           PDIST_ASSIGN_OR_RETURN(Checkpoint mine, ReadShardsFor(path, runner.train_program(), runner.rank(), train_));
@@ -669,7 +672,6 @@ absl::Status Engine::Load(const std::string& path) {
           return absl::OkStatus();
         },
         RankWork::kLocal);
-    step = steps.front();
   } else if (IsRankFileOfShardedCheckpoint(path)) {
     // Loaded as a checkpoint of its own, it lacked the other ranks' tensors. (Not returned at
     // once: every rank meets the others below.)
@@ -687,10 +689,20 @@ absl::Status Engine::Load(const std::string& path) {
       read = mine.status();
       if (mine.ok()) staged[k] = *std::move(mine);
     }
-    if (ckpt.ok()) step = ckpt->step;
+    if (ckpt.ok()) steps.assign(steps.size(), ckpt->step);
   }
   // Reading may take as long as storage does on one rank: the slowest is waited for.
   PDIST_RETURN_IF_ERROR(AgreeOnceAllAreDone(read, absl::StrCat("loading '", path, "'")));
+  // Each rank read the index itself: a save committing between two ranks' reads gave the
+  // pipeline stages two steps' states, loaded without a word.
+  const auto [low, high] = std::minmax_element(steps.begin(), steps.end());
+  PDIST_ASSIGN_OR_RETURN(const int64_t newest, MaxOverRanks(*high));
+  PDIST_ASSIGN_OR_RETURN(const int64_t oldest, MaxOverRanks(-*low));
+  if (newest != -oldest) {
+    return absl::FailedPreconditionError(absl::StrCat("loading '", path, "': the ranks read the checkpoints of steps ",
+                                                      -oldest, " and ", newest,
+                                                      " (a save committed while they read); nothing changed: load again"));
+  }
   // On each rank's device beside the state (where a GPU may run out of memory), agreed, then
   // installed everywhere.
   std::vector<exec::Workspace> on_device(runners_.size());
@@ -702,7 +714,7 @@ absl::Status Engine::Load(const std::string& path) {
       RankWork::kLocal);
   PDIST_RETURN_IF_ERROR(AgreeOnFailure(moved, absl::StrCat("loading '", path, "' onto the devices")));
   for (size_t k = 0; k < runners_.size(); ++k) runners_[k]->Install(std::move(on_device[k]));
-  step_ = step;
+  step_ = newest;
   return absl::OkStatus();
 }
 

@@ -59,9 +59,10 @@ struct EngineOptions {
   // How long a collective waits for the other ranks before the step fails (> 0; beyond
   // kLongestCollectiveTimeoutS, inf included, as long as that).
   double collective_timeout_s = 300;
-  // How long the ranks that are processes wait for the slowest one to write its checkpoint
-  // files (Save), in place of the collective timeout: a save to network storage may take
-  // minutes where a hung collective should fail in seconds (> 0; inf as kLongestCollectiveTimeoutS).
+  // How long the ranks that are processes wait for the slowest one to write or read its
+  // checkpoint files (Save, Load), in place of the collective timeout: storage may take minutes
+  // where a hung collective should fail in seconds (> 0, as given; inf as kLongestCollectiveTimeoutS).
+  // It was at least the collective timeout, which no one had said.
   double checkpoint_timeout_s = 3600;
   // Run collectives on a communication stream beside the compute (exec::ExecutorOptions).
   bool overlap_communication = true;

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,6 +210,10 @@ absl::Status MakeCheckpointDirectory(const std::string& dir) {
 absl::StatusOr<CheckpointSaveLock> CheckpointSaveLock::Take(const std::string& dir) {
   PDIST_RETURN_IF_ERROR(MakeCheckpointDirectory(dir));
   const std::string path = InDir(dir, kSaveLockFile);
+  // The directory's own entry, as its other files are (ir::Replace::kEntry): a link (a `cp -rs`
+  // copy of a checkpoint links its lock too) or a FIFO is replaced by a file of this directory's.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ::unlink(path.c_str());
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot save into '", dir, "': cannot open its lock '", path,
@@ -250,7 +255,8 @@ absl::Status CheckSaveTarget(const std::string& dir) {
   // fails only when the save comes. Anything else there is replaced.
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool written = IsRankFile(name) || name == kShardIndexFile || name == absl::StrCat(kShardIndexFile, ".tmp");
+    const bool written = IsRankFile(name) || name == kShardIndexFile || name == absl::StrCat(kShardIndexFile, ".tmp") ||
+                         name == kSaveLockFile;
     // A link is replaced, whatever it points to (ir::Replace::kEntry); a directory cannot be.
     if (written && std::filesystem::is_directory(std::filesystem::symlink_status(entry.path(), ec))) {
       return absl::InvalidArgumentError(absl::StrCat("cannot save into '", dir, "': '", entry.path().string(),

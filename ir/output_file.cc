@@ -99,6 +99,10 @@ absl::Status WriteInPlace(const std::string& path, std::string_view bytes) {
 // TARGET.tmp written durably and renamed over TARGET (a link at TARGET is replaced, not followed).
 absl::Status WriteReplacing(const std::string& target, std::string_view bytes) {
   const std::string tmp = target + ".tmp";
+  // The temporary is this call's own: a link or a FIFO left there is removed, not written through
+  // or blocked on (a directory is not, and the write names it).
+  struct stat st {};
+  if (::lstat(tmp.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ::unlink(tmp.c_str());
   PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;

@@ -144,7 +144,8 @@ void RegisterFlags(pdist::cli::FlagSet& flags, TrainFlags* f) {
   flags.Double("collective-timeout-s", &f->collective_timeout, "how long a collective waits for the other ranks, in seconds (> 0; a deadline far off, "
                "such as 1e9, is how to wait without one)");
   flags.Double("checkpoint-timeout-s", &f->checkpoint_timeout,
-               "with ranks that are processes: how long a save waits for the slowest rank's files, in seconds (> 0)");
+               "with ranks that are processes: how long a save or load waits for the slowest rank's files, in "
+               "seconds (> 0; as given, even below --collective-timeout-s)");
   flags.Double("bucket-mb", &f->bucket_mb, "gradient all-reduce bucket size in MiB (0: one all-reduce per gradient)");
   flags.String("losses-out", &f->losses_out, "write {\"losses\": [...]} to this JSON file");
   flags.String("timeline", &f->timeline,

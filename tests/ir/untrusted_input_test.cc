@@ -1,6 +1,8 @@
 // Reading what a user wrote: JSON bounded in depth, size and count with duplicate keys
 // rejected, and files whose path is wrong named as such — a clean error, never a crash. Writing
 // where a user said: whole or not at all.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -122,7 +124,8 @@ TEST(OutputFileTest, WritesWholeOrNotAtAll) {
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_EQ(*ReadFileToString(real), "new");
   // Replace::kEntry (a checkpoint's files): the link itself is replaced, the target left alone,
-  // whatever it is; a temporary that is a link is refused rather than written through.
+  // whatever it is; a temporary that is a link or a FIFO is replaced too, not written through or
+  // blocked on.
   ASSERT_TRUE(WriteFileAtomically(link, "own", Replace::kEntry).ok());
   EXPECT_FALSE(std::filesystem::is_symlink(link));
   EXPECT_EQ(*ReadFileToString(link), "own");
@@ -135,8 +138,13 @@ TEST(OutputFileTest, WritesWholeOrNotAtAll) {
   EXPECT_TRUE(std::filesystem::is_directory(dir + "/a_dir"));
   const std::string guarded = dir + "/guarded.json";
   std::filesystem::create_symlink(real, guarded + ".tmp");
-  EXPECT_FALSE(WriteFileAtomically(guarded, "x", Replace::kEntry).ok());
+  ASSERT_TRUE(WriteFileAtomically(guarded, "x", Replace::kEntry).ok());
+  EXPECT_EQ(*ReadFileToString(guarded), "x");
   EXPECT_EQ(*ReadFileToString(real), "new");
+  const std::string piped = dir + "/piped.json";
+  ASSERT_EQ(::mkfifo((piped + ".tmp").c_str(), 0644), 0);
+  ASSERT_TRUE(WriteFileAtomically(piped, "y", Replace::kEntry).ok());
+  EXPECT_EQ(*ReadFileToString(piped), "y");
   std::filesystem::remove_all(dir);
 }
 

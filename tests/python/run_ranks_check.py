@@ -79,7 +79,7 @@ def checkpoint_failures(model, out_dir, phase):
     """Checkpoint failures agreed between processes: phase "save" writes a good checkpoint; phase
     "fail" loads it after the driver damaged rank 1's file and saves where the driver blocked rank
     1's file. Each fails on both ranks — the failing rank with its error, the other saying another
-    rank failed — and both go on training (the communicators were aborted before)."""
+    rank failed, with the same kind of error — and both go on training (the communicators were aborted before)."""
     engine = pdist.Engine(model, strategy=ZERO1, learning_rate=3e-3)
     rank = int(os.environ["RANK"])
     good = os.path.join(out_dir, "good")
@@ -88,16 +88,17 @@ def checkpoint_failures(model, out_dir, phase):
         engine.save(good)
         return
     engine.fit(os.environ["PDIST_DATA"], steps=1)
-    errors = []
+    errors, kinds = [], []
     for call in (lambda: engine.load(good), lambda: engine.save(os.path.join(out_dir, "blocked"))):
         try:
             call()
             errors.append("no error")
         except pdist.PdistError as e:
             errors.append(str(e))
+            kinds.append(type(e).__name__)
     losses = engine.fit(os.environ["PDIST_DATA"], steps=1)
     with open(os.path.join(out_dir, f"checkpoint{rank}.json"), "w") as f:
-        json.dump({"errors": errors, "losses": losses, "step": engine.step}, f)
+        json.dump({"errors": errors, "kinds": kinds, "losses": losses, "step": engine.step}, f)
 
 
 def read_json(path):
@@ -138,8 +139,10 @@ class PdistRunRanksTest(unittest.TestCase):
             self.assertIn("rank1.ckpt.tmp", save1)
             load0, save0 = ranks[0]["errors"]
             self.assertIn("loading", load0)
-            self.assertIn("failed on another rank", load0)
-            self.assertIn("failed on another rank", save0)
+            self.assertIn("failed on rank 1", load0)
+            self.assertIn("failed on rank 1", save0)
+            # The same kind of error on both ranks: one except clause catches it everywhere.
+            self.assertEqual(ranks[0]["kinds"], ranks[1]["kinds"])
             for rank in ranks:
                 self.assertEqual(len(rank["losses"]), 1)  # trained on after both
                 self.assertEqual(rank["step"], 2)  # the failed load changed nothing
