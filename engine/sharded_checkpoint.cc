@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,8 +211,7 @@ absl::StatusOr<CheckpointSaveLock> CheckpointSaveLock::Take(const std::string& d
   const std::string path = InDir(dir, kSaveLockFile);
   // The directory's own entry, as its other files are (ir::Replace::kEntry): a link (a `cp -rs`
   // copy of a checkpoint links its lock too) or a FIFO is replaced by a file of this directory's.
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ::unlink(path.c_str());
+  ir::RemoveSpecialEntry(path);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot save into '", dir, "': cannot open its lock '", path,

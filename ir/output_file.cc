@@ -67,6 +67,11 @@ void SyncDirectoryOf(const std::string& file) {
 
 }  // namespace
 
+void RemoveSpecialEntry(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ::unlink(path.c_str());
+}
+
 absl::Status CheckOutputPath(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("an empty output path");
   struct stat st {};
@@ -101,8 +106,7 @@ absl::Status WriteReplacing(const std::string& target, std::string_view bytes) {
   const std::string tmp = target + ".tmp";
   // The temporary is this call's own: a link or a FIFO left there is removed, not written through
   // or blocked on (a directory is not, and the write names it).
-  struct stat st {};
-  if (::lstat(tmp.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ::unlink(tmp.c_str());
+  RemoveSpecialEntry(tmp);
   PDIST_RETURN_IF_ERROR(WriteDurably(tmp, bytes));
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;

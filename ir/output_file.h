@@ -26,6 +26,12 @@ enum class Replace { kTarget, kEntry };
 // PATH.tmp written and flushed, renamed over PATH, PATH's directory synced.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes, Replace what = Replace::kTarget);
 
+// Removes what is at `path` when it is neither a regular file nor a directory (a symbolic link,
+// a FIFO, a socket, a device): an entry a writer owns and is about to replace, where opening it
+// would write through the link or block on the FIFO. Nothing there, or a file or a directory,
+// is left as it is.
+void RemoveSpecialEntry(const std::string& path);
+
 // The checks WriteFileAtomically makes before writing, for a tool to make before hours of work
 // whose result goes to `path`: not empty, not a directory, in a directory that exists.
 absl::Status CheckOutputPath(const std::string& path);
