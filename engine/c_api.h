@@ -207,6 +207,8 @@ void pdist_program_destroy(pdist_program* program);
  *    "strategy": {...},          Strategy keys kept fixed (all set: the strategy priced as it is)
  *    "memory_margin": 0.1, "max_micro_batch": 64, "mp_across_nodes": false, "top": 5}
  *
+ * "max_micro_batch" (sequences) defaults to 64, or to as many as make 131,072 tokens where that is more.
+ *
  * Placements set by pdist_program_shard_tensor are not priced: the planner places tensors by the
  * degrees it searches, and "model" says how many annotations it set aside.
  * Unknown keys and wrong types are errors naming them; no plan that fits is FAILED_PRECONDITION

@@ -26,7 +26,7 @@ struct PlanOptions {
   int64_t gpus = 0;
   std::string strategy_json;  // empty: nothing fixed
   double memory_margin = 0.10;
-  int64_t max_micro_batch = 64;
+  int64_t max_micro_batch = 0;  // planner::MaxMicroBatch's default
   bool mp_across_nodes = false;
   int64_t top = 5;
 };

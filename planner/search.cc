@@ -240,9 +240,9 @@ class SearchRun {
         }
         continue;
       }
-      if (b > options_.max_micro_batch && !fixed_.micro_batch) {
-        batching_reasons.insert(absl::StrCat("dp ", dp, ": micro-batch ", b, " is past --max-micro-batch ",
-                                             options_.max_micro_batch));
+      if (b > max_micro_batch_ && !fixed_.micro_batch) {
+        batching_reasons.insert(absl::StrCat("dp ", dp, ": micro-batch ", b, " is past the largest tried, ",
+                                             max_micro_batch_, " (--max-micro-batch)"));
         continue;
       }
       batched = true;
@@ -420,6 +420,7 @@ class SearchRun {
   const PlannedModel& model_;
   const strategy::Cluster& cluster_;
   const SearchOptions& options_;
+  const int64_t max_micro_batch_ = MaxMicroBatch(options_.max_micro_batch, model_.seq_len);
   const FixedChoices& fixed_;
   EstimateOptions estimate_;  // the search's, with the fixed stage cut found among the segments
   Profiler profiler_;
@@ -431,6 +432,11 @@ class SearchRun {
 };
 
 }  // namespace
+
+int64_t MaxMicroBatch(int64_t max_micro_batch, int64_t seq_len) {
+  if (max_micro_batch > 0) return max_micro_batch;
+  return std::max(kDefaultMaxMicroBatch, kDefaultMaxMicroBatchTokens / std::max<int64_t>(1, seq_len));
+}
 
 absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
                                     const SearchOptions& options) {

@@ -53,11 +53,19 @@ struct SearchProgress {
 struct SearchOptions {
   FixedChoices fixed;
   bool tensor_parallel_across_nodes = false;  // allow mp beyond one node
-  int64_t max_micro_batch = 64;
+  // The largest micro-batch tried, in sequences; 0: MaxMicroBatch's default, which grows for
+  // short sequences (a 512-token run's best micro-batch can be past 64: MosaicML's ran 128).
+  int64_t max_micro_batch = 0;
   double tie_tolerance = 0.01;
   EstimateOptions estimate;
   std::function<void(const SearchProgress&)> progress;
 };
+
+// The largest micro-batch the search tries for sequences of `seq_len` tokens: `max_micro_batch`
+// where it is set, else 64 sequences or as many as make 131,072 tokens, whichever is more.
+inline constexpr int64_t kDefaultMaxMicroBatch = 64;
+inline constexpr int64_t kDefaultMaxMicroBatchTokens = 131072;
+int64_t MaxMicroBatch(int64_t max_micro_batch, int64_t seq_len);
 
 // How one dp × mp × pp layout fared: its fastest plan that fits, or why it has none.
 struct LayoutOutcome {

@@ -38,7 +38,7 @@ int Fail(const absl::Status& status) {
 
 struct Options {
   std::string model_spec, cluster = "dgx-a100", strategy_path, output;
-  int64_t gpus = 0, global_batch = 0, seq = 0, top = 5, max_micro_batch = 64;
+  int64_t gpus = 0, global_batch = 0, seq = 0, top = 5, max_micro_batch = 0;
   double memory_margin = 0.10;
   bool explain = false, json = false, mp_across_nodes = false, quiet = false,
        calibrate = false;
@@ -131,7 +131,9 @@ void RegisterFlags(cli::FlagSet& flags, Options* o) {
   flags.Bool("json", &o->json, "print one JSON object instead of the text report (--explain's layouts and reasons included)");
   flags.Bool("mp-across-nodes", &o->mp_across_nodes, "allow tensor parallelism beyond one node");
   flags.Double("memory-margin", &o->memory_margin, "fraction of device memory kept free (runtime, fragmentation)");
-  flags.Int("max-micro-batch", &o->max_micro_batch, "largest micro-batch tried");
+  flags.Int("max-micro-batch", &o->max_micro_batch,
+            "largest micro-batch tried, in sequences (not given: 64, or as many as make 131,072 tokens where "
+            "that is more)");
   flags.Bool("quiet", &o->quiet, "no progress line");
 }
 
@@ -145,11 +147,9 @@ absl::Status CheckOptions(const Options& o, const std::vector<std::string>& args
   // not a request to use the default.
   for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--gpus", o.gpus},
                                     {"--global-batch", o.global_batch},
-                                    {"--seq", o.seq}}) {
+                                    {"--seq", o.seq},
+                                    {"--max-micro-batch", o.max_micro_batch}}) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, " ", value, " must be >= 1"));
-  }
-  if (o.max_micro_batch < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--max-micro-batch ", o.max_micro_batch, " must be >= 1"));
   }
   if (o.calibrate && (!args.empty() || !o.model_spec.empty())) {
     return absl::InvalidArgumentError("--calibrate measures the machine; it takes no MODEL");

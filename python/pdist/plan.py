@@ -47,7 +47,7 @@ def _whole(name, value, low):
     return int(value)
 
 
-def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.1, max_micro_batch=64,
+def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.1, max_micro_batch=None,
          mp_across_nodes=False, top=5):
     """Searches data, tensor, pipeline and sequence parallelism, ZeRO, micro-batching, schedules and
     recompute for `program` (a pdist.Program with a loss, or its file; its batch is the global batch) on
@@ -66,8 +66,9 @@ def plan(program, cluster="dgx-a100", gpus=None, strategy=None, memory_margin=0.
             not 0 <= float(memory_margin) < 1:
         raise ValueError(f"plan: memory_margin must be a number in [0, 1), got {memory_margin!r}")
     options = {"cluster": cluster, "memory_margin": float(memory_margin),
-               "max_micro_batch": _whole("max_micro_batch", max_micro_batch, 1),
                "mp_across_nodes": bool(mp_across_nodes), "top": _whole("top", top, 0)}
+    if max_micro_batch is not None:  # None: 64 sequences, or 131,072 tokens where that is more
+        options["max_micro_batch"] = _whole("max_micro_batch", max_micro_batch, 1)
     if gpus is not None:
         options["gpus"] = _whole("gpus", gpus, 1)
     if strategy is not None:
