@@ -7,11 +7,11 @@
 //             dS = P ∘ (dP − rowsum(dO ∘ out))                  dq = scale·dS·k   dk = scale·dSᵀ·q
 //
 // Nothing of size seq² outlives the op: the backward recomputes S and P from the saved lse, as
-// FlashAttention does, and the batch is taken in chunks whose scores fit kMaxScoreElements. P
-// and dS are rounded to the storage type before their GEMMs (bf16 where the inputs are bf16, as
-// FlashAttention-2 rounds them): the tensor cores then run every product. This is not yet
-// FlashAttention-2's fused tiling (the scores make a round trip through memory, and a causal
-// mask's zeros are multiplied); docs/gpu.md says what it costs.
+// FlashAttention does, and the batch is taken in chunks whose scores fit
+// kMaxAttentionScoreElements (launch.h). P and dS are rounded to the storage type before their
+// GEMMs (bf16 where the inputs are bf16, as FlashAttention-2 rounds them): the tensor cores then
+// run every product. This is not yet FlashAttention-2's fused tiling (the scores make a round
+// trip through memory, and a causal mask's zeros are multiplied); docs/gpu.md says what it costs.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -90,9 +90,6 @@ absl::StatusOr<bool> RanFused(const KernelContext& ctx, const Form& form, Fn&& f
   SayOnce(absl::StrCat(status.message(), "; ", ctx.op().type(), " runs as GEMMs"));
   return false;
 }
-
-// Scores held at once: 2^27 elements is 512 MiB of f32 per buffer (S, and dP in the backward).
-constexpr int64_t kMaxScoreElements = int64_t{1} << 27;
 
 absl::StatusOr<AttentionShape> ShapeOf(const KernelContext& ctx, const Tensor* mask) {
   const Tensor& q = *ctx.input(0);
@@ -194,12 +191,6 @@ struct Operands {
   }
 };
 
-// Batch elements per chunk: as many as keep one scores buffer within kMaxScoreElements.
-int64_t ChunkBatches(const AttentionShape& a) {
-  const int64_t per_batch = std::max<int64_t>(1, a.heads_q * a.seq_q * a.seq_k);
-  return std::clamp<int64_t>(kMaxScoreElements / per_batch, 1, std::max<int64_t>(a.batch, 1));
-}
-
 Tensor ScoresBuffer(KernelContext& ctx, const AttentionShape& a, int64_t batches, ElemType type) {
   return Tensor::Empty({{batches, a.heads_q, a.seq_q, a.seq_k}, DataTypeOf(type)}, ctx.allocator(), ctx.stream());
 }
@@ -237,7 +228,7 @@ absl::Status FlashAttnKernel(KernelContext& ctx) {
   if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
-  const int64_t chunk = ChunkBatches(a);
+  const int64_t chunk = AttentionChunkBatches(a);
   const Tensor scores = ScoresBuffer(ctx, a, chunk, score_type);
   // The probabilities go straight to the softmax output where it is asked for.
   const Tensor probs = return_softmax ? Tensor() : ScoresBuffer(ctx, a, chunk, type);
@@ -283,7 +274,7 @@ absl::Status FlashAttnGradKernel(KernelContext& ctx) {
   if (fused) return absl::OkStatus();
   const Operands of{a, type};
   const ElemType score_type = ScoreType(type);
-  const int64_t chunk = ChunkBatches(a);
+  const int64_t chunk = AttentionChunkBatches(a);
   const Tensor scores = ScoresBuffer(ctx, a, chunk, score_type);
   const Tensor dprobs = ScoresBuffer(ctx, a, chunk, score_type);
   const Tensor probs = ScoresBuffer(ctx, a, chunk, type);  // P, then dS in its place

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "executor/cuda/column_split.h"
@@ -202,6 +203,19 @@ struct AttentionShape {
   const void* mask = nullptr;
   int64_t mask_batch = 1, mask_heads = 1;
 };
+// The GEMM form holds the scores of as many batch elements at once as keep one scores buffer
+// within 2^27 elements (512 MiB of f32), at least one.
+inline constexpr int64_t kMaxAttentionScoreElements = int64_t{1} << 27;
+inline int64_t AttentionChunkBatches(const AttentionShape& a) {
+  const int64_t per_batch = std::max<int64_t>(1, a.heads_q * a.seq_q * a.seq_k);
+  return std::clamp<int64_t>(kMaxAttentionScoreElements / per_batch, 1, std::max<int64_t>(a.batch, 1));
+}
+// What the GEMM form's two f32 scores buffers (S, and dP in the backward) of a low-precision
+// attention take: the bound on the workspace cuDNN's fused attention may take instead (its
+// deterministic backward keeps dP for the whole batch); past it the GEMM form runs.
+inline int64_t GemmAttentionScratchBytes(const AttentionShape& a) {
+  return 2 * int64_t{sizeof(float)} * AttentionChunkBatches(a) * a.heads_q * a.seq_q * a.seq_k;
+}
 // Attention runs as GEMMs around two row kernels (executor/cuda/attention_kernels.cc). Both
 // take a chunk of `batches` batch elements from batch b0, whose scores (q·kᵀ, unscaled, in the
 // compute type: f32, f64 for f64) are [batches, heads_q, seq_q, seq_k].
@@ -231,14 +245,18 @@ struct AdamWConfig {
 };
 // adamw on n elements, the CPU's formulas (ir/ops/optimizer.cc), the step-dependent factors
 // computed in double from the scalars as the CPU computes them; skip_update > 0 copies the
-// operands instead. beta1_pow_out / beta2_pow_out are one element of `pow_type`.
+// operands instead. beta1_pow_out / beta2_pow_out are one element each, of its own type (the op
+// lets the two differ).
+struct BetaPowTypes {
+  ElemType beta1 = ElemType::kF32, beta2 = ElemType::kF32;
+};
 cudaError_t LaunchAdamW(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                         const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,
                         ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
-                        void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                        void* beta1_pow_out, void* beta2_pow_out, BetaPowTypes pow_types, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream);
 // One parameter of a merged adamw: adamw's tensors and beta powers (pow_out: one element of
-// the launch's pow_type each).
+// the launch's pow_types each).
 struct AdamWTensors {
   const void* param = nullptr;
   const void* grad = nullptr;
@@ -260,7 +278,7 @@ struct AdamWTensors {
 // set: an f32 master with a bf16/f16 gradient) written as LaunchCast rounds param_out.
 inline constexpr int kMergedUpdateTensors = 24;
 cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
-                              ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
+                              ScalarRef learning_rate, ScalarRef skip_update, BetaPowTypes pow_types,
                               const AdamWConfig& config, cudaStream_t stream);
 struct SgdTensors {
   const void* param = nullptr;

@@ -96,9 +96,9 @@ absl::StatusOr<AdamWConfig> AdamWConfigOf(const KernelContext& ctx) {
 
 // One parameter's tensors: operands at `at` (param, grad, moment1, moment2, beta1_pow,
 // beta2_pow), results allocated from `first_result` (param_out, moment1_out, moment2_out,
-// beta1_pow_out, beta2_pow_out); `pow_type` the element type of the beta powers' results.
+// beta1_pow_out, beta2_pow_out); `pow_types` the element types of the beta powers' results.
 absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array<size_t, 6>& at, size_t first_result,
-                                            ElemType* pow_type) {
+                                            BetaPowTypes* pow_types) {
   AdamWTensors t;
   t.param = ctx.input(at[0])->raw();
   t.grad = ctx.input(at[1])->raw();
@@ -110,11 +110,14 @@ absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array
   t.moment1_out = ctx.AllocateOutput(first_result + 1).raw();
   t.moment2_out = ctx.AllocateOutput(first_result + 2).raw();
   Tensor& beta1_pow_out = ctx.AllocateOutput(first_result + 3);
+  Tensor& beta2_pow_out = ctx.AllocateOutput(first_result + 4);
   t.beta1_pow_out = beta1_pow_out.raw();
-  t.beta2_pow_out = ctx.AllocateOutput(first_result + 4).raw();
+  t.beta2_pow_out = beta2_pow_out.raw();
   t.n = ctx.input(at[0])->num_elements();
-  PDIST_ASSIGN_OR_RETURN(*pow_type, ElemTypeOf(absl::StrCat(ctx.op().type(), "'s beta1_pow_out").c_str(),
-                                               beta1_pow_out.dtype()));
+  PDIST_ASSIGN_OR_RETURN(pow_types->beta1, ElemTypeOf(absl::StrCat(ctx.op().type(), "'s beta1_pow_out").c_str(),
+                                                      beta1_pow_out.dtype()));
+  PDIST_ASSIGN_OR_RETURN(pow_types->beta2, ElemTypeOf(absl::StrCat(ctx.op().type(), "'s beta2_pow_out").c_str(),
+                                                      beta2_pow_out.dtype()));
   return t;
 }
 
@@ -123,11 +126,11 @@ absl::StatusOr<AdamWTensors> AdamWTensorsOf(KernelContext& ctx, const std::array
 absl::Status AdamWKernel(KernelContext& ctx) {
   PDIST_ASSIGN_OR_RETURN(UpdateShared u, UpdateSharedOf(ctx, 0, 1, 2, 7));
   PDIST_ASSIGN_OR_RETURN(AdamWConfig config, AdamWConfigOf(ctx));
-  ElemType pow_type;
-  PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {0, 1, 3, 4, 5, 6}, 0, &pow_type));
+  BetaPowTypes pow_types;
+  PDIST_ASSIGN_OR_RETURN(AdamWTensors t, AdamWTensorsOf(ctx, {0, 1, 3, 4, 5, 6}, 0, &pow_types));
   return CudaStatus(LaunchAdamW(u.type, u.grad_type, t.param, t.grad, u.lr, t.moment1, t.moment2, t.beta1_pow,
                                 t.beta2_pow, u.skip, t.param_out, t.moment1_out, t.moment2_out, t.beta1_pow_out,
-                                t.beta2_pow_out, pow_type, t.n, config, StreamOf(ctx)),
+                                t.beta2_pow_out, pow_types, t.n, config, StreamOf(ctx)),
                     "adamw");
 }
 
@@ -155,15 +158,15 @@ absl::Status MergedAdamWKernel(KernelContext& ctx) {
   // Every parameter's operands have the first one's dtypes (merged_adamw's shape inference), its
   // beta powers included.
   std::vector<AdamWTensors> tensors(MergedParameters(ctx));
-  ElemType pow_type = ElemType::kF32;
+  BetaPowTypes pow_types;
   for (size_t p = 0; p < tensors.size(); ++p) {
     const size_t at = 2 + 6 * p;
     PDIST_ASSIGN_OR_RETURN(tensors[p], AdamWTensorsOf(ctx, {at, at + 1, at + 2, at + 3, at + 4, at + 5},
-                                                      MergedResults(ctx) * p, &pow_type));
+                                                      MergedResults(ctx) * p, &pow_types));
     tensors[p].rounded_out = RoundedOut(ctx, p);
   }
   return CudaStatus(LaunchMergedAdamW(u.type, u.grad_type, tensors.data(), static_cast<int64_t>(tensors.size()), u.lr,
-                                      u.skip, pow_type, config, StreamOf(ctx)),
+                                      u.skip, pow_types, config, StreamOf(ctx)),
                     "merged_adamw");
 }
 

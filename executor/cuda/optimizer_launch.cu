@@ -41,7 +41,7 @@ __device__ S AdamWElement(const S* param, const G* grad, const S* m1_in, const S
   }
   const C g = static_cast<C>(Load(grad, i));
   const C m1 = static_cast<C>(cfg.beta1) * Load(m1_in, i) + static_cast<C>(1 - cfg.beta1) * g;
-  const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * g * g;
+  const C m2 = static_cast<C>(cfg.beta2) * Load(m2_in, i) + static_cast<C>(1 - cfg.beta2) * (g * g);
   Store(m1_out, i, m1);
   Store(m2_out, i, m2);
   return param_out[i] = static_cast<S>(static_cast<C>(s.decay) * Load(param, i) -
@@ -56,20 +56,20 @@ __device__ void StoreRounded(void* rounded_out, int64_t i, S value) {
 }
 
 // The beta powers after the step (unchanged by a skipped one).
-__device__ void WriteBetaPowers(void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, const AdamWStep& s,
+__device__ void WriteBetaPowers(void* beta1_pow_out, void* beta2_pow_out, BetaPowTypes pow_types, const AdamWStep& s,
                                 const AdamWConfig& cfg) {
-  WriteScalar(beta1_pow_out, pow_type, s.skip ? s.beta1_pow : s.beta1_pow * cfg.beta1);
-  WriteScalar(beta2_pow_out, pow_type, s.skip ? s.beta2_pow : s.beta2_pow * cfg.beta2);
+  WriteScalar(beta1_pow_out, pow_types.beta1, s.skip ? s.beta1_pow : s.beta1_pow * cfg.beta1);
+  WriteScalar(beta2_pow_out, pow_types.beta2, s.skip ? s.beta2_pow : s.beta2_pow * cfg.beta2);
 }
 
 template <typename S, typename G>
 __global__ void AdamWKernel(const S* param, const G* grad, ScalarRef lr_ref, const S* m1_in, const S* m2_in,
                             ScalarRef beta1_pow_ref, ScalarRef beta2_pow_ref, ScalarRef skip_ref, S* param_out,
-                            S* m1_out, S* m2_out, void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                            S* m1_out, S* m2_out, void* beta1_pow_out, void* beta2_pow_out, BetaPowTypes pow_types, int64_t n,
                             AdamWConfig cfg) {
   const AdamWStep s = AdamWStepOf(lr_ref, beta1_pow_ref, beta2_pow_ref, skip_ref, cfg);
   PDIST_GRID_STRIDE_LOOP(i, n) { AdamWElement(param, grad, m1_in, m2_in, param_out, m1_out, m2_out, i, s, cfg); }
-  if (blockIdx.x == 0 && threadIdx.x == 0) WriteBetaPowers(beta1_pow_out, beta2_pow_out, pow_type, s, cfg);
+  if (blockIdx.x == 0 && threadIdx.x == 0) WriteBetaPowers(beta1_pow_out, beta2_pow_out, pow_types, s, cfg);
 }
 
 // sgd's element i (or its copy, for a skipped step); the new parameter element as stored.
@@ -162,7 +162,7 @@ cudaError_t ForEachBatch(const Tensors* tensors, int64_t count, Launch&& launch)
 
 template <typename S, typename G>
 __global__ void MergedAdamWKernel(const __grid_constant__ MergedBatch<AdamWTensors> batch, ScalarRef lr_ref,
-                                  ScalarRef skip_ref, ElemType pow_type, AdamWConfig cfg) {
+                                  ScalarRef skip_ref, BetaPowTypes pow_types, AdamWConfig cfg) {
   const BlockShare share = ShareOf(batch, blockIdx.x);
   const AdamWTensors& p = batch.tensors[share.tensor];
   const AdamWStep s = AdamWStepOf(lr_ref, p.beta1_pow, p.beta2_pow, skip_ref, cfg);
@@ -173,7 +173,7 @@ __global__ void MergedAdamWKernel(const __grid_constant__ MergedBatch<AdamWTenso
                                    static_cast<S*>(p.moment2_out), i, s, cfg);
     StoreRounded<S, G>(p.rounded_out, i, updated);
   }
-  if (share.begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_type, s, cfg);
+  if (share.begin == 0 && threadIdx.x == 0) WriteBetaPowers(p.beta1_pow_out, p.beta2_pow_out, pow_types, s, cfg);
 }
 
 template <typename S, typename G>
@@ -222,12 +222,12 @@ cudaError_t ByParamAndGrad(ElemType type, ElemType grad_type, Fn&& fn) {
 }  // namespace
 
 cudaError_t LaunchMergedAdamW(ElemType type, ElemType grad_type, const AdamWTensors* tensors, int64_t count,
-                              ScalarRef learning_rate, ScalarRef skip_update, ElemType pow_type,
+                              ScalarRef learning_rate, ScalarRef skip_update, BetaPowTypes pow_types,
                               const AdamWConfig& config, cudaStream_t stream) {
   return ForEachBatch(tensors, count, [&](const MergedBatch<AdamWTensors>& batch, unsigned blocks) {
     return ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
       MergedAdamWKernel<decltype(s), decltype(g)><<<blocks, kThreads, 0, stream>>>(batch, learning_rate, skip_update,
-                                                                                 pow_type, config);
+                                                                                 pow_types, config);
     });
   });
 }
@@ -279,7 +279,7 @@ cudaError_t LaunchMomentum(ElemType type, ElemType grad_type, const void* param,
 cudaError_t LaunchAdamW(ElemType type, ElemType grad_type, const void* param, const void* grad, ScalarRef learning_rate,
                         const void* moment1, const void* moment2, ScalarRef beta1_pow, ScalarRef beta2_pow,
                         ScalarRef skip_update, void* param_out, void* moment1_out, void* moment2_out,
-                        void* beta1_pow_out, void* beta2_pow_out, ElemType pow_type, int64_t n,
+                        void* beta1_pow_out, void* beta2_pow_out, BetaPowTypes pow_types, int64_t n,
                         const AdamWConfig& config, cudaStream_t stream) {
   return ByParamAndGrad(type, grad_type, [&](auto s, auto g) {
     using S = decltype(s);
@@ -288,7 +288,7 @@ cudaError_t LaunchAdamW(ElemType type, ElemType grad_type, const void* param, co
     AdamWKernel<S, G><<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const S*>(param), static_cast<const G*>(grad), learning_rate, static_cast<const S*>(moment1),
         static_cast<const S*>(moment2), beta1_pow, beta2_pow, skip_update, static_cast<S*>(param_out),
-        static_cast<S*>(moment1_out), static_cast<S*>(moment2_out), beta1_pow_out, beta2_pow_out, pow_type, n, config);
+        static_cast<S*>(moment1_out), static_cast<S*>(moment2_out), beta1_pow_out, beta2_pow_out, pow_types, n, config);
   });
 }
 

@@ -13,11 +13,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
 #include "ir/status.h"
@@ -111,18 +113,13 @@ absl::Status FeStatus(fe::error_t e, const char* step) {
   }
 }
 
-// A cuDNN handle per device (the kernel's thread has its device current); a failure to make one
-// is remembered, so that each later call falls back at once.
-absl::StatusOr<cudnnHandle_t> HandleFor(int device) {
-  static auto* handles = new std::map<int, absl::StatusOr<cudnnHandle_t>>();  // for the process's life
-  auto it = handles->find(device);
-  if (it != handles->end()) return it->second;
+// A cuDNN handle made on the kernel's thread, which has its device current; a failure to make one
+// is kept, so that each later call on the device falls back at once.
+absl::StatusOr<cudnnHandle_t> MakeHandle() {
   cudnnHandle_t handle = nullptr;
   const cudnnStatus_t status = fe::detail::create_handle(&handle);
-  absl::StatusOr<cudnnHandle_t> made = handle;
-  if (status != CUDNN_STATUS_SUCCESS) made = Unavailable(absl::StrCat("cudnnCreate failed (status ", status, ")"));
-  handles->emplace(device, made);
-  return made;
+  if (status != CUDNN_STATUS_SUCCESS) return Unavailable(absl::StrCat("cudnnCreate failed (status ", status, ")"));
+  return handle;
 }
 
 // One built graph: the forward's or the backward's for one shape on one device.
@@ -209,20 +206,39 @@ absl::Status Build(Built& b, cudnnHandle_t handle, bool backward, ElemType type,
   return FeStatus(g.get_workspace_size(b.workspace_bytes), "get_workspace_size");
 }
 
+// One device's handle, built graphs and remembered failures, behind its own lock: cuDNN's handles
+// and graphs are not thread-safe, but two devices' ranks share nothing, and one lock over all
+// devices could stall a rank's first launch on another rank's graph building (with lazily loaded
+// modules, a launch may wait for the device, whose collective waits for the stalled rank).
+struct DeviceGraphs {
+  std::mutex mu;
+  std::optional<absl::StatusOr<cudnnHandle_t>> handle;  // made on first use
+  std::map<Key, std::shared_ptr<Built>> cache;
+  std::map<Key, absl::Status> failures;
+};
+
+DeviceGraphs& GraphsOf(int device) {
+  static std::mutex mu;
+  static auto* devices = new std::map<int, std::unique_ptr<DeviceGraphs>>();  // for the process's life
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<DeviceGraphs>& graphs = (*devices)[device];
+  if (!graphs) graphs = std::make_unique<DeviceGraphs>();
+  return *graphs;
+}
+
 // Builds (once per key; a failure is remembered too) and runs a graph on the kernel's stream.
 absl::Status RunUnguarded(KernelContext& ctx, bool backward, ElemType type, const AttentionShape& a,
                           std::unordered_map<int64_t, void*>& pointers) {
   if (const Library& library = OpenLibrary(); !library.error.empty()) return Unavailable(library.error);
-  static std::mutex mu;
-  static auto* cache = new std::map<Key, std::shared_ptr<Built>>();  // for the process's life
-  static auto* failures = new std::map<Key, absl::Status>();
   const int device = ctx.device().index;
   const Key key = KeyOf(device, backward, type, a);
-  std::lock_guard<std::mutex> lock(mu);  // the handles and graphs are not thread-safe
-  PDIST_ASSIGN_OR_RETURN(cudnnHandle_t handle, HandleFor(device));
+  DeviceGraphs& graphs = GraphsOf(device);
+  std::lock_guard<std::mutex> lock(graphs.mu);
+  if (!graphs.handle) graphs.handle = MakeHandle();
+  PDIST_ASSIGN_OR_RETURN(cudnnHandle_t handle, *graphs.handle);
   std::shared_ptr<Built> built;
-  if (auto f = failures->find(key); f != failures->end()) return f->second;
-  if (auto it = cache->find(key); it != cache->end()) {
+  if (auto f = graphs.failures.find(key); f != graphs.failures.end()) return f->second;
+  if (auto it = graphs.cache.find(key); it != graphs.cache.end()) {
     built = it->second;
   } else {
     built = std::make_shared<Built>();
@@ -234,11 +250,18 @@ absl::Status RunUnguarded(KernelContext& ctx, bool backward, ElemType type, cons
     } catch (const std::exception& e) {  // the frontend throws where a cuDNN symbol is missing
       status = Unavailable(e.what());
     }
+    // The deterministic backward keeps dP for the whole batch where the GEMM form takes the
+    // batch in chunks: past what the GEMM form would hold, that form runs instead.
+    if (status.ok() && built->workspace_bytes > GemmAttentionScratchBytes(a)) {
+      status = Unavailable(absl::StrFormat("cuDNN's workspace of %.2f GiB is more than the GEMM form's %.2f GiB",
+                                           static_cast<double>(built->workspace_bytes) / (1 << 30),
+                                           static_cast<double>(GemmAttentionScratchBytes(a)) / (1 << 30)));
+    }
     if (!status.ok()) {
-      (*failures)[key] = status;
+      graphs.failures[key] = status;
       return status;
     }
-    (*cache)[key] = built;
+    graphs.cache[key] = built;
   }
   void* workspace = nullptr;
   if (built->workspace_bytes > 0) {
