@@ -23,10 +23,7 @@ bool IsMatmulLike(const ir::OpCost& cost) { return cost.flops > 0 && cost.flops 
 
 absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataType dtype, const ir::OpCost& cost,
                                       FusedAttention attention) {
-  auto peak = device.peak_flops.find(ir::DataTypeName(dtype));
-  if (peak == device.peak_flops.end()) {
-    return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype)));
-  }
+  PDIST_ASSIGN_OR_RETURN(const double peak_flops, strategy::PeakFlopsOf(device, dtype));
   const strategy::Efficiency& e = device.efficiency;
   const bool gemm_rate = attention == FusedAttention::kNone || attention == FusedAttention::kUnfusedCore;
   const double at_scale = gemm_rate                                 ? e.gemm
@@ -42,7 +39,7 @@ absl::StatusOr<double> ComputeSeconds(const strategy::Device& device, ir::DataTy
       efficiency *= intensity / (intensity + e.gemm_half_intensity);
     }
   }
-  const double compute = cost.flops > 0 ? cost.flops / (peak->second * efficiency) : 0;
+  const double compute = cost.flops > 0 ? cost.flops / (peak_flops * efficiency) : 0;
   const double memory = cost.bytes / (device.memory_bandwidth * e.memory);
   return e.op_overhead + std::max(compute, memory);
 }

@@ -429,7 +429,7 @@ absl::StatusOr<Estimate> EstimateCandidate(const Candidate& c, const PlannedMode
     }
     if (st.memory.total() > e.memory.total()) e.memory = st.memory;
   }
-  if (busiest > beat || e.memory.total() > e.capacity) {
+  if (busiest > beat || (options.prune_by_memory && e.memory.total() > e.capacity)) {
     e.simulated = false;
     e.step_time = busiest;
     e.pruned = busiest > beat ? absl::StrCat("slower: its busiest rank alone works ", busiest, " s")

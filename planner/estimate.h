@@ -62,6 +62,9 @@ struct EstimateOptions {
   ir::DataType fsdp_reduce_dtype = ir::DataType::kFloat32;
   // The stage cut a strategy file fixes; none: the virtual stages balanced by priced time.
   std::optional<StageCut> stage_cut;
+  // False: a candidate whose memory bound is past the capacity is priced whole all the same, its
+  // memory then what it needs, not a bound (naming the leanest plan when nothing fits).
+  bool prune_by_memory = true;
 };
 
 struct TimeBreakdown {

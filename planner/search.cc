@@ -380,10 +380,37 @@ class SearchRun {
     return true;
   }
 
+  // With nothing that fits, the plans that do not are priced whole in order of their memory's
+  // lower bound (one micro-batch in flight, where a bound cut the pricing short) until the next
+  // bound is past the least memory found: the plan named as the leanest is then the one that
+  // needs least, and its figure what it needs, not a bound (another candidate's bound can be
+  // below it and its whole need above).
+  absl::Status PriceTheLeanestWhole() {
+    EstimateOptions whole = estimate_;
+    whole.prune_by_memory = false;
+    double least = std::numeric_limits<double>::infinity();
+    for (Estimate& e : result_.too_big) {
+      if (e.memory.total() >= least) break;
+      if (!e.simulated) {
+        PDIST_ASSIGN_OR_RETURN(e, EstimateCandidate(e.candidate, model_, cluster_, profiler_, whole,
+                                                    std::numeric_limits<double>::infinity()));
+      }
+      least = std::min(least, e.memory.total());
+    }
+    SortByMemory(result_.too_big);
+    leanest_ = result_.too_big.front();
+    return absl::OkStatus();
+  }
+
+  static void SortByMemory(std::vector<Estimate>& estimates) {
+    std::stable_sort(estimates.begin(), estimates.end(),
+                     [](const Estimate& a, const Estimate& b) { return a.memory.total() < b.memory.total(); });
+  }
+
   // Ranks what fits (ties within the tolerance to the simpler plan), or says why nothing does.
   absl::StatusOr<SearchResult> Finish() {
-    std::sort(result_.too_big.begin(), result_.too_big.end(),
-              [](const Estimate& a, const Estimate& b) { return a.memory.total() < b.memory.total(); });
+    SortByMemory(result_.too_big);
+    if (result_.ranked.empty() && !result_.too_big.empty()) PDIST_RETURN_IF_ERROR(PriceTheLeanestWhole());
     if (result_.too_big.size() > kTooBigKept) result_.too_big.resize(kTooBigKept);
     if (result_.ranked.empty()) {
       if (!leanest_) {
@@ -400,7 +427,7 @@ class SearchRun {
         return bytes >= 100e9 ? absl::StrFormat("%.0f GB", bytes / 1e9) : absl::StrFormat("%.3g GB", bytes / 1e9);
       };
       return absl::FailedPreconditionError(absl::StrFormat(
-          "no plan fits in %s per device (%s less the %.0f%% margin): the leanest, %s, needs %s%s: %s; %s lower it",
+          "no plan fits in %s per device (%s less the %g%% margin): the leanest, %s, needs %s%s: %s; %s lower it",
           gb(leanest_->capacity), gb(cluster_.device.memory), options_.estimate.memory_margin * 100,
           leanest_->candidate.ToString(), leanest_->simulated ? "" : "at least ", gb(leanest_->memory.total()),
           leanest_->memory.ToString(), KnobsThatLowerMemory(leanest_->candidate)));

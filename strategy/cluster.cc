@@ -185,14 +185,19 @@ Cluster Dgx(const std::string& name, Device device, Link nvlink, Link network, i
 
 }  // namespace
 
-absl::StatusOr<double> Cluster::PeakFlops(ir::DataType dtype) const {
+absl::StatusOr<double> PeakFlopsOf(const Device& device, ir::DataType dtype) {
   auto it = device.peak_flops.find(ir::DataTypeName(dtype));
   if (it != device.peak_flops.end()) return it->second;
   std::vector<std::string> listed;
   for (const auto& [name, unused] : device.peak_flops) listed.push_back(name);
-  return absl::NotFoundError(absl::StrCat("device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype),
-                                          " (it lists ", absl::StrJoin(listed, ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "device ", device.name, " lists no peak rate for ", ir::DataTypeName(dtype), " (it lists ",
+      absl::StrJoin(listed, ", "), "): add \"", ir::DataTypeName(dtype),
+      "\" to the cluster file's device.peak_tflops, or measure this machine with pdist-plan --calibrate, whose file "
+      "lists every floating dtype (docs/cluster.md)"));
 }
+
+absl::StatusOr<double> Cluster::PeakFlops(ir::DataType dtype) const { return PeakFlopsOf(device, dtype); }
 
 absl::StatusOr<Cluster> ParseCluster(const std::string& json_text) {
   PDIST_ASSIGN_OR_RETURN(const Json j, ir::ParseJson(json_text, "cluster"));

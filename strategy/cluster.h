@@ -101,10 +101,15 @@ struct Cluster {
   double shared_cores_efficiency = 1;
 
   int64_t num_devices() const { return nodes * devices_per_node; }
-  // Peak FLOP/s for `dtype`; NotFound naming the dtypes the device lists.
+  // Peak FLOP/s for `dtype` (PeakFlopsOf).
   absl::StatusOr<double> PeakFlops(ir::DataType dtype) const;
   friend bool operator==(const Cluster&, const Cluster&) = default;
 };
+
+// A device's peak FLOP/s for `dtype`; InvalidArgument naming the dtypes it lists and how to add
+// the missing one (a cluster file's device.peak_tflops, or a calibrated file, which lists every
+// floating dtype).
+absl::StatusOr<double> PeakFlopsOf(const Device& device, ir::DataType dtype);
 
 // Parses and validates; an unknown key, a wrong type or a value out of range is InvalidArgument
 // naming the key path ("device.peak_tflops.bf16").

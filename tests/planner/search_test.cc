@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/str_format.h"
 #include "passes/distributed_programs.h"
 
 namespace pdist::planner {
@@ -26,10 +27,13 @@ strategy::Cluster SmallCluster(int64_t devices, double memory_gb) {
   return c;
 }
 
-// Every candidate of the search space, estimated without pruning; the fastest that fits.
-std::optional<Estimate> BruteForce(const PlannedModel& model, const strategy::Cluster& cluster, int64_t* count) {
+// Every candidate of the search space, estimated without pruning; the fastest that fits (and in
+// `leanest`, where given, the one that needs least memory, priced whole).
+std::optional<Estimate> BruteForce(const PlannedModel& model, const strategy::Cluster& cluster, int64_t* count,
+                                   std::optional<Estimate>* leanest = nullptr) {
   Profiler profiler(model, cluster);
   std::optional<Estimate> best;
+  const EstimateOptions whole{.prune_by_memory = false};
   const int64_t n = cluster.num_devices(), batch = model.global_batch;
   for (int64_t mp = 1; mp <= cluster.devices_per_node; ++mp) {
     for (int64_t pp = 1; pp <= model.layers; ++pp) {
@@ -54,9 +58,12 @@ std::optional<Estimate> BruteForce(const PlannedModel& model, const strategy::Cl
                       if (shards && zero < 2) continue;
                       c.zero_degree = degree;
                       c.accumulate_shards = shards;
-                      absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, {});
+                      absl::StatusOr<Estimate> e = EstimateCandidate(c, model, cluster, profiler, whole);
                       if (!e.ok()) continue;  // a degree the shapes cannot take
                       ++*count;
+                      if (leanest != nullptr && (!*leanest || e->memory.total() < (*leanest)->memory.total())) {
+                        *leanest = *e;
+                      }
                       if (e->fits && (!best || e->step_time < best->step_time)) best = *e;
                     }
                   }
@@ -85,6 +92,29 @@ void ExpectSearchMatchesBruteForce(const PlannedModel& model, const strategy::Cl
   EXPECT_LE(pick.candidate.Complexity(), fastest->candidate.Complexity());
   // The bounds let it simulate far fewer than the whole space.
   EXPECT_LT(r->simulated, count);
+}
+
+// Nothing fits: the plan named as the leanest is the one that needs least memory of the whole
+// space, with what it needs, not a bound. (A user probe: a candidate whose bound was lowest was
+// named, needing "at least" less than the capacity the error said it missed, and more than
+// another plan needed.)
+TEST(SearchTest, WhenNothingFitsTheLeanestPlanIsNamedWithWhatItNeeds) {
+  const PlannedModel model = Gpt("gpt:layers=4,hidden=256,heads=4,vocab=512,seq=64", 16);
+  int64_t count = 0;
+  std::optional<Estimate> leanest;
+  BruteForce(model, SmallCluster(4, 80), &count, &leanest);
+  ASSERT_TRUE(leanest.has_value());
+  // Below what the leanest needs, and below most candidates' bounds (one micro-batch in flight),
+  // so that the search cuts their pricing short.
+  const strategy::Cluster small = SmallCluster(4, leanest->memory.total() * 0.5 / 1e9);
+  SearchOptions o;
+  o.estimate.memory_margin = 0;
+  absl::StatusOr<SearchResult> r = Search(model, small, o);
+  ASSERT_FALSE(r.ok());
+  const std::string message(r.status().message());
+  EXPECT_NE(message.find(absl::StrFormat("needs %.3g GB", leanest->memory.total() / 1e9)), std::string::npos)
+      << message << "\nbrute force: " << leanest->candidate.ToString();
+  EXPECT_EQ(message.find("at least"), std::string::npos) << message;
 }
 
 TEST(SearchTest, MatchesBruteForceOnFourDevices) {
