@@ -157,7 +157,7 @@ class SearchRun {
 
  private:
   // The (mp, pp) pairs to try (dp follows), tensor parallel inside a node unless allowed across.
-  absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Factorisations() const {
+  absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> Factorisations() {
     const int64_t n = cluster_.num_devices();
     for (const auto& [name, value] :
          {std::pair{"dp_degree", fixed_.dp}, {"mp_degree", fixed_.mp}, {"pp_degree", fixed_.pp}}) {
@@ -169,7 +169,12 @@ class SearchRun {
     for (int64_t mp : Choices<int64_t>(fixed_.mp, Divisors(n))) {
       if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
-        if (n % (mp * pp) != 0 || pp > static_cast<int64_t>(model_.segments.size())) continue;
+        if (n % (mp * pp) != 0) continue;
+        if (pp > static_cast<int64_t>(model_.segments.size())) {
+          skipped_.insert(absl::StrCat("pp ", pp, ": more stages than the model's ", model_.segments.size(),
+                                       " segments"));
+          continue;
+        }
         if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
         if (estimate_.stage_cut && (pp == 1 || CutStages() % pp != 0)) continue;
         out.push_back({mp, pp});
@@ -417,7 +422,9 @@ class SearchRun {
         // Every reason (each is one line's worth; a search rarely has more than a few).
         return absl::FailedPreconditionError(absl::StrCat(
             "no candidate could be built: ",
-            result_.skipped.empty() ? "the fixed choices leave no plan" : absl::StrJoin(result_.skipped, "; ")));
+            result_.skipped.empty() ? "the fixed choices leave no plan" : absl::StrJoin(result_.skipped, "; "),
+            " (a device count whose factors divide the batch, the heads, the vocabulary and the model's segments "
+            "plans; so may another --global-batch)"));
       }
       // What the leanest holds, term by term, says which knob would help; the hint names only
       // the knobs --strategy left free.
@@ -467,6 +474,13 @@ int64_t MaxMicroBatch(int64_t max_micro_batch, int64_t seq_len) {
 
 absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,
                                     const SearchOptions& options) {
+  // A micro-batch fixed past a cap that was given is a contradiction, not a choice to make.
+  const std::optional<int64_t>& fixed_micro_batch = options.fixed.micro_batch;
+  if (options.max_micro_batch > 0 && fixed_micro_batch && *fixed_micro_batch > options.max_micro_batch) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline.micro_batch_size ", *fixed_micro_batch,
+                                                   " is past --max-micro-batch ", options.max_micro_batch,
+                                                   ": raise the cap or fix a smaller micro-batch"));
+  }
   return SearchRun(model, cluster, options).Run();
 }
 

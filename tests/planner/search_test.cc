@@ -343,6 +343,16 @@ TEST(SearchTest, TheLargestMicroBatchTriedGrowsForShortSequences) {
   EXPECT_EQ(found->best().candidate.micro_batch, 128) << found->best().candidate.ToString();
   o.max_micro_batch = 64;
   EXPECT_FALSE(Search(*model, SmallCluster(1, 80), o).ok());
+
+  // A fixed micro-batch past a cap that was given is refused, naming both (it was kept silently).
+  SearchOptions both;
+  both.fixed.micro_batch = 2;
+  both.max_micro_batch = 1;
+  absl::StatusOr<SearchResult> refused = Search(*model, SmallCluster(1, 80), both);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pipeline.micro_batch_size 2 is past --max-micro-batch 1"),
+            std::string::npos)
+      << refused.status();
 }
 
 // Every plan the search ranks passes the engine's own check of a strategy, hybrid ZeRO included
