@@ -10,16 +10,24 @@
 
 namespace pdist::engine {
 
+absl::StatusOr<std::optional<int>> LocalRankFromEnv() {
+  for (const char* variable : {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr || *value == '\0') continue;
+    int index = -1;
+    if (!absl::SimpleAtoi(value, &index) || index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(variable, "='", value, "' is not a GPU index"));
+    }
+    return index;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<exec::Device> ChooseDevice(const std::string& name) {
   PDIST_ASSIGN_OR_RETURN(exec::Device device, exec::ParseDevice(name));
   if (name == "cuda") {
-    if (const char* local_rank = std::getenv("LOCAL_RANK"); local_rank != nullptr && *local_rank != '\0') {
-      int index = -1;
-      if (!absl::SimpleAtoi(local_rank, &index) || index < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("LOCAL_RANK='", local_rank, "' is not a GPU index"));
-      }
-      device.index = index;
-    }
+    PDIST_ASSIGN_OR_RETURN(const std::optional<int> local_rank, LocalRankFromEnv());
+    if (local_rank) device.index = *local_rank;
   }
   PDIST_RETURN_IF_ERROR(exec::BackendFor(device).status());
   return device;

@@ -4,11 +4,43 @@
 #include "ir/status.h"
 
 #if defined(PDIST_HAVE_CUDA) && defined(PDIST_HAVE_GLOO)
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
 #include "executor/comm/gloo/gloo_communicator.h"
 #include "executor/cuda/nccl_communicator.h"
 #endif
 
 namespace pdist::engine {
+
+#if defined(PDIST_HAVE_CUDA) && defined(PDIST_HAVE_GLOO)
+namespace {
+
+// The job's store with this process's n-th NCCL world's keys under "nccl-world-<n>/": a second
+// engine of the same processes (after a failure: "create a new engine and load the last
+// checkpoint") would otherwise read the first world's NCCL id, still in a --rendezvous-dir, and
+// join a bootstrap that is gone. Every rank's process makes its worlds in the same order.
+class WorldStore final : public exec::comm::KeyValueStore {
+ public:
+  WorldStore(std::shared_ptr<exec::comm::KeyValueStore> store, int generation)
+      : store_(std::move(store)), prefix_(absl::StrCat("nccl-world-", generation, "/")) {}
+  absl::Status Set(const std::string& key, const std::string& value) override {
+    return store_->Set(prefix_ + key, value);
+  }
+  absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
+    return store_->Get(prefix_ + key, timeout);
+  }
+  absl::StatusOr<std::optional<std::string>> TryGet(const std::string& key) override {
+    return store_->TryGet(prefix_ + key);
+  }
+
+ private:
+  std::shared_ptr<exec::comm::KeyValueStore> store_;
+  std::string prefix_;
+};
+
+}  // namespace
+#endif
 
 absl::StatusOr<std::shared_ptr<exec::comm::Communicator>> CreateNcclWorld(const exec::comm::CommConfig& config,
                                                                           const exec::Device& gpu) {
@@ -16,7 +48,9 @@ absl::StatusOr<std::shared_ptr<exec::comm::Communicator>> CreateNcclWorld(const 
   PDIST_ASSIGN_OR_RETURN(exec::comm::LaunchedWorld world, exec::comm::LaunchedWorldFromEnv("nccl"));
   PDIST_ASSIGN_OR_RETURN(std::shared_ptr<exec::comm::KeyValueStore> store,
                          exec::comm::OpenKeyValueStore(world.rendezvous, world.rank, config.timeout));
-  PDIST_ASSIGN_OR_RETURN(auto comm, exec::cuda::NcclCommunicator::Create(std::move(store), world.rank, world.size,
+  static std::atomic<int> worlds{0};
+  auto numbered = std::make_shared<WorldStore>(std::move(store), worlds++);
+  PDIST_ASSIGN_OR_RETURN(auto comm, exec::cuda::NcclCommunicator::Create(std::move(numbered), world.rank, world.size,
                                                                          gpu, config));
   return std::shared_ptr<exec::comm::Communicator>(std::move(comm));
 #else

@@ -225,8 +225,12 @@ PY
       pp=(--data data/essay.txt --steps 10 --lr 3e-3 --quiet --strategy examples/strategies/pp2_vpp2.json)
       pdist timeout 120 "$dir/pdist-train" "$out/readme-gpt.pb" "${pp[@]}" --backend inproc-rendezvous \
         --losses-out "$out/losses-pp-cpu.json" || e=1
-      pdist timeout 180 "$dir/pdist-run" --nprocs 2 --backend nccl -- "$dir/pdist-train" "$out/readme-gpt.pb" "${pp[@]}" \
-        --device cuda --losses-out "$out/losses-pp-nccl.json" || e=1
+      # A collective timeout well inside the 180 s limit, so that a hang ends in the watchdog's
+      # diagnosis (which transfer, which ranks) rather than in timeout's kill; NCCL's own warnings
+      # go to the log too.
+      NCCL_DEBUG=${NCCL_DEBUG:-WARN} pdist timeout 180 "$dir/pdist-run" --nprocs 2 --backend nccl -- \
+        "$dir/pdist-train" "$out/readme-gpt.pb" "${pp[@]}" --device cuda --collective-timeout-s 60 \
+        --losses-out "$out/losses-pp-nccl.json" || e=1
       [ $e = 0 ] && { same_losses "$out/losses-pp-cpu.json" "$out/losses-pp-nccl.json" cpu-rendezvous nccl || e=1; }
       [ $e = 0 ] || failed+=("(e)")
     fi

@@ -51,9 +51,10 @@ absl::StatusOr<std::optional<Fingerprint>> ProgressBoard::LatestOf(int rank) con
 
 absl::Status ProgressBoard::Diagnose(const Fingerprint& stuck, absl::Duration timeout, int peer) const {
   if (stuck.kind == CollectiveKind::kSend || stuck.kind == CollectiveKind::kRecv) {
-    // Point to point waits for its one peer (whose posted sequence numbers count other pairs).
+    // Point to point waits for its one peer (whose posted sequence numbers count other pairs). On
+    // a GPU the peer may have enqueued its side behind work that waits itself.
     return MissingRanks(stuck, timeout, {peer},
-                        stuck.kind == CollectiveKind::kSend ? "it never received" : "it never sent");
+                        stuck.kind == CollectiveKind::kSend ? "its receive never ran" : "its send never ran");
   }
   std::vector<int> missing;
   std::vector<std::string> details;
@@ -74,7 +75,8 @@ absl::Status ProgressBoard::Diagnose(const Fingerprint& stuck, absl::Duration ti
   if (missing.empty()) {
     return absl::DeadlineExceededError(absl::StrCat(
         "timeout after ", absl::FormatDuration(timeout), " in group '", stuck.group, "' waiting for ", stuck.ToString(),
-        ": every rank started it, so the transfer itself is stuck (a device or the network)"));
+        ": every rank started it, so the transfer itself is stuck (a device, the network, or on a GPU, where started "
+        "means enqueued, work before it on the ranks' streams)"));
   }
   return MissingRanks(stuck, timeout, missing, absl::StrJoin(details, "; "));
 }

@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/cuda_stream.h"
 #include "ir/status.h"
@@ -61,7 +65,27 @@ ncclRedOp_t NcclOpOf(ReduceOp op) {
 
 std::string IdKey(const std::string& group) { return absl::StrCat("nccl/", group, "/id"); }
 
+// NCCL's thread safety: no two threads may call into one communicator at once, nor into two
+// communicators of one device. The watchdog polls and aborts beside the rank's own calls (a poll
+// of a non-blocking communicator completes and frees its pending group job: two at once free it
+// twice), so every NCCL call on a device holds that device's lock. Held per call, never across
+// a wait: a non-blocking call returns at once.
+std::mutex& CallLockOf(int device) {
+  static std::mutex mu;
+  static auto* locks = new std::map<int, std::unique_ptr<std::mutex>>();  // for the process's life
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<std::mutex>& call = (*locks)[device];
+  if (!call) call = std::make_unique<std::mutex>();
+  return *call;
+}
+
 }  // namespace
+
+template <typename Fn>
+ncclResult_t NcclCommunicator::Locked(Fn&& call) {
+  std::lock_guard<std::mutex> lock(CallLockOf(device_.index));
+  return call();
+}
 
 NcclCommunicator::NcclCommunicator(std::shared_ptr<comm::KeyValueStore> store, int rank, int size, Device device,
                                    comm::CommConfig config)
@@ -108,7 +132,7 @@ absl::Status NcclCommunicator::Join(const ncclUniqueId& id) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   // Non-blocking: a call that cannot complete (a missing peer) returns, so the watchdog can abort.
   config.blocking = 0;
-  const ncclResult_t started = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
+  const ncclResult_t started = Locked([&] { return ncclCommInitRankConfig(&comm_, size(), id, rank(), &config); });
   // Initialisation completes asynchronously: wait for it up to the group's deadline.
   absl::Status joined = Settle(started, "ncclCommInitRankConfig", absl::Now() + this->config().timeout);
   if (absl::IsDeadlineExceeded(joined)) {
@@ -128,7 +152,9 @@ absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, abs
     }
     if (absl::Now() > deadline) return absl::DeadlineExceededError(absl::StrCat(call, " did not complete"));
     std::this_thread::sleep_for(std::chrono::microseconds(100));
-    if (ncclResult_t polled = ncclCommGetAsyncError(comm_, &result); polled != ncclSuccess) result = polled;
+    if (ncclResult_t polled = Locked([&] { return ncclCommGetAsyncError(comm_, &result); }); polled != ncclSuccess) {
+      result = polled;
+    }
   }
   return NcclStatus(result, call);
 }
@@ -139,7 +165,7 @@ void NcclCommunicator::AbortOnce() {
   abort_requested_ = true;  // a call waiting in Settle gives up and releases its shared lock
   std::unique_lock<std::shared_mutex> lock(comm_mu_);
   if (comm_ != nullptr && !aborted_.exchange(true)) {
-    ncclCommAbort(comm_);
+    Locked([&] { return ncclCommAbort(comm_); });
     comm_ = nullptr;
   }
 }
@@ -157,9 +183,9 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_ != nullptr && !aborted_) {  // an aborted one is gone already
     // Finalising waits for the peers' last operations: up to the deadline, then abort.
     const absl::Status finalized =
-        Settle(ncclCommFinalize(comm_), "ncclCommFinalize", absl::Now() + config().timeout);
+        Settle(Locked([&] { return ncclCommFinalize(comm_); }), "ncclCommFinalize", absl::Now() + config().timeout);
     if (finalized.ok()) {
-      ncclCommDestroy(comm_);
+      Locked([&] { return ncclCommDestroy(comm_); });
     } else {
       AbortOnce();
     }
@@ -181,42 +207,51 @@ absl::Status NcclCommunicator::CheckReduction(ir::DataType dtype, ReduceOp op) c
 absl::Status NcclCommunicator::Enqueue(const Call& call, const void* in, void* out, cudaStream_t stream) {
   const comm::Fingerprint& fp = call.fp;
   if (fp.kind == CollectiveKind::kBarrier) {
-    return Settle(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream), "ncclAllReduce (barrier)",
-                  call.deadline);
+    return Settle(Locked([&] { return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream); }),
+                  "ncclAllReduce (barrier)", call.deadline);
   }
   PDIST_ASSIGN_OR_RETURN(ncclDataType_t type, NcclTypeOf(fp.dtype));
   const size_t count = static_cast<size_t>(fp.count);  // the per-rank input's elements (Recv: the output's)
   switch (fp.kind) {
     case CollectiveKind::kAllReduce:
-      return Settle(ncclAllReduce(in, out, count, type, NcclOpOf(fp.reduce), comm_, stream), "ncclAllReduce",
-                    call.deadline);
+      return Settle(Locked([&] { return ncclAllReduce(in, out, count, type, NcclOpOf(fp.reduce), comm_, stream); }),
+                    "ncclAllReduce", call.deadline);
     case CollectiveKind::kAllGather:
-      return Settle(ncclAllGather(in, out, count, type, comm_, stream), "ncclAllGather", call.deadline);
+      return Settle(Locked([&] { return ncclAllGather(in, out, count, type, comm_, stream); }), "ncclAllGather",
+                    call.deadline);
     case CollectiveKind::kReduceScatter:
-      return Settle(ncclReduceScatter(in, out, count / static_cast<size_t>(size()), type, NcclOpOf(fp.reduce), comm_,
-                                      stream),
+      return Settle(Locked([&] {
+                      return ncclReduceScatter(in, out, count / static_cast<size_t>(size()), type, NcclOpOf(fp.reduce),
+                                               comm_, stream);
+                    }),
                     "ncclReduceScatter", call.deadline);
     case CollectiveKind::kBroadcast:
-      return Settle(ncclBroadcast(in, out, count, type, fp.root, comm_, stream), "ncclBroadcast", call.deadline);
+      return Settle(Locked([&] { return ncclBroadcast(in, out, count, type, fp.root, comm_, stream); }),
+                    "ncclBroadcast", call.deadline);
     case CollectiveKind::kSend:
-      return Settle(ncclSend(in, count, type, call.peer, comm_, stream), "ncclSend", call.deadline);
+      return Settle(Locked([&] { return ncclSend(in, count, type, call.peer, comm_, stream); }), "ncclSend",
+                    call.deadline);
     case CollectiveKind::kRecv:
-      return Settle(ncclRecv(out, count, type, call.peer, comm_, stream), "ncclRecv", call.deadline);
+      return Settle(Locked([&] { return ncclRecv(out, count, type, call.peer, comm_, stream); }), "ncclRecv",
+                    call.deadline);
     case CollectiveKind::kAllToAll: {
       // NCCL has no all-to-all: a send and a receive per peer, grouped into one launch.
       const size_t piece = count / static_cast<size_t>(size());
       const size_t bytes = piece * static_cast<size_t>(ir::DataTypeSize(fp.dtype));
-      PDIST_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+      // The whole group under the call lock: its calls are one thread's, and none waits.
       absl::Status posted = absl::OkStatus();
-      for (int peer = 0; peer < size() && posted.ok(); ++peer) {
-        posted = NcclStatus(ncclSend(static_cast<const char*>(in) + peer * bytes, piece, type, peer, comm_, stream),
-                            "ncclSend (all_to_all)");
-        if (posted.ok()) {
-          posted = NcclStatus(ncclRecv(static_cast<char*>(out) + peer * bytes, piece, type, peer, comm_, stream),
-                              "ncclRecv (all_to_all)");
+      const ncclResult_t ended = Locked([&] {
+        if (ncclResult_t started = ncclGroupStart(); started != ncclSuccess) return started;
+        for (int peer = 0; peer < size() && posted.ok(); ++peer) {
+          posted = NcclStatus(ncclSend(static_cast<const char*>(in) + peer * bytes, piece, type, peer, comm_, stream),
+                              "ncclSend (all_to_all)");
+          if (posted.ok()) {
+            posted = NcclStatus(ncclRecv(static_cast<char*>(out) + peer * bytes, piece, type, peer, comm_, stream),
+                                "ncclRecv (all_to_all)");
+          }
         }
-      }
-      const ncclResult_t ended = ncclGroupEnd();  // always closes the group, even after a failed post
+        return ncclGroupEnd();  // always closes the group, even after a failed post
+      });
       PDIST_RETURN_IF_ERROR(posted);
       return Settle(ended, "ncclGroupEnd (all_to_all)", call.deadline);
     }
@@ -262,11 +297,26 @@ absl::Status NcclCommunicator::Run(const Call& call) {
   PDIST_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
   auto* given = dynamic_cast<CudaStream*>(call.stream);
   const cudaStream_t stream = given != nullptr ? given->handle() : own_stream_;
+  if (given == nullptr) PDIST_RETURN_IF_ERROR(WaitForCompute(own_stream_));
   PDIST_RETURN_IF_ERROR(EnqueueGuarded(call, call.in != nullptr ? call.in->raw() : nullptr,
                                        call.out != nullptr ? call.out->raw() : nullptr, stream));
   PDIST_RETURN_IF_ERROR(Track(call, stream));
   if (given != nullptr) return absl::OkStatus();  // ordered on the caller's stream
   return Synchronize(call, stream);
+}
+
+// Without a stream, device tensors were made on the device's compute stream (a kernel outside a
+// step, a copy without a stream): `stream` waits for what is enqueued there so far.
+absl::Status NcclCommunicator::WaitForCompute(cudaStream_t stream) {
+  PDIST_ASSIGN_OR_RETURN(Backend * backend, BackendFor(device_));
+  auto* cuda = dynamic_cast<CudaBackend*>(backend);
+  if (cuda == nullptr) return absl::InternalError(absl::StrCat(device_.ToString(), " has no CUDA backend"));
+  cudaEvent_t ready = nullptr;
+  PDIST_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  absl::Status status = CudaStatus(cudaEventRecord(ready, cuda->compute_stream(device_)), "cudaEventRecord");
+  if (status.ok()) status = CudaStatus(cudaStreamWaitEvent(stream, ready, 0), "cudaStreamWaitEvent");
+  cudaEventDestroy(ready);  // released once the wait is done
+  return status;
 }
 
 absl::Status NcclCommunicator::RunStaged(const Call& call) {
@@ -356,7 +406,7 @@ void NcclCommunicator::Watch() {
     ncclResult_t async = ncclSuccess;
     {
       std::shared_lock<std::shared_mutex> comm_lock(comm_mu_);
-      if (!aborted_) ncclCommGetAsyncError(comm_, &async);
+      if (!aborted_) Locked([&] { return ncclCommGetAsyncError(comm_, &async); });
     }
     {
       if (async != ncclSuccess && async != ncclInProgress) {

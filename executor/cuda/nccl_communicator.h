@@ -8,8 +8,10 @@
 // "nccl/<group name>/id"; every member then joins. Sub-groups (Split) are new communicators over
 // their members, each with its own id, so ranks outside a group never take part in making it.
 //
-// Device tensors: the transfer is enqueued on the given stream (the device's communication
-// stream when none) and the call returns; work after it on that stream sees the result. Host
+// Device tensors: the transfer is enqueued on the given stream and the call returns; work after
+// it on that stream sees the result. Without a stream it runs on the communicator's own, after
+// what the device's compute stream holds so far (where tensors made outside a step are made),
+// and the call waits for it. Host
 // tensors (a checkpoint's gather, Split's exchange) are staged through device buffers and the
 // call waits for them. The base class numbers and fingerprints every collective as it does for
 // the other backends; NCCL itself exchanges only data, so a watchdog thread
@@ -88,6 +90,10 @@ class NcclCommunicator final : public comm::Communicator {
   void Watch();
   // The watchdog's verdict on the oldest transfer, once past its deadline.
   void Expire(const InFlight& stuck);
+  absl::Status WaitForCompute(cudaStream_t stream);
+  // Makes one NCCL call under its device's call lock (nccl_communicator.cc: NCCL's thread safety).
+  template <typename Fn>
+  ncclResult_t Locked(Fn&& call);
 
   std::shared_ptr<comm::KeyValueStore> store_;
   Device device_;
@@ -101,7 +107,8 @@ class NcclCommunicator final : public comm::Communicator {
   std::deque<InFlight> in_flight_;
   std::optional<comm::Fingerprint> latest_;  // last started, for the board
   bool latest_posted_ = true;
-  // Calls on comm_ hold it shared; ncclCommAbort (which frees comm_) holds it exclusively.
+  // Calls on comm_ hold it shared; ncclCommAbort (which frees comm_) holds it exclusively. Each
+  // NCCL call also holds its device's call lock, taken after this one (Locked).
   std::shared_mutex comm_mu_;
   std::atomic<bool> abort_requested_{false};  // waiting calls give up
   std::atomic<bool> aborted_{false};          // comm_ is gone

@@ -128,7 +128,7 @@ TEST(ProgressBoardTest, EveryRankThereMeansTheTransferIsStuckAndAPeerMeansItsOth
   recv.kind = CollectiveKind::kRecv;
   recv.root = 1;
   const absl::Status why = mine.Diagnose(recv, absl::Seconds(1), /*peer=*/1);
-  EXPECT_THAT(std::string(why.message()), HasSubstr("ranks that did not arrive: 1 (it never sent)"));
+  EXPECT_THAT(std::string(why.message()), HasSubstr("ranks that did not arrive: 1 (its send never ran)"));
 }
 
 }  // namespace
