@@ -301,10 +301,6 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     comm.stream = backend_->NewStream(options_.device, StreamPurpose::kCommunication, static_cast<int>(lane));
   }
   Stream* stream = comm.stream.get();
-  // The op reads what the compute stream has made so far (on the CPU that is done already; on a
-  // GPU the communication stream waits for the compute stream's event, not the host).
-  // A failure of that wait is also the stream's first error, which the op's event reports.
-  stream->WaitFor(state.compute->Record()).IgnoreError();
   // Inputs computed here are captured now; inputs from earlier stream ops are read from their
   // slots when this op runs — made by then: by an earlier op of this stream (it runs in order),
   // or of another, whose event this stream waits for first (a received activation that a
@@ -324,6 +320,14 @@ void Executor::SubmitToStream(size_t i, const std::vector<int64_t>& last, ValueT
     } else {
       captured[k] = table.values[id];
     }
+  }
+  // An op that reads what the compute stream made waits for what it has made so far (on the CPU
+  // that is done already; on a GPU the communication stream waits for the compute stream's
+  // event, not the host). One that reads nothing from it — a receive — does not: on a GPU it is
+  // posted at once, so that the transfer overlaps the compute before it. A failure of that wait
+  // is also the stream's first error, which the op's event reports.
+  if (std::any_of(captured.begin(), captured.end(), [](const Tensor& t) { return t.defined(); })) {
+    stream->WaitFor(state.compute->Record()).IgnoreError();
   }
   std::vector<std::shared_ptr<Tensor>> slots(op.num_results());
   for (auto& slot : slots) slot = std::make_shared<Tensor>();

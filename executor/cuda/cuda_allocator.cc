@@ -2,6 +2,7 @@
 #include "executor/cuda/cuda_allocator.h"
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "executor/cuda/cuda_stream.h"
@@ -21,11 +22,24 @@ void* CudaAllocator::Allocate(int64_t bytes, Stream* stream) {
   cudaStream_t handle = cuda_stream != nullptr ? cuda_stream->handle() : free_stream_;
   cudaSetDevice(device_.index);
   void* block = nullptr;
-  const cudaError_t error = cudaMallocAsync(&block, static_cast<size_t>(bytes > 0 ? bytes : 1), handle);
+  const size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  cudaError_t error = cudaMallocAsync(&block, size, handle);
+  if (error == cudaErrorMemoryAllocation) {
+    // Blocks freed on the free stream are reusable by another stream only once that stream's work
+    // before the free is known done: wait for it, hand the pool's unused memory back, and try
+    // once more before calling it out of memory.
+    cudaGetLastError();
+    cudaStreamSynchronize(free_stream_);
+    if (pool_ != nullptr) cudaMemPoolTrimTo(pool_, 0);
+    error = cudaMallocAsync(&block, size, handle);
+  }
   if (error != cudaSuccess) {
     cudaGetLastError();  // clear it: the caller reports it as a Status
-    throw OutOfMemory(absl::StrFormat("out of memory on %s allocating %d bytes: %s (%s)", device_.ToString(), bytes,
-                                      cudaGetErrorString(error), stats().ToString()));
+    // Another error (an earlier kernel's fault, which the runtime reports from here on) is not
+    // called a lack of memory.
+    const std::string what = error == cudaErrorMemoryAllocation ? "out of memory" : "failed";
+    throw OutOfMemory(absl::StrFormat("%s on %s allocating %d bytes: %s: %s (%s)", what, device_.ToString(), bytes,
+                                      cudaGetErrorName(error), cudaGetErrorString(error), stats().ToString()));
   }
   allocations_.fetch_add(1, std::memory_order_relaxed);
   const int64_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;

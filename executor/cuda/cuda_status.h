@@ -20,6 +20,15 @@ inline absl::Status CudaStatus(cudaError_t error, const char* call) {
   return absl::InternalError(message);
 }
 
+// A query's answer (cudaEventQuery, cudaStreamQuery) with cudaErrorNotReady — work still
+// running, not a failure — cleared from the thread's last error, where the runtime may latch it:
+// the next launch's cudaGetLastError would report it as that launch's own failure (PyTorch met
+// this: pytorch/pytorch#18584, #61554).
+inline cudaError_t Unlatched(cudaError_t query) {
+  if (query == cudaErrorNotReady) (void)cudaGetLastError();
+  return query;
+}
+
 }  // namespace pdist::exec::cuda
 
 #define PDIST_CUDA_RETURN_IF_ERROR(call)                                               \

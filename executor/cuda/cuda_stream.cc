@@ -16,7 +16,7 @@ absl::Status CudaEvent::Wait() {
 }
 
 bool CudaEvent::done() const {
-  return !host_status_.ok() || event_ == nullptr || cudaEventQuery(event_) != cudaErrorNotReady;
+  return !host_status_.ok() || event_ == nullptr || Unlatched(cudaEventQuery(event_)) != cudaErrorNotReady;
 }
 
 CudaTimeMark::~CudaTimeMark() {

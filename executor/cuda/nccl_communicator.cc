@@ -154,7 +154,7 @@ absl::Status NcclCommunicator::Connect(absl::Time deadline) {
       Locked([&] { return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, own_stream_); }),
       "ncclAllReduce (connecting)", deadline);
   while (status.ok()) {
-    const cudaError_t query = cudaStreamQuery(own_stream_);
+    const cudaError_t query = Unlatched(cudaStreamQuery(own_stream_));
     if (query == cudaSuccess) return absl::OkStatus();
     if (query != cudaErrorNotReady) {
       status = CudaStatus(query, "cudaStreamQuery (connecting)");
@@ -388,7 +388,7 @@ absl::Status NcclCommunicator::Synchronize(const Call& call, cudaStream_t stream
   PDIST_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   absl::Status status = CudaStatus(cudaEventRecord(done, stream), "cudaEventRecord");
   while (status.ok()) {
-    const cudaError_t query = cudaEventQuery(done);
+    const cudaError_t query = Unlatched(cudaEventQuery(done));
     if (query == cudaSuccess) break;
     if (query != cudaErrorNotReady) {
       status = CudaStatus(query, "cudaEventQuery");
@@ -431,7 +431,7 @@ void NcclCommunicator::Watch() {
     wake_.wait_for(lock, kWatchInterval);
     if (stop_) break;
     // Retire what has completed, in order.
-    while (!in_flight_.empty() && cudaEventQuery(in_flight_.front().done) == cudaSuccess) {
+    while (!in_flight_.empty() && Unlatched(cudaEventQuery(in_flight_.front().done)) == cudaSuccess) {
       cudaEventDestroy(in_flight_.front().done);
       in_flight_.pop_front();
     }
@@ -473,7 +473,7 @@ void NcclCommunicator::Expire(const InFlight& stuck) {
   // Our own latest first, so that peers diagnosing at the same time see where we are.
   if (latest) board_.Post(*latest).IgnoreError();
   std::this_thread::sleep_for(absl::ToChronoMilliseconds(2 * kPostInterval));  // the peers' next posts
-  if (cudaEventQuery(stuck.done) == cudaSuccess) return;  // late, but done: the watchdog retires it
+  if (Unlatched(cudaEventQuery(stuck.done)) == cudaSuccess) return;  // late, but done: the watchdog retires it
   RecordError(board_.Diagnose(stuck.fp, config().timeout, stuck.peer));
   AbortOnce();  // the transfers in flight end; later calls fail with the sticky error
   wake_.notify_all();
