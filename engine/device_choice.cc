@@ -11,7 +11,9 @@
 namespace pdist::engine {
 
 absl::StatusOr<std::optional<int>> LocalRankFromEnv() {
-  for (const char* variable : {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+  // An mpirun inside an sbatch script inherits the batch step's SLURM_LOCALID (0 on every rank):
+  // the MPI launchers' own variables come before Slurm's.
+  for (const char* variable : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
     const char* value = std::getenv(variable);
     if (value == nullptr || *value == '\0') continue;
     int index = -1;

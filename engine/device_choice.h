@@ -16,8 +16,9 @@ namespace pdist::engine {
 absl::StatusOr<exec::Device> ChooseDevice(const std::string& name);
 
 // The rank's index among its node's ranks, as its launcher says it: LOCAL_RANK (pdist-run,
-// torchrun), SLURM_LOCALID (srun), OMPI_COMM_WORLD_LOCAL_RANK (Open MPI's mpirun) or
-// MPI_LOCALRANKID (MPICH, Intel MPI), the first one set — the launchers whose ranks the
+// torchrun), OMPI_COMM_WORLD_LOCAL_RANK (Open MPI's mpirun), MPI_LOCALRANKID (MPICH, Intel MPI)
+// or SLURM_LOCALID (srun; after the MPI ones, which an mpirun inside an allocation sets beside
+// the batch step's SLURM_LOCALID), the first one set — the launchers whose ranks the
 // world accepts (engine/launched_rank.h). Nullopt when none is; an error naming a value that is not an
 // index.
 absl::StatusOr<std::optional<int>> LocalRankFromEnv();

@@ -45,11 +45,13 @@ class WorldStore final : public exec::comm::KeyValueStore {
 absl::StatusOr<std::shared_ptr<exec::comm::Communicator>> CreateNcclWorld(const exec::comm::CommConfig& config,
                                                                           const exec::Device& gpu) {
 #if defined(PDIST_HAVE_CUDA) && defined(PDIST_HAVE_GLOO)
+  // Counted before anything can fail, so that every process numbers its attempts alike.
+  static std::atomic<int> worlds{0};
+  const int generation = worlds++;
   PDIST_ASSIGN_OR_RETURN(exec::comm::LaunchedWorld world, exec::comm::LaunchedWorldFromEnv("nccl"));
   PDIST_ASSIGN_OR_RETURN(std::shared_ptr<exec::comm::KeyValueStore> store,
                          exec::comm::OpenKeyValueStore(world.rendezvous, world.rank, config.timeout));
-  static std::atomic<int> worlds{0};
-  auto numbered = std::make_shared<WorldStore>(std::move(store), worlds++);
+  auto numbered = std::make_shared<WorldStore>(std::move(store), generation);
   PDIST_ASSIGN_OR_RETURN(auto comm, exec::cuda::NcclCommunicator::Create(std::move(numbered), world.rank, world.size,
                                                                          gpu, config));
   return std::shared_ptr<exec::comm::Communicator>(std::move(comm));

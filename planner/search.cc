@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +18,8 @@ namespace {
 
 constexpr int64_t kMaxVppDegree = 8;
 constexpr size_t kTooBigKept = 16;
+// Candidates priced whole to name the leanest when nothing fits (each a schedule simulation).
+constexpr int kLeanestRepriced = 64;
 
 // The values a choice takes: the fixed one, or all of `all`.
 template <typename T>
@@ -170,13 +173,13 @@ class SearchRun {
       if (!fixed_.mp && !options_.tensor_parallel_across_nodes && mp > cluster_.devices_per_node) continue;
       for (int64_t pp : Choices<int64_t>(fixed_.pp, Divisors(n / mp))) {
         if (n % (mp * pp) != 0) continue;
+        if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
+        if (estimate_.stage_cut && (pp == 1 || CutStages() % pp != 0)) continue;
         if (pp > static_cast<int64_t>(model_.segments.size())) {
           skipped_.insert(absl::StrCat("pp ", pp, ": more stages than the model's ", model_.segments.size(),
                                        " segments"));
           continue;
         }
-        if (fixed_.dp && *fixed_.dp != n / (mp * pp)) continue;
-        if (estimate_.stage_cut && (pp == 1 || CutStages() % pp != 0)) continue;
         out.push_back({mp, pp});
       }
     }
@@ -194,6 +197,18 @@ class SearchRun {
           absl::StrCat("no dp × mp × pp factorisation of ", n, " devices agrees with the fixed degrees", why));
     }
     return out;
+  }
+
+  // Whether every reason nothing was built is a degree the model's sizes do not divide (the
+  // batch, heads or vocabulary, its segments), not a contradiction among fixed choices: then
+  // another device count is the way out.
+  bool OnlyTheDeviceCountStandsInTheWay() const {
+    return !result_.skipped.empty() &&
+           std::all_of(result_.skipped.begin(), result_.skipped.end(), [](const std::string& reason) {
+             return absl::StrContains(reason, "does not divide the global batch") ||
+                    absl::StrContains(reason, "is not divisible by mp_degree") ||
+                    absl::StrContains(reason, "more stages than the model's");
+           });
   }
 
   // The virtual stages a fixed cut makes (pp × vpp).
@@ -389,16 +404,21 @@ class SearchRun {
   // lower bound (one micro-batch in flight, where a bound cut the pricing short) until the next
   // bound is past the least memory found: the plan named as the leanest is then the one that
   // needs least, and its figure what it needs, not a bound (another candidate's bound can be
-  // below it and its whole need above).
+  // below it and its whole need above). At most kLeanestRepriced of them; one that cannot be
+  // priced whole keeps its bound.
   absl::Status PriceTheLeanestWhole() {
     EstimateOptions whole = estimate_;
     whole.prune_by_memory = false;
     double least = std::numeric_limits<double>::infinity();
+    int repriced = 0;
     for (Estimate& e : result_.too_big) {
-      if (e.memory.total() >= least) break;
+      if (e.memory.total() >= least || repriced == kLeanestRepriced) break;
       if (!e.simulated) {
-        PDIST_ASSIGN_OR_RETURN(e, EstimateCandidate(e.candidate, model_, cluster_, profiler_, whole,
-                                                    std::numeric_limits<double>::infinity()));
+        ++repriced;
+        // One that cannot be priced whole keeps its bound (and says "at least").
+        absl::StatusOr<Estimate> priced = EstimateCandidate(e.candidate, model_, cluster_, profiler_, whole,
+                                                            std::numeric_limits<double>::infinity());
+        if (priced.ok()) e = *std::move(priced);
       }
       least = std::min(least, e.memory.total());
     }
@@ -423,8 +443,10 @@ class SearchRun {
         return absl::FailedPreconditionError(absl::StrCat(
             "no candidate could be built: ",
             result_.skipped.empty() ? "the fixed choices leave no plan" : absl::StrJoin(result_.skipped, "; "),
-            " (a device count whose factors divide the batch, the heads, the vocabulary and the model's segments "
-            "plans; so may another --global-batch)"));
+            OnlyTheDeviceCountStandsInTheWay()
+                ? " (a device count whose factors divide the batch, the heads, the vocabulary and the model's "
+                  "segments plans; so may another batch)"
+                : ""));
       }
       // What the leanest holds, term by term, says which knob would help; the hint names only
       // the knobs --strategy left free.
@@ -469,7 +491,8 @@ class SearchRun {
 
 int64_t MaxMicroBatch(int64_t max_micro_batch, int64_t seq_len) {
   if (max_micro_batch > 0) return max_micro_batch;
-  return std::max(kDefaultMaxMicroBatch, kDefaultMaxMicroBatchTokens / std::max<int64_t>(1, seq_len));
+  if (seq_len <= 1) return kDefaultMaxMicroBatch;  // no sequence (a feature model): samples, not tokens
+  return std::max(kDefaultMaxMicroBatch, kDefaultMaxMicroBatchTokens / seq_len);
 }
 
 absl::StatusOr<SearchResult> Search(const PlannedModel& model, const strategy::Cluster& cluster,

@@ -62,7 +62,8 @@ struct SearchOptions {
 };
 
 // The largest micro-batch the search tries for sequences of `seq_len` tokens: `max_micro_batch`
-// where it is set, else 64 sequences or as many as make 131,072 tokens, whichever is more.
+// where it is set, else 64 sequences or as many as make 131,072 tokens, whichever is more (64 for
+// a model without a sequence, whose seq_len is 1).
 inline constexpr int64_t kDefaultMaxMicroBatch = 64;
 inline constexpr int64_t kDefaultMaxMicroBatchTokens = 131072;
 int64_t MaxMicroBatch(int64_t max_micro_batch, int64_t seq_len);

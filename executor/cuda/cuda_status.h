@@ -25,7 +25,7 @@ inline absl::Status CudaStatus(cudaError_t error, const char* call) {
 // the next launch's cudaGetLastError would report it as that launch's own failure (PyTorch met
 // this: pytorch/pytorch#18584, #61554).
 inline cudaError_t Unlatched(cudaError_t query) {
-  if (query == cudaErrorNotReady) (void)cudaGetLastError();
+  if (query == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
   return query;
 }
 

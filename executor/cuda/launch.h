@@ -210,11 +210,17 @@ inline int64_t AttentionChunkBatches(const AttentionShape& a) {
   const int64_t per_batch = std::max<int64_t>(1, a.heads_q * a.seq_q * a.seq_k);
   return std::clamp<int64_t>(kMaxAttentionScoreElements / per_batch, 1, std::max<int64_t>(a.batch, 1));
 }
-// What the GEMM form's two f32 scores buffers (S, and dP in the backward) of a low-precision
-// attention take: the bound on the workspace cuDNN's fused attention may take instead (its
-// deterministic backward keeps dP for the whole batch); past it the GEMM form runs.
+// What the GEMM form's backward holds for the scores of a low-precision attention: S and dP in
+// f32, P in the 2-byte storage type (1.25 GiB at most where a batch element's scores fit 2^27).
 inline int64_t GemmAttentionScratchBytes(const AttentionShape& a) {
-  return 2 * int64_t{sizeof(float)} * AttentionChunkBatches(a) * a.heads_q * a.seq_q * a.seq_k;
+  return (2 * int64_t{sizeof(float)} + 2) * AttentionChunkBatches(a) * a.heads_q * a.seq_q * a.seq_k;
+}
+// The most workspace cuDNN's fused attention may take instead (its deterministic backward keeps
+// dP, 2 bytes a score, for the whole batch, up to the 1 GiB where cuDNN 9.25+ on Hopper switches
+// to kernels that need less, and some more besides): a quarter more than the GEMM form's scratch
+// or that 1 GiB, whichever is larger. Past it the GEMM form runs.
+inline int64_t CudnnAttentionWorkspaceBound(const AttentionShape& a) {
+  return std::max(GemmAttentionScratchBytes(a), int64_t{1} << 30) * 5 / 4;
 }
 // Attention runs as GEMMs around two row kernels (executor/cuda/attention_kernels.cc). Both
 // take a chunk of `batches` batch elements from batch b0, whose scores (q·kᵀ, unscaled, in the

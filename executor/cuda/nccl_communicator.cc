@@ -122,7 +122,6 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(std::
   }
   const std::string group = absl::StrCat("NCCL group '", comm->name(), "'");
   PDIST_RETURN_IF_ERROR(WithContext(comm->Join(id), group));
-  PDIST_RETURN_IF_ERROR(WithContext(comm->Connect(absl::Now() + timeout), group));
   comm->watchdog_ = std::thread([raw = comm.get()] { raw->Watch(); });
   return comm;
 }
@@ -143,36 +142,6 @@ absl::Status NcclCommunicator::Join(const ncclUniqueId& id) {
   }
   if (!joined.ok()) AbortOnce();
   return joined;
-}
-
-absl::Status NcclCommunicator::Connect(absl::Time deadline) {
-  // NCCL connects a communicator's peers at its first collective (runtime connect): mid-step,
-  // that first all-reduce of a group would wait for every member, and allocate, while other
-  // communicators' kernels run. One element all-reduced here connects them as the group is made,
-  // when every member is making it.
-  absl::Status status = Settle(
-      Locked([&] { return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, own_stream_); }),
-      "ncclAllReduce (connecting)", deadline);
-  while (status.ok()) {
-    const cudaError_t query = Unlatched(cudaStreamQuery(own_stream_));
-    if (query == cudaSuccess) return absl::OkStatus();
-    if (query != cudaErrorNotReady) {
-      status = CudaStatus(query, "cudaStreamQuery (connecting)");
-    } else if (absl::Now() > deadline) {
-      status = absl::DeadlineExceededError(absl::StrCat("timeout after ", absl::FormatDuration(config().timeout),
-                                                        " connecting: not every rank of ", size(), " took part"));
-    } else {
-      ncclResult_t async = ncclSuccess;
-      Locked([&] { return ncclCommGetAsyncError(comm_, &async); });
-      if (async != ncclSuccess && async != ncclInProgress) {
-        status = NcclStatus(async, "ncclAllReduce (connecting)");
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    }
-  }
-  AbortOnce();  // the all-reduce must not outlive the group that gave up on it
-  return status;
 }
 
 absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, absl::Time deadline) {

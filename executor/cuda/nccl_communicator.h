@@ -5,8 +5,7 @@
 //   PDIST_RETURN_IF_ERROR(world->AllReduce(grad, grad, ReduceOp::kSum, comm_stream));  // enqueued
 //
 // Rank 0 of a group makes NCCL's unique id and posts it to the store under
-// "nccl/<group name>/id"; every member then joins, and connects to the others by all-reducing
-// one element (NCCL would otherwise connect them at the group's first collective, mid-step). Sub-groups (Split) are new communicators over
+// "nccl/<group name>/id"; every member then joins. Sub-groups (Split) are new communicators over
 // their members, each with its own id, so ranks outside a group never take part in making it.
 //
 // Device tensors: the transfer is enqueued on the given stream and the call returns; work after
@@ -92,7 +91,6 @@ class NcclCommunicator final : public comm::Communicator {
   // The watchdog's verdict on the oldest transfer, once past its deadline.
   void Expire(const InFlight& stuck);
   absl::Status WaitForCompute(cudaStream_t stream);
-  absl::Status Connect(absl::Time deadline);
   // Makes one NCCL call under its device's call lock (nccl_communicator.cc: NCCL's thread safety).
   template <typename Fn>
   ncclResult_t Locked(Fn&& call);

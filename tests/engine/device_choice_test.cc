@@ -1,6 +1,6 @@
-// The rank's GPU under each launcher: its local index from the first launcher variable set
-// (only LOCAL_RANK was read: under srun or mpirun every rank of a node took GPU 0, which NCCL
-// refuses as a duplicate GPU).
+// The rank's GPU under each launcher: its local index from the first launcher variable set, the
+// MPI launchers' before Slurm's (only LOCAL_RANK was read: under srun or mpirun every rank of a
+// node took GPU 0, which NCCL refuses as a duplicate GPU).
 #include "engine/device_choice.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 namespace pdist::engine {
 namespace {
 
-constexpr const char* kVariables[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"};
+constexpr const char* kVariables[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
 
 // Clears the launcher variables for a test and puts the process's own values back after it.
 class LocalRankTest : public ::testing::Test {
@@ -51,9 +51,16 @@ TEST_F(LocalRankTest, EachLauncherSaysTheRanksIndexOnItsNode) {
 }
 
 TEST_F(LocalRankTest, LocalRankComesFirstAndABadValueIsNamed) {
-  setenv("SLURM_LOCALID", "1", 1);
+  // mpirun inside an sbatch script: the batch step's SLURM_LOCALID is 0 on every rank.
+  setenv("SLURM_LOCALID", "0", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  absl::StatusOr<std::optional<int>> mpi = LocalRankFromEnv();
+  ASSERT_TRUE(mpi.ok()) << mpi.status();
+  EXPECT_EQ(*mpi, 1);
   setenv("LOCAL_RANK", "2", 1);
-  EXPECT_EQ(**LocalRankFromEnv(), 2);
+  absl::StatusOr<std::optional<int>> local = LocalRankFromEnv();
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(*local, 2);
   setenv("LOCAL_RANK", "gpu2", 1);
   absl::StatusOr<std::optional<int>> bad = LocalRankFromEnv();
   ASSERT_FALSE(bad.ok());

@@ -330,7 +330,7 @@ TEST(SearchTest, TheLargestMicroBatchTriedGrowsForShortSequences) {
   EXPECT_EQ(MaxMicroBatch(0, 2048), 64);
   EXPECT_EQ(MaxMicroBatch(0, 8192), 64);
   EXPECT_EQ(MaxMicroBatch(0, 512), 256);
-  EXPECT_EQ(MaxMicroBatch(0, 1), 131072);
+  EXPECT_EQ(MaxMicroBatch(0, 1), 64);  // no sequence: samples, not tokens
   EXPECT_EQ(MaxMicroBatch(8, 512), 8);  // as given
 
   // A 512-token model whose one-device plan must run the whole batch of 128 at once.

@@ -86,9 +86,10 @@ const Library& OpenLibrary() {
   setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", absl::StrCat("libcudart.so.", CUDART_VERSION / 1000).c_str(),
          /*overwrite=*/0);
   // The deterministic backward keeps dP in a workspace of b·hq·sq·sk·2 bytes. Past 1 GiB (about
-  // the GEMM form's bound for its score buffers, 1.25 GiB: attention_kernels.cc), cuDNN 9.25+ on
+  // what the GEMM form holds for its scores: GemmAttentionScratchBytes, launch.h), cuDNN 9.25+ on
   // Hopper switches to its ordered-dQ deterministic kernels, whose workspace grows linearly;
-  // older versions keep dP whatever its size.
+  // older versions keep dP whatever its size (and past CudnnAttentionWorkspaceBound the GEMM
+  // form runs instead).
   setenv("CUDNN_FRONTEND_ATTN_DP_WORKSPACE_LIMIT", absl::StrCat(kDpWorkspaceLimitBytes).c_str(), /*overwrite=*/0);
   return true;
 }();
@@ -251,11 +252,13 @@ absl::Status RunUnguarded(KernelContext& ctx, bool backward, ElemType type, cons
       status = Unavailable(e.what());
     }
     // The deterministic backward keeps dP for the whole batch where the GEMM form takes the
-    // batch in chunks: past what the GEMM form would hold, that form runs instead.
-    if (status.ok() && built->workspace_bytes > GemmAttentionScratchBytes(a)) {
-      status = Unavailable(absl::StrFormat("cuDNN's workspace of %.2f GiB is more than the GEMM form's %.2f GiB",
-                                           static_cast<double>(built->workspace_bytes) / (1 << 30),
-                                           static_cast<double>(GemmAttentionScratchBytes(a)) / (1 << 30)));
+    // batch in chunks: past what the GEMM form would hold (and some), that form runs instead.
+    if (status.ok() && built->workspace_bytes > CudnnAttentionWorkspaceBound(a)) {
+      status = Unavailable(absl::StrFormat(
+          "cuDNN's workspace of %.2f GiB is more than the %.2f GiB allowed (the GEMM form holds %.2f GiB)",
+          static_cast<double>(built->workspace_bytes) / (1 << 30),
+          static_cast<double>(CudnnAttentionWorkspaceBound(a)) / (1 << 30),
+          static_cast<double>(GemmAttentionScratchBytes(a)) / (1 << 30)));
     }
     if (!status.ok()) {
       graphs.failures[key] = status;
