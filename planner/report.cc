@@ -88,16 +88,12 @@ std::string ExplainText(const SearchResult& r, int64_t top) {
     if (l.best) {
       absl::StrAppendFormat(&out, "%-20s best %-34s %.5g s (%+.1f%%)\n", name, l.best->candidate.ToString(),
                             l.best->step_time, 100 * (l.best->step_time / best - 1));
-    } else if (l.slower_bound > 0 && fastest < best) {
-      // Cut against the fastest plan and the tie tolerance, which a pick within it does not show.
-      absl::StrAppendFormat(&out,
-                            "%-20s slower: its busiest rank alone works at least %.5g s (%+.1f%%; %+.1f%% of the "
-                            "fastest)\n",
-                            name, l.slower_bound, 100 * (l.slower_bound / best - 1),
-                            100 * (l.slower_bound / fastest - 1));
     } else if (l.slower_bound > 0) {
-      absl::StrAppendFormat(&out, "%-20s slower: its busiest rank alone works at least %.5g s (%+.1f%%)\n", name,
-                            l.slower_bound, 100 * (l.slower_bound / best - 1));
+      // Cut against the fastest plan and the tie tolerance, which a pick within it does not show.
+      const std::string against_fastest =
+          fastest < best ? absl::StrFormat("; %+.1f%% of the fastest", 100 * (l.slower_bound / fastest - 1)) : "";
+      absl::StrAppendFormat(&out, "%-20s slower: its busiest rank alone works at least %.5g s (%+.1f%%%s)\n", name,
+                            l.slower_bound, 100 * (l.slower_bound / best - 1), against_fastest);
     } else if (l.leanest) {
       absl::StrAppendFormat(&out, "%-20s out of memory: the leanest, %s, needs %s%.3g GB of %.3g\n", name,
                             l.leanest->candidate.ToString(), l.leanest->simulated ? "" : "at least ",

@@ -406,7 +406,7 @@ class SearchRun {
   // needs least, and its figure what it needs, not a bound (another candidate's bound can be
   // below it and its whole need above). At most kLeanestRepriced of them; one that cannot be
   // priced whole keeps its bound.
-  absl::Status PriceTheLeanestWhole() {
+  void PriceTheLeanestWhole() {
     EstimateOptions whole = estimate_;
     whole.prune_by_memory = false;
     double least = std::numeric_limits<double>::infinity();
@@ -424,7 +424,6 @@ class SearchRun {
     }
     SortByMemory(result_.too_big);
     leanest_ = result_.too_big.front();
-    return absl::OkStatus();
   }
 
   static void SortByMemory(std::vector<Estimate>& estimates) {
@@ -435,7 +434,7 @@ class SearchRun {
   // Ranks what fits (ties within the tolerance to the simpler plan), or says why nothing does.
   absl::StatusOr<SearchResult> Finish() {
     SortByMemory(result_.too_big);
-    if (result_.ranked.empty() && !result_.too_big.empty()) PDIST_RETURN_IF_ERROR(PriceTheLeanestWhole());
+    if (result_.ranked.empty() && !result_.too_big.empty()) PriceTheLeanestWhole();
     if (result_.too_big.size() > kTooBigKept) result_.too_big.resize(kTooBigKept);
     if (result_.ranked.empty()) {
       if (!leanest_) {
